@@ -1,0 +1,194 @@
+//! How battles look on the terminal and in `--json`.
+
+use arena_core::battle::{Battle, Contestant};
+use arena_core::catalog::Catalog;
+use arena_core::results::rfc3339;
+use serde_json::{json, Value};
+
+pub fn contestant_json(c: &Contestant, with_output: bool) -> Value {
+    let b = &c.benchmark;
+    let mut v = json!({
+        "id": c.id,
+        "position": c.position + 1,
+        "identity": c.identity,
+        "model": c.model,
+        "provider": c.provider,
+        "lane": c.lane,
+        "status": c.status,
+        "error": c.error,
+        "attempts": c.attempts,
+        "started_at": c.started_at.map(rfc3339),
+        "finished_at": c.finished_at.map(rfc3339),
+        "duration_ms": b.duration_ms,
+        "ttft_ms": b.ttft_ms,
+        "prompt_tokens": b.prompt_tokens,
+        "completion_tokens": b.completion_tokens,
+        "cached_tokens": b.cached_tokens,
+        "tokens_per_sec": b.tokens_per_sec,
+        "tokens_per_sec_source": b.rate_source,
+        "truncated": c.truncated,
+        "result_path": c.result_path,
+    });
+    if with_output {
+        v["output"] = json!(c.output);
+        v["reasoning"] = json!(c.reasoning);
+    }
+    v
+}
+
+fn battle_value(b: &Battle, with_output: bool) -> Value {
+    json!({
+        "id": b.id,
+        "battle_type": b.battle_type,
+        "status": b.status,
+        "prompt": b.prompt,
+        "project": b.project,
+        "results_path": b.results_path,
+        "created_at": rfc3339(b.created_at),
+        "finished_at": b.finished_at.map(rfc3339),
+        "winner": b.winner,
+        "contestants": b.contestants.iter().map(|c| contestant_json(c, with_output)).collect::<Vec<_>>(),
+    })
+}
+
+/// The battle with each contestant's output.
+pub fn battle_json(b: &Battle) -> Value {
+    battle_value(b, true)
+}
+
+/// The battle without outputs, for listings.
+pub fn battle_summary_json(b: &Battle) -> Value {
+    battle_value(b, false)
+}
+
+pub fn catalog_json(catalog: &Catalog) -> Value {
+    json!({
+        "providers": catalog.providers.iter().map(|p| {
+            let (models, error) = match &p.models {
+                Ok(m) => (json!(m), Value::Null),
+                Err(e) => (json!([]), json!(e)),
+            };
+            json!({
+                "name": p.provider,
+                "kind": p.kind,
+                "base_url": p.base_url,
+                "lane": p.lane,
+                "reachable": p.models.is_ok(),
+                "error": error,
+                "models": models,
+            })
+        }).collect::<Vec<_>>(),
+    })
+}
+
+pub fn catalog_text(catalog: &Catalog) -> String {
+    let mut out = String::new();
+    if catalog.providers.is_empty() {
+        out.push_str("No providers configured. Add a [[provider]] table to arena.toml.\n");
+    }
+    for p in &catalog.providers {
+        out.push_str(&format!(
+            "{} ({} lane, {:?}) {}\n",
+            p.provider, p.lane, p.kind, p.base_url
+        ));
+        match &p.models {
+            Ok(models) if models.is_empty() => out.push_str("  (no models)\n"),
+            Ok(models) => {
+                for m in models {
+                    out.push_str(&format!("  {m}\n"));
+                }
+            }
+            Err(e) => out.push_str(&format!("  unreachable: {e}\n")),
+        }
+    }
+    out
+}
+
+fn fmt_ms(ms: Option<u64>) -> String {
+    match ms {
+        Some(ms) if ms >= 1000 => format!("{:.1}s", ms as f64 / 1000.0),
+        Some(ms) => format!("{ms}ms"),
+        None => "—".into(),
+    }
+}
+
+fn fmt_rate(c: &Contestant) -> String {
+    c.benchmark
+        .tokens_per_sec
+        .map(|r| format!("{r:.1}"))
+        .unwrap_or_else(|| "—".into())
+}
+
+pub fn battle_text(b: &Battle, with_output: bool) -> String {
+    let mut out = format!(
+        "Battle {} ({}) — {}\nPrompt: {}\nResults: {}\n",
+        b.id,
+        b.battle_type,
+        b.status,
+        b.prompt.lines().next().unwrap_or(""),
+        b.results_path.display()
+    );
+    out.push_str(&format!(
+        "  {:<3} {:<28} {:<6} {:<10} {:>8} {:>8} {:>7} {:>8}\n",
+        "#", "contestant", "lane", "status", "duration", "ttft", "tokens", "tok/s"
+    ));
+    for c in &b.contestants {
+        let winner = b.winner.as_ref().is_some_and(|w| w.contestant_id == c.id);
+        let name = format!("{}@{}", c.identity, c.model);
+        out.push_str(&format!(
+            "{} {:<3} {:<28} {:<6} {:<10} {:>8} {:>8} {:>7} {:>8}\n",
+            if winner { "🏆" } else { " " },
+            c.position + 1,
+            name,
+            c.lane,
+            c.status,
+            fmt_ms(c.benchmark.duration_ms),
+            fmt_ms(c.benchmark.ttft_ms),
+            c.benchmark
+                .completion_tokens
+                .map(|t| t.to_string())
+                .unwrap_or_else(|| "—".into()),
+            fmt_rate(c),
+        ));
+        if let Some(e) = &c.error {
+            out.push_str(&format!("      error: {e}\n"));
+        }
+    }
+    if let Some(w) = &b.winner {
+        out.push_str(&format!(
+            "Winner: {} (chosen by {})\n",
+            w.contestant_id, w.source
+        ));
+    }
+    if with_output {
+        for c in &b.contestants {
+            out.push_str(&format!(
+                "\n── {}@{} ──\n{}\n",
+                c.identity,
+                c.model,
+                c.output.as_deref().unwrap_or("(no output)")
+            ));
+        }
+    }
+    out
+}
+
+pub fn list_text(battles: &[Battle]) -> String {
+    if battles.is_empty() {
+        return "No battles yet. Start one with `arena battle run`.\n".into();
+    }
+    let mut out = String::new();
+    for b in battles {
+        let prompt: String = b.prompt.chars().take(50).collect();
+        out.push_str(&format!(
+            "{}  {}  {:<6} {:<9} {} contestants  {}\n",
+            b.id,
+            b.created_at.format("%Y-%m-%d %H:%M"),
+            b.battle_type,
+            b.status,
+            b.contestants.len(),
+            prompt.replace('\n', " ")
+        ));
+    }
+    out
+}

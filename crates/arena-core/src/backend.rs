@@ -1,0 +1,88 @@
+//! Coding backends: the CLI agents Arena knows and whether each is installed.
+//! (Launching them arrives with Coding battles.)
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+/// A known backend and the program that runs it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct BackendInfo {
+    pub name: &'static str,
+    /// `None` for the built-in agent.
+    pub program: Option<&'static str>,
+}
+
+pub const BACKENDS: &[BackendInfo] = &[
+    BackendInfo {
+        name: "native",
+        program: None,
+    },
+    BackendInfo {
+        name: "claude-code",
+        program: Some("claude"),
+    },
+    BackendInfo {
+        name: "opencode",
+        program: Some("opencode"),
+    },
+    BackendInfo {
+        name: "qwen",
+        program: Some("qwen"),
+    },
+    BackendInfo {
+        name: "goose",
+        program: Some("goose"),
+    },
+    BackendInfo {
+        name: "aider",
+        program: Some("aider"),
+    },
+    BackendInfo {
+        name: "codex",
+        program: Some("codex"),
+    },
+];
+
+pub fn find(name: &str) -> Option<&'static BackendInfo> {
+    BACKENDS.iter().find(|b| b.name.eq_ignore_ascii_case(name))
+}
+
+pub fn names() -> Vec<&'static str> {
+    BACKENDS.iter().map(|b| b.name).collect()
+}
+
+/// Looks `program` up on `PATH` like a shell would.
+pub fn which(program: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(program))
+        .find(|candidate| is_executable(candidate))
+}
+
+fn is_executable(path: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(path)
+            .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+            .unwrap_or(false)
+    }
+    #[cfg(not(unix))]
+    {
+        path.is_file()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_backends_and_programs() {
+        assert_eq!(find("Claude-Code").unwrap().program, Some("claude"));
+        assert!(find("cursor").is_none());
+        assert!(which("sh").is_some());
+        assert!(which("definitely-not-a-program-arena").is_none());
+    }
+}

@@ -1,0 +1,233 @@
+//! The battle domain: types, statuses, lanes, and what a battle looks like
+//! when read back from the store.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::str::FromStr;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::error::Invalid;
+
+macro_rules! string_enum {
+    ($(#[$meta:meta])* $name:ident { $($variant:ident => $text:literal),+ $(,)? }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+        #[serde(rename_all = "snake_case")]
+        pub enum $name { $($variant),+ }
+
+        impl $name {
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+            pub fn as_str(self) -> &'static str {
+                match self { $($name::$variant => $text),+ }
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl FromStr for $name {
+            type Err = String;
+            fn from_str(s: &str) -> Result<Self, Self::Err> {
+                match s {
+                    $($text => Ok($name::$variant),)+
+                    other => Err(format!("unknown {} `{}`", stringify!($name), other)),
+                }
+            }
+        }
+    };
+}
+
+string_enum!(
+    /// What is being compared: code changes or text answers.
+    BattleType { Qa => "qa", Coding => "coding" }
+);
+
+string_enum!(
+    /// A battle is `running` until every contestant is terminal.
+    BattleStatus { Running => "running", Done => "done", Cancelled => "cancelled", Error => "error" }
+);
+
+string_enum!(
+    /// Where a contestant stands. `done`, `error` and `cancelled` are terminal.
+    ContestantStatus {
+        Queued => "queued",
+        Running => "running",
+        Done => "done",
+        Error => "error",
+        Cancelled => "cancelled",
+    }
+);
+
+string_enum!(
+    /// Local contestants run one at a time; cloud contestants all at once.
+    Lane { Local => "local", Cloud => "cloud" }
+);
+
+string_enum!(
+    /// Who chose the winner.
+    WinnerSource { Analysis => "analysis", User => "user" }
+);
+
+string_enum!(
+    /// Where a tokens/s figure came from.
+    RateSource { Server => "server", Measured => "measured" }
+);
+
+impl BattleType {
+    pub fn parse_arg(s: &str) -> Result<BattleType, Invalid> {
+        match s.to_ascii_lowercase().as_str() {
+            "qa" | "q&a" => Ok(BattleType::Qa),
+            "coding" | "code" => Ok(BattleType::Coding),
+            _ => Err(Invalid::BattleType(s.to_string())),
+        }
+    }
+}
+
+impl BattleStatus {
+    pub fn is_terminal(self) -> bool {
+        !matches!(self, BattleStatus::Running)
+    }
+}
+
+impl ContestantStatus {
+    pub fn is_terminal(self) -> bool {
+        matches!(
+            self,
+            ContestantStatus::Done | ContestantStatus::Error | ContestantStatus::Cancelled
+        )
+    }
+}
+
+/// One `IDENTITY@MODEL` as the user wrote it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ContestantSpec {
+    pub identity: String,
+    pub model: String,
+}
+
+impl ContestantSpec {
+    /// Splits at the first `@`: the identity never contains one, a model may.
+    pub fn parse(s: &str) -> Result<ContestantSpec, Invalid> {
+        let (identity, model) = s
+            .split_once('@')
+            .ok_or_else(|| Invalid::ContestantSpec(s.to_string()))?;
+        let (identity, model) = (identity.trim(), model.trim());
+        if identity.is_empty() || model.is_empty() {
+            return Err(Invalid::ContestantSpec(s.to_string()));
+        }
+        Ok(ContestantSpec {
+            identity: identity.to_string(),
+            model: model.to_string(),
+        })
+    }
+}
+
+/// What the user asks for when starting a battle.
+#[derive(Debug, Clone)]
+pub struct BattleRequest {
+    pub battle_type: BattleType,
+    pub project: PathBuf,
+    pub prompt: String,
+    pub contestants: Vec<ContestantSpec>,
+}
+
+/// The winner and who chose it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Winner {
+    pub contestant_id: String,
+    pub source: WinnerSource,
+}
+
+/// A battle as stored.
+#[derive(Debug, Clone)]
+pub struct Battle {
+    pub id: String,
+    pub battle_type: BattleType,
+    pub status: BattleStatus,
+    pub prompt: String,
+    pub project: PathBuf,
+    pub results_path: PathBuf,
+    pub created_at: DateTime<Utc>,
+    pub finished_at: Option<DateTime<Utc>>,
+    pub winner: Option<Winner>,
+    pub contestants: Vec<Contestant>,
+}
+
+/// A contestant as stored, with its benchmark.
+#[derive(Debug, Clone)]
+pub struct Contestant {
+    pub id: String,
+    pub battle_id: String,
+    pub position: u32,
+    pub identity: String,
+    pub model: String,
+    pub provider: String,
+    pub lane: Lane,
+    pub status: ContestantStatus,
+    pub error: Option<String>,
+    pub attempts: u32,
+    pub started_at: Option<DateTime<Utc>>,
+    pub finished_at: Option<DateTime<Utc>>,
+    pub benchmark: Benchmark,
+    pub output: Option<String>,
+    pub reasoning: Option<String>,
+    pub truncated: bool,
+    pub result_path: Option<PathBuf>,
+    /// The resolved persona and sampling used to run this contestant, frozen
+    /// at battle start so a resumed run asks the same question.
+    pub run: RunSpec,
+}
+
+/// Speed figures for one contestant.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Benchmark {
+    pub duration_ms: Option<u64>,
+    pub ttft_ms: Option<u64>,
+    pub prompt_tokens: Option<u64>,
+    pub completion_tokens: Option<u64>,
+    pub tokens_per_sec: Option<f64>,
+    pub rate_source: Option<RateSource>,
+    /// Prompt tokens the server answered from its cache (llama.cpp `cache_n`).
+    pub cached_tokens: Option<u64>,
+}
+
+/// Everything needed to (re)run a Q&A contestant without re-reading config.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunSpec {
+    pub system_prompt: Option<String>,
+    pub temperature: Option<f64>,
+    pub top_p: Option<f64>,
+    pub max_tokens: Option<u64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn contestant_spec_splits_at_first_at() {
+        let c = ContestantSpec::parse("debugger@org/model@v2").unwrap();
+        assert_eq!(c.identity, "debugger");
+        assert_eq!(c.model, "org/model@v2");
+        assert!(ContestantSpec::parse("nomodel").is_err());
+        assert!(ContestantSpec::parse("@m").is_err());
+        assert!(ContestantSpec::parse("x@ ").is_err());
+    }
+
+    #[test]
+    fn enums_round_trip_through_strings() {
+        for s in ContestantStatus::ALL {
+            assert_eq!(s.as_str().parse::<ContestantStatus>().unwrap(), *s);
+        }
+        for l in Lane::ALL {
+            assert_eq!(l.as_str().parse::<Lane>().unwrap(), *l);
+        }
+        assert_eq!(BattleType::parse_arg("QA").unwrap(), BattleType::Qa);
+        assert!(BattleType::parse_arg("poetry").is_err());
+    }
+}

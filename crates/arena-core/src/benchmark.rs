@@ -1,0 +1,124 @@
+//! Turning what was observed during a run into a [`Benchmark`].
+
+use std::time::Instant;
+
+use crate::battle::{Benchmark, RateSource};
+use crate::provider::{Timings, Usage};
+
+/// What the runner observed during one contestant's run.
+#[derive(Debug, Clone)]
+pub struct Measurement {
+    /// When the contestant started (first attempt).
+    pub run_started: Instant,
+    /// When the successful attempt's request was sent.
+    pub attempt_started: Instant,
+    pub first_token: Option<Instant>,
+    pub last_token: Option<Instant>,
+    pub finished: Instant,
+    /// Content and reasoning deltas received.
+    pub deltas: u64,
+    pub usage: Option<Usage>,
+    pub timings: Option<Timings>,
+}
+
+fn millis(d: std::time::Duration) -> u64 {
+    d.as_millis().min(u128::from(u64::MAX)) as u64
+}
+
+/// Token counts come from the server's usage (else llama.cpp timings, else
+/// the number of deltas). Tokens per second is llama.cpp's own
+/// `predicted_per_second` when sent, else measured over the generation span
+/// (first to last token), excluding the time to first token.
+pub fn compute(m: &Measurement) -> Benchmark {
+    let usage = m.usage.unwrap_or_default();
+    let timings = m.timings.unwrap_or_default();
+    let completion = usage
+        .completion_tokens
+        .or(timings.predicted_n)
+        .or((m.deltas > 0).then_some(m.deltas));
+    let prompt = usage.prompt_tokens.or(timings.prompt_n);
+    let measured = match (m.first_token, m.last_token, completion) {
+        (Some(first), Some(last), Some(n)) if m.deltas >= 2 && last > first => {
+            // n tokens arrive over deltas-1 gaps.
+            let span = (last - first).as_secs_f64();
+            let per_delta = n as f64 / m.deltas as f64;
+            Some(per_delta * (m.deltas - 1) as f64 / span)
+        }
+        _ => None,
+    };
+    let (tokens_per_sec, rate_source) = match timings.predicted_per_second {
+        Some(r) if r.is_finite() && r > 0.0 => (Some(r), Some(RateSource::Server)),
+        _ => (measured, measured.map(|_| RateSource::Measured)),
+    };
+    Benchmark {
+        duration_ms: Some(millis(m.finished - m.run_started)),
+        ttft_ms: m.first_token.map(|t| millis(t - m.attempt_started)),
+        prompt_tokens: prompt,
+        completion_tokens: completion,
+        tokens_per_sec,
+        rate_source,
+        cached_tokens: timings.cache_n,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn base() -> Measurement {
+        let t0 = Instant::now();
+        Measurement {
+            run_started: t0,
+            attempt_started: t0 + Duration::from_millis(100),
+            first_token: Some(t0 + Duration::from_millis(300)),
+            last_token: Some(t0 + Duration::from_millis(1300)),
+            finished: t0 + Duration::from_millis(1400),
+            deltas: 101,
+            usage: None,
+            timings: None,
+        }
+    }
+
+    #[test]
+    fn measured_rate_spans_first_to_last_token() {
+        let b = compute(&base());
+        assert_eq!(b.duration_ms, Some(1400));
+        assert_eq!(b.ttft_ms, Some(200));
+        assert_eq!(b.completion_tokens, Some(101));
+        assert!((b.tokens_per_sec.unwrap() - 100.0).abs() < 1e-9);
+        assert_eq!(b.rate_source, Some(RateSource::Measured));
+    }
+
+    #[test]
+    fn server_timings_win() {
+        let mut m = base();
+        m.usage = Some(Usage {
+            prompt_tokens: Some(12),
+            completion_tokens: Some(99),
+        });
+        m.timings = Some(Timings {
+            predicted_per_second: Some(153.2),
+            cache_n: Some(0),
+            ..Default::default()
+        });
+        let b = compute(&m);
+        assert_eq!(b.tokens_per_sec, Some(153.2));
+        assert_eq!(b.rate_source, Some(RateSource::Server));
+        assert_eq!(b.prompt_tokens, Some(12));
+        assert_eq!(b.completion_tokens, Some(99));
+        assert_eq!(b.cached_tokens, Some(0));
+    }
+
+    #[test]
+    fn no_tokens_no_rate() {
+        let mut m = base();
+        m.first_token = None;
+        m.last_token = None;
+        m.deltas = 0;
+        let b = compute(&m);
+        assert_eq!(b.tokens_per_sec, None);
+        assert_eq!(b.ttft_ms, None);
+        assert_eq!(b.completion_tokens, None);
+    }
+}

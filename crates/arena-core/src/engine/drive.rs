@@ -1,0 +1,428 @@
+//! Driving a battle: the lease, the two-lane schedule, cancellation from
+//! other processes, resume after a crash, and the final write-out.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use crate::battle::{Battle, ContestantStatus};
+use crate::decisions::{self, ResumeAction, Slot};
+use crate::error::{Error, Result};
+use crate::event::EventKind;
+use crate::results;
+use crate::store;
+
+use super::{contestant, pid_alive, Engine, Live, HEARTBEAT};
+
+/// Holds a battle's lease and its live handles; gives both back on drop.
+struct Held {
+    engine: Engine,
+    battle_id: String,
+    live: Arc<Live>,
+    heartbeat: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        self.heartbeat.abort();
+        let mut map = self
+            .engine
+            .inner
+            .live
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        map.remove(&self.battle_id);
+        drop(map);
+        let (store, id, owner) = (
+            self.engine.inner.store.clone(),
+            self.battle_id.clone(),
+            self.engine.inner.me.owner.clone(),
+        );
+        // Release in the background; an unreleased lease simply expires.
+        let release = move || {
+            if let Err(e) = store.transact(|tx| tx.release_lease(&id, &owner)) {
+                tracing::warn!(battle = %id, error = %e, "could not release lease");
+            }
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(handle) => {
+                handle.spawn_blocking(release);
+            }
+            Err(_) => release(),
+        }
+    }
+}
+
+/// Takes the battle's lease (or says who has it) and starts the heartbeat.
+async fn hold(engine: &Engine, battle_id: &str) -> Result<Held> {
+    let lease = engine.lease_for_now();
+    let (id, now) = (battle_id.to_string(), store::ms(engine.now()));
+    let taken = engine
+        .db(move |s| s.transact(|tx| tx.take_lease(&id, &lease, now, pid_alive)))
+        .await?;
+    if !taken {
+        let id = battle_id.to_string();
+        let holder = engine.db(move |s| s.lease(&id)).await?;
+        let who = holder
+            .map(|l| format!("process {} on {}", l.pid, l.host))
+            .unwrap_or_else(|| "another process".into());
+        return Err(Error::Conflict(format!(
+            "battle {battle_id} is being run by {who}; wait for it to finish or cancel it"
+        )));
+    }
+    let live = Arc::new(Live {
+        cancel: CancellationToken::new(),
+        contestants: Default::default(),
+        wake: tokio::sync::Notify::new(),
+    });
+    engine
+        .inner
+        .live
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .insert(battle_id.to_string(), live.clone());
+    let heartbeat = tokio::spawn(heartbeat(
+        engine.clone(),
+        battle_id.to_string(),
+        live.clone(),
+    ));
+    Ok(Held {
+        engine: engine.clone(),
+        battle_id: battle_id.to_string(),
+        live,
+        heartbeat,
+    })
+}
+
+/// Renews the lease and applies cancellations requested by other processes.
+async fn heartbeat(engine: Engine, battle_id: String, live: Arc<Live>) {
+    let mut tick = tokio::time::interval(HEARTBEAT);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        let (id, owner) = (battle_id.clone(), engine.inner.me.owner.clone());
+        let expires = engine.lease_for_now().expires_at_ms;
+        let polled = engine
+            .db(move |s| {
+                s.transact(|tx| {
+                    let ours = tx.renew_lease(&id, &owner, expires)?;
+                    Ok((ours, tx.cancel_requests(&id)?))
+                })
+            })
+            .await;
+        match polled {
+            Ok((ours, (battle, contestants))) => {
+                if !ours {
+                    tracing::error!(battle = %battle_id, "lost the battle's lease; stopping");
+                    live.cancel.cancel();
+                }
+                if battle && !live.cancel.is_cancelled() {
+                    live.cancel.cancel();
+                    live.wake.notify_one();
+                }
+                for cid in contestants {
+                    let token = live.contestant_token(&cid);
+                    if !token.is_cancelled() {
+                        token.cancel();
+                        live.wake.notify_one();
+                    }
+                }
+            }
+            Err(e) => tracing::warn!(battle = %battle_id, error = %e, "heartbeat failed"),
+        }
+    }
+}
+
+pub(super) async fn drive(engine: &Engine, battle_id: &str) -> Result<Battle> {
+    let battle = engine.battle(battle_id).await?;
+    if battle.status.is_terminal() {
+        return Ok(battle);
+    }
+    let held = hold(engine, battle_id).await?;
+    schedule(engine, &battle, &held.live).await?;
+    finish(engine, battle_id, held.live.cancel.is_cancelled()).await
+}
+
+/// Starts contestants as the lanes allow until every one is terminal.
+async fn schedule(engine: &Engine, battle: &Battle, live: &Arc<Live>) -> Result<()> {
+    let mut running: JoinSet<()> = JoinSet::new();
+    // Task id → contestant id, for the contestants started here.
+    let mut in_flight: HashMap<tokio::task::Id, String> = HashMap::new();
+    loop {
+        let id = battle.id.clone();
+        let mut contestants = engine
+            .db(move |s| s.transact(|tx| tx.contestants(&id)))
+            .await?;
+
+        // Queued contestants whose cancellation was asked never start.
+        for c in contestants
+            .iter_mut()
+            .filter(|c| c.status == ContestantStatus::Queued)
+        {
+            if live.contestant_token(&c.id).is_cancelled() {
+                let (c2, at) = (c.clone(), engine.now());
+                engine
+                    .db(move |s| {
+                        s.transact(|tx| {
+                            tx.move_contestant(
+                                &c2,
+                                ContestantStatus::Queued,
+                                ContestantStatus::Cancelled,
+                                None,
+                                at,
+                            )
+                        })
+                    })
+                    .await?;
+                c.status = ContestantStatus::Cancelled;
+            }
+        }
+
+        let slots: Vec<Slot<'_>> = contestants
+            .iter()
+            .map(|c| Slot {
+                id: &c.id,
+                lane: c.lane,
+                status: c.status,
+            })
+            .collect();
+        let starting: Vec<String> = decisions::to_start(&slots)
+            .into_iter()
+            .map(String::from)
+            .collect();
+        for id in starting {
+            let Some(mut c) = contestants.iter().find(|c| c.id == id).cloned() else {
+                continue;
+            };
+            let token = live.contestant_token(&c.id);
+            let (moved_c, at) = (c.clone(), engine.now());
+            let moved = engine
+                .db(move |s| {
+                    s.transact(|tx| {
+                        tx.move_contestant(
+                            &moved_c,
+                            ContestantStatus::Queued,
+                            ContestantStatus::Running,
+                            None,
+                            at,
+                        )
+                    })
+                })
+                .await?;
+            if !moved {
+                continue;
+            }
+            c.status = ContestantStatus::Running;
+            c.attempts += 1;
+            let (engine, battle) = (engine.clone(), battle.clone());
+            let handle =
+                running.spawn(async move { contestant::run(&engine, &battle, c, token).await });
+            in_flight.insert(handle.id(), id);
+        }
+
+        if running.is_empty() {
+            let stuck = contestants
+                .iter()
+                .filter(|c| !c.status.is_terminal())
+                .count();
+            if stuck == 0 {
+                return Ok(());
+            }
+            // Only reachable if the lane decisions and the store disagree.
+            return Err(Error::Task(format!(
+                "battle {} has {stuck} contestants that cannot start",
+                battle.id
+            )));
+        }
+        tokio::select! {
+            joined = running.join_next_with_id() => {
+                let task = match joined {
+                    Some(Ok((task, ()))) => Some(task),
+                    Some(Err(e)) => {
+                        tracing::error!(battle = %battle.id, error = %e, "contestant task failed");
+                        Some(e.id())
+                    }
+                    None => None,
+                };
+                if let Some(contestant) = task.and_then(|t| in_flight.remove(&t)) {
+                    settle_lost(engine, &contestant).await?;
+                }
+            }
+            _ = live.wake.notified() => {}
+        }
+    }
+}
+
+/// A contestant task that ended without recording a terminal status (it
+/// panicked) is marked failed, so the battle can finish.
+async fn settle_lost(engine: &Engine, contestant_id: &str) -> Result<()> {
+    let (id, at) = (contestant_id.to_string(), engine.now());
+    engine
+        .db(move |s| {
+            s.transact(|tx| {
+                let c = tx.contestant(&id)?;
+                if c.status == ContestantStatus::Running {
+                    tx.move_contestant(
+                        &c,
+                        ContestantStatus::Running,
+                        ContestantStatus::Error,
+                        Some("internal error while running this contestant"),
+                        at,
+                    )?;
+                }
+                Ok(())
+            })
+        })
+        .await
+}
+
+/// Records the battle's final status and writes its manifest.
+async fn finish(engine: &Engine, battle_id: &str, cancel_requested: bool) -> Result<Battle> {
+    let id = battle_id.to_string();
+    let contestants = engine
+        .db(move |s| s.transact(|tx| tx.contestants(&id)))
+        .await?;
+    let statuses: Vec<_> = contestants.iter().map(|c| c.status).collect();
+    if let Some(status) = decisions::battle_outcome(&statuses, cancel_requested) {
+        let (id, at) = (battle_id.to_string(), engine.now());
+        engine
+            .db(move |s| s.transact(|tx| tx.finish_battle(&id, status, at)))
+            .await?;
+        tracing::info!(battle = %battle_id, %status, "battle finished");
+    }
+    let battle = engine.battle(battle_id).await?;
+    results::write_manifest(&battle)?;
+    Ok(battle)
+}
+
+/// Resume for one battle: take the lease, reconcile each contestant, drive
+/// the rest. `None` when another live process holds it and `strict` is off.
+pub(super) async fn resume_one(
+    engine: &Engine,
+    battle_id: &str,
+    strict: bool,
+) -> Result<Option<Battle>> {
+    let battle = engine.battle(battle_id).await?;
+    if battle.status.is_terminal() {
+        return Ok(Some(battle));
+    }
+    let held = match hold(engine, battle_id).await {
+        Ok(held) => held,
+        Err(Error::Conflict(msg)) if !strict => {
+            tracing::info!(battle = %battle_id, "{msg}");
+            return Ok(None);
+        }
+        Err(e) => return Err(e),
+    };
+    let max = engine.config().limits.max_resume_attempts;
+    for c in &battle.contestants {
+        let written = c.result_path.as_ref().is_some_and(|p| p.exists());
+        let action = decisions::reconcile(c.status, c.attempts, written, max);
+        let (c2, at) = (c.clone(), engine.now());
+        match action {
+            ResumeAction::Keep => {}
+            ResumeAction::WriteResult => contestant::write_result(engine, &battle, c).await?,
+            ResumeAction::Rerun => {
+                tracing::info!(battle = %battle_id, contestant = %c.id, "re-running interrupted contestant");
+                engine
+                    .db(move |s| {
+                        s.transact(|tx| {
+                            tx.emit(
+                                &c2.battle_id,
+                                Some(&c2.id),
+                                at,
+                                EventKind::Reset {
+                                    reason: "the process running it stopped; running it again"
+                                        .into(),
+                                },
+                            )?;
+                            tx.move_contestant(
+                                &c2,
+                                ContestantStatus::Running,
+                                ContestantStatus::Queued,
+                                None,
+                                at,
+                            )
+                        })
+                    })
+                    .await?;
+            }
+            ResumeAction::GiveUp(message) => {
+                engine
+                    .db(move |s| {
+                        s.transact(|tx| {
+                            tx.move_contestant(
+                                &c2,
+                                ContestantStatus::Running,
+                                ContestantStatus::Error,
+                                Some(&message),
+                                at,
+                            )
+                        })
+                    })
+                    .await?;
+                let fresh = engine.battle(battle_id).await?;
+                if let Some(c) = fresh.contestants.iter().find(|x| x.id == c.id) {
+                    contestant::write_result(engine, &fresh, c).await?;
+                }
+            }
+        }
+    }
+    let id = battle_id.to_string();
+    let (cancel_requested, _) = engine
+        .db(move |s| s.transact(|tx| tx.cancel_requests(&id)))
+        .await?;
+    if cancel_requested {
+        held.live.cancel.cancel();
+    }
+    let battle = engine.battle(battle_id).await?;
+    schedule(engine, &battle, &held.live).await?;
+    let done = finish(engine, battle_id, held.live.cancel.is_cancelled()).await?;
+    drop(held);
+    Ok(Some(done))
+}
+
+/// Cancels a battle nobody is driving: every unfinished contestant becomes
+/// `cancelled` and the battle is finished. `None` when a live process drives
+/// it (it will apply the request itself).
+pub(super) async fn settle_cancel(engine: &Engine, battle_id: &str) -> Result<Option<Battle>> {
+    let held = match hold(engine, battle_id).await {
+        Ok(held) => held,
+        Err(Error::Conflict(_)) => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let battle = engine.battle(battle_id).await?;
+    let (cancel_battle, wanted) = {
+        let id = battle_id.to_string();
+        engine
+            .db(move |s| s.transact(|tx| tx.cancel_requests(&id)))
+            .await?
+    };
+    for c in battle
+        .contestants
+        .iter()
+        .filter(|c| !c.status.is_terminal())
+    {
+        if !cancel_battle && !wanted.contains(&c.id) {
+            continue;
+        }
+        let (c2, at) = (c.clone(), engine.now());
+        engine
+            .db(move |s| {
+                s.transact(|tx| {
+                    tx.move_contestant(&c2, c2.status, ContestantStatus::Cancelled, None, at)
+                })
+            })
+            .await?;
+    }
+    if cancel_battle {
+        let done = finish(engine, battle_id, true).await?;
+        drop(held);
+        return Ok(Some(done));
+    }
+    drop(held);
+    // Only some contestants were cancelled; the rest wait for a resume.
+    engine.battle(battle_id).await.map(Some)
+}

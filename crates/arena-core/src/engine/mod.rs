@@ -1,0 +1,396 @@
+//! The engine handle: create, run, watch, cancel and resume battles.
+//!
+//! `Engine` is cheap to clone. The desktop app and the CLI each open one
+//! over the same data directory; a battle is driven by one process at a
+//! time, which holds its lease in the database and renews it while it runs.
+
+mod contestant;
+mod drive;
+mod validate;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::Stream;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+use crate::battle::{Battle, BattleRequest, ContestantStatus, Winner, WinnerSource};
+use crate::catalog::Catalog;
+use crate::clock::{Clock, SystemClock};
+use crate::config::{self, Config};
+use crate::decisions::Lease;
+use crate::error::{Error, Result};
+use crate::event::BattleEvent;
+use crate::persona::Registry;
+use crate::provider::Provider;
+use crate::store::{self, Store};
+
+/// How long a lease lasts without renewal, and how often it is renewed (the
+/// renewal also picks up cancellations requested by other processes).
+const LEASE_TTL: Duration = Duration::from_secs(15);
+const HEARTBEAT: Duration = Duration::from_millis(500);
+/// How often a subscriber re-reads the journal for events written by another process.
+const FOLLOW_POLL: Duration = Duration::from_millis(250);
+const DISCOVERY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Everything needed to open an engine.
+pub struct EngineOptions {
+    pub data_dir: PathBuf,
+    pub config: Config,
+    pub clock: Arc<dyn Clock>,
+}
+
+impl EngineOptions {
+    /// The data directory and config the app and the CLI share
+    /// (`ARENA_DATA_DIR`, `ARENA_CONFIG`, else the OS defaults).
+    pub fn from_env() -> Result<EngineOptions> {
+        Ok(EngineOptions {
+            data_dir: config::data_dir()?,
+            config: Config::load()?,
+            clock: Arc::new(SystemClock),
+        })
+    }
+}
+
+#[derive(Clone)]
+pub struct Engine {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    data_dir: PathBuf,
+    config: Config,
+    store: Store,
+    providers: Vec<Provider>,
+    clock: Arc<dyn Clock>,
+    me: Me,
+    /// Battles this process is driving.
+    live: Mutex<HashMap<String, Arc<Live>>>,
+}
+
+/// This process, as a lease holder.
+#[derive(Clone)]
+struct Me {
+    owner: String,
+    host: String,
+    pid: u32,
+}
+
+/// Cancellation handles of a battle being driven here.
+struct Live {
+    cancel: CancellationToken,
+    contestants: Mutex<HashMap<String, CancellationToken>>,
+    wake: Notify,
+}
+
+impl Live {
+    fn contestant_token(&self, id: &str) -> CancellationToken {
+        let mut map = self.contestants.lock().unwrap_or_else(|p| p.into_inner());
+        map.entry(id.to_string())
+            .or_insert_with(|| self.cancel.child_token())
+            .clone()
+    }
+}
+
+impl Engine {
+    /// Opens the database under `data_dir` and prepares the providers.
+    pub fn open(options: EngineOptions) -> Result<Engine> {
+        let store = Store::open(&options.data_dir.join(store::DATABASE_FILE))?;
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(
+                options.config.limits.connect_timeout_secs,
+            ))
+            .tcp_nodelay(true)
+            .build()
+            .map_err(|e| Error::Task(format!("http client: {e}")))?;
+        let providers = options
+            .config
+            .providers
+            .iter()
+            .map(|p| Provider::new(p.clone(), http.clone()))
+            .collect();
+        Ok(Engine {
+            inner: Arc::new(Inner {
+                data_dir: options.data_dir,
+                config: options.config,
+                store,
+                providers,
+                clock: options.clock,
+                me: Me {
+                    owner: uuid::Uuid::new_v4().to_string(),
+                    host: hostname(),
+                    pid: std::process::id(),
+                },
+                live: Mutex::new(HashMap::new()),
+            }),
+        })
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.inner.config
+    }
+
+    pub fn data_dir(&self) -> &Path {
+        &self.inner.data_dir
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.inner.store
+    }
+
+    fn now(&self) -> chrono::DateTime<chrono::Utc> {
+        self.inner.clock.now()
+    }
+
+    /// Runs blocking database work off the async threads.
+    async fn db<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Store) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
+        let store = self.inner.store.clone();
+        tokio::task::spawn_blocking(move || f(&store)).await?
+    }
+
+    /// Every provider's models (asked live, in parallel).
+    pub async fn catalog(&self) -> Catalog {
+        Catalog::discover(&self.inner.providers, DISCOVERY_TIMEOUT).await
+    }
+
+    /// The persona registry, seeded on first use.
+    pub fn personas(&self) -> Result<Registry> {
+        Registry::load_or_seed(&self.inner.data_dir)
+    }
+
+    fn provider(&self, name: &str) -> Option<&Provider> {
+        self.inner.providers.iter().find(|p| p.config.name == name)
+    }
+
+    pub async fn battle(&self, id: &str) -> Result<Battle> {
+        let id = id.to_string();
+        self.db(move |s| s.battle(&id)).await
+    }
+
+    /// Battles, newest first.
+    pub async fn battles(&self, limit: usize) -> Result<Vec<Battle>> {
+        self.db(move |s| s.battles(limit)).await
+    }
+
+    /// Validates the request and records the battle (status `running`, all
+    /// contestants `queued`) with its results folder and manifest. Nothing
+    /// is created when validation fails. Call [`Engine::run_battle`] next.
+    pub async fn create_battle(&self, request: BattleRequest) -> Result<Battle> {
+        validate::create(self, request).await
+    }
+
+    /// Drives the battle to a terminal status and returns it. Fails with
+    /// `Conflict` when another live process is driving it.
+    pub async fn run_battle(&self, id: &str) -> Result<Battle> {
+        drive::drive(self, id).await
+    }
+
+    /// Events of a battle with `seq > since_seq`: first the journal, then live
+    /// events as they happen (also those written by another process). The
+    /// stream does not end by itself.
+    pub fn subscribe(
+        &self,
+        battle_id: &str,
+        since_seq: u64,
+    ) -> impl Stream<Item = Result<BattleEvent>> + Send + 'static {
+        let engine = self.clone();
+        let battle_id = battle_id.to_string();
+        let mut rx = self.inner.store.subscribe();
+        async_stream::try_stream! {
+            let mut last = since_seq;
+            loop {
+                loop {
+                    let (id, from) = (battle_id.clone(), last);
+                    let batch = engine.db(move |s| s.events_since(&id, from, 2000)).await?;
+                    if batch.is_empty() {
+                        break;
+                    }
+                    for event in batch {
+                        last = event.seq;
+                        yield event;
+                    }
+                }
+                loop {
+                    tokio::select! {
+                        received = rx.recv() => match received {
+                            Ok(e) if e.battle_id == battle_id && e.seq <= last => {}
+                            Ok(e) if e.battle_id == battle_id && e.seq == last + 1 => {
+                                last = e.seq;
+                                yield e;
+                            }
+                            Ok(e) if e.battle_id == battle_id => break, // a gap: replay it
+                            Ok(_) => {}
+                            Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => break,
+                            Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                        },
+                        _ = tokio::time::sleep(FOLLOW_POLL) => break,
+                    }
+                }
+            }
+        }
+    }
+
+    /// Cancels a whole battle: running contestants are stopped, queued ones
+    /// never start. Works whichever process drives it.
+    pub async fn cancel_battle(&self, battle_id: &str) -> Result<Battle> {
+        self.cancel(battle_id, None).await
+    }
+
+    /// Cancels one contestant; the rest of the battle goes on.
+    pub async fn cancel_contestant(&self, battle_id: &str, contestant_id: &str) -> Result<Battle> {
+        self.cancel(battle_id, Some(contestant_id)).await
+    }
+
+    async fn cancel(&self, battle_id: &str, contestant_id: Option<&str>) -> Result<Battle> {
+        let battle = self.battle(battle_id).await?;
+        if let Some(cid) = contestant_id {
+            if !battle.contestants.iter().any(|c| c.id == cid) {
+                return Err(Error::not_found(
+                    "contestant",
+                    format!("{cid} in battle {battle_id}"),
+                ));
+            }
+        }
+        if battle.status.is_terminal() {
+            return Ok(battle);
+        }
+        let (bid, cid) = (battle_id.to_string(), contestant_id.map(str::to_string));
+        self.db(move |s| s.transact(|tx| tx.request_cancel(&bid, cid.as_deref())))
+            .await?;
+        if let Some(live) = self.live(battle_id) {
+            match contestant_id {
+                Some(cid) => live.contestant_token(cid).cancel(),
+                None => live.cancel.cancel(),
+            }
+            live.wake.notify_one();
+            return self.wait_terminal(battle_id, contestant_id).await;
+        }
+        // Not driven here: if nobody drives it, settle it ourselves (the lease
+        // makes sure no other process does the same). Otherwise the driving
+        // process sees the request at its next heartbeat.
+        match drive::settle_cancel(self, battle_id).await? {
+            Some(battle) => Ok(battle),
+            None => self.wait_terminal(battle_id, contestant_id).await,
+        }
+    }
+
+    /// Waits (up to a few heartbeats) for a cancellation to take effect.
+    async fn wait_terminal(&self, battle_id: &str, contestant_id: Option<&str>) -> Result<Battle> {
+        let deadline = tokio::time::Instant::now() + LEASE_TTL;
+        loop {
+            let battle = self.battle(battle_id).await?;
+            let done = match contestant_id {
+                Some(cid) => battle
+                    .contestants
+                    .iter()
+                    .any(|c| c.id == cid && c.status.is_terminal()),
+                None => battle.status.is_terminal(),
+            };
+            if done || tokio::time::Instant::now() >= deadline {
+                return Ok(battle);
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Sets (or clears) the winner as the user's choice; it overrides the analysis.
+    pub async fn set_winner(&self, battle_id: &str, contestant_id: Option<&str>) -> Result<Battle> {
+        let battle = self.battle(battle_id).await?;
+        let winner = match contestant_id {
+            Some(cid) => {
+                let c = battle
+                    .contestants
+                    .iter()
+                    .find(|c| c.id == cid)
+                    .ok_or_else(|| {
+                        Error::not_found("contestant", format!("{cid} in battle {battle_id}"))
+                    })?;
+                if c.status != ContestantStatus::Done {
+                    return Err(Error::Conflict(format!(
+                        "contestant {cid} is {}; only a contestant that finished can win",
+                        c.status
+                    )));
+                }
+                Some(Winner {
+                    contestant_id: cid.to_string(),
+                    source: WinnerSource::User,
+                })
+            }
+            None => None,
+        };
+        let (bid, at) = (battle_id.to_string(), self.now());
+        self.db(move |s| s.transact(|tx| tx.set_winner(&bid, winner.as_ref(), at)))
+            .await?;
+        let battle = self.battle(battle_id).await?;
+        crate::results::write_manifest(&battle)?;
+        Ok(battle)
+    }
+
+    /// Reconciles and finishes battles left running by a process that
+    /// stopped: all of them, or just `only`. Battles another live process is
+    /// driving are skipped (or, for `only`, refused).
+    pub async fn resume(&self, only: Option<&str>) -> Result<Vec<Battle>> {
+        let ids = match only {
+            Some(id) => vec![self.battle(id).await?.id],
+            None => self.db(|s| s.running_battles()).await?,
+        };
+        let runs = ids
+            .iter()
+            .map(|id| drive::resume_one(self, id, only.is_some()));
+        let mut finished = Vec::new();
+        for result in futures::future::join_all(runs).await {
+            if let Some(battle) = result? {
+                finished.push(battle);
+            }
+        }
+        Ok(finished)
+    }
+
+    fn live(&self, battle_id: &str) -> Option<Arc<Live>> {
+        let map = self.inner.live.lock().unwrap_or_else(|p| p.into_inner());
+        map.get(battle_id).cloned()
+    }
+
+    fn lease_for_now(&self) -> Lease {
+        Lease {
+            owner: self.inner.me.owner.clone(),
+            host: self.inner.me.host.clone(),
+            pid: self.inner.me.pid,
+            expires_at_ms: store::ms(self.now()) + LEASE_TTL.as_millis() as i64,
+        }
+    }
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .or_else(|_| std::fs::read_to_string("/etc/hostname"))
+        .map(|h| h.trim().to_string())
+        .ok()
+        .filter(|h| !h.is_empty())
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .unwrap_or_else(|| "localhost".into())
+}
+
+/// Whether a process with this id exists on this machine.
+pub(crate) fn pid_alive(pid: u32) -> bool {
+    #[cfg(unix)]
+    {
+        let Ok(pid) = i32::try_from(pid) else {
+            return false;
+        };
+        // SAFETY: kill with signal 0 sends nothing; it only checks existence.
+        let rc = unsafe { libc::kill(pid, 0) };
+        rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = pid;
+        true // fall back to lease expiry
+    }
+}

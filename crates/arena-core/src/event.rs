@@ -1,0 +1,88 @@
+//! The battle event stream. Every change a viewer can see — status, output,
+//! benchmark, winner — is a [`BattleEvent`] with a per-battle sequence number,
+//! journaled in the database and broadcast live. Output deltas are coalesced
+//! by the runner before they become events, so a fast stream produces a few
+//! dozen events a second, not one per token.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::battle::{BattleStatus, Benchmark, ContestantStatus, Winner};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BattleEvent {
+    pub battle_id: String,
+    /// 1, 2, 3, … within the battle, never reused.
+    pub seq: u64,
+    pub contestant_id: Option<String>,
+    pub at: DateTime<Utc>,
+    #[serde(flatten)]
+    pub kind: EventKind,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum EventKind {
+    BattleStatus {
+        status: BattleStatus,
+    },
+    ContestantStatus {
+        status: ContestantStatus,
+        error: Option<String>,
+        attempt: u32,
+    },
+    /// Answer text produced since the previous `output` event.
+    Output {
+        text: String,
+    },
+    /// Reasoning ("thinking") text produced since the previous `reasoning` event.
+    Reasoning {
+        text: String,
+    },
+    /// Discard this contestant's output so far: it is being run again.
+    Reset {
+        reason: String,
+    },
+    Retry {
+        attempt: u32,
+        delay_ms: u64,
+        reason: String,
+    },
+    Benchmark {
+        benchmark: Benchmark,
+    },
+    Winner {
+        winner: Option<Winner>,
+    },
+    ResultWritten {
+        path: String,
+    },
+}
+
+impl EventKind {
+    pub fn name(&self) -> &'static str {
+        match self {
+            EventKind::BattleStatus { .. } => "battle_status",
+            EventKind::ContestantStatus { .. } => "contestant_status",
+            EventKind::Output { .. } => "output",
+            EventKind::Reasoning { .. } => "reasoning",
+            EventKind::Reset { .. } => "reset",
+            EventKind::Retry { .. } => "retry",
+            EventKind::Benchmark { .. } => "benchmark",
+            EventKind::Winner { .. } => "winner",
+            EventKind::ResultWritten { .. } => "result_written",
+        }
+    }
+}
+
+/// Where a front end receives events: the CLI prints them, the Tauri shell
+/// forwards them over a channel, tests collect them.
+pub trait EventSink: Send {
+    fn event(&mut self, event: &BattleEvent);
+}
+
+impl<F: FnMut(&BattleEvent) + Send> EventSink for F {
+    fn event(&mut self, event: &BattleEvent) {
+        self(event)
+    }
+}

@@ -1,0 +1,28 @@
+//! The Arena engine: battles between AI contestants, with no Tauri in sight.
+//!
+//! Entry point: [`Engine`]. Front ends (the desktop app, the `arena` CLI)
+//! create battles, run them, and follow their [`event::BattleEvent`]
+//! stream. See `docs/ARCHITECTURE.md` for the map.
+
+pub mod backend;
+pub mod battle;
+pub mod benchmark;
+pub mod catalog;
+pub mod clock;
+pub mod config;
+pub mod decisions;
+mod engine;
+pub mod error;
+pub mod event;
+pub mod persona;
+pub mod provider;
+pub mod results;
+pub mod store;
+
+pub use battle::{
+    Battle, BattleRequest, BattleStatus, BattleType, Contestant, ContestantSpec, ContestantStatus,
+    Lane,
+};
+pub use engine::{Engine, EngineOptions};
+pub use error::{Error, Invalid, Result};
+pub use event::{BattleEvent, EventKind, EventSink};

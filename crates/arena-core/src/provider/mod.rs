@@ -1,0 +1,261 @@
+//! Talking to model servers: streaming chat in the OpenAI-compatible and
+//! Anthropic Messages dialects, and model discovery through `/models`.
+//!
+//! A provider turns one [`ChatRequest`] into a stream of [`Chunk`]s. It knows
+//! nothing of battles; retries, stall timeouts and caps live in the runner.
+
+mod anthropic;
+mod openai;
+
+use std::pin::Pin;
+use std::time::Duration;
+
+use futures::Stream;
+use serde::{Deserialize, Serialize};
+
+use crate::config::{ProviderConfig, ProviderKind};
+
+/// Why a provider call failed; [`ProviderError::is_retryable`] says whether
+/// another attempt may succeed.
+#[derive(Debug, thiserror::Error, Clone, PartialEq)]
+pub enum ProviderError {
+    #[error("cannot reach {url}: {message}")]
+    Connect { url: String, message: String },
+    #[error("{url} answered HTTP {status}: {message}")]
+    Status {
+        url: String,
+        status: u16,
+        retry_after: Option<Duration>,
+        message: String,
+    },
+    #[error("the stream broke off: {0}")]
+    Dropped(String),
+    #[error("malformed stream data: {0}")]
+    Malformed(String),
+    #[error("the server reported an error: {0}")]
+    Api(String),
+    #[error("stalled: no data for {} s (limits.stall_timeout_secs)", .0.as_secs())]
+    Stalled(Duration),
+}
+
+impl ProviderError {
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            ProviderError::Connect { .. } | ProviderError::Dropped(_) => true,
+            ProviderError::Status { status, .. } => *status == 429 || *status >= 500,
+            ProviderError::Malformed(_) | ProviderError::Api(_) | ProviderError::Stalled(_) => {
+                false
+            }
+        }
+    }
+
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            ProviderError::Status { retry_after, .. } => *retry_after,
+            _ => None,
+        }
+    }
+}
+
+/// One chat turn: an optional system prompt and the user's prompt.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ChatRequest {
+    pub model: String,
+    pub system: Option<String>,
+    pub prompt: String,
+    pub temperature: Option<f64>,
+    pub top_p: Option<f64>,
+    pub max_tokens: Option<u64>,
+    /// Ask a llama.cpp server not to reuse its prompt cache, so speed figures
+    /// are comparable between contestants. Sent only to local providers.
+    pub no_prompt_cache: bool,
+}
+
+/// Token counts reported by the server.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Usage {
+    pub prompt_tokens: Option<u64>,
+    pub completion_tokens: Option<u64>,
+}
+
+/// llama.cpp's own timing report.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Timings {
+    pub prompt_n: Option<u64>,
+    pub prompt_ms: Option<f64>,
+    pub predicted_n: Option<u64>,
+    pub predicted_ms: Option<f64>,
+    pub predicted_per_second: Option<f64>,
+    pub cache_n: Option<u64>,
+}
+
+/// A piece of a streamed answer.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Chunk {
+    Content(String),
+    Reasoning(String),
+    Usage(Usage),
+    Timings(Timings),
+}
+
+pub type ChunkStream = Pin<Box<dyn Stream<Item = Result<Chunk, ProviderError>> + Send>>;
+
+/// A configured provider plus the HTTP client to reach it.
+#[derive(Debug, Clone)]
+pub struct Provider {
+    pub config: ProviderConfig,
+    client: reqwest::Client,
+}
+
+impl Provider {
+    pub fn new(config: ProviderConfig, client: reqwest::Client) -> Provider {
+        Provider { config, client }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}/{}", self.config.base_url.trim_end_matches('/'), path)
+    }
+
+    /// Starts a streaming chat. Resolves once the server accepted the request
+    /// (HTTP 2xx); errors before that are returned here.
+    pub async fn stream_chat(&self, req: &ChatRequest) -> Result<ChunkStream, ProviderError> {
+        match self.config.kind {
+            ProviderKind::Openai => openai::stream_chat(self, req).await,
+            ProviderKind::Anthropic => anthropic::stream_chat(self, req).await,
+        }
+    }
+
+    /// The models the server reports, plus any listed in the config.
+    pub async fn list_models(&self, timeout: Duration) -> Result<Vec<String>, ProviderError> {
+        let url = self.url("models");
+        let mut request = self.client.get(&url).timeout(timeout);
+        request = self.authorise(request);
+        let response = send(request, &url).await?;
+        #[derive(Deserialize)]
+        struct Listing {
+            data: Vec<Entry>,
+        }
+        #[derive(Deserialize)]
+        struct Entry {
+            id: String,
+        }
+        let listing: Listing = response
+            .json()
+            .await
+            .map_err(|e| ProviderError::Malformed(format!("{url}: {e}")))?;
+        let mut models: Vec<String> = listing.data.into_iter().map(|e| e.id).collect();
+        for m in &self.config.models {
+            if !models.contains(m) {
+                models.push(m.clone());
+            }
+        }
+        Ok(models)
+    }
+
+    fn authorise(&self, request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        let key = self.config.api_key();
+        match (self.config.kind, key) {
+            (ProviderKind::Openai, Some(key)) => request.bearer_auth(key),
+            (ProviderKind::Anthropic, key) => {
+                let request = request.header("anthropic-version", "2023-06-01");
+                match key {
+                    Some(key) => request.header("x-api-key", key),
+                    None => request,
+                }
+            }
+            (ProviderKind::Openai, None) => request,
+        }
+    }
+}
+
+/// Sends a request; maps transport failures and non-2xx answers to errors.
+async fn send(
+    request: reqwest::RequestBuilder,
+    url: &str,
+) -> Result<reqwest::Response, ProviderError> {
+    let response = request.send().await.map_err(|e| ProviderError::Connect {
+        url: url.to_string(),
+        message: error_chain(&e),
+    })?;
+    let status = response.status();
+    if status.is_success() {
+        return Ok(response);
+    }
+    let retry_after = response
+        .headers()
+        .get(reqwest::header::RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .map(Duration::from_secs);
+    let body = response.text().await.unwrap_or_default();
+    Err(ProviderError::Status {
+        url: url.to_string(),
+        status: status.as_u16(),
+        retry_after,
+        message: error_message(&body),
+    })
+}
+
+/// The most useful line of an error body: `error.message` when it is JSON.
+fn error_message(body: &str) -> String {
+    let parsed: Option<serde_json::Value> = serde_json::from_str(body).ok();
+    let message = parsed.as_ref().and_then(|v| {
+        v.pointer("/error/message")
+            .or_else(|| v.get("message"))
+            .or_else(|| v.get("error"))
+            .and_then(|m| m.as_str())
+            .map(str::to_string)
+    });
+    let text = message.unwrap_or_else(|| body.trim().to_string());
+    let mut text: String = text.chars().take(500).collect();
+    if text.is_empty() {
+        text = "(no body)".into();
+    }
+    text
+}
+
+/// reqwest hides the useful part ("connection refused") in its source chain.
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut parts = vec![e.to_string()];
+    let mut source = e.source();
+    while let Some(s) = source {
+        let text = s.to_string();
+        if !parts.iter().any(|p| p.contains(&text)) {
+            parts.push(text);
+        }
+        source = s.source();
+    }
+    parts.join(": ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retryable_errors() {
+        let status = |s| ProviderError::Status {
+            url: "u".into(),
+            status: s,
+            retry_after: None,
+            message: String::new(),
+        };
+        assert!(status(429).is_retryable());
+        assert!(status(503).is_retryable());
+        assert!(!status(400).is_retryable());
+        assert!(!status(404).is_retryable());
+        assert!(ProviderError::Dropped("x".into()).is_retryable());
+        assert!(!ProviderError::Malformed("x".into()).is_retryable());
+        assert!(!ProviderError::Stalled(Duration::from_secs(1)).is_retryable());
+    }
+
+    #[test]
+    fn error_bodies_are_summarised() {
+        assert_eq!(
+            error_message(r#"{"error":{"message":"model not found","type":"x"}}"#),
+            "model not found"
+        );
+        assert_eq!(error_message("plain text\n"), "plain text");
+        assert_eq!(error_message(""), "(no body)");
+    }
+}

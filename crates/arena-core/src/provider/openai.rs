@@ -1,0 +1,165 @@
+//! OpenAI-compatible streaming chat completions (`POST /chat/completions`).
+//! Reads `delta.content`, `delta.reasoning_content` (llama.cpp, DeepSeek) or
+//! `delta.reasoning` (Ollama, OpenRouter), the final `usage` chunk, and
+//! llama.cpp's `timings` when present.
+
+use eventsource_stream::Eventsource;
+use futures::StreamExt;
+use serde::Deserialize;
+use serde_json::json;
+
+use super::{send, ChatRequest, Chunk, ChunkStream, Provider, ProviderError, Timings, Usage};
+
+#[derive(Deserialize)]
+struct ChunkJson {
+    #[serde(default)]
+    choices: Vec<Choice>,
+    usage: Option<UsageJson>,
+    timings: Option<Timings>,
+    error: Option<serde_json::Value>,
+}
+
+#[derive(Deserialize)]
+struct Choice {
+    delta: Option<Delta>,
+    finish_reason: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct Delta {
+    content: Option<String>,
+    reasoning_content: Option<String>,
+    reasoning: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct UsageJson {
+    prompt_tokens: Option<u64>,
+    completion_tokens: Option<u64>,
+}
+
+pub(super) fn request_body(req: &ChatRequest) -> serde_json::Value {
+    let mut messages = Vec::new();
+    if let Some(system) = &req.system {
+        messages.push(json!({"role": "system", "content": system}));
+    }
+    messages.push(json!({"role": "user", "content": req.prompt}));
+    let mut body = json!({
+        "model": req.model,
+        "messages": messages,
+        "stream": true,
+        "stream_options": {"include_usage": true},
+    });
+    let fields = [
+        ("temperature", req.temperature.map(|v| json!(v))),
+        ("top_p", req.top_p.map(|v| json!(v))),
+        ("max_tokens", req.max_tokens.map(|v| json!(v))),
+        ("cache_prompt", req.no_prompt_cache.then(|| json!(false))),
+    ];
+    for (key, value) in fields {
+        if let Some(value) = value {
+            body[key] = value;
+        }
+    }
+    body
+}
+
+pub(super) async fn stream_chat(
+    provider: &Provider,
+    req: &ChatRequest,
+) -> Result<ChunkStream, ProviderError> {
+    let url = provider.url("chat/completions");
+    let request = provider
+        .client
+        .post(&url)
+        .header(reqwest::header::ACCEPT, "text/event-stream")
+        .json(&request_body(req));
+    let response = send(provider.authorise(request), &url).await?;
+    let mut events = response.bytes_stream().eventsource();
+
+    let stream = async_stream::try_stream! {
+        let mut finished = false;
+        while let Some(event) = events.next().await {
+            let event = event.map_err(|e| ProviderError::Dropped(e.to_string()))?;
+            let data = event.data.trim();
+            if data.is_empty() {
+                continue;
+            }
+            if data == "[DONE]" {
+                finished = true;
+                break;
+            }
+            let chunk: ChunkJson = serde_json::from_str(data).map_err(|e| {
+                ProviderError::Malformed(format!("{e} in `{}`", preview(data)))
+            })?;
+            if let Some(error) = chunk.error {
+                Err(ProviderError::Api(
+                    error.get("message").and_then(|m| m.as_str()).map(str::to_string)
+                        .unwrap_or_else(|| error.to_string()),
+                ))?;
+            }
+            for choice in chunk.choices {
+                if let Some(delta) = choice.delta {
+                    if let Some(r) = delta.reasoning_content.or(delta.reasoning) {
+                        if !r.is_empty() {
+                            yield Chunk::Reasoning(r);
+                        }
+                    }
+                    if let Some(c) = delta.content {
+                        if !c.is_empty() {
+                            yield Chunk::Content(c);
+                        }
+                    }
+                }
+                if choice.finish_reason.is_some() {
+                    finished = true;
+                }
+            }
+            if let Some(u) = chunk.usage {
+                yield Chunk::Usage(Usage { prompt_tokens: u.prompt_tokens, completion_tokens: u.completion_tokens });
+            }
+            if let Some(t) = chunk.timings {
+                yield Chunk::Timings(t);
+            }
+        }
+        if !finished {
+            Err(ProviderError::Dropped("the server closed the stream before the answer was complete".into()))?;
+        }
+    };
+    Ok(Box::pin(stream))
+}
+
+pub(super) fn preview(data: &str) -> String {
+    let mut s: String = data.chars().take(120).collect();
+    if s.len() < data.len() {
+        s.push('…');
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn body_carries_sampling_and_cache_flag_only_when_set() {
+        let req = ChatRequest {
+            model: "m".into(),
+            system: Some("sys".into()),
+            prompt: "hi".into(),
+            temperature: Some(0.2),
+            no_prompt_cache: true,
+            ..Default::default()
+        };
+        let b = request_body(&req);
+        assert_eq!(b["messages"][0]["role"], "system");
+        assert_eq!(b["messages"][1]["content"], "hi");
+        assert_eq!(b["temperature"], 0.2);
+        assert_eq!(b["cache_prompt"], false);
+        assert!(b.get("top_p").is_none());
+        assert_eq!(b["stream_options"]["include_usage"], true);
+        let b = request_body(&ChatRequest::default());
+        assert!(b.get("cache_prompt").is_none());
+        assert_eq!(b["messages"].as_array().unwrap().len(), 1);
+    }
+}

@@ -1,0 +1,382 @@
+//! The results folder: `<project>/Arena/<dated-battle-slug>/` with
+//! `manifest.json` and one folder per contestant holding `result.md`.
+//! Every name built from user or model text is sanitised and the final path
+//! is checked to lie inside the results root.
+
+use std::io::Write;
+use std::path::{Component, Path, PathBuf};
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use serde::Serialize;
+
+use crate::battle::{Battle, BattleType, Benchmark, Contestant, Winner};
+use crate::error::{Error, Result};
+
+pub const RESULTS_DIR: &str = "Arena";
+pub const MANIFEST_FILE: &str = "manifest.json";
+pub const RESULT_FILE: &str = "result.md";
+
+/// Turns arbitrary text into one safe path component: no separators, no
+/// `..`, no control characters or reserved names, at most `max` bytes.
+pub fn safe_component(text: &str, max: usize) -> String {
+    let options = sanitize_filename::Options {
+        windows: true,
+        truncate: true,
+        replacement: "-",
+    };
+    let cleaned = sanitize_filename::sanitize_with_options(text, options);
+    let mut out = String::with_capacity(cleaned.len());
+    for ch in cleaned.chars().flat_map(char::to_lowercase) {
+        let ch = if ch.is_ascii_alphanumeric() || ch == '_' || ch == '.' {
+            ch
+        } else {
+            '-'
+        };
+        let last = out.chars().last();
+        let repeat = matches!((last, ch), (Some('-'), '-') | (Some('.'), '.'));
+        if !repeat {
+            out.push(ch);
+        }
+    }
+    // Dots only inside words: segments like `..` disappear entirely.
+    let mut out: String = out
+        .split('-')
+        .map(|seg| seg.trim_matches('.'))
+        .filter(|seg| !seg.is_empty())
+        .collect::<Vec<_>>()
+        .join("-");
+    if out.len() > max {
+        let mut cut = max;
+        while !out.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        out.truncate(cut);
+        out = out.trim_end_matches(['-', '.']).to_string();
+    }
+    // Reserved device names are only reserved as whole names.
+    let reserved = sanitize_filename::sanitize_with_options(
+        &out,
+        sanitize_filename::Options {
+            windows: true,
+            truncate: true,
+            replacement: "",
+        },
+    );
+    if out.is_empty() || reserved != out {
+        out = format!("x-{out}");
+        out = out.trim_end_matches('-').to_string();
+    }
+    out
+}
+
+/// `2026-11-21-0915-qa-why-is-the-sky-blue-1a2b3c4d`
+pub fn battle_slug(
+    id: &str,
+    battle_type: BattleType,
+    prompt: &str,
+    created_at: DateTime<Utc>,
+) -> String {
+    let words: String = prompt
+        .split_whitespace()
+        .take(8)
+        .collect::<Vec<_>>()
+        .join(" ");
+    let topic = safe_component(&words, 40);
+    let short_id: String = id
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric())
+        .take(8)
+        .collect();
+    let mut slug = format!("{}-{}", created_at.format("%Y-%m-%d-%H%M%S"), battle_type);
+    if !topic.is_empty() && topic != "x" {
+        slug.push('-');
+        slug.push_str(&topic);
+    }
+    slug.push('-');
+    slug.push_str(&safe_component(&short_id, 8));
+    slug
+}
+
+/// `01-debugger-qwen3-8b`
+pub fn contestant_dir_name(position: u32, identity: &str, model: &str) -> String {
+    format!(
+        "{:02}-{}",
+        position + 1,
+        safe_component(&format!("{identity}-{model}"), 80)
+    )
+}
+
+/// Joins `parts` under `root`, refusing anything that would leave it.
+pub fn confined(root: &Path, parts: &[&str]) -> Result<PathBuf> {
+    let mut path = root.to_path_buf();
+    for part in parts {
+        let p = Path::new(part);
+        let mut comps = p.components();
+        match (comps.next(), comps.next()) {
+            (Some(Component::Normal(_)), None) => path.push(p),
+            _ => {
+                return Err(Error::Conflict(format!(
+                    "refusing path component `{part}`: it would leave the results folder {}",
+                    root.display()
+                )))
+            }
+        }
+    }
+    if !path.starts_with(root) {
+        return Err(Error::Conflict(format!(
+            "refusing {}: outside {}",
+            path.display(),
+            root.display()
+        )));
+    }
+    Ok(path)
+}
+
+/// The results folder for a new battle.
+pub fn battle_dir(
+    project: &Path,
+    id: &str,
+    battle_type: BattleType,
+    prompt: &str,
+    created_at: DateTime<Utc>,
+) -> Result<PathBuf> {
+    confined(
+        &project.join(RESULTS_DIR),
+        &[&battle_slug(id, battle_type, prompt, created_at)],
+    )
+}
+
+/// Writes a file through a temporary sibling and a rename, so readers never
+/// see half a file.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| Error::io(dir, e))?;
+    tmp.write_all(bytes).map_err(|e| Error::io(path, e))?;
+    tmp.persist(path).map_err(|e| Error::io(path, e.error))?;
+    Ok(())
+}
+
+/// Adds `Arena/` to the project's `.gitignore` when the project is under git
+/// (or already has a `.gitignore`) and no line covers it yet.
+pub fn ensure_gitignored(project: &Path) -> Result<()> {
+    let path = project.join(".gitignore");
+    let existing = match std::fs::read_to_string(&path) {
+        Ok(text) => Some(text),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(Error::io(&path, e)),
+    };
+    if existing.is_none() && !project.join(".git").exists() {
+        return Ok(());
+    }
+    let text = existing.unwrap_or_default();
+    let covered = text
+        .lines()
+        .map(str::trim)
+        .any(|l| matches!(l, "Arena" | "Arena/" | "/Arena" | "/Arena/"));
+    if covered {
+        return Ok(());
+    }
+    let mut new = text;
+    if !new.is_empty() && !new.ends_with('\n') {
+        new.push('\n');
+    }
+    new.push_str("# Arena battle results\n/Arena/\n");
+    std::fs::write(&path, new).map_err(|e| Error::io(&path, e))
+}
+
+pub fn rfc3339(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(SecondsFormat::Millis, true)
+}
+
+#[derive(Serialize)]
+struct Manifest<'a> {
+    id: &'a str,
+    battle_type: BattleType,
+    status: crate::battle::BattleStatus,
+    prompt: &'a str,
+    created_at: String,
+    finished_at: Option<String>,
+    winner: Option<&'a Winner>,
+    contestants: Vec<ManifestContestant<'a>>,
+}
+
+#[derive(Serialize)]
+struct ManifestContestant<'a> {
+    id: &'a str,
+    identity: &'a str,
+    model: &'a str,
+    provider: &'a str,
+    lane: crate::battle::Lane,
+    status: crate::battle::ContestantStatus,
+    error: Option<&'a str>,
+    benchmark: &'a Benchmark,
+    result: Option<String>,
+}
+
+pub fn write_manifest(battle: &Battle) -> Result<()> {
+    let manifest = Manifest {
+        id: &battle.id,
+        battle_type: battle.battle_type,
+        status: battle.status,
+        prompt: &battle.prompt,
+        created_at: rfc3339(battle.created_at),
+        finished_at: battle.finished_at.map(rfc3339),
+        winner: battle.winner.as_ref(),
+        contestants: battle
+            .contestants
+            .iter()
+            .map(|c| ManifestContestant {
+                id: &c.id,
+                identity: &c.identity,
+                model: &c.model,
+                provider: &c.provider,
+                lane: c.lane,
+                status: c.status,
+                error: c.error.as_deref(),
+                benchmark: &c.benchmark,
+                result: c.result_path.as_ref().and_then(|p| {
+                    p.strip_prefix(&battle.results_path)
+                        .ok()
+                        .map(|r| r.to_string_lossy().into_owned())
+                }),
+            })
+            .collect(),
+    };
+    let mut json = serde_json::to_vec_pretty(&manifest)?;
+    json.push(b'\n');
+    write_atomic(&battle.results_path.join(MANIFEST_FILE), &json)
+}
+
+/// Writes `<results>/<contestant dir>/result.md`; returns its path.
+pub fn write_result(battle: &Battle, c: &Contestant) -> Result<PathBuf> {
+    let dir = confined(
+        &battle.results_path,
+        &[&contestant_dir_name(c.position, &c.identity, &c.model)],
+    )?;
+    let path = dir.join(RESULT_FILE);
+    write_atomic(&path, render_result(battle, c).as_bytes())?;
+    Ok(path)
+}
+
+fn fmt_opt<T: std::fmt::Display>(v: Option<T>, unit: &str) -> String {
+    v.map(|v| format!("{v}{unit}"))
+        .unwrap_or_else(|| "—".into())
+}
+
+pub fn render_result(battle: &Battle, c: &Contestant) -> String {
+    let b = &c.benchmark;
+    let rate = match (b.tokens_per_sec, b.rate_source) {
+        (Some(r), Some(src)) => format!("{r:.1} ({src})"),
+        (Some(r), None) => format!("{r:.1}"),
+        _ => "—".into(),
+    };
+    let duration = b
+        .duration_ms
+        .map(|d| format!("{:.2} s", d as f64 / 1000.0))
+        .unwrap_or_else(|| "—".into());
+    let mut md = format!(
+        "# {} · {}\n\n- Battle: `{}` ({}), {}\n- Status: {}\n- Lane: {} · Provider: {}\n\n",
+        c.identity,
+        c.model,
+        battle.id,
+        battle.battle_type,
+        rfc3339(battle.created_at),
+        c.status,
+        c.lane,
+        c.provider,
+    );
+    md.push_str("## Benchmark\n\n| Duration | Time to first token | Prompt tokens | Completion tokens | Tokens/s |\n|---|---|---|---|---|\n");
+    md.push_str(&format!(
+        "| {} | {} | {} | {} | {} |\n\n",
+        duration,
+        fmt_opt(b.ttft_ms, " ms"),
+        fmt_opt(b.prompt_tokens, ""),
+        fmt_opt(b.completion_tokens, ""),
+        rate
+    ));
+    if let Some(error) = &c.error {
+        md.push_str(&format!("## Error\n\n{error}\n\n"));
+    }
+    if let Some(reasoning) = c.reasoning.as_deref().filter(|r| !r.is_empty()) {
+        md.push_str("<details><summary>Reasoning</summary>\n\n");
+        md.push_str(reasoning.trim_end());
+        md.push_str("\n\n</details>\n\n");
+    }
+    md.push_str("## Output\n\n");
+    md.push_str(c.output.as_deref().unwrap_or("(no output)").trim_end());
+    md.push('\n');
+    if c.truncated {
+        md.push_str("\n_(output truncated at the size cap, limits.max_output_bytes)_\n");
+    }
+    md
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    #[test]
+    fn components_are_safe() {
+        for (input, want) in [
+            ("qwen3-8b", "qwen3-8b"),
+            ("Code Reviewer", "code-reviewer"),
+            ("../../x", "x"),
+            ("a/b\\c", "a-b-c"),
+            ("..", "x"),
+            ("", "x"),
+            ("con", "x"),
+            ("a/../b", "a-b"),
+            ("name\u{0}with\u{7}ctl", "name-with-ctl"),
+            ("Qwen/Qwen3:8B@q4", "qwen-qwen3-8b-q4"),
+            ("a..b", "a.b"),
+        ] {
+            assert_eq!(safe_component(input, 60), want, "{input:?}");
+        }
+        let long = "é".repeat(100);
+        assert!(safe_component(&long, 10).len() <= 10);
+    }
+
+    #[test]
+    fn slug_and_dir_names() {
+        let t = Utc.with_ymd_and_hms(2026, 11, 21, 9, 15, 3).unwrap();
+        assert_eq!(
+            battle_slug("1a2b3c4d-ffff", BattleType::Qa, "Why is the sky blue?", t),
+            "2026-11-21-091503-qa-why-is-the-sky-blue-1a2b3c4d"
+        );
+        assert_eq!(
+            contestant_dir_name(0, "Debugger", "../../x"),
+            "01-debugger-x"
+        );
+    }
+
+    #[test]
+    fn confinement_refuses_escapes() {
+        let root = Path::new("/p/Arena");
+        assert!(confined(root, &["ok"]).is_ok());
+        assert!(confined(root, &[".."]).is_err());
+        assert!(confined(root, &["a/b"]).is_err());
+        assert!(confined(root, &["/etc"]).is_err());
+    }
+
+    #[test]
+    fn gitignore_gets_one_line() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join(".git")).unwrap();
+        ensure_gitignored(dir.path()).unwrap();
+        ensure_gitignored(dir.path()).unwrap();
+        let text = std::fs::read_to_string(dir.path().join(".gitignore")).unwrap();
+        assert_eq!(text.matches("/Arena/").count(), 1);
+
+        let plain = tempfile::tempdir().unwrap();
+        ensure_gitignored(plain.path()).unwrap();
+        assert!(!plain.path().join(".gitignore").exists());
+
+        let kept = tempfile::tempdir().unwrap();
+        std::fs::write(kept.path().join(".gitignore"), "target").unwrap();
+        ensure_gitignored(kept.path()).unwrap();
+        let text = std::fs::read_to_string(kept.path().join(".gitignore")).unwrap();
+        assert!(text.starts_with("target\n"));
+    }
+}

@@ -1,0 +1,570 @@
+//! SQLite storage: battles, contestants, the event journal and leases.
+//!
+//! One connection behind a mutex; callers on async threads go through
+//! `Engine::db`, which runs the closure in `spawn_blocking`. Every write is a
+//! [`Tx`]: its state changes and the events that describe them commit
+//! together, and the events are broadcast in sequence order after the commit,
+//! still under the lock, so live viewers see exactly the journal's order.
+
+mod rows;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use chrono::{DateTime, Utc};
+use rusqlite::{params, Connection, Transaction, TransactionBehavior};
+use rusqlite_migration::{Migrations, M};
+use tokio::sync::broadcast;
+
+use crate::battle::{Battle, BattleStatus, Contestant, ContestantStatus, Lane, RunSpec, Winner};
+use crate::decisions::Lease;
+use crate::error::{Error, Result};
+use crate::event::{BattleEvent, EventKind};
+
+pub use rows::ms;
+
+pub const DATABASE_FILE: &str = "arena.db";
+
+fn migrations() -> Migrations<'static> {
+    Migrations::new(vec![M::up(include_str!("../../migrations/001_init.sql"))])
+}
+
+/// Handle to the database; cheap to clone.
+#[derive(Clone)]
+pub struct Store {
+    conn: Arc<Mutex<Connection>>,
+    events: broadcast::Sender<BattleEvent>,
+    path: PathBuf,
+}
+
+/// A new contestant row.
+#[derive(Debug, Clone)]
+pub struct NewContestant {
+    pub id: String,
+    pub identity: String,
+    pub model: String,
+    pub provider: String,
+    pub lane: Lane,
+    pub run: RunSpec,
+}
+
+/// A new battle row with its contestants.
+#[derive(Debug, Clone)]
+pub struct NewBattle {
+    pub id: String,
+    pub battle_type: crate::battle::BattleType,
+    pub prompt: String,
+    pub project: PathBuf,
+    pub results_path: PathBuf,
+    pub created_at: DateTime<Utc>,
+    pub contestants: Vec<NewContestant>,
+}
+
+impl Store {
+    /// Opens (creating) the database file and brings its schema up to date.
+    pub fn open(path: &Path) -> Result<Store> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+        }
+        let mut conn = Connection::open(path)?;
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        conn.pragma_update(None, "foreign_keys", "ON")?;
+        conn.busy_timeout(std::time::Duration::from_secs(10))?;
+        migrations().to_latest(&mut conn)?;
+        let (events, _) = broadcast::channel(4096);
+        Ok(Store {
+            conn: Arc::new(Mutex::new(conn)),
+            events,
+            path: path.to_path_buf(),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Connection> {
+        // A panic while holding the lock leaves SQLite consistent (the
+        // transaction rolls back on drop), so a poisoned lock is still usable.
+        self.conn.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Live events of every battle, from now on.
+    pub fn subscribe(&self) -> broadcast::Receiver<BattleEvent> {
+        self.events.subscribe()
+    }
+
+    /// Runs `f` in one immediate transaction; broadcasts its events on commit.
+    pub fn transact<T>(&self, f: impl FnOnce(&mut Tx<'_>) -> Result<T>) -> Result<T> {
+        let mut conn = self.lock();
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut wrapped = Tx {
+            tx,
+            pending: Vec::new(),
+            seqs: HashMap::new(),
+        };
+        let value = f(&mut wrapped)?;
+        let Tx { tx, pending, .. } = wrapped;
+        tx.commit()?;
+        for event in pending {
+            // No receivers is fine: nobody is watching live.
+            let _ = self.events.send(event);
+        }
+        Ok(value)
+    }
+
+    /// Runs read-only queries.
+    pub fn read<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+        let conn = self.lock();
+        f(&conn)
+    }
+
+    pub fn battle(&self, id: &str) -> Result<Battle> {
+        self.read(|c| rows::battle(c, id))?
+            .ok_or_else(|| Error::not_found("battle", id))
+    }
+
+    /// Battles, newest first.
+    pub fn battles(&self, limit: usize) -> Result<Vec<Battle>> {
+        self.read(|c| rows::battles(c, limit))
+    }
+
+    /// The full id of the battle whose id is or starts with `key`.
+    pub fn resolve_battle_id(&self, key: &str) -> Result<String> {
+        let key = key.trim();
+        let pattern = format!("{}%", key.replace(['%', '_'], ""));
+        let ids: Vec<String> = self.read(|c| {
+            let mut stmt =
+                c.prepare("SELECT id FROM battles WHERE id = ?1 OR id LIKE ?2 LIMIT 3")?;
+            let ids = stmt
+                .query_map(params![key, pattern], |r| r.get(0))?
+                .collect::<rusqlite::Result<Vec<String>>>()?;
+            Ok(ids)
+        })?;
+        if let Some(exact) = ids.iter().find(|id| id.as_str() == key) {
+            return Ok(exact.clone());
+        }
+        match ids.as_slice() {
+            [one] if !key.is_empty() => Ok(one.clone()),
+            [] | [_] => Err(Error::not_found("battle", key)),
+            _ => Err(crate::error::Invalid::Other(format!(
+                "battle id `{key}` is ambiguous; give more of it"
+            ))
+            .into()),
+        }
+    }
+
+    /// Ids of battles still marked running, oldest first.
+    pub fn running_battles(&self) -> Result<Vec<String>> {
+        self.read(|c| {
+            let mut stmt =
+                c.prepare("SELECT id FROM battles WHERE status = 'running' ORDER BY created_at")?;
+            let ids = stmt
+                .query_map([], |r| r.get(0))?
+                .collect::<rusqlite::Result<Vec<String>>>()?;
+            Ok(ids)
+        })
+    }
+
+    /// Journaled events with `seq > since_seq`, at most `limit`.
+    pub fn events_since(
+        &self,
+        battle_id: &str,
+        since_seq: u64,
+        limit: usize,
+    ) -> Result<Vec<BattleEvent>> {
+        self.read(|c| rows::events_since(c, battle_id, since_seq, limit))
+    }
+
+    pub fn lease(&self, battle_id: &str) -> Result<Option<Lease>> {
+        self.read(|c| rows::lease(c, battle_id))
+    }
+}
+
+/// A write transaction that also collects the events it journals.
+pub struct Tx<'c> {
+    tx: Transaction<'c>,
+    pending: Vec<BattleEvent>,
+    seqs: HashMap<String, u64>,
+}
+
+impl Tx<'_> {
+    pub fn conn(&self) -> &Connection {
+        &self.tx
+    }
+
+    /// Journals an event with the battle's next sequence number.
+    pub fn emit(
+        &mut self,
+        battle_id: &str,
+        contestant_id: Option<&str>,
+        at: DateTime<Utc>,
+        kind: EventKind,
+    ) -> Result<BattleEvent> {
+        let seq = match self.seqs.get(battle_id) {
+            Some(seq) => seq + 1,
+            None => {
+                let max: i64 = self.tx.query_row(
+                    "SELECT COALESCE(MAX(seq), 0) FROM events WHERE battle_id = ?1",
+                    [battle_id],
+                    |r| r.get(0),
+                )?;
+                max as u64 + 1
+            }
+        };
+        self.seqs.insert(battle_id.to_string(), seq);
+        let payload = serde_json::to_string(&kind)?;
+        self.tx.execute(
+            "INSERT INTO events (battle_id, seq, contestant_id, at, kind, payload) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            params![battle_id, seq as i64, contestant_id, ms(at), kind.name(), payload],
+        )?;
+        let event = BattleEvent {
+            battle_id: battle_id.to_string(),
+            seq,
+            contestant_id: contestant_id.map(str::to_string),
+            at,
+            kind,
+        };
+        self.pending.push(event.clone());
+        Ok(event)
+    }
+
+    pub fn insert_battle(&mut self, b: &NewBattle) -> Result<()> {
+        self.tx.execute(
+            "INSERT INTO battles (id, battle_type, status, prompt, project_path, results_path, created_at)
+             VALUES (?1, ?2, 'running', ?3, ?4, ?5, ?6)",
+            params![
+                b.id,
+                b.battle_type.as_str(),
+                b.prompt,
+                b.project.to_string_lossy(),
+                b.results_path.to_string_lossy(),
+                ms(b.created_at)
+            ],
+        )?;
+        for (position, c) in b.contestants.iter().enumerate() {
+            self.tx.execute(
+                "INSERT INTO contestants (id, battle_id, position, identity, model, provider, lane, status, run_spec)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'queued', ?8)",
+                params![
+                    c.id,
+                    b.id,
+                    position as i64,
+                    c.identity,
+                    c.model,
+                    c.provider,
+                    c.lane.as_str(),
+                    serde_json::to_string(&c.run)?
+                ],
+            )?;
+        }
+        self.emit(
+            &b.id,
+            None,
+            b.created_at,
+            EventKind::BattleStatus {
+                status: BattleStatus::Running,
+            },
+        )?;
+        Ok(())
+    }
+
+    pub fn contestant(&self, id: &str) -> Result<Contestant> {
+        rows::contestant(&self.tx, id)?.ok_or_else(|| Error::not_found("contestant", id))
+    }
+
+    pub fn contestants(&self, battle_id: &str) -> Result<Vec<Contestant>> {
+        rows::contestants(&self.tx, battle_id)
+    }
+
+    /// Moves a contestant to `to` if it is still in `from`; returns whether it
+    /// moved. Emits the status event.
+    pub fn move_contestant(
+        &mut self,
+        c: &Contestant,
+        from: ContestantStatus,
+        to: ContestantStatus,
+        error: Option<&str>,
+        at: DateTime<Utc>,
+    ) -> Result<bool> {
+        let attempts_inc = i64::from(to == ContestantStatus::Running);
+        let finished_at = to.is_terminal().then(|| ms(at));
+        let changed = self.tx.execute(
+            "UPDATE contestants SET status = ?1, error = ?2, attempts = attempts + ?3,
+                started_at = CASE WHEN ?1 = 'running' THEN ?4 ELSE started_at END,
+                finished_at = ?5
+             WHERE id = ?6 AND status = ?7",
+            params![
+                to.as_str(),
+                error,
+                attempts_inc,
+                ms(at),
+                finished_at,
+                c.id,
+                from.as_str()
+            ],
+        )?;
+        if changed == 1 {
+            let attempt = c.attempts + attempts_inc as u32;
+            self.emit(
+                &c.battle_id,
+                Some(&c.id),
+                at,
+                EventKind::ContestantStatus {
+                    status: to,
+                    error: error.map(str::to_string),
+                    attempt,
+                },
+            )?;
+        }
+        Ok(changed == 1)
+    }
+
+    /// Records the end of a run — `done`, `error` or `cancelled` — with its
+    /// output and benchmark, if the contestant is still running.
+    #[allow(clippy::too_many_arguments)]
+    pub fn finish_contestant(
+        &mut self,
+        c: &Contestant,
+        status: ContestantStatus,
+        error: Option<&str>,
+        output: &str,
+        reasoning: &str,
+        truncated: bool,
+        bench: &crate::battle::Benchmark,
+        at: DateTime<Utc>,
+    ) -> Result<bool> {
+        let changed = self.tx.execute(
+            "UPDATE contestants SET status = ?1, error = ?2, finished_at = ?3, output = ?4,
+                reasoning = ?5, truncated = ?6, duration_ms = ?7, ttft_ms = ?8, prompt_tokens = ?9,
+                completion_tokens = ?10, cached_tokens = ?11, tokens_per_sec = ?12, rate_source = ?13
+             WHERE id = ?14 AND status = 'running'",
+            params![
+                status.as_str(),
+                error,
+                ms(at),
+                output,
+                (!reasoning.is_empty()).then_some(reasoning),
+                truncated,
+                bench.duration_ms.map(|v| v as i64),
+                bench.ttft_ms.map(|v| v as i64),
+                bench.prompt_tokens.map(|v| v as i64),
+                bench.completion_tokens.map(|v| v as i64),
+                bench.cached_tokens.map(|v| v as i64),
+                bench.tokens_per_sec,
+                bench.rate_source.map(|s| s.as_str()),
+                c.id
+            ],
+        )?;
+        if changed == 1 {
+            self.emit(
+                &c.battle_id,
+                Some(&c.id),
+                at,
+                EventKind::Benchmark {
+                    benchmark: bench.clone(),
+                },
+            )?;
+            self.emit(
+                &c.battle_id,
+                Some(&c.id),
+                at,
+                EventKind::ContestantStatus {
+                    status,
+                    error: error.map(str::to_string),
+                    attempt: c.attempts,
+                },
+            )?;
+        }
+        Ok(changed == 1)
+    }
+
+    pub fn set_result_path(
+        &mut self,
+        c: &Contestant,
+        path: &Path,
+        at: DateTime<Utc>,
+    ) -> Result<()> {
+        let text = path.to_string_lossy();
+        self.tx.execute(
+            "UPDATE contestants SET result_path = ?1 WHERE id = ?2",
+            params![text, c.id],
+        )?;
+        self.emit(
+            &c.battle_id,
+            Some(&c.id),
+            at,
+            EventKind::ResultWritten {
+                path: text.into_owned(),
+            },
+        )?;
+        Ok(())
+    }
+
+    pub fn request_cancel(&mut self, battle_id: &str, contestant_id: Option<&str>) -> Result<()> {
+        match contestant_id {
+            Some(id) => self.tx.execute(
+                "UPDATE contestants SET cancel_requested = 1 WHERE id = ?1 AND battle_id = ?2",
+                params![id, battle_id],
+            )?,
+            None => self.tx.execute(
+                "UPDATE battles SET cancel_requested = 1 WHERE id = ?1",
+                [battle_id],
+            )?,
+        };
+        Ok(())
+    }
+
+    /// Marks the battle finished (if it is still running).
+    pub fn finish_battle(
+        &mut self,
+        battle_id: &str,
+        status: BattleStatus,
+        at: DateTime<Utc>,
+    ) -> Result<bool> {
+        let changed = self.tx.execute(
+            "UPDATE battles SET status = ?1, finished_at = ?2 WHERE id = ?3 AND status = 'running'",
+            params![status.as_str(), ms(at), battle_id],
+        )?;
+        if changed == 1 {
+            self.emit(battle_id, None, at, EventKind::BattleStatus { status })?;
+        }
+        Ok(changed == 1)
+    }
+
+    pub fn set_winner(
+        &mut self,
+        battle_id: &str,
+        winner: Option<&Winner>,
+        at: DateTime<Utc>,
+    ) -> Result<()> {
+        self.tx.execute(
+            "UPDATE battles SET winner_id = ?1, winner_source = ?2 WHERE id = ?3",
+            params![
+                winner.map(|w| w.contestant_id.as_str()),
+                winner.map(|w| w.source.as_str()),
+                battle_id
+            ],
+        )?;
+        self.emit(
+            battle_id,
+            None,
+            at,
+            EventKind::Winner {
+                winner: winner.cloned(),
+            },
+        )?;
+        Ok(())
+    }
+
+    /// Takes the lease if it is free (see `decisions::lease_is_free`).
+    pub fn take_lease(
+        &mut self,
+        battle_id: &str,
+        me: &Lease,
+        now_ms: i64,
+        pid_alive: impl Fn(u32) -> bool,
+    ) -> Result<bool> {
+        let current = rows::lease(&self.tx, battle_id)?;
+        if !crate::decisions::lease_is_free(
+            current.as_ref(),
+            &me.owner,
+            &me.host,
+            now_ms,
+            pid_alive,
+        ) {
+            return Ok(false);
+        }
+        self.tx.execute(
+            "INSERT INTO leases (battle_id, owner, host, pid, expires_at) VALUES (?1, ?2, ?3, ?4, ?5)
+             ON CONFLICT (battle_id) DO UPDATE SET owner = ?2, host = ?3, pid = ?4, expires_at = ?5",
+            params![battle_id, me.owner, me.host, me.pid, me.expires_at_ms],
+        )?;
+        Ok(true)
+    }
+
+    /// Extends our lease; false when someone else holds it now.
+    pub fn renew_lease(
+        &mut self,
+        battle_id: &str,
+        owner: &str,
+        expires_at_ms: i64,
+    ) -> Result<bool> {
+        let n = self.tx.execute(
+            "UPDATE leases SET expires_at = ?1 WHERE battle_id = ?2 AND owner = ?3",
+            params![expires_at_ms, battle_id, owner],
+        )?;
+        Ok(n == 1)
+    }
+
+    pub fn release_lease(&mut self, battle_id: &str, owner: &str) -> Result<()> {
+        self.tx.execute(
+            "DELETE FROM leases WHERE battle_id = ?1 AND owner = ?2",
+            params![battle_id, owner],
+        )?;
+        Ok(())
+    }
+
+    /// Cancellation requests recorded by other processes, for a battle we drive.
+    pub fn cancel_requests(&self, battle_id: &str) -> Result<(bool, Vec<String>)> {
+        let battle: bool = self.tx.query_row(
+            "SELECT cancel_requested FROM battles WHERE id = ?1",
+            [battle_id],
+            |r| r.get(0),
+        )?;
+        let mut stmt = self
+            .tx
+            .prepare("SELECT id FROM contestants WHERE battle_id = ?1 AND cancel_requested = 1")?;
+        let ids = stmt
+            .query_map([battle_id], |r| r.get(0))?
+            .collect::<rusqlite::Result<Vec<String>>>()?;
+        Ok((battle, ids))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn migrations_are_valid() {
+        migrations().validate().unwrap();
+    }
+
+    #[test]
+    fn reopening_keeps_the_schema_and_data() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.db");
+        let store = Store::open(&path).unwrap();
+        store
+            .transact(|tx| {
+                tx.insert_battle(&NewBattle {
+                    id: "b1".into(),
+                    battle_type: crate::battle::BattleType::Qa,
+                    prompt: "p".into(),
+                    project: "/tmp".into(),
+                    results_path: "/tmp/Arena/x".into(),
+                    created_at: Utc::now(),
+                    contestants: vec![NewContestant {
+                        id: "c1".into(),
+                        identity: "debugger".into(),
+                        model: "m".into(),
+                        provider: "p".into(),
+                        lane: Lane::Local,
+                        run: RunSpec::default(),
+                    }],
+                })
+            })
+            .unwrap();
+        drop(store);
+        let store = Store::open(&path).unwrap();
+        let b = store.battle("b1").unwrap();
+        assert_eq!(b.contestants.len(), 1);
+        assert_eq!(b.status, BattleStatus::Running);
+        let events = store.events_since("b1", 0, 100).unwrap();
+        assert_eq!(events.len(), 1);
+        assert_eq!(events[0].seq, 1);
+    }
+}

@@ -1,0 +1,179 @@
+//! Row mapping: SQL rows to domain types.
+
+use std::path::PathBuf;
+
+use chrono::{DateTime, TimeZone, Utc};
+use rusqlite::{params, Connection, OptionalExtension, Row};
+
+use crate::battle::{Battle, Benchmark, Contestant, Winner};
+use crate::decisions::Lease;
+use crate::error::Result;
+use crate::event::BattleEvent;
+
+/// Milliseconds since the epoch, as stored.
+pub fn ms(t: DateTime<Utc>) -> i64 {
+    t.timestamp_millis()
+}
+
+fn time(v: Option<i64>) -> Option<DateTime<Utc>> {
+    v.and_then(|m| Utc.timestamp_millis_opt(m).single())
+}
+
+fn parse<T: std::str::FromStr<Err = String>>(idx: usize, s: String) -> rusqlite::Result<T> {
+    s.parse().map_err(|e: String| {
+        rusqlite::Error::FromSqlConversionFailure(idx, rusqlite::types::Type::Text, e.into())
+    })
+}
+
+const BATTLE_COLUMNS: &str = "id, battle_type, status, prompt, project_path, results_path, created_at, finished_at, winner_id, winner_source";
+
+fn battle_row(r: &Row<'_>) -> rusqlite::Result<Battle> {
+    let winner_id: Option<String> = r.get(8)?;
+    let winner_source: Option<String> = r.get(9)?;
+    let winner = match (winner_id, winner_source) {
+        (Some(contestant_id), Some(source)) => Some(Winner {
+            contestant_id,
+            source: parse(9, source)?,
+        }),
+        _ => None,
+    };
+    Ok(Battle {
+        id: r.get(0)?,
+        battle_type: parse(1, r.get(1)?)?,
+        status: parse(2, r.get(2)?)?,
+        prompt: r.get(3)?,
+        project: PathBuf::from(r.get::<_, String>(4)?),
+        results_path: PathBuf::from(r.get::<_, String>(5)?),
+        created_at: time(Some(r.get(6)?)).unwrap_or_default(),
+        finished_at: time(r.get(7)?),
+        winner,
+        contestants: Vec::new(),
+    })
+}
+
+const CONTESTANT_COLUMNS: &str = "id, battle_id, position, identity, model, provider, lane, status, error, attempts, run_spec, started_at, finished_at, duration_ms, ttft_ms, prompt_tokens, completion_tokens, cached_tokens, tokens_per_sec, rate_source, output, reasoning, truncated, result_path";
+
+fn contestant_row(r: &Row<'_>) -> rusqlite::Result<Contestant> {
+    let u = |i: usize| -> rusqlite::Result<Option<u64>> {
+        Ok(r.get::<_, Option<i64>>(i)?.map(|v| v.max(0) as u64))
+    };
+    let run_spec: String = r.get(10)?;
+    let rate_source: Option<String> = r.get(19)?;
+    Ok(Contestant {
+        id: r.get(0)?,
+        battle_id: r.get(1)?,
+        position: r.get(2)?,
+        identity: r.get(3)?,
+        model: r.get(4)?,
+        provider: r.get(5)?,
+        lane: parse(6, r.get(6)?)?,
+        status: parse(7, r.get(7)?)?,
+        error: r.get(8)?,
+        attempts: r.get(9)?,
+        run: serde_json::from_str(&run_spec).unwrap_or_default(),
+        started_at: time(r.get(11)?),
+        finished_at: time(r.get(12)?),
+        benchmark: Benchmark {
+            duration_ms: u(13)?,
+            ttft_ms: u(14)?,
+            prompt_tokens: u(15)?,
+            completion_tokens: u(16)?,
+            cached_tokens: u(17)?,
+            tokens_per_sec: r.get(18)?,
+            rate_source: rate_source.map(|s| parse(19, s)).transpose()?,
+        },
+        output: r.get(20)?,
+        reasoning: r.get(21)?,
+        truncated: r.get(22)?,
+        result_path: r.get::<_, Option<String>>(23)?.map(PathBuf::from),
+    })
+}
+
+pub fn contestants(c: &Connection, battle_id: &str) -> Result<Vec<Contestant>> {
+    let mut stmt = c.prepare_cached(&format!(
+        "SELECT {CONTESTANT_COLUMNS} FROM contestants WHERE battle_id = ?1 ORDER BY position"
+    ))?;
+    let rows = stmt
+        .query_map([battle_id], contestant_row)?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(rows)
+}
+
+pub fn contestant(c: &Connection, id: &str) -> Result<Option<Contestant>> {
+    let mut stmt = c.prepare_cached(&format!(
+        "SELECT {CONTESTANT_COLUMNS} FROM contestants WHERE id = ?1"
+    ))?;
+    Ok(stmt.query_row([id], contestant_row).optional()?)
+}
+
+pub fn battle(c: &Connection, id: &str) -> Result<Option<Battle>> {
+    let mut stmt = c.prepare_cached(&format!(
+        "SELECT {BATTLE_COLUMNS} FROM battles WHERE id = ?1"
+    ))?;
+    let Some(mut b) = stmt.query_row([id], battle_row).optional()? else {
+        return Ok(None);
+    };
+    b.contestants = contestants(c, id)?;
+    Ok(Some(b))
+}
+
+pub fn battles(c: &Connection, limit: usize) -> Result<Vec<Battle>> {
+    let mut stmt = c.prepare_cached(&format!(
+        "SELECT {BATTLE_COLUMNS} FROM battles ORDER BY created_at DESC, id DESC LIMIT ?1"
+    ))?;
+    let mut list = stmt
+        .query_map([limit as i64], battle_row)?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    for b in &mut list {
+        b.contestants = contestants(c, &b.id)?;
+    }
+    Ok(list)
+}
+
+pub fn events_since(
+    c: &Connection,
+    battle_id: &str,
+    since_seq: u64,
+    limit: usize,
+) -> Result<Vec<BattleEvent>> {
+    let mut stmt = c.prepare_cached(
+        "SELECT seq, contestant_id, at, payload FROM events
+         WHERE battle_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3",
+    )?;
+    let rows = stmt.query_map(params![battle_id, since_seq as i64, limit as i64], |r| {
+        Ok((
+            r.get::<_, i64>(0)?,
+            r.get::<_, Option<String>>(1)?,
+            r.get::<_, i64>(2)?,
+            r.get::<_, String>(3)?,
+        ))
+    })?;
+    let mut events = Vec::new();
+    for row in rows {
+        let (seq, contestant_id, at, payload) = row?;
+        events.push(BattleEvent {
+            battle_id: battle_id.to_string(),
+            seq: seq as u64,
+            contestant_id,
+            at: time(Some(at)).unwrap_or_default(),
+            kind: serde_json::from_str(&payload)?,
+        });
+    }
+    Ok(events)
+}
+
+pub fn lease(c: &Connection, battle_id: &str) -> Result<Option<Lease>> {
+    Ok(c.query_row(
+        "SELECT owner, host, pid, expires_at FROM leases WHERE battle_id = ?1",
+        [battle_id],
+        |r| {
+            Ok(Lease {
+                owner: r.get(0)?,
+                host: r.get(1)?,
+                pid: r.get(2)?,
+                expires_at_ms: r.get(3)?,
+            })
+        },
+    )
+    .optional()?)
+}

@@ -1,0 +1,164 @@
+//! Test harness: a real engine over a temp data dir, talking to two real
+//! scripted servers on loopback — one configured as a local-lane provider,
+//! one as a cloud-lane provider.
+
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use arena_core::battle::{BattleRequest, BattleType, ContestantSpec, Lane};
+use arena_core::clock::SystemClock;
+use arena_core::config::{Config, Limits, ProviderConfig, ProviderKind};
+use arena_core::{Battle, BattleEvent, Engine, EngineOptions};
+use arena_testserver::{ModelScript, RecordedRequest, TestServer};
+use futures::StreamExt;
+
+pub struct Harness {
+    pub local: TestServer,
+    pub cloud: TestServer,
+    pub engine: Engine,
+    pub data: tempfile::TempDir,
+    pub project: tempfile::TempDir,
+}
+
+/// Short timeouts and backoffs so fault tests run quickly.
+pub fn fast_limits() -> Limits {
+    Limits {
+        max_attempts: 3,
+        backoff_base_ms: 20,
+        backoff_max_ms: 200,
+        stall_timeout_secs: 1,
+        connect_timeout_secs: 2,
+        coalesce_ms: 20,
+        ..Limits::default()
+    }
+}
+
+pub fn provider(name: &str, kind: ProviderKind, base_url: String, lane: Lane) -> ProviderConfig {
+    ProviderConfig {
+        name: name.into(),
+        kind,
+        base_url,
+        lane,
+        api_key_env: None,
+        models: Vec::new(),
+    }
+}
+
+impl Harness {
+    pub async fn new() -> Harness {
+        Harness::with_limits(fast_limits()).await
+    }
+
+    pub async fn with_limits(limits: Limits) -> Harness {
+        let local = TestServer::start().await.expect("local server");
+        let cloud = TestServer::start().await.expect("cloud server");
+        let config = Config {
+            default_model: None,
+            providers: vec![
+                provider("local", ProviderKind::Openai, local.base_url(), Lane::Local),
+                provider("cloud", ProviderKind::Openai, cloud.base_url(), Lane::Cloud),
+            ],
+            limits,
+        };
+        let data = tempfile::tempdir().expect("data dir");
+        let project = tempfile::tempdir().expect("project dir");
+        std::fs::create_dir(project.path().join(".git")).expect(".git");
+        let engine = Engine::open(EngineOptions {
+            data_dir: data.path().to_path_buf(),
+            config,
+            clock: Arc::new(SystemClock),
+        })
+        .expect("engine");
+        Harness {
+            local,
+            cloud,
+            engine,
+            data,
+            project,
+        }
+    }
+
+    /// Another engine (as another process would be) over the same data dir.
+    pub fn second_engine(&self) -> Engine {
+        Engine::open(EngineOptions {
+            data_dir: self.data.path().to_path_buf(),
+            config: self.engine.config().clone(),
+            clock: Arc::new(SystemClock),
+        })
+        .expect("second engine")
+    }
+
+    pub fn request(&self, prompt: &str, contestants: &[&str]) -> BattleRequest {
+        BattleRequest {
+            battle_type: BattleType::Qa,
+            project: self.project.path().to_path_buf(),
+            prompt: prompt.into(),
+            contestants: contestants
+                .iter()
+                .map(|c| ContestantSpec::parse(c).expect("contestant spec"))
+                .collect(),
+        }
+    }
+
+    pub async fn run(&self, contestants: &[&str]) -> Battle {
+        let battle = self
+            .engine
+            .create_battle(self.request("Explain lanes.", contestants))
+            .await
+            .expect("create battle");
+        self.engine
+            .run_battle(&battle.id)
+            .await
+            .expect("run battle")
+    }
+
+    pub fn results_root(&self) -> PathBuf {
+        self.project.path().canonicalize().unwrap().join("Arena")
+    }
+}
+
+/// The time a request's response was streaming.
+pub fn interval(r: &RecordedRequest) -> (Instant, Instant) {
+    let start = r.stream_started_at.expect("stream started");
+    let end = r.stream_finished_at.expect("stream finished");
+    (start, end)
+}
+
+pub fn overlaps(a: (Instant, Instant), b: (Instant, Instant)) -> bool {
+    a.0 < b.1 && b.0 < a.1
+}
+
+/// The one generation request for `model`.
+pub fn only_request(server: &TestServer, model: &str) -> RecordedRequest {
+    let reqs = server.requests_for(model);
+    assert_eq!(
+        reqs.len(),
+        1,
+        "{model}: expected one request, got {}",
+        reqs.len()
+    );
+    reqs.into_iter().next().unwrap()
+}
+
+/// Collects the battle's events from `since` until the battle is terminal.
+pub async fn collect_until_done(engine: &Engine, battle_id: &str, since: u64) -> Vec<BattleEvent> {
+    let mut events = Vec::new();
+    let mut stream = std::pin::pin!(engine.subscribe(battle_id, since));
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while let Ok(Some(event)) = tokio::time::timeout_at(deadline, stream.next()).await {
+        let event = event.expect("event");
+        let done = matches!(&event.kind, arena_core::EventKind::BattleStatus { status } if status.is_terminal());
+        events.push(event);
+        if done {
+            break;
+        }
+    }
+    events
+}
+
+pub fn script(n: usize, rate: f64) -> ModelScript {
+    ModelScript::tokens(n).rate(rate)
+}

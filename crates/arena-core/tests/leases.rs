@@ -1,0 +1,113 @@
+//! One driver per battle: the lease, cancellation across processes, and
+//! resume of a battle whose driver died.
+
+mod common;
+
+use std::time::Duration;
+
+use arena_core::battle::{BattleStatus, ContestantStatus};
+use arena_core::Error;
+use common::*;
+
+#[tokio::test]
+async fn a_second_process_cannot_drive_a_running_battle_but_can_cancel_it() {
+    let h = Harness::new().await;
+    h.local.set_model("slow", script(1000, 50.0));
+    h.cloud.set_model("slowc", script(1000, 50.0));
+    let battle = h
+        .engine
+        .create_battle(h.request("go", &["debugger@slow", "debugger@slowc"]))
+        .await
+        .unwrap();
+    let run = {
+        let (engine, id) = (h.engine.clone(), battle.id.clone());
+        tokio::spawn(async move { engine.run_battle(&id).await })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    let other = h.second_engine();
+    match other.run_battle(&battle.id).await {
+        Err(Error::Conflict(msg)) => assert!(msg.contains("is being run by process"), "{msg}"),
+        other => panic!("expected a conflict, got {other:?}"),
+    }
+    // Resuming everything from the other process skips the live battle.
+    assert!(other.resume(None).await.unwrap().is_empty());
+
+    // Cancel from the other process: the driver picks it up at its heartbeat.
+    let after = other.cancel_battle(&battle.id).await.unwrap();
+    assert_eq!(after.status, BattleStatus::Cancelled);
+    let finished = tokio::time::timeout(Duration::from_secs(10), run)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_eq!(finished.status, BattleStatus::Cancelled);
+    assert!(finished
+        .contestants
+        .iter()
+        .all(|c| c.status == ContestantStatus::Cancelled));
+    // The lease is released once the driver is done.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(h.engine.store().lease(&battle.id).unwrap().is_none());
+}
+
+#[tokio::test]
+async fn resume_keeps_finished_work_and_reruns_what_was_lost() {
+    let h = Harness::new().await;
+    h.local.set_model("a", script(10, 500.0));
+    h.local.set_model("b", script(10, 500.0));
+    h.local.set_model("c", script(10, 500.0));
+    let battle = h
+        .engine
+        .create_battle(h.request("go", &["debugger@a", "debugger@b", "debugger@c"]))
+        .await
+        .unwrap();
+    // Simulate a driver that finished `a`, was running `b`, and died: run the
+    // battle on an engine whose driving we abandon once `a` is done.
+    let doomed = h.second_engine();
+    let run = {
+        let (engine, id) = (doomed.clone(), battle.id.clone());
+        tokio::spawn(async move { engine.run_battle(&id).await })
+    };
+    h.local.set_model("b", script(1000, 20.0)); // b will still be running
+    loop {
+        let b = h.engine.battle(&battle.id).await.unwrap();
+        if b.contestants[1].status == ContestantStatus::Running {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    run.abort();
+    let _ = run.await;
+    drop(doomed);
+    // Its lease would live on until expiry; a dead process's lease is freed
+    // at once, which the CLI test exercises with a real SIGKILL. Here, expire it.
+    h.engine
+        .store()
+        .transact(|tx| {
+            tx.conn().execute("UPDATE leases SET expires_at = 0", [])?;
+            Ok(())
+        })
+        .unwrap();
+    h.local.set_model("b", script(10, 500.0));
+
+    let resumed = h.engine.resume(None).await.unwrap();
+    assert_eq!(resumed.len(), 1);
+    let b = &resumed[0];
+    assert_eq!(b.status, BattleStatus::Done);
+    assert!(b
+        .contestants
+        .iter()
+        .all(|c| c.status == ContestantStatus::Done));
+    assert_eq!(
+        h.local.requests_for("a").len(),
+        1,
+        "finished work must not run twice"
+    );
+    assert_eq!(h.local.requests_for("b").len(), 2, "lost work is run again");
+    assert_eq!(h.local.requests_for("c").len(), 1);
+    assert_eq!(b.contestants[1].attempts, 2);
+    for c in &b.contestants {
+        assert!(c.result_path.as_ref().unwrap().exists());
+    }
+}
