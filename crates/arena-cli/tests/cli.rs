@@ -1,0 +1,517 @@
+//! The `arena` binary as a user runs it: real child processes, a real
+//! SQLite file, scripted model servers on loopback.
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use arena_testserver::{ModelScript, TestServer};
+use serde_json::Value;
+
+struct Setup {
+    local: TestServer,
+    cloud: TestServer,
+    dir: tempfile::TempDir,
+}
+
+impl Setup {
+    async fn new() -> Setup {
+        let local = TestServer::start().await.unwrap();
+        let cloud = TestServer::start().await.unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("project/.git")).unwrap();
+        std::fs::write(
+            dir.path().join("arena.toml"),
+            format!(
+                r#"
+default_model = "judge"
+
+[[provider]]
+name = "local"
+kind = "openai"
+base_url = "{}"
+lane = "local"
+
+[[provider]]
+name = "cloud"
+kind = "openai"
+base_url = "{}"
+lane = "cloud"
+
+[limits]
+backoff_base_ms = 20
+stall_timeout_secs = 2
+"#,
+                local.base_url(),
+                cloud.base_url()
+            ),
+        )
+        .unwrap();
+        Setup { local, cloud, dir }
+    }
+
+    fn project(&self) -> std::path::PathBuf {
+        self.dir.path().join("project")
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_arena"));
+        cmd.args(args)
+            .env("ARENA_CONFIG", self.dir.path().join("arena.toml"))
+            .env("ARENA_DATA_DIR", self.dir.path().join("data"))
+            .env_remove("RUST_LOG");
+        cmd
+    }
+
+    async fn arena(&self, args: &[&str]) -> Output {
+        let mut cmd = self.command(args);
+        tokio::task::spawn_blocking(move || cmd.output().unwrap())
+            .await
+            .unwrap()
+    }
+
+    async fn json(&self, args: &[&str]) -> Value {
+        let out = self.arena(args).await;
+        assert!(
+            out.status.success(),
+            "arena {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!(
+                "arena {args:?}: not JSON ({e}): {}",
+                String::from_utf8_lossy(&out.stdout)
+            )
+        })
+    }
+}
+
+fn is_rfc3339_millis(v: &Value) -> bool {
+    let s = v.as_str().unwrap_or("");
+    chrono_like(s)
+}
+
+/// `2026-11-21T09:15:03.123Z`
+fn chrono_like(s: &str) -> bool {
+    s.len() == 24 && s.as_bytes()[10] == b'T' && s.as_bytes()[19] == b'.' && s.ends_with('Z')
+}
+
+#[tokio::test]
+async fn run_prints_the_final_battle_as_json() {
+    let s = Setup::new().await;
+    s.local.set_model(
+        "qwen3-8b",
+        ModelScript::text("Local answer here.").rate(300.0),
+    );
+    s.cloud
+        .set_model("gpt-test", ModelScript::tokens(20).rate(300.0));
+    let project = s.project();
+    let b = s
+        .json(&[
+            "battle",
+            "run",
+            "--type",
+            "qa",
+            "--project",
+            project.to_str().unwrap(),
+            "--prompt",
+            "What is a lane?",
+            "-c",
+            "debugger@qwen3-8b",
+            "-c",
+            "explainer@gpt-test",
+            "--json",
+        ])
+        .await;
+    for key in [
+        "id",
+        "battle_type",
+        "status",
+        "prompt",
+        "results_path",
+        "created_at",
+        "finished_at",
+        "winner",
+        "contestants",
+    ] {
+        assert!(b.get(key).is_some(), "missing {key}");
+    }
+    assert_eq!(b["battle_type"], "qa");
+    assert_eq!(b["status"], "done");
+    assert_eq!(b["prompt"], "What is a lane?");
+    assert!(b["winner"].is_null());
+    assert!(is_rfc3339_millis(&b["created_at"]) && is_rfc3339_millis(&b["finished_at"]));
+    let cs = b["contestants"].as_array().unwrap();
+    assert_eq!(cs.len(), 2);
+    for c in cs {
+        for key in [
+            "id",
+            "identity",
+            "model",
+            "lane",
+            "status",
+            "error",
+            "started_at",
+            "finished_at",
+            "duration_ms",
+            "ttft_ms",
+            "prompt_tokens",
+            "completion_tokens",
+            "tokens_per_sec",
+            "result_path",
+        ] {
+            assert!(c.get(key).is_some(), "contestant missing {key}");
+        }
+        assert_eq!(c["status"], "done");
+        assert!(is_rfc3339_millis(&c["started_at"]));
+        assert!(c["duration_ms"].as_u64().unwrap() > 0);
+        assert!(c["tokens_per_sec"].as_f64().unwrap() > 0.0);
+        assert!(Path::new(c["result_path"].as_str().unwrap()).exists());
+    }
+    assert_eq!(cs[0]["identity"], "Debugger");
+    assert_eq!(cs[0]["lane"], "local");
+    assert_eq!(cs[0]["output"], "Local answer here.");
+    assert_eq!(cs[0]["prompt_tokens"], 12);
+    assert_eq!(cs[1]["lane"], "cloud");
+    assert_eq!(cs[1]["completion_tokens"], 20);
+    assert!(Path::new(b["results_path"].as_str().unwrap())
+        .join("manifest.json")
+        .exists());
+
+    // list / show / winner agree with the database.
+    let id = b["id"].as_str().unwrap();
+    let list = s.json(&["battle", "list", "--json"]).await;
+    assert_eq!(list[0]["id"], id);
+    let shown = s.json(&["battle", "show", &id[..13], "--json"]).await;
+    assert_eq!(shown["id"], id);
+    let won = s.json(&["battle", "winner", id, "2", "--json"]).await;
+    assert_eq!(won["winner"]["contestant_id"], cs[1]["id"]);
+    assert_eq!(won["winner"]["source"], "user");
+    let manifest: Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            Path::new(b["results_path"].as_str().unwrap()).join("manifest.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(manifest["winner"]["contestant_id"], cs[1]["id"]);
+    let cleared = s.json(&["battle", "winner", id, "--clear", "--json"]).await;
+    assert!(cleared["winner"].is_null());
+
+    // Human output too.
+    let out = s.arena(&["battle", "show", id]).await;
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("Debugger@qwen3-8b") && text.contains("done"),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn invalid_input_exits_2_with_one_line() {
+    let s = Setup::new().await;
+    s.local.set_model("m", ModelScript::tokens(2));
+    let project = s.project();
+    let p = project.to_str().unwrap();
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (
+            vec![
+                "battle",
+                "run",
+                "--type",
+                "qa",
+                "--project",
+                p,
+                "--prompt",
+                "x",
+                "-c",
+                "debugger@m",
+            ],
+            "2 to 6 contestants",
+        ),
+        (
+            vec![
+                "battle",
+                "run",
+                "--type",
+                "qa",
+                "--project",
+                p,
+                "--prompt",
+                "",
+                "-c",
+                "debugger@m",
+                "-c",
+                "explainer@m",
+            ],
+            "prompt is empty",
+        ),
+        (
+            vec![
+                "battle",
+                "run",
+                "--type",
+                "qa",
+                "--project",
+                p,
+                "--prompt",
+                "x",
+                "-c",
+                "debugger@m",
+                "-c",
+                "explainerm",
+            ],
+            "IDENTITY@MODEL",
+        ),
+        (
+            vec![
+                "battle",
+                "run",
+                "--type",
+                "poetry",
+                "--project",
+                p,
+                "--prompt",
+                "x",
+                "-c",
+                "a@m",
+                "-c",
+                "b@m",
+            ],
+            "unknown battle type",
+        ),
+        (
+            vec![
+                "battle",
+                "run",
+                "--type",
+                "qa",
+                "--project",
+                p,
+                "--prompt-file",
+                "/no/such/file",
+                "-c",
+                "debugger@m",
+                "-c",
+                "explainer@m",
+            ],
+            "cannot read the prompt file",
+        ),
+        (vec!["battle", "show", "does-not-exist"], "not found"),
+        (
+            vec![
+                "battle",
+                "run",
+                "--type",
+                "qa",
+                "--project",
+                p,
+                "--prompt",
+                "x",
+                "-c",
+                "debugger@m",
+                "-c",
+                "debugger@zzz",
+            ],
+            "unknown model `zzz`",
+        ),
+    ];
+    for (args, needle) in cases {
+        let out = s.arena(&args).await;
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(
+            stderr.trim_end().lines().count(),
+            1,
+            "{args:?}: not one line: {stderr}"
+        );
+        assert!(stderr.contains(needle), "{args:?}: {stderr}");
+        assert!(out.stdout.is_empty());
+    }
+    assert!(!project.join("Arena").exists());
+
+    // A config mistake is the user's too.
+    std::fs::write(
+        s.dir.path().join("arena.toml"),
+        "[[provider]]\nname = 'x'\n",
+    )
+    .unwrap();
+    let out = s.arena(&["providers"]).await;
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("arena.toml"));
+}
+
+#[tokio::test]
+async fn providers_lists_models_and_unreachable_servers() {
+    let s = Setup::new().await;
+    s.local.set_model("qwen3-8b", ModelScript::tokens(2));
+    s.cloud.shutdown();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let v = s.json(&["providers", "--json"]).await;
+    let ps = v["providers"].as_array().unwrap();
+    assert_eq!(ps[0]["name"], "local");
+    assert_eq!(ps[0]["lane"], "local");
+    assert_eq!(ps[0]["models"], serde_json::json!(["qwen3-8b"]));
+    assert_eq!(ps[1]["reachable"], false);
+    assert!(ps[1]["error"].as_str().unwrap().contains("cannot reach"));
+}
+
+/// The battle as the database has it, read through the CLI.
+async fn show(s: &Setup, id: &str) -> Value {
+    s.json(&["battle", "show", id, "--json"]).await
+}
+
+#[tokio::test]
+async fn a_killed_run_resumes_without_running_finished_work_twice() {
+    let s = Setup::new().await;
+    s.local
+        .set_model("first", ModelScript::tokens(10).rate(200.0));
+    s.local
+        .set_model("second", ModelScript::tokens(400).rate(40.0)); // ~10 s
+    s.local
+        .set_model("third", ModelScript::tokens(10).rate(200.0));
+    s.cloud
+        .set_model("cloudy", ModelScript::tokens(10).rate(200.0));
+    let project = s.project();
+    let mut child = s
+        .command(&[
+            "battle",
+            "run",
+            "--type",
+            "qa",
+            "--project",
+            project.to_str().unwrap(),
+            "--prompt",
+            "go",
+            "-c",
+            "debugger@first",
+            "-c",
+            "debugger@second",
+            "-c",
+            "debugger@third",
+            "-c",
+            "debugger@cloudy",
+            "--json",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+
+    // Wait until `first` is done and `second` is streaming.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let id = loop {
+        assert!(
+            Instant::now() < deadline,
+            "the battle never reached the second contestant"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let list = s.arena(&["battle", "list", "--json"]).await;
+        let Ok(list) = serde_json::from_slice::<Value>(&list.stdout) else {
+            continue;
+        };
+        let Some(b) = list.as_array().and_then(|l| l.first()).cloned() else {
+            continue;
+        };
+        let cs = &b["contestants"];
+        if cs[0]["status"] == "done"
+            && cs[1]["status"] == "running"
+            && !s.local.requests_for("second").is_empty()
+        {
+            break b["id"].as_str().unwrap().to_string();
+        }
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+
+    let before = show(&s, &id).await;
+    assert_eq!(before["status"], "running");
+    assert_eq!(before["contestants"][1]["status"], "running");
+
+    let resumed = s.json(&["battle", "resume", "--json"]).await;
+    assert_eq!(resumed.as_array().unwrap().len(), 1);
+    let b = &resumed[0];
+    assert_eq!(b["id"], id.as_str());
+    assert_eq!(b["status"], "done");
+    for c in b["contestants"].as_array().unwrap() {
+        assert_eq!(c["status"], "done", "{c}");
+        assert!(Path::new(c["result_path"].as_str().unwrap()).exists());
+    }
+    assert_eq!(
+        s.local.requests_for("first").len(),
+        1,
+        "a finished contestant ran twice"
+    );
+    assert_eq!(
+        s.cloud.requests_for("cloudy").len(),
+        1,
+        "a finished contestant ran twice"
+    );
+    assert_eq!(
+        s.local.requests_for("second").len(),
+        2,
+        "the interrupted contestant is run again"
+    );
+    assert_eq!(s.local.requests_for("third").len(), 1);
+    assert_eq!(b["contestants"][1]["attempts"], 2);
+
+    // Nothing is left to resume.
+    let again = s.json(&["battle", "resume", "--json"]).await;
+    assert_eq!(again, serde_json::json!([]));
+}
+
+#[tokio::test]
+async fn cancel_from_another_process_stops_a_running_battle() {
+    let s = Setup::new().await;
+    s.local
+        .set_model("slow", ModelScript::tokens(1000).rate(20.0));
+    s.cloud
+        .set_model("slowc", ModelScript::tokens(1000).rate(20.0));
+    let project = s.project();
+    let child = s
+        .command(&[
+            "battle",
+            "run",
+            "--type",
+            "qa",
+            "--project",
+            project.to_str().unwrap(),
+            "--prompt",
+            "go",
+            "-c",
+            "debugger@slow",
+            "-c",
+            "debugger@slowc",
+            "--json",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let id = loop {
+        assert!(Instant::now() < deadline);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let list = s.arena(&["battle", "list", "--json"]).await;
+        if let Ok(list) = serde_json::from_slice::<Value>(&list.stdout) {
+            if let Some(b) = list.as_array().and_then(|l| l.first()) {
+                if b["contestants"][0]["status"] == "running" {
+                    break b["id"].as_str().unwrap().to_string();
+                }
+            }
+        }
+    };
+    let cancelled = s.json(&["battle", "cancel", &id, "--json"]).await;
+    assert_eq!(cancelled["status"], "cancelled");
+    let out = tokio::task::spawn_blocking(move || child.wait_with_output().unwrap())
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let final_battle: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(final_battle["status"], "cancelled");
+}
