@@ -1,0 +1,153 @@
+//! Request recording.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
+
+use crate::Fault;
+
+/// One request the server received, updated in place while its response streams.
+#[derive(Clone, Debug)]
+pub struct RecordedRequest {
+    /// HTTP method, e.g. `"POST"`.
+    pub method: String,
+    /// Request path without the query string, e.g. `"/v1/chat/completions"`.
+    pub path: String,
+    /// The body's `"model"` field, if any.
+    pub model: Option<String>,
+    /// The parsed JSON body; `Null` for GET (or an empty body), a JSON string
+    /// holding the raw text if the body is not valid JSON.
+    pub body: serde_json::Value,
+    /// Request headers, names lowercased, in the order received.
+    pub headers: Vec<(String, String)>,
+    /// When the request (headers and body) had been received.
+    pub received_at: Instant,
+    /// When the first response body byte was produced; `None` if the request
+    /// ended in an error status (or the client left before any byte). For a
+    /// non-streaming completion, when its (simulated) generation started.
+    pub stream_started_at: Option<Instant>,
+    /// When the response body ended or the client dropped it.
+    pub stream_finished_at: Option<Instant>,
+    /// Which fault was applied, if any.
+    pub fault: Option<Fault>,
+}
+
+impl RecordedRequest {
+    /// Whether this is a chat completion or messages request.
+    pub fn is_generation(&self) -> bool {
+        is_generation_path(&self.path)
+    }
+
+    /// The value of header `name` (case-insensitive), if present.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+pub(crate) fn is_generation_path(path: &str) -> bool {
+    path == crate::server::CHAT_PATH || path == crate::server::MESSAGES_PATH
+}
+
+/// The shared request log. Entries are addressed by a sequence number that
+/// stays valid (or becomes stale, and is then ignored) across [`RequestLog::clear`].
+#[derive(Default)]
+pub(crate) struct RequestLog {
+    inner: Mutex<LogInner>,
+}
+
+#[derive(Default)]
+struct LogInner {
+    /// Sequence number of `entries[0]`.
+    first_seq: u64,
+    entries: Vec<RecordedRequest>,
+}
+
+impl RequestLog {
+    fn lock(&self) -> MutexGuard<'_, LogInner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Appends `req` and returns its sequence number.
+    pub(crate) fn push(&self, req: RecordedRequest) -> u64 {
+        let mut log = self.lock();
+        log.entries.push(req);
+        log.first_seq + log.entries.len() as u64 - 1
+    }
+
+    pub(crate) fn update(&self, seq: u64, f: impl FnOnce(&mut RecordedRequest)) {
+        let mut log = self.lock();
+        let Some(idx) = seq.checked_sub(log.first_seq) else {
+            return;
+        };
+        if let Some(r) = usize::try_from(idx)
+            .ok()
+            .and_then(|i| log.entries.get_mut(i))
+        {
+            f(r);
+        }
+    }
+
+    pub(crate) fn snapshot(&self) -> Vec<RecordedRequest> {
+        self.lock().entries.clone()
+    }
+
+    pub(crate) fn snapshot_for(&self, model: &str) -> Vec<RecordedRequest> {
+        self.lock()
+            .entries
+            .iter()
+            .filter(|r| r.is_generation() && r.model.as_deref() == Some(model))
+            .cloned()
+            .collect()
+    }
+
+    pub(crate) fn clear(&self) {
+        let mut log = self.lock();
+        log.first_seq += log.entries.len() as u64;
+        log.entries.clear();
+    }
+}
+
+/// Tracks the response of one recorded request; records
+/// `stream_finished_at` when dropped (body ended, client gone, or server
+/// shutting down), unless already set.
+pub(crate) struct ResponseGuard {
+    log: Arc<RequestLog>,
+    seq: u64,
+    started: bool,
+}
+
+impl ResponseGuard {
+    pub(crate) fn new(log: Arc<RequestLog>, seq: u64) -> Self {
+        ResponseGuard {
+            log,
+            seq,
+            started: false,
+        }
+    }
+
+    /// Records the first response byte being produced (only the first call counts).
+    pub(crate) fn started(&mut self) {
+        if !self.started {
+            self.started = true;
+            let now = Instant::now();
+            self.log.update(self.seq, |r| {
+                r.stream_started_at.get_or_insert(now);
+            });
+        }
+    }
+
+    pub(crate) fn set_fault(&self, fault: Option<Fault>) {
+        self.log.update(self.seq, |r| r.fault = fault);
+    }
+}
+
+impl Drop for ResponseGuard {
+    fn drop(&mut self) {
+        let now = Instant::now();
+        self.log.update(self.seq, |r| {
+            r.stream_finished_at.get_or_insert(now);
+        });
+    }
+}
