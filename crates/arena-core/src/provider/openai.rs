@@ -54,7 +54,7 @@ pub(super) fn request_body(req: &ChatRequest) -> serde_json::Value {
         ("temperature", req.temperature.map(|v| json!(v))),
         ("top_p", req.top_p.map(|v| json!(v))),
         ("max_tokens", req.max_tokens.map(|v| json!(v))),
-        ("cache_prompt", req.no_prompt_cache.then(|| json!(false))),
+        ("cache_prompt", req.no_prompt_cache.then_some(json!(false))),
     ];
     for (key, value) in fields {
         if let Some(value) = value {

@@ -1,0 +1,67 @@
+//! The error type returned by every IPC command.
+//!
+//! It crosses the IPC boundary as `{ "code": "...", "message": "..." }`, where
+//! `code` is a stable snake_case identifier per variant (the UI may match on
+//! it) and `message` is the human-readable text.
+
+use serde::ser::{Serialize, SerializeStruct, Serializer};
+
+/// An error returned by an IPC command.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The app data directory could not be resolved.
+    #[error("could not resolve the app data directory: {0}")]
+    DataDir(#[source] tauri::Error),
+    /// An engine error; its own code crosses the boundary.
+    #[error(transparent)]
+    Engine(#[from] arena_core::Error),
+    /// Any other unexpected failure.
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl Error {
+    /// The stable machine-readable code of this error.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::DataDir(_) => "data_dir",
+            Self::Engine(e) => e.code(),
+            Self::Internal(_) => "internal",
+        }
+    }
+}
+
+impl Serialize for Error {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut s = serializer.serialize_struct("Error", 2)?;
+        s.serialize_field("code", self.code())?;
+        s.serialize_field("message", &self.to_string())?;
+        s.end()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn serialises_as_code_and_message() {
+        let err = Error::Internal("boom".into());
+        let json = serde_json::to_value(&err).expect("serialisable");
+        assert_eq!(
+            json,
+            serde_json::json!({ "code": "internal", "message": "internal error: boom" })
+        );
+    }
+
+    #[test]
+    fn data_dir_error_has_stable_code() {
+        let err = Error::DataDir(tauri::Error::UnknownPath);
+        assert_eq!(err.code(), "data_dir");
+        let json = serde_json::to_value(&err).expect("serialisable");
+        assert_eq!(json["code"], "data_dir");
+        assert!(json["message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("could not resolve the app data directory")));
+    }
+}
