@@ -70,6 +70,48 @@ stall_timeout_secs = 2
             .unwrap()
     }
 
+    /// Starts `arena battle run --json` in the background with these contestants.
+    fn spawn_run(&self, contestants: &[&str], output: fn() -> Stdio) -> std::process::Child {
+        let project = self.project();
+        let mut args = vec![
+            "battle",
+            "run",
+            "--type",
+            "qa",
+            "--json",
+            "--prompt",
+            "go",
+            "--project",
+        ];
+        args.push(project.to_str().unwrap());
+        for c in contestants {
+            args.extend(["-c", c]);
+        }
+        self.command(&args)
+            .stdout(output())
+            .stderr(output())
+            .spawn()
+            .unwrap()
+    }
+
+    /// Polls `battle list` until the newest battle satisfies `ready`; returns its id.
+    async fn wait_for_latest(&self, what: &str, ready: impl Fn(&Value) -> bool) -> String {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            assert!(Instant::now() < deadline, "timed out waiting: {what}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            let list = self.arena(&["battle", "list", "--json"]).await;
+            let Ok(list) = serde_json::from_slice::<Value>(&list.stdout) else {
+                continue;
+            };
+            if let Some(b) = list.as_array().and_then(|l| l.first()) {
+                if ready(b) {
+                    return b["id"].as_str().unwrap().to_string();
+                }
+            }
+        }
+    }
+
     async fn json(&self, args: &[&str]) -> Value {
         let out = self.arena(args).await;
         assert!(
@@ -372,55 +414,23 @@ async fn a_killed_run_resumes_without_running_finished_work_twice() {
         .set_model("third", ModelScript::tokens(10).rate(200.0));
     s.cloud
         .set_model("cloudy", ModelScript::tokens(10).rate(200.0));
-    let project = s.project();
-    let mut child = s
-        .command(&[
-            "battle",
-            "run",
-            "--type",
-            "qa",
-            "--project",
-            project.to_str().unwrap(),
-            "--prompt",
-            "go",
-            "-c",
+    let mut child = s.spawn_run(
+        &[
             "debugger@first",
-            "-c",
             "debugger@second",
-            "-c",
             "debugger@third",
-            "-c",
             "debugger@cloudy",
-            "--json",
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-
-    // Wait until `first` is done and `second` is streaming.
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let id = loop {
-        assert!(
-            Instant::now() < deadline,
-            "the battle never reached the second contestant"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        let list = s.arena(&["battle", "list", "--json"]).await;
-        let Ok(list) = serde_json::from_slice::<Value>(&list.stdout) else {
-            continue;
-        };
-        let Some(b) = list.as_array().and_then(|l| l.first()).cloned() else {
-            continue;
-        };
-        let cs = &b["contestants"];
-        if cs[0]["status"] == "done"
-            && cs[1]["status"] == "running"
-            && !s.local.requests_for("second").is_empty()
-        {
-            break b["id"].as_str().unwrap().to_string();
-        }
-    };
+        ],
+        Stdio::null,
+    );
+    let id = s
+        .wait_for_latest("`first` done and `second` streaming", |b| {
+            let cs = &b["contestants"];
+            cs[0]["status"] == "done"
+                && cs[1]["status"] == "running"
+                && !s.local.requests_for("second").is_empty()
+        })
+        .await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
@@ -468,40 +478,12 @@ async fn cancel_from_another_process_stops_a_running_battle() {
         .set_model("slow", ModelScript::tokens(1000).rate(20.0));
     s.cloud
         .set_model("slowc", ModelScript::tokens(1000).rate(20.0));
-    let project = s.project();
-    let child = s
-        .command(&[
-            "battle",
-            "run",
-            "--type",
-            "qa",
-            "--project",
-            project.to_str().unwrap(),
-            "--prompt",
-            "go",
-            "-c",
-            "debugger@slow",
-            "-c",
-            "debugger@slowc",
-            "--json",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let id = loop {
-        assert!(Instant::now() < deadline);
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        let list = s.arena(&["battle", "list", "--json"]).await;
-        if let Ok(list) = serde_json::from_slice::<Value>(&list.stdout) {
-            if let Some(b) = list.as_array().and_then(|l| l.first()) {
-                if b["contestants"][0]["status"] == "running" {
-                    break b["id"].as_str().unwrap().to_string();
-                }
-            }
-        }
-    };
+    let child = s.spawn_run(&["debugger@slow", "debugger@slowc"], Stdio::piped);
+    let id = s
+        .wait_for_latest("the first contestant running", |b| {
+            b["contestants"][0]["status"] == "running"
+        })
+        .await;
     let cancelled = s.json(&["battle", "cancel", &id, "--json"]).await;
     assert_eq!(cancelled["status"], "cancelled");
     let out = tokio::task::spawn_blocking(move || child.wait_with_output().unwrap())
