@@ -16,7 +16,7 @@ pub async fn app_info<R: Runtime>(
     let (data_dir, battles) = match &state.engine {
         Some(engine) => (
             engine.data_dir().to_path_buf(),
-            Some(engine.battles(10_000).await?.len()),
+            Some(engine.battle_count().await?),
         ),
         None => (app.path().app_data_dir().map_err(Error::DataDir)?, None),
     };

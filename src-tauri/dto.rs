@@ -11,7 +11,7 @@ pub struct AppInfo {
     /// The shared data directory (`<OS data dir>/dev.arena.desktop`).
     pub data_dir: String,
     /// How many battles the database holds (`None` when the engine is down).
-    pub battles: Option<usize>,
+    pub battles: Option<u64>,
     /// Why the engine could not open, if it could not.
     pub startup_error: Option<String>,
 }

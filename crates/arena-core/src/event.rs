@@ -74,15 +74,3 @@ impl EventKind {
         }
     }
 }
-
-/// Where a front end receives events: the CLI prints them, the Tauri shell
-/// forwards them over a channel, tests collect them.
-pub trait EventSink: Send {
-    fn event(&mut self, event: &BattleEvent);
-}
-
-impl<F: FnMut(&BattleEvent) + Send> EventSink for F {
-    fn event(&mut self, event: &BattleEvent) {
-        self(event)
-    }
-}

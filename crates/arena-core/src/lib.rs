@@ -25,4 +25,4 @@ pub use battle::{
 };
 pub use engine::{Engine, EngineOptions};
 pub use error::{Error, Invalid, Result};
-pub use event::{BattleEvent, EventKind, EventSink};
+pub use event::{BattleEvent, EventKind};

@@ -9,6 +9,7 @@ use futures::StreamExt;
 use rand::Rng;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use crate::battle::{Battle, Benchmark, Contestant, ContestantStatus, Lane, RateSource};
 use crate::benchmark::{self, Measurement};
@@ -145,9 +146,10 @@ fn request(battle: &Battle, c: &Contestant) -> ChatRequest {
 /// Runs a contestant that the scheduler moved to `running`, to a terminal status.
 pub(super) async fn run(engine: &Engine, battle: &Battle, c: Contestant, token: CancellationToken) {
     let span = tracing::info_span!("contestant", battle = %battle.id, contestant = %c.id, model = %c.model);
-    let _enter = span.enter();
-    drop(_enter);
-    if let Err(e) = run_attempts(engine, battle, &c, &token).await {
+    if let Err(e) = run_attempts(engine, battle, &c, &token)
+        .instrument(span)
+        .await
+    {
         tracing::error!(contestant = %c.id, error = %e, "contestant failed internally");
         let message = format!("internal error: {e}");
         let _ = record(

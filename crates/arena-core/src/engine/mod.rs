@@ -173,9 +173,13 @@ impl Engine {
         self.db(move |s| s.battle(&id)).await
     }
 
-    /// Battles, newest first.
+    /// Battles, newest first, without contestants' outputs.
     pub async fn battles(&self, limit: usize) -> Result<Vec<Battle>> {
         self.db(move |s| s.battles(limit)).await
+    }
+
+    pub async fn battle_count(&self) -> Result<u64> {
+        self.db(|s| s.battle_count()).await
     }
 
     /// Validates the request and records the battle (status `running`, all

@@ -126,9 +126,15 @@ impl Store {
             .ok_or_else(|| Error::not_found("battle", id))
     }
 
-    /// Battles, newest first.
+    /// Battles, newest first, without contestants' outputs.
     pub fn battles(&self, limit: usize) -> Result<Vec<Battle>> {
         self.read(|c| rows::battles(c, limit))
+    }
+
+    pub fn battle_count(&self) -> Result<u64> {
+        self.read(|c| {
+            Ok(c.query_row("SELECT COUNT(*) FROM battles", [], |r| r.get::<_, i64>(0))? as u64)
+        })
     }
 
     /// The full id of the battle whose id is or starts with `key`.

@@ -99,6 +99,18 @@ pub fn contestants(c: &Connection, battle_id: &str) -> Result<Vec<Contestant>> {
     Ok(rows)
 }
 
+/// Like [`contestants`] without the output and reasoning texts (for listings).
+fn contestant_summaries(c: &Connection, battle_id: &str) -> Result<Vec<Contestant>> {
+    let columns = CONTESTANT_COLUMNS.replace("output, reasoning", "NULL, NULL");
+    let mut stmt = c.prepare_cached(&format!(
+        "SELECT {columns} FROM contestants WHERE battle_id = ?1 ORDER BY position"
+    ))?;
+    let rows = stmt
+        .query_map([battle_id], contestant_row)?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(rows)
+}
+
 pub fn contestant(c: &Connection, id: &str) -> Result<Option<Contestant>> {
     let mut stmt = c.prepare_cached(&format!(
         "SELECT {CONTESTANT_COLUMNS} FROM contestants WHERE id = ?1"
@@ -117,6 +129,7 @@ pub fn battle(c: &Connection, id: &str) -> Result<Option<Battle>> {
     Ok(Some(b))
 }
 
+/// Battles newest first, without contestants' outputs.
 pub fn battles(c: &Connection, limit: usize) -> Result<Vec<Battle>> {
     let mut stmt = c.prepare_cached(&format!(
         "SELECT {BATTLE_COLUMNS} FROM battles ORDER BY created_at DESC, id DESC LIMIT ?1"
@@ -125,7 +138,7 @@ pub fn battles(c: &Connection, limit: usize) -> Result<Vec<Battle>> {
         .query_map([limit as i64], battle_row)?
         .collect::<rusqlite::Result<Vec<_>>>()?;
     for b in &mut list {
-        b.contestants = contestants(c, &b.id)?;
+        b.contestants = contestant_summaries(c, &b.id)?;
     }
     Ok(list)
 }
