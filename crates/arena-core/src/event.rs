@@ -7,6 +7,7 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+use crate::analysis::{AnalysisStatus, Outcome};
 use crate::battle::{BattleStatus, Benchmark, ContestantStatus, Winner};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -57,6 +58,29 @@ pub enum EventKind {
     ResultWritten {
         path: String,
     },
+    AnalysisStatus {
+        analysis_id: String,
+        status: AnalysisStatus,
+        outcome: Option<Outcome>,
+        winner: Option<String>,
+        error: Option<String>,
+    },
+    /// Text the analysis model produced for one stage (`digest A`, `judge 1`, …).
+    AnalysisOutput {
+        analysis_id: String,
+        stage: String,
+        text: String,
+    },
+    CrossExamStatus {
+        cross_exam_id: String,
+        number: u32,
+        status: AnalysisStatus,
+        error: Option<String>,
+    },
+    CrossExamOutput {
+        cross_exam_id: String,
+        text: String,
+    },
 }
 
 impl EventKind {
@@ -71,6 +95,10 @@ impl EventKind {
             EventKind::Benchmark { .. } => "benchmark",
             EventKind::Winner { .. } => "winner",
             EventKind::ResultWritten { .. } => "result_written",
+            EventKind::AnalysisStatus { .. } => "analysis_status",
+            EventKind::AnalysisOutput { .. } => "analysis_output",
+            EventKind::CrossExamStatus { .. } => "cross_exam_status",
+            EventKind::CrossExamOutput { .. } => "cross_exam_output",
         }
     }
 }

@@ -31,5 +31,5 @@ mod stream;
 
 pub use error::Error;
 pub use record::RecordedRequest;
-pub use script::{parse_model_spec, Fault, ModelScript, ScriptFile, ScriptFileModel};
+pub use script::{parse_model_spec, Fault, ModelScript, Responder, ScriptFile, ScriptFileModel};
 pub use server::TestServer;

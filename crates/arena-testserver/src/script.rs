@@ -62,6 +62,20 @@ pub struct ModelScript {
     /// Consumed one per request in order: request #1 gets `faults[0]`, ...;
     /// when exhausted, requests succeed normally.
     pub faults: Vec<Fault>,
+    /// When set, the content is computed from each request's JSON body
+    /// (and split after whitespace), replacing `content`. For scripted
+    /// peers whose answer depends on what they were asked, like a judge.
+    pub responder: Option<Responder>,
+}
+
+/// Computes a response text from a request body.
+#[derive(Clone)]
+pub struct Responder(pub std::sync::Arc<dyn Fn(&serde_json::Value) -> String + Send + Sync>);
+
+impl std::fmt::Debug for Responder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Responder(..)")
+    }
 }
 
 impl ModelScript {
@@ -88,6 +102,31 @@ impl ModelScript {
             usage: true,
             timings: true,
             faults: Vec::new(),
+            responder: None,
+        }
+    }
+
+    /// Answers each request with `f(request body)`; see [`ModelScript::responder`].
+    pub fn respond_with(
+        f: impl Fn(&serde_json::Value) -> String + Send + Sync + 'static,
+    ) -> ModelScript {
+        let mut script = ModelScript::from_content(Vec::new());
+        script.responder = Some(Responder(std::sync::Arc::new(f)));
+        script
+    }
+
+    /// This script answering `body`: the responder's text, if any.
+    pub(crate) fn for_request(
+        self: std::sync::Arc<Self>,
+        body: &serde_json::Value,
+    ) -> std::sync::Arc<Self> {
+        match &self.responder {
+            Some(Responder(f)) => {
+                let mut script = (*self).clone();
+                script.content = split_words(&f(body));
+                std::sync::Arc::new(script)
+            }
+            None => self,
         }
     }
 

@@ -368,6 +368,7 @@ async fn generate(
             &format!("model '{model}' not found"),
         );
     };
+    let script = script.for_request(body);
     guard.set_fault(fault.clone());
     match fault {
         Some(Fault::Status(code)) => {

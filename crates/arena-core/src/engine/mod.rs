@@ -4,6 +4,7 @@
 //! over the same data directory; a battle is driven by one process at a
 //! time, which holds its lease in the database and renews it while it runs.
 
+mod analyze;
 mod contestant;
 mod drive;
 mod validate;
@@ -303,7 +304,8 @@ impl Engine {
         }
     }
 
-    /// Sets (or clears) the winner as the user's choice; it overrides the analysis.
+    /// Sets the winner as the user's choice (it overrides the analysis), or
+    /// clears that choice (the analysis's winner, if any, applies again).
     pub async fn set_winner(&self, battle_id: &str, contestant_id: Option<&str>) -> Result<Battle> {
         let battle = self.battle(battle_id).await?;
         let winner = match contestant_id {
@@ -326,7 +328,25 @@ impl Engine {
                     source: WinnerSource::User,
                 })
             }
-            None => None,
+            // Clearing the user's choice hands the decision back to the analysis.
+            None => match self.analysis(battle_id).await? {
+                Some(a) => a
+                    .winner
+                    .filter(|_| {
+                        matches!(
+                            a.outcome,
+                            Some(
+                                crate::analysis::Outcome::Winner
+                                    | crate::analysis::Outcome::Walkover
+                            )
+                        )
+                    })
+                    .map(|contestant_id| Winner {
+                        contestant_id,
+                        source: WinnerSource::Analysis,
+                    }),
+                None => None,
+            },
         };
         let (bid, at) = (battle_id.to_string(), self.now());
         self.db(move |s| s.transact(|tx| tx.set_winner(&bid, winner.as_ref(), at)))
@@ -334,6 +354,42 @@ impl Engine {
         let battle = self.battle(battle_id).await?;
         crate::results::write_manifest(&battle)?;
         Ok(battle)
+    }
+
+    /// Judges a finished battle (digest → judge, twice in opposite orders)
+    /// with `model` or the configured `default_model`. The winner follows
+    /// the analysis unless the user has chosen one.
+    pub async fn analyze(
+        &self,
+        battle_id: &str,
+        model: Option<&str>,
+    ) -> Result<crate::analysis::Analysis> {
+        analyze::analyze(self, battle_id, model).await
+    }
+
+    /// The newest analysis of a battle, if any.
+    pub async fn analysis(&self, battle_id: &str) -> Result<Option<crate::analysis::Analysis>> {
+        let id = battle_id.to_string();
+        self.db(move |s| s.latest_analysis(&id)).await
+    }
+
+    /// Points a persona and model at a finished battle's results to
+    /// interrogate and compare them; stored and written to `cross-exam-<n>.md`.
+    pub async fn cross_examine(
+        &self,
+        battle_id: &str,
+        examiner: &crate::battle::ContestantSpec,
+        question: Option<&str>,
+    ) -> Result<crate::cross_exam::CrossExamination> {
+        analyze::cross_examine(self, battle_id, examiner, question).await
+    }
+
+    pub async fn cross_examinations(
+        &self,
+        battle_id: &str,
+    ) -> Result<Vec<crate::cross_exam::CrossExamination>> {
+        let id = battle_id.to_string();
+        self.db(move |s| s.cross_examinations(&id)).await
     }
 
     /// Reconciles and finishes battles left running by a process that

@@ -17,17 +17,30 @@ use rusqlite::{params, Connection, Transaction, TransactionBehavior};
 use rusqlite_migration::{Migrations, M};
 use tokio::sync::broadcast;
 
+use crate::analysis::{Analysis, AnalysisStatus};
 use crate::battle::{Battle, BattleStatus, Contestant, ContestantStatus, Lane, RunSpec, Winner};
+use crate::cross_exam::CrossExamination;
 use crate::decisions::Lease;
 use crate::error::{Error, Result};
 use crate::event::{BattleEvent, EventKind};
 
 pub use rows::ms;
 
+/// A unit enum's serde name (`"no_clear_winner"`), as stored in a TEXT column.
+fn serde_plain<T: serde::Serialize>(v: &T) -> Result<String> {
+    match serde_json::to_value(v)? {
+        serde_json::Value::String(s) => Ok(s),
+        other => Ok(other.to_string()),
+    }
+}
+
 pub const DATABASE_FILE: &str = "arena.db";
 
 fn migrations() -> Migrations<'static> {
-    Migrations::new(vec![M::up(include_str!("../../migrations/001_init.sql"))])
+    Migrations::new(vec![
+        M::up(include_str!("../../migrations/001_init.sql")),
+        M::up(include_str!("../../migrations/002_analysis.sql")),
+    ])
 }
 
 /// Handle to the database; cheap to clone.
@@ -182,6 +195,16 @@ impl Store {
         limit: usize,
     ) -> Result<Vec<BattleEvent>> {
         self.read(|c| rows::events_since(c, battle_id, since_seq, limit))
+    }
+
+    /// The newest analysis of a battle.
+    pub fn latest_analysis(&self, battle_id: &str) -> Result<Option<Analysis>> {
+        self.read(|c| rows::latest_analysis(c, battle_id))
+    }
+
+    /// A battle's cross-examinations, in order.
+    pub fn cross_examinations(&self, battle_id: &str) -> Result<Vec<CrossExamination>> {
+        self.read(|c| rows::cross_examinations(c, battle_id))
     }
 
     pub fn lease(&self, battle_id: &str) -> Result<Option<Lease>> {
@@ -509,6 +532,119 @@ impl Tx<'_> {
         self.tx.execute(
             "DELETE FROM leases WHERE battle_id = ?1 AND owner = ?2",
             params![battle_id, owner],
+        )?;
+        Ok(())
+    }
+
+    pub fn insert_analysis(&mut self, a: &Analysis) -> Result<()> {
+        self.tx.execute(
+            "INSERT INTO analyses (id, battle_id, status, model, provider, created_at) VALUES (?1, ?2, 'running', ?3, ?4, ?5)",
+            params![a.id, a.battle_id, a.model, a.provider, ms(a.created_at)],
+        )?;
+        self.emit(
+            &a.battle_id,
+            None,
+            a.created_at,
+            EventKind::AnalysisStatus {
+                analysis_id: a.id.clone(),
+                status: AnalysisStatus::Running,
+                outcome: None,
+                winner: None,
+                error: None,
+            },
+        )?;
+        Ok(())
+    }
+
+    /// Stores a finished (or failed) analysis and announces it.
+    pub fn finish_analysis(&mut self, a: &Analysis, at: DateTime<Utc>) -> Result<()> {
+        self.tx.execute(
+            "UPDATE analyses SET status = ?1, outcome = ?2, winner_id = ?3, ranking = ?4, reasons = ?5,
+                digests = ?6, judge_runs = ?7, error = ?8, finished_at = ?9 WHERE id = ?10",
+            params![
+                serde_plain(&a.status)?,
+                a.outcome.as_ref().map(serde_plain).transpose()?,
+                a.winner,
+                serde_json::to_string(&a.ranking)?,
+                serde_json::to_string(&a.reasons)?,
+                serde_json::to_string(&a.digests)?,
+                serde_json::to_string(&a.judge_runs)?,
+                a.error,
+                ms(at),
+                a.id
+            ],
+        )?;
+        self.emit(
+            &a.battle_id,
+            None,
+            at,
+            EventKind::AnalysisStatus {
+                analysis_id: a.id.clone(),
+                status: a.status,
+                outcome: a.outcome,
+                winner: a.winner.clone(),
+                error: a.error.clone(),
+            },
+        )?;
+        Ok(())
+    }
+
+    pub fn battle_winner(&self, battle_id: &str) -> Result<Option<Winner>> {
+        Ok(rows::battle(&self.tx, battle_id)?.and_then(|b| b.winner))
+    }
+
+    pub fn insert_cross_examination(&mut self, x: &CrossExamination) -> Result<u32> {
+        let number: u32 = self.tx.query_row(
+            "SELECT COALESCE(MAX(number), 0) + 1 FROM cross_examinations WHERE battle_id = ?1",
+            [&x.battle_id],
+            |r| r.get(0),
+        )?;
+        self.tx.execute(
+            "INSERT INTO cross_examinations (id, battle_id, number, identity, model, provider, question, status, created_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'running', ?8)",
+            params![x.id, x.battle_id, number, x.identity, x.model, x.provider, x.question, ms(x.created_at)],
+        )?;
+        self.emit(
+            &x.battle_id,
+            None,
+            x.created_at,
+            EventKind::CrossExamStatus {
+                cross_exam_id: x.id.clone(),
+                number,
+                status: AnalysisStatus::Running,
+                error: None,
+            },
+        )?;
+        Ok(number)
+    }
+
+    pub fn finish_cross_examination(
+        &mut self,
+        x: &CrossExamination,
+        at: DateTime<Utc>,
+    ) -> Result<()> {
+        self.tx.execute(
+            "UPDATE cross_examinations SET status = ?1, output = ?2, verdict = ?3, error = ?4, path = ?5, finished_at = ?6 WHERE id = ?7",
+            params![
+                serde_plain(&x.status)?,
+                x.output,
+                x.verdict.as_ref().map(serde_json::to_string).transpose()?,
+                x.error,
+                x.path.as_ref().map(|p| p.to_string_lossy().into_owned()),
+                ms(at),
+                x.id
+            ],
+        )?;
+        self.emit(
+            &x.battle_id,
+            None,
+            at,
+            EventKind::CrossExamStatus {
+                cross_exam_id: x.id.clone(),
+                number: x.number,
+                status: x.status,
+                error: x.error.clone(),
+            },
         )?;
         Ok(())
     }

@@ -5,7 +5,9 @@ use std::path::PathBuf;
 use chrono::{DateTime, TimeZone, Utc};
 use rusqlite::{params, Connection, OptionalExtension, Row};
 
+use crate::analysis::Analysis;
 use crate::battle::{Battle, Benchmark, Contestant, Winner};
+use crate::cross_exam::CrossExamination;
 use crate::decisions::Lease;
 use crate::error::Result;
 use crate::event::BattleEvent;
@@ -189,4 +191,77 @@ pub fn lease(c: &Connection, battle_id: &str) -> Result<Option<Lease>> {
         },
     )
     .optional()?)
+}
+
+fn json_col<T: serde::de::DeserializeOwned + Default>(text: Option<String>) -> T {
+    text.and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or_default()
+}
+
+fn enum_col<T: serde::de::DeserializeOwned>(idx: usize, text: String) -> rusqlite::Result<T> {
+    serde_json::from_value(serde_json::Value::String(text)).map_err(|e| {
+        rusqlite::Error::FromSqlConversionFailure(idx, rusqlite::types::Type::Text, e.into())
+    })
+}
+
+pub fn latest_analysis(c: &Connection, battle_id: &str) -> Result<Option<Analysis>> {
+    let mut stmt = c.prepare_cached(
+        "SELECT id, battle_id, status, model, provider, outcome, winner_id, ranking, reasons, digests,
+                judge_runs, error, created_at, finished_at
+         FROM analyses WHERE battle_id = ?1 ORDER BY created_at DESC, rowid DESC LIMIT 1",
+    )?;
+    Ok(stmt
+        .query_row([battle_id], |r| {
+            Ok(Analysis {
+                id: r.get(0)?,
+                battle_id: r.get(1)?,
+                status: enum_col(2, r.get(2)?)?,
+                model: r.get(3)?,
+                provider: r.get(4)?,
+                outcome: r
+                    .get::<_, Option<String>>(5)?
+                    .map(|o| enum_col(5, o))
+                    .transpose()?,
+                winner: r.get(6)?,
+                ranking: json_col(r.get(7)?),
+                reasons: json_col(r.get(8)?),
+                digests: json_col(r.get(9)?),
+                judge_runs: json_col(r.get(10)?),
+                error: r.get(11)?,
+                created_at: time(Some(r.get(12)?)).unwrap_or_default(),
+                finished_at: time(r.get(13)?),
+            })
+        })
+        .optional()?)
+}
+
+pub fn cross_examinations(c: &Connection, battle_id: &str) -> Result<Vec<CrossExamination>> {
+    let mut stmt = c.prepare_cached(
+        "SELECT id, battle_id, number, identity, model, provider, question, status, output, verdict,
+                error, path, created_at, finished_at
+         FROM cross_examinations WHERE battle_id = ?1 ORDER BY number",
+    )?;
+    let rows = stmt
+        .query_map([battle_id], |r| {
+            Ok(CrossExamination {
+                id: r.get(0)?,
+                battle_id: r.get(1)?,
+                number: r.get(2)?,
+                identity: r.get(3)?,
+                model: r.get(4)?,
+                provider: r.get(5)?,
+                question: r.get(6)?,
+                status: enum_col(7, r.get(7)?)?,
+                output: r.get(8)?,
+                verdict: r
+                    .get::<_, Option<String>>(9)?
+                    .and_then(|v| serde_json::from_str(&v).ok()),
+                error: r.get(10)?,
+                path: r.get::<_, Option<String>>(11)?.map(PathBuf::from),
+                created_at: time(Some(r.get(12)?)).unwrap_or_default(),
+                finished_at: time(r.get(13)?),
+            })
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(rows)
 }

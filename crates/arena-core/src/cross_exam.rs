@@ -1,0 +1,140 @@
+//! Cross-examination: after a battle, a chosen (identity, model) reads all
+//! the results and interrogates and compares them. The pure half: the
+//! prompt, which identities may run read-only, and the record.
+
+use std::path::PathBuf;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::analysis::{AnalysisStatus, Fence};
+
+/// Asked when the user gives no question.
+pub const DEFAULT_QUESTION: &str = "Interrogate these results: check each one's claims, point out \
+errors, omissions and unsupported statements, compare them, and say which is best and why.";
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CrossExamination {
+    pub id: String,
+    pub battle_id: String,
+    /// 1, 2, … within the battle; names `cross-exam-<n>.md`.
+    pub number: u32,
+    pub identity: String,
+    pub model: String,
+    pub provider: String,
+    pub question: String,
+    pub status: AnalysisStatus,
+    pub output: String,
+    /// The contestant id the examiner preferred, with its reason, if it said.
+    pub verdict: Option<CrossVerdict>,
+    pub error: Option<String>,
+    pub path: Option<PathBuf>,
+    pub created_at: DateTime<Utc>,
+    pub finished_at: Option<DateTime<Utc>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CrossVerdict {
+    pub winner: String,
+    pub reason: Option<String>,
+}
+
+/// How a coding backend can be confined to reading, if at all. Agents
+/// without an enforceable read-only mode are refused (fail closed).
+pub fn read_only_mode(backend: &str) -> Option<&'static str> {
+    match backend {
+        "qwen" => Some("--approval-mode plan"),
+        "codex" => Some("--sandbox read-only"),
+        "claude-code" => Some("--permission-mode plan"),
+        _ => None,
+    }
+}
+
+/// The examiner's prompt: every result fenced as data, labelled A, B, …
+pub fn prompt(
+    question: &str,
+    battle_prompt: &str,
+    results: &[(String, String)],
+    fence: &Fence,
+) -> (String, String) {
+    let labels = crate::analysis::labels(results.len());
+    let system = format!(
+        "You cross-examine the results of a contest in which several anonymous contestants \
+         answered the same prompt. Be rigorous and concrete; quote the parts you question. {}\n\
+         End your reply with one line of JSON: {{\"winner\": \"<label>\", \"reason\": \"<one sentence>\"}}.",
+        fence.rule()
+    );
+    let mut user = format!(
+        "The contest prompt:\n{}\n\nYour task: {question}\n\n",
+        fence.wrap("prompt", battle_prompt)
+    );
+    for (label, (_, text)) in labels.iter().zip(results) {
+        user.push_str(&format!("Result {label}:\n{}\n\n", fence.wrap(label, text)));
+    }
+    (system, user)
+}
+
+/// The verdict line at the end of an examiner's reply, in contestant ids.
+pub fn parse_verdict(output: &str, order: &[String]) -> Option<CrossVerdict> {
+    let start = output
+        .rfind("{\"winner\"")
+        .or_else(|| output.rfind("{ \"winner\""))?;
+    let v = crate::analysis::parse_verdict(&output[start..], order).ok()?;
+    let reason =
+        serde_json::from_str::<serde_json::Value>(output[start..].lines().next().unwrap_or(""))
+            .ok()
+            .and_then(|j| j.get("reason").and_then(|r| r.as_str()).map(str::to_string));
+    Some(CrossVerdict {
+        winner: v.winner,
+        reason,
+    })
+}
+
+pub fn render(x: &CrossExamination, names: &dyn Fn(&str) -> String) -> String {
+    let mut md = format!(
+        "# Cross-examination {} — {} · {}\n\nQuestion: {}\n\n",
+        x.number, x.identity, x.model, x.question
+    );
+    if let Some(v) = &x.verdict {
+        md.push_str(&format!(
+            "Verdict: **{}**{}\n\n",
+            names(&v.winner),
+            v.reason
+                .as_deref()
+                .map(|r| format!(" — {r}"))
+                .unwrap_or_default()
+        ));
+    }
+    if let Some(e) = &x.error {
+        md.push_str(&format!("Error: {e}\n\n"));
+    }
+    md.push_str("## Report\n\n");
+    md.push_str(x.output.trim_end());
+    md.push('\n');
+    md
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn verdict_line_is_found_at_the_end() {
+        let order = vec!["x".to_string(), "y".to_string()];
+        let v = parse_verdict(
+            "B is better.\n{\"winner\": \"B\", \"reason\": \"it is right\"}",
+            &order,
+        )
+        .unwrap();
+        assert_eq!(v.winner, "y");
+        assert_eq!(v.reason.as_deref(), Some("it is right"));
+        assert!(parse_verdict("no verdict", &order).is_none());
+    }
+
+    #[test]
+    fn only_agents_with_a_read_only_mode_may_examine() {
+        assert!(read_only_mode("qwen").is_some());
+        assert!(read_only_mode("aider").is_none());
+        assert!(read_only_mode("opencode").is_none());
+    }
+}

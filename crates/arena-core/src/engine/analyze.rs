@@ -1,0 +1,555 @@
+//! Analysis and cross-examination: the I/O half (model calls, storage,
+//! files). The prompts, parsing and decisions are in `crate::analysis` and
+//! `crate::cross_exam`.
+
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use rand::seq::SliceRandom;
+
+use crate::analysis::{
+    self, Analysis, AnalysisStatus, Digest, Fence, JudgeItem, JudgeRun, Outcome,
+};
+use crate::battle::{Battle, ContestantStatus, Lane, Winner, WinnerSource};
+use crate::catalog::Resolved;
+use crate::cross_exam::{self, CrossExamination};
+use crate::decisions;
+use crate::error::{Error, Invalid, Result};
+use crate::event::EventKind;
+use crate::provider::{ChatRequest, Chunk, ProviderError};
+use crate::results;
+
+use super::Engine;
+
+/// How often streamed analysis text is flushed as an event.
+const FLUSH_EVERY: Duration = Duration::from_millis(100);
+
+/// What a model call is for, to label its streamed text.
+struct Stage<'a> {
+    battle_id: &'a str,
+    kind: StageKind<'a>,
+}
+
+enum StageKind<'a> {
+    Analysis { id: &'a str, stage: String },
+    CrossExam { id: &'a str },
+}
+
+/// One streamed completion with retries and a stall timeout; its text goes
+/// to the battle's event stream as it arrives.
+async fn call(
+    engine: &Engine,
+    target: &Resolved,
+    req: &ChatRequest,
+    stage: &Stage<'_>,
+) -> Result<String> {
+    let provider = engine.provider(&target.provider).ok_or_else(|| {
+        Invalid::Other(format!("provider `{}` is not configured", target.provider))
+    })?;
+    let limits = engine.config().limits.clone();
+    let mut attempt = 1;
+    loop {
+        match stream_text(engine, provider, req, stage, limits.stall_timeout()).await {
+            Ok(text) => return Ok(text),
+            Err(Error::Provider(e)) if e.is_retryable() && attempt < limits.max_attempts => {
+                let delay = decisions::backoff_delay(
+                    attempt,
+                    Duration::from_millis(limits.backoff_base_ms),
+                    Duration::from_millis(limits.backoff_max_ms),
+                    rand::random::<f64>(),
+                    e.retry_after(),
+                );
+                tracing::warn!(attempt, ?delay, error = %e, "analysis call failed; retrying");
+                tokio::time::sleep(delay).await;
+                attempt += 1;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+async fn stream_text(
+    engine: &Engine,
+    provider: &crate::provider::Provider,
+    req: &ChatRequest,
+    stage: &Stage<'_>,
+    stall: Duration,
+) -> Result<String> {
+    let mut stream = tokio::time::timeout(stall, provider.stream_chat(req))
+        .await
+        .map_err(|_| ProviderError::Stalled(stall))??;
+    let mut text = String::new();
+    let mut pending = String::new();
+    let mut last_flush = Instant::now();
+    loop {
+        let next = tokio::time::timeout(stall, stream.next())
+            .await
+            .map_err(|_| ProviderError::Stalled(stall))?;
+        match next {
+            None => break,
+            Some(Err(e)) => return Err(e.into()),
+            Some(Ok(Chunk::Content(t))) => {
+                text.push_str(&t);
+                pending.push_str(&t);
+            }
+            Some(Ok(_)) => {}
+        }
+        if !pending.is_empty() && last_flush.elapsed() >= FLUSH_EVERY {
+            emit_text(engine, stage, std::mem::take(&mut pending)).await?;
+            last_flush = Instant::now();
+        }
+    }
+    if !pending.is_empty() {
+        emit_text(engine, stage, pending).await?;
+    }
+    Ok(text)
+}
+
+async fn emit_text(engine: &Engine, stage: &Stage<'_>, text: String) -> Result<()> {
+    let kind = match &stage.kind {
+        StageKind::Analysis { id, stage } => EventKind::AnalysisOutput {
+            analysis_id: id.to_string(),
+            stage: stage.clone(),
+            text,
+        },
+        StageKind::CrossExam { id } => EventKind::CrossExamOutput {
+            cross_exam_id: id.to_string(),
+            text,
+        },
+    };
+    let (battle_id, at) = (stage.battle_id.to_string(), engine.now());
+    engine
+        .db(move |s| s.transact(|tx| tx.emit(&battle_id, None, at, kind).map(|_| ())))
+        .await
+}
+
+/// The analysis model: the override, else `default_model`, resolved to a provider.
+async fn resolve_model(engine: &Engine, model: Option<&str>) -> Result<Resolved> {
+    let model = model
+        .map(str::to_string)
+        .or_else(|| engine.config().default_model.clone())
+        .ok_or_else(|| {
+            Invalid::Other(
+                "no analysis model: set default_model in arena.toml or pass --model".into(),
+            )
+        })?;
+    Ok(engine.catalog().await.resolve(&model)?)
+}
+
+/// Runs the two-stage analysis of a finished battle; records and returns it.
+pub(super) async fn analyze(
+    engine: &Engine,
+    battle_id: &str,
+    model: Option<&str>,
+) -> Result<Analysis> {
+    let battle = engine.battle(battle_id).await?;
+    if !battle.status.is_terminal() {
+        return Err(Error::Conflict(format!(
+            "battle {battle_id} is still running; analyse it when it has finished"
+        )));
+    }
+    let target = resolve_model(engine, model).await?;
+    let mut a = Analysis {
+        id: uuid::Uuid::now_v7().to_string(),
+        battle_id: battle.id.clone(),
+        status: AnalysisStatus::Running,
+        model: target.model.clone(),
+        provider: target.provider.clone(),
+        outcome: None,
+        winner: None,
+        ranking: Vec::new(),
+        reasons: Default::default(),
+        digests: Vec::new(),
+        judge_runs: Vec::new(),
+        error: None,
+        created_at: engine.now(),
+        finished_at: None,
+    };
+    let row = a.clone();
+    engine
+        .db(move |s| s.transact(|tx| tx.insert_analysis(&row)))
+        .await?;
+
+    match judge(engine, &battle, &target, &mut a).await {
+        Ok(()) => a.status = AnalysisStatus::Done,
+        Err(e) => {
+            a.status = AnalysisStatus::Error;
+            a.error = Some(e.to_string());
+        }
+    }
+    a.finished_at = Some(engine.now());
+    let (row, at) = (a.clone(), engine.now());
+    let winner = match a.outcome {
+        Some(Outcome::Winner | Outcome::Walkover) => a.winner.clone(),
+        _ => None,
+    };
+    engine
+        .db(move |s| {
+            s.transact(|tx| {
+                tx.finish_analysis(&row, at)?;
+                // The user's choice stands; otherwise the winner follows the analysis.
+                let current = tx.battle_winner(&row.battle_id)?;
+                if current.as_ref().map(|w| w.source) != Some(WinnerSource::User) {
+                    let new = winner.map(|contestant_id| Winner {
+                        contestant_id,
+                        source: WinnerSource::Analysis,
+                    });
+                    if new != current {
+                        tx.set_winner(&row.battle_id, new.as_ref(), at)?;
+                    }
+                }
+                Ok(())
+            })
+        })
+        .await?;
+    let battle = engine.battle(battle_id).await?;
+    let (b, a2) = (battle.clone(), a.clone());
+    tokio::task::spawn_blocking(move || {
+        results::write_atomic(
+            &b.results_path.join("analysis.md"),
+            render(&b, &a2).as_bytes(),
+        )?;
+        results::write_manifest(&b)
+    })
+    .await??;
+    tracing::info!(battle = %battle_id, outcome = ?a.outcome, "analysis finished");
+    Ok(a)
+}
+
+/// Digest each finished contestant, then judge twice in opposite orders.
+async fn judge(
+    engine: &Engine,
+    battle: &Battle,
+    target: &Resolved,
+    a: &mut Analysis,
+) -> Result<()> {
+    let survivors: Vec<_> = battle
+        .contestants
+        .iter()
+        .filter(|c| c.status == ContestantStatus::Done)
+        .collect();
+    if survivors.len() < 2 {
+        a.outcome = Some(Outcome::Walkover);
+        a.winner = survivors.first().map(|c| c.id.clone());
+        a.ranking = survivors.iter().map(|c| c.id.clone()).collect();
+        return Ok(());
+    }
+    let fence = Fence::new(&uuid::Uuid::new_v4().simple().to_string());
+
+    // Stage 1: digests. A local analysis model takes them one at a time.
+    let digest_one = |i: usize| {
+        let c = survivors[i];
+        let output = c.output.clone().unwrap_or_default();
+        let (system, prompt) = analysis::digest_prompt(&battle.prompt, &output, &fence);
+        let req = request(target, system, prompt, 600);
+        let analysis_id = a.id.clone();
+        async move {
+            let stage = Stage {
+                battle_id: &battle.id,
+                kind: StageKind::Analysis {
+                    id: &analysis_id,
+                    stage: format!("digest {}", c.id),
+                },
+            };
+            let text = call(engine, target, &req, &stage).await?;
+            Ok::<_, Error>(Digest {
+                contestant_id: c.id.clone(),
+                text,
+                words: analysis::word_count(&output),
+            })
+        }
+    };
+    let digests: Vec<Digest> = if target.lane == Lane::Local {
+        let mut out = Vec::new();
+        for i in 0..survivors.len() {
+            out.push(digest_one(i).await?);
+        }
+        out
+    } else {
+        futures::future::try_join_all((0..survivors.len()).map(digest_one)).await?
+    };
+    a.digests = digests;
+
+    // Stage 2: the judge, twice, the second time in reverse order.
+    let mut order: Vec<String> = survivors.iter().map(|c| c.id.clone()).collect();
+    order.shuffle(&mut rand::thread_rng());
+    let orders = [order.clone(), analysis::reversed(&order)];
+    for (n, order) in orders.iter().enumerate() {
+        let labels = analysis::labels(order.len());
+        let items: Vec<JudgeItem<'_>> = order
+            .iter()
+            .zip(&labels)
+            .filter_map(|(id, label)| {
+                let d = a.digests.iter().find(|d| &d.contestant_id == id)?;
+                Some(JudgeItem {
+                    label,
+                    digest: &d.text,
+                    words: d.words,
+                    evidence: None,
+                })
+            })
+            .collect();
+        let (system, prompt) = analysis::judge_prompt(&battle.prompt, &items, &fence);
+        let stage = Stage {
+            battle_id: &battle.id,
+            kind: StageKind::Analysis {
+                id: &a.id,
+                stage: format!("judge {}", n + 1),
+            },
+        };
+        let raw = call(
+            engine,
+            target,
+            &request(target, system.clone(), prompt.clone(), 1000),
+            &stage,
+        )
+        .await?;
+        let mut run = JudgeRun {
+            order: order.clone(),
+            raw: raw.clone(),
+            verdict: None,
+            error: None,
+            repaired: false,
+        };
+        match analysis::parse_verdict(&raw, order) {
+            Ok(v) => run.verdict = Some(v),
+            Err(first_error) => {
+                run.repaired = true;
+                let repair = format!("{prompt}{}", analysis::repair_note(&first_error));
+                let again = call(
+                    engine,
+                    target,
+                    &request(target, system, repair, 1000),
+                    &stage,
+                )
+                .await?;
+                run.raw = again.clone();
+                match analysis::parse_verdict(&again, order) {
+                    Ok(v) => run.verdict = Some(v),
+                    Err(e) => run.error = Some(format!("{first_error}; after one repair: {e}")),
+                }
+            }
+        }
+        a.judge_runs.push(run);
+    }
+    let (outcome, verdict) = analysis::decide(&a.judge_runs);
+    a.outcome = Some(outcome);
+    if let Some(v) = verdict {
+        a.winner = Some(v.winner);
+        a.ranking = v.ranking;
+        a.reasons = v.reasons;
+    }
+    Ok(())
+}
+
+fn request(target: &Resolved, system: String, prompt: String, max_tokens: u64) -> ChatRequest {
+    ChatRequest {
+        model: target.model.clone(),
+        system: Some(system),
+        prompt,
+        temperature: Some(0.0),
+        top_p: None,
+        max_tokens: Some(max_tokens),
+        no_prompt_cache: false,
+    }
+}
+
+fn name_of(battle: &Battle, id: &str) -> String {
+    battle
+        .contestants
+        .iter()
+        .find(|c| c.id == id)
+        .map(|c| format!("{} · {}", c.identity, c.model))
+        .unwrap_or_else(|| id.to_string())
+}
+
+/// `analysis.md`: outcome, winner, ranking, reasons, the judge runs, digests.
+fn render(battle: &Battle, a: &Analysis) -> String {
+    let name = |id: &str| name_of(battle, id);
+    let mut md = format!(
+        "# Analysis\n\n- Battle: `{}`\n- Judge model: {} ({})\n",
+        battle.id, a.model, a.provider
+    );
+    let outcome = match (a.status, a.outcome) {
+        (AnalysisStatus::Error, _) => format!("error: {}", a.error.as_deref().unwrap_or("unknown")),
+        (_, Some(Outcome::Winner)) => format!(
+            "winner: **{}**",
+            a.winner.as_deref().map(name).unwrap_or_default()
+        ),
+        (_, Some(Outcome::Walkover)) => match &a.winner {
+            Some(w) => format!(
+                "winner by walkover (the only contestant that finished): **{}**",
+                name(w)
+            ),
+            None => "no contestant finished".into(),
+        },
+        (_, Some(Outcome::NoClearWinner)) => {
+            "no clear winner: the judge's verdicts changed with the order".into()
+        }
+        (_, Some(Outcome::JudgeError)) => {
+            "judge error: a verdict could not be read (nobody's loss)".into()
+        }
+        (_, None) => "running".into(),
+    };
+    md.push_str(&format!("- Outcome: {outcome}\n\n"));
+    if !a.ranking.is_empty() {
+        md.push_str("## Ranking\n\n");
+        for (i, id) in a.ranking.iter().enumerate() {
+            let reason = a
+                .reasons
+                .get(id)
+                .map(|r| format!(" — {r}"))
+                .unwrap_or_default();
+            md.push_str(&format!("{}. {}{}\n", i + 1, name(id), reason));
+        }
+        md.push('\n');
+    }
+    for (n, run) in a.judge_runs.iter().enumerate() {
+        md.push_str(&format!("## Judge run {}\n\nOrder shown: ", n + 1));
+        let shown: Vec<String> = analysis::labels(run.order.len())
+            .iter()
+            .zip(&run.order)
+            .map(|(l, id)| format!("{l} = {}", name(id)))
+            .collect();
+        md.push_str(&shown.join(", "));
+        md.push_str("\n\n");
+        match (&run.verdict, &run.error) {
+            (Some(v), _) => md.push_str(&format!("Verdict: {}\n\n", name(&v.winner))),
+            (None, Some(e)) => md.push_str(&format!("Unreadable verdict: {e}\n\n")),
+            _ => {}
+        }
+    }
+    if !a.digests.is_empty() {
+        md.push_str("## Digests\n\n");
+        for d in &a.digests {
+            md.push_str(&format!(
+                "### {} ({} words)\n\n{}\n\n",
+                name(&d.contestant_id),
+                d.words,
+                d.text.trim()
+            ));
+        }
+    }
+    md
+}
+
+/// Cross-examines a finished battle with a persona and model.
+pub(super) async fn cross_examine(
+    engine: &Engine,
+    battle_id: &str,
+    spec: &crate::battle::ContestantSpec,
+    question: Option<&str>,
+) -> Result<CrossExamination> {
+    let battle = engine.battle(battle_id).await?;
+    if !battle.status.is_terminal() {
+        return Err(Error::Conflict(format!(
+            "battle {battle_id} is still running; cross-examine it when it has finished"
+        )));
+    }
+    // Agents must run read-only; refuse before anything is created.
+    if let Some(backend) = crate::backend::find(&spec.identity) {
+        return Err(match cross_exam::read_only_mode(backend.name) {
+            None => Invalid::Other(format!(
+                "backend `{}` has no read-only mode Arena can enforce, so it cannot cross-examine; \
+                 use qwen, codex or claude-code, or a persona with a model",
+                backend.name
+            ))
+            .into(),
+            Some(_) => Error::Unsupported(format!(
+                "cross-examination by the `{}` agent (it arrives with agent backends); use a persona with a model for now",
+                backend.name
+            )),
+        });
+    }
+    let registry = engine.personas()?;
+    let persona = registry
+        .find(&spec.identity)
+        .ok_or_else(|| Invalid::UnknownPersona {
+            name: spec.identity.clone(),
+            known: registry.names().join(", "),
+            registry: registry.path.display().to_string(),
+        })?;
+    let target = engine.catalog().await.resolve(&spec.model)?;
+    let done: Vec<_> = battle
+        .contestants
+        .iter()
+        .filter(|c| c.status == ContestantStatus::Done)
+        .collect();
+    if done.is_empty() {
+        return Err(Error::Conflict(format!(
+            "battle {battle_id} has no finished results to examine"
+        )));
+    }
+    let question = question
+        .map(str::trim)
+        .filter(|q| !q.is_empty())
+        .unwrap_or(cross_exam::DEFAULT_QUESTION);
+    let mut x = CrossExamination {
+        id: uuid::Uuid::now_v7().to_string(),
+        battle_id: battle.id.clone(),
+        number: 0,
+        identity: persona.name.clone(),
+        model: target.model.clone(),
+        provider: target.provider.clone(),
+        question: question.to_string(),
+        status: AnalysisStatus::Running,
+        output: String::new(),
+        verdict: None,
+        error: None,
+        path: None,
+        created_at: engine.now(),
+        finished_at: None,
+    };
+    let row = x.clone();
+    x.number = engine
+        .db(move |s| s.transact(|tx| tx.insert_cross_examination(&row)))
+        .await?;
+
+    let mut order: Vec<String> = done.iter().map(|c| c.id.clone()).collect();
+    order.shuffle(&mut rand::thread_rng());
+    let results: Vec<(String, String)> = order
+        .iter()
+        .filter_map(|id| done.iter().find(|c| &c.id == id))
+        .map(|c| (c.id.clone(), c.output.clone().unwrap_or_default()))
+        .collect();
+    let fence = Fence::new(&uuid::Uuid::new_v4().simple().to_string());
+    let (system, prompt) = cross_exam::prompt(question, &battle.prompt, &results, &fence);
+    let system = format!("{}\n\n{system}", persona.system_prompt);
+    let req = ChatRequest {
+        model: target.model.clone(),
+        system: Some(system),
+        prompt,
+        temperature: persona.temperature,
+        top_p: persona.top_p,
+        max_tokens: persona.max_tokens,
+        no_prompt_cache: false,
+    };
+    let stage = Stage {
+        battle_id: &battle.id,
+        kind: StageKind::CrossExam { id: &x.id },
+    };
+    match call(engine, &target, &req, &stage).await {
+        Ok(text) => {
+            x.verdict = cross_exam::parse_verdict(&text, &order);
+            x.output = text;
+            x.status = AnalysisStatus::Done;
+        }
+        Err(e) => {
+            x.status = AnalysisStatus::Error;
+            x.error = Some(e.to_string());
+        }
+    }
+    let path = results::confined(
+        &battle.results_path,
+        &[&format!("cross-exam-{}.md", x.number)],
+    )?;
+    let names = |id: &str| name_of(&battle, id);
+    results::write_atomic(&path, cross_exam::render(&x, &names).as_bytes())?;
+    x.path = Some(path);
+    x.finished_at = Some(engine.now());
+    let (row, at) = (x.clone(), engine.now());
+    engine
+        .db(move |s| s.transact(|tx| tx.finish_cross_examination(&row, at)))
+        .await?;
+    Ok(x)
+}

@@ -1,0 +1,970 @@
+//! The leaderboard: ratings and records computed from finished battles.
+//!
+//! Pure computation: no I/O, no async, no database. The store supplies
+//! [`BattleOutcome`]s, [`compute`] turns them into [`Standing`]s and
+//! [`to_csv`] renders those for export.
+//!
+//! # Model
+//!
+//! Every decided battle yields pairwise comparisons: a winner beats each
+//! other entry of its battle once; a tie is a draw between every pair of
+//! entries (half a win each). Battles without an outcome yet, and battles
+//! with fewer than two entries, yield none.
+//!
+//! Strengths `p_i` are fitted to those comparisons by maximum likelihood
+//! under the Bradley–Terry model (`P(i beats j) = p_i / (p_i + p_j)`), using
+//! Hunter's (2004) MM algorithm. A draw counts as half a win for each side.
+//!
+//! **Prior.** A player who never lost (or never won) has no finite maximum
+//! likelihood strength. To keep everyone finite, every player also plays one
+//! virtual draw against a fixed *anchor* of strength 1, i.e. gets an extra
+//! half win and half loss against it. The anchor is never updated, and it
+//! pins the scale of the strengths, so the iterates need no renormalisation:
+//! the normalisation happens once, when strengths become ratings. With no
+//! real comparisons, a player's strength is exactly the anchor's.
+//!
+//! **Rating** = `1000 + 400 · log10(p_i / g)`, where `g` is the geometric
+//! mean strength of the players that have at least one real comparison, so
+//! the average such player sits at 1000 and a 400-point gap means about
+//! 10:1 odds. Players without any comparison carry the prior's 1000.
+//!
+//! **Intervals.** 95% bootstrap percentile intervals: the decided battles are
+//! resampled with replacement (same count), the model refitted, and the
+//! 2.5th/97.5th percentiles of each player's rating taken across rounds. A
+//! player absent from a resample gets 1000 for that round. The random
+//! number generator is seeded from [`Options::seed`], so the result is
+//! deterministic.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use serde::Serialize;
+
+use crate::battle::BattleType;
+
+/// The rating of an average player.
+pub const BASE_RATING: f64 = 1000.0;
+/// Rating points per factor of ten in strength (odds).
+const RATING_SCALE: f64 = 400.0;
+/// Strength of the fixed anchor every player draws against once.
+const ANCHOR_STRENGTH: f64 = 1.0;
+/// Virtual games against the anchor per player (one draw)...
+const PRIOR_GAMES: f64 = 1.0;
+/// ...worth half a win.
+const PRIOR_WINS: f64 = 0.5;
+/// MM stops when no strength changes by more than this, relatively.
+const TOLERANCE: f64 = 1e-9;
+/// ...or after this many iterations.
+const MAX_ITERATIONS: usize = 10_000;
+/// The default number of bootstrap rounds.
+pub const DEFAULT_BOOTSTRAP_ROUNDS: usize = 500;
+/// The default bootstrap seed ("ARENA_LB").
+pub const DEFAULT_SEED: u64 = 0x4152_454e_415f_4c42;
+/// Lower and upper percentiles of the 95% interval.
+const LOW_QUANTILE: f64 = 0.025;
+const HIGH_QUANTILE: f64 = 0.975;
+
+/// Who competed: the (identity, model) pair.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub struct Player {
+    pub identity: String,
+    pub model: String,
+}
+
+impl Player {
+    pub fn new(identity: impl Into<String>, model: impl Into<String>) -> Player {
+        Player {
+            identity: identity.into(),
+            model: model.into(),
+        }
+    }
+}
+
+/// One finished contestant of a battle, with its speed figures.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entry {
+    pub player: Player,
+    pub duration_ms: Option<u64>,
+    pub tokens_per_sec: Option<f64>,
+}
+
+/// How a battle ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// The entry at this index (into [`BattleOutcome::entries`]) won. An
+    /// index out of range is treated like [`Verdict::None`].
+    Winner(usize),
+    /// No clear winner: a draw between every pair of entries.
+    Tie,
+    /// No outcome yet: the battle counts for `battles` and the speed
+    /// figures only.
+    None,
+}
+
+/// One battle as the leaderboard sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BattleOutcome {
+    pub battle_id: String,
+    pub battle_type: BattleType,
+    pub entries: Vec<Entry>,
+    pub verdict: Verdict,
+}
+
+/// One row of the leaderboard.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Standing {
+    /// 1-based, by rating descending (ties broken by wins, then name).
+    pub rank: usize,
+    pub identity: String,
+    pub model: String,
+    /// Elo-like: the average player is 1000, +400 ≈ 10:1 odds.
+    pub rating: f64,
+    /// Bootstrap 2.5th percentile (never above `rating`).
+    pub rating_low: f64,
+    /// Bootstrap 97.5th percentile (never below `rating`).
+    pub rating_high: f64,
+    /// Battles this player finished in (any verdict).
+    pub battles: u32,
+    /// Battles with a winner or a tie (and at least two entries).
+    pub decided: u32,
+    pub wins: u32,
+    pub ties: u32,
+    pub losses: u32,
+    /// `wins / decided`, 0 when nothing was decided.
+    pub win_rate: f64,
+    pub median_duration_ms: Option<f64>,
+    pub median_tokens_per_sec: Option<f64>,
+}
+
+/// What to compute.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Options {
+    /// Only battles of this type; all battles when `None`.
+    pub battle_type: Option<BattleType>,
+    /// Bootstrap rounds for the intervals; 0 gives `low == rating == high`.
+    pub bootstrap_rounds: usize,
+    /// Seed of the bootstrap's random number generator.
+    pub seed: u64,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            battle_type: None,
+            bootstrap_rounds: DEFAULT_BOOTSTRAP_ROUNDS,
+            seed: DEFAULT_SEED,
+        }
+    }
+}
+
+/// Filters by battle type, fits ratings, bootstraps intervals, returns
+/// standings sorted by rating (ties broken by wins, then name).
+///
+/// See the [module documentation](self) for the model, including the weak
+/// prior (one virtual draw of every player against an anchor of strength 1)
+/// that keeps undefeated and winless players finite.
+pub fn compute(outcomes: &[BattleOutcome], options: &Options) -> Vec<Standing> {
+    let outcomes: Vec<&BattleOutcome> = outcomes
+        .iter()
+        .filter(|o| options.battle_type.is_none_or(|t| o.battle_type == t))
+        .collect();
+
+    let players: Vec<Player> = outcomes
+        .iter()
+        .flat_map(|o| o.entries.iter().map(|e| e.player.clone()))
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let index: BTreeMap<&Player, usize> = players.iter().enumerate().map(|(i, p)| (p, i)).collect();
+    let n = players.len();
+
+    let mut records = vec![Record::default(); n];
+    // The comparisons of each decided battle: the unit the bootstrap resamples.
+    let mut decided: Vec<Vec<Comparison>> = Vec::new();
+    for outcome in &outcomes {
+        let ids: Vec<usize> = outcome.entries.iter().map(|e| index[&e.player]).collect();
+        let decision = decision(outcome);
+        for (k, (entry, &id)) in outcome.entries.iter().zip(&ids).enumerate() {
+            records[id].add(entry, decision, k);
+        }
+        if let Some(decision) = decision {
+            let comparisons = comparisons(&ids, decision);
+            if !comparisons.is_empty() {
+                decided.push(comparisons);
+            }
+        }
+    }
+
+    let ratings = ratings(n, decided.iter().map(Vec::as_slice));
+    let intervals = bootstrap(n, &decided, &ratings, options);
+
+    let mut standings: Vec<Standing> = players
+        .into_iter()
+        .zip(records)
+        .zip(ratings.iter().zip(intervals))
+        .map(|((player, record), (&rating, (low, high)))| Standing {
+            rank: 0,
+            identity: player.identity,
+            model: player.model,
+            rating,
+            rating_low: low,
+            rating_high: high,
+            battles: record.battles,
+            decided: record.decided,
+            wins: record.wins,
+            ties: record.ties,
+            losses: record.losses,
+            win_rate: if record.decided == 0 {
+                0.0
+            } else {
+                f64::from(record.wins) / f64::from(record.decided)
+            },
+            median_duration_ms: median(record.durations),
+            median_tokens_per_sec: median(record.rates),
+        })
+        .collect();
+
+    // Ratings are compared at 1e-6 resolution so that players equal up to
+    // floating-point noise fall through to the tie-breakers (a quantised
+    // key keeps the order total, which a tolerance comparison would not).
+    standings.sort_by(|a, b| {
+        let key = |s: &Standing| (Reverse(quantise(s.rating)), Reverse(s.wins));
+        key(a)
+            .cmp(&key(b))
+            .then_with(|| a.identity.cmp(&b.identity))
+            .then_with(|| a.model.cmp(&b.model))
+    });
+    for (i, s) in standings.iter_mut().enumerate() {
+        s.rank = i + 1;
+    }
+    standings
+}
+
+/// The CSV header written by [`to_csv`].
+pub const CSV_HEADER: &str = "rank,identity,model,rating,rating_low,rating_high,battles,decided,\
+wins,ties,losses,win_rate,median_duration_ms,median_tokens_per_sec";
+
+/// CSV with a header row ([`CSV_HEADER`]) and one line per standing, each
+/// ended by `\n`. Fields holding a comma, a quote or a line break are quoted
+/// as in RFC 4180. Ratings have 1 decimal, the win rate 3; medians are plain
+/// numbers and empty when absent.
+pub fn to_csv(standings: &[Standing]) -> String {
+    let mut out = String::with_capacity(CSV_HEADER.len() + 1 + standings.len() * 96);
+    out.push_str(CSV_HEADER);
+    out.push('\n');
+    for s in standings {
+        let optional = |v: Option<f64>| v.map(|v| v.to_string()).unwrap_or_default();
+        // Writing to a String cannot fail.
+        let _ = writeln!(
+            out,
+            "{},{},{},{:.1},{:.1},{:.1},{},{},{},{},{},{:.3},{},{}",
+            s.rank,
+            csv_field(&s.identity),
+            csv_field(&s.model),
+            s.rating,
+            s.rating_low,
+            s.rating_high,
+            s.battles,
+            s.decided,
+            s.wins,
+            s.ties,
+            s.losses,
+            s.win_rate,
+            optional(s.median_duration_ms),
+            optional(s.median_tokens_per_sec),
+        );
+    }
+    out
+}
+
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+/// A usable verdict: one that yields comparisons.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Decision {
+    Winner(usize),
+    Tie,
+}
+
+/// `None` for undecided battles, single-entry battles and out-of-range
+/// winners: none of them say anything about relative strength.
+fn decision(outcome: &BattleOutcome) -> Option<Decision> {
+    if outcome.entries.len() < 2 {
+        return None;
+    }
+    match outcome.verdict {
+        Verdict::Winner(w) if w < outcome.entries.len() => Some(Decision::Winner(w)),
+        Verdict::Tie => Some(Decision::Tie),
+        Verdict::Winner(_) | Verdict::None => None,
+    }
+}
+
+/// One game between players `a` and `b`: `a` scored `score` (1 win, ½ draw),
+/// `b` scored `1 - score`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Comparison {
+    a: usize,
+    b: usize,
+    score: f64,
+}
+
+/// The pairwise games of one decided battle, given its entries' player ids.
+fn comparisons(ids: &[usize], decision: Decision) -> Vec<Comparison> {
+    let mut out = Vec::new();
+    match decision {
+        Decision::Winner(w) => {
+            for (k, &other) in ids.iter().enumerate() {
+                if k != w && other != ids[w] {
+                    out.push(Comparison {
+                        a: ids[w],
+                        b: other,
+                        score: 1.0,
+                    });
+                }
+            }
+        }
+        Decision::Tie => {
+            for (k, &a) in ids.iter().enumerate() {
+                for &b in &ids[k + 1..] {
+                    if a != b {
+                        out.push(Comparison { a, b, score: 0.5 });
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// A player's record, before it becomes a [`Standing`].
+#[derive(Debug, Clone, Default)]
+struct Record {
+    battles: u32,
+    decided: u32,
+    wins: u32,
+    ties: u32,
+    losses: u32,
+    durations: Vec<f64>,
+    rates: Vec<f64>,
+}
+
+impl Record {
+    /// Adds the entry at `position` of a battle that ended with `decision`.
+    fn add(&mut self, entry: &Entry, decision: Option<Decision>, position: usize) {
+        self.battles += 1;
+        if let Some(ms) = entry.duration_ms {
+            self.durations.push(ms as f64);
+        }
+        if let Some(rate) = entry.tokens_per_sec.filter(|r| r.is_finite()) {
+            self.rates.push(rate);
+        }
+        match decision {
+            None => {}
+            Some(Decision::Winner(w)) => {
+                self.decided += 1;
+                if w == position {
+                    self.wins += 1;
+                } else {
+                    self.losses += 1;
+                }
+            }
+            Some(Decision::Tie) => {
+                self.decided += 1;
+                self.ties += 1;
+            }
+        }
+    }
+}
+
+/// Aggregated games: what the fit needs.
+#[derive(Debug, Clone, PartialEq)]
+struct Tally {
+    /// `(i, j, n_ij)` with `i < j` and `n_ij > 0` games between them.
+    pairs: Vec<(usize, usize, f64)>,
+    /// Real (not virtual) wins of each player, draws counting ½.
+    wins: Vec<f64>,
+    /// Whether each player has at least one real game.
+    played: Vec<bool>,
+}
+
+fn tally<'a>(n: usize, battles: impl IntoIterator<Item = &'a [Comparison]>) -> Tally {
+    // A BTreeMap keeps the summation order, hence the result, deterministic.
+    let mut games: BTreeMap<(usize, usize), f64> = BTreeMap::new();
+    let mut wins = vec![0.0; n];
+    let mut played = vec![false; n];
+    for c in battles.into_iter().flatten() {
+        *games.entry((c.a.min(c.b), c.a.max(c.b))).or_insert(0.0) += 1.0;
+        wins[c.a] += c.score;
+        wins[c.b] += 1.0 - c.score;
+        played[c.a] = true;
+        played[c.b] = true;
+    }
+    Tally {
+        pairs: games.into_iter().map(|((i, j), g)| (i, j, g)).collect(),
+        wins,
+        played,
+    }
+}
+
+/// Bradley–Terry strengths by maximum likelihood (MM, Hunter 2004), with
+/// one virtual draw of each player against an anchor of fixed strength 1:
+///
+/// `p_i ← (W_i + ½) / (Σ_j n_ij / (p_i + p_j) + 1 / (p_i + 1))`
+///
+/// until no strength moves by more than [`TOLERANCE`] relatively, or
+/// [`MAX_ITERATIONS`]. The fixed anchor sets the scale, so no
+/// renormalisation is needed (or allowed: it would move the fixed point).
+fn fit(tally: &Tally) -> Vec<f64> {
+    let observed: Vec<f64> = tally.wins.iter().map(|w| w + PRIOR_WINS).collect();
+    let mut p = vec![ANCHOR_STRENGTH; observed.len()];
+    let mut denominator = vec![0.0; observed.len()];
+    for _ in 0..MAX_ITERATIONS {
+        for (d, &pi) in denominator.iter_mut().zip(&p) {
+            *d = PRIOR_GAMES / (pi + ANCHOR_STRENGTH);
+        }
+        for &(i, j, games) in &tally.pairs {
+            let t = games / (p[i] + p[j]);
+            denominator[i] += t;
+            denominator[j] += t;
+        }
+        let mut change = 0.0_f64;
+        for ((pi, &w), &d) in p.iter_mut().zip(&observed).zip(&denominator) {
+            let next = w / d;
+            change = change.max(((next - *pi) / *pi).abs());
+            *pi = next;
+        }
+        if change < TOLERANCE {
+            break;
+        }
+    }
+    p
+}
+
+/// Strengths to ratings, centred on the geometric mean of the players who
+/// played; those who did not get [`BASE_RATING`].
+fn to_ratings(strengths: &[f64], played: &[bool]) -> Vec<f64> {
+    let logs: Vec<f64> = strengths
+        .iter()
+        .zip(played)
+        .filter(|(_, &played)| played)
+        .map(|(p, _)| p.log10())
+        .collect();
+    let centre = if logs.is_empty() {
+        0.0
+    } else {
+        logs.iter().sum::<f64>() / logs.len() as f64
+    };
+    strengths
+        .iter()
+        .zip(played)
+        .map(|(p, &played)| {
+            if played {
+                BASE_RATING + RATING_SCALE * (p.log10() - centre)
+            } else {
+                BASE_RATING
+            }
+        })
+        .collect()
+}
+
+fn ratings<'a>(n: usize, battles: impl IntoIterator<Item = &'a [Comparison]>) -> Vec<f64> {
+    let tally = tally(n, battles);
+    to_ratings(&fit(&tally), &tally.played)
+}
+
+/// `(low, high)` per player: bootstrap percentiles, widened to include the
+/// point estimate.
+fn bootstrap(
+    n: usize,
+    decided: &[Vec<Comparison>],
+    estimates: &[f64],
+    options: &Options,
+) -> Vec<(f64, f64)> {
+    let mut samples: Vec<Vec<f64>> = vec![Vec::with_capacity(options.bootstrap_rounds); n];
+    if !decided.is_empty() {
+        let mut rng = StdRng::seed_from_u64(options.seed);
+        for _ in 0..options.bootstrap_rounds {
+            let resample =
+                (0..decided.len()).map(|_| decided[rng.gen_range(0..decided.len())].as_slice());
+            for (sample, rating) in samples.iter_mut().zip(ratings(n, resample)) {
+                sample.push(rating);
+            }
+        }
+    }
+    samples
+        .into_iter()
+        .zip(estimates)
+        .map(|(mut sample, &estimate)| {
+            if sample.is_empty() {
+                return (estimate, estimate);
+            }
+            sample.sort_by(f64::total_cmp);
+            // The percentile interval need not contain the full-data
+            // estimate (e.g. with skewed resampling distributions); widen it
+            // so that it always does, as the leaderboard promises.
+            let low = quantile(&sample, LOW_QUANTILE).min(estimate);
+            let high = quantile(&sample, HIGH_QUANTILE).max(estimate);
+            (low, high)
+        })
+        .collect()
+}
+
+/// Linear interpolation between closest ranks (the "type 7" quantile) of a
+/// sorted, non-empty sample.
+fn quantile(sorted: &[f64], q: f64) -> f64 {
+    let h = (sorted.len() - 1) as f64 * q;
+    let below = h.floor() as usize;
+    let above = h.ceil() as usize;
+    sorted[below] + (h - below as f64) * (sorted[above] - sorted[below])
+}
+
+/// The median, the mean of the two middle values for an even count.
+fn median(mut values: Vec<f64>) -> Option<f64> {
+    if values.is_empty() {
+        return None;
+    }
+    values.sort_by(f64::total_cmp);
+    let mid = values.len() / 2;
+    Some(if values.len() % 2 == 1 {
+        values[mid]
+    } else {
+        (values[mid - 1] + values[mid]) / 2.0
+    })
+}
+
+/// A rating as an integer key at 1e-6 resolution, for sorting.
+fn quantise(rating: f64) -> i64 {
+    (rating * 1e6).round() as i64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn player(name: &str) -> Player {
+        Player::new(name, "m")
+    }
+
+    fn entry(name: &str) -> Entry {
+        Entry {
+            player: player(name),
+            duration_ms: None,
+            tokens_per_sec: None,
+        }
+    }
+
+    fn outcome(
+        id: usize,
+        battle_type: BattleType,
+        names: &[&str],
+        verdict: Verdict,
+    ) -> BattleOutcome {
+        BattleOutcome {
+            battle_id: format!("b{id}"),
+            battle_type,
+            entries: names.iter().map(|n| entry(n)).collect(),
+            verdict,
+        }
+    }
+
+    /// `games` Qa duels between `a` and `b`, `a` winning the first `a_wins`.
+    /// The winner's position alternates so that nothing depends on it.
+    fn duels(out: &mut Vec<BattleOutcome>, a: &str, b: &str, a_wins: usize, games: usize) {
+        for g in 0..games {
+            let (names, a_at) = if g % 2 == 0 { ([a, b], 0) } else { ([b, a], 1) };
+            let winner = if g < a_wins { a_at } else { 1 - a_at };
+            let id = out.len();
+            out.push(outcome(id, BattleType::Qa, &names, Verdict::Winner(winner)));
+        }
+    }
+
+    fn known_set() -> Vec<BattleOutcome> {
+        let mut out = Vec::new();
+        duels(&mut out, "A", "B", 8, 10);
+        duels(&mut out, "B", "C", 8, 10);
+        duels(&mut out, "A", "C", 9, 10);
+        out
+    }
+
+    fn find<'a>(standings: &'a [Standing], name: &str) -> &'a Standing {
+        standings
+            .iter()
+            .find(|s| s.identity == name)
+            .unwrap_or_else(|| panic!("no standing for {name}"))
+    }
+
+    fn assert_interval(s: &Standing) {
+        assert!(s.rating.is_finite() && s.rating_low.is_finite() && s.rating_high.is_finite());
+        assert!(
+            s.rating_low <= s.rating && s.rating <= s.rating_high,
+            "{}: {} not in [{}, {}]",
+            s.identity,
+            s.rating,
+            s.rating_low,
+            s.rating_high
+        );
+    }
+
+    #[test]
+    fn known_set_orders_and_counts() {
+        let standings = compute(&known_set(), &Options::default());
+        let names: Vec<&str> = standings.iter().map(|s| s.identity.as_str()).collect();
+        assert_eq!(names, ["A", "B", "C"]);
+        assert_eq!(
+            standings.iter().map(|s| s.rank).collect::<Vec<_>>(),
+            [1, 2, 3]
+        );
+        assert!(standings[0].rating > standings[1].rating);
+        assert!(standings[1].rating > standings[2].rating);
+        for s in &standings {
+            assert_interval(s);
+            assert!(
+                s.rating_low < s.rating_high,
+                "{}: degenerate interval",
+                s.identity
+            );
+            assert_eq!((s.battles, s.decided, s.ties), (20, 20, 0));
+        }
+        let (a, b, c) = (
+            find(&standings, "A"),
+            find(&standings, "B"),
+            find(&standings, "C"),
+        );
+        assert_eq!((a.wins, a.losses), (17, 3));
+        assert_eq!((b.wins, b.losses), (10, 10));
+        assert_eq!((c.wins, c.losses), (3, 17));
+        assert_eq!(a.win_rate, 17.0 / 20.0);
+        assert_eq!(b.win_rate, 0.5);
+        assert_eq!(c.win_rate, 3.0 / 20.0);
+        // Centred: the geometric mean strength is rating 1000.
+        let mean = standings.iter().map(|s| s.rating).sum::<f64>() / 3.0;
+        assert!((mean - BASE_RATING).abs() < 1e-9, "mean rating {mean}");
+    }
+
+    #[test]
+    fn ties_only_give_equal_ratings() {
+        let out: Vec<BattleOutcome> = (0..4)
+            .map(|i| outcome(i, BattleType::Qa, &["X", "Y"], Verdict::Tie))
+            .collect();
+        let standings = compute(&out, &Options::default());
+        assert_eq!(standings.len(), 2);
+        let (x, y) = (find(&standings, "X"), find(&standings, "Y"));
+        assert!((x.rating - y.rating).abs() < 1e-6);
+        assert!((x.rating - BASE_RATING).abs() < 1e-6);
+        for s in [x, y] {
+            assert_interval(s);
+            assert_eq!(
+                (s.battles, s.decided, s.wins, s.ties, s.losses),
+                (4, 4, 0, 4, 0)
+            );
+            assert_eq!(s.win_rate, 0.0);
+        }
+        // Equal ratings fall through to the name.
+        assert_eq!(standings[0].identity, "X");
+    }
+
+    #[test]
+    fn ties_in_a_three_way_battle_are_pairwise_draws() {
+        let out = vec![
+            outcome(0, BattleType::Qa, &["A", "B", "C"], Verdict::Tie),
+            outcome(1, BattleType::Qa, &["A", "B"], Verdict::Winner(0)),
+        ];
+        let tally = tally(3, ratings_input(&out).iter().map(Vec::as_slice));
+        assert_eq!(tally.pairs, vec![(0, 1, 2.0), (0, 2, 1.0), (1, 2, 1.0)]);
+        assert_eq!(tally.wins, vec![2.0, 1.0, 1.0]);
+    }
+
+    /// The decided battles' comparisons, players indexed by sorted name.
+    fn ratings_input(out: &[BattleOutcome]) -> Vec<Vec<Comparison>> {
+        let names: BTreeSet<&Player> = out
+            .iter()
+            .flat_map(|o| o.entries.iter().map(|e| &e.player))
+            .collect();
+        let index: BTreeMap<&Player, usize> =
+            names.into_iter().enumerate().map(|(i, p)| (p, i)).collect();
+        out.iter()
+            .filter_map(|o| {
+                let ids: Vec<usize> = o.entries.iter().map(|e| index[&e.player]).collect();
+                decision(o).map(|d| comparisons(&ids, d))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn undefeated_player_is_finite() {
+        let mut out = Vec::new();
+        duels(&mut out, "Champ", "Chump", 6, 6);
+        let standings = compute(&out, &Options::default());
+        let (champ, chump) = (find(&standings, "Champ"), find(&standings, "Chump"));
+        assert_eq!(standings[0].identity, "Champ");
+        assert!(champ.rating > chump.rating);
+        assert_interval(champ);
+        assert_interval(chump);
+        assert_eq!((champ.wins, champ.losses, champ.win_rate), (6, 0, 1.0));
+        assert_eq!((chump.wins, chump.losses, chump.win_rate), (0, 6, 0.0));
+    }
+
+    #[test]
+    fn type_filter_excludes_other_types() {
+        let mut out = vec![outcome(0, BattleType::Qa, &["A", "B"], Verdict::Winner(0))];
+        for i in 1..4 {
+            out.push(outcome(
+                i,
+                BattleType::Coding,
+                &["A", "B", "C"],
+                Verdict::Winner(1),
+            ));
+        }
+        let qa = compute(
+            &out,
+            &Options {
+                battle_type: Some(BattleType::Qa),
+                ..Options::default()
+            },
+        );
+        assert_eq!(
+            qa.iter().map(|s| s.identity.as_str()).collect::<Vec<_>>(),
+            ["A", "B"]
+        );
+        assert_eq!((qa[0].battles, qa[0].wins, qa[1].losses), (1, 1, 1));
+
+        let coding = compute(
+            &out,
+            &Options {
+                battle_type: Some(BattleType::Coding),
+                ..Options::default()
+            },
+        );
+        assert_eq!(coding.len(), 3);
+        assert_eq!(coding[0].identity, "B");
+        assert_eq!(find(&coding, "A").battles, 3);
+        assert_eq!(find(&coding, "A").losses, 3);
+
+        let all = compute(&out, &Options::default());
+        assert_eq!(find(&all, "A").battles, 4);
+    }
+
+    #[test]
+    fn same_input_same_output() {
+        let mut out = known_set();
+        out.push(outcome(
+            99,
+            BattleType::Qa,
+            &["A", "B", "C", "D"],
+            Verdict::Tie,
+        ));
+        let options = Options::default();
+        assert_eq!(compute(&out, &options), compute(&out, &options));
+        // A different seed moves the intervals, not the estimates.
+        let other = compute(
+            &out,
+            &Options {
+                seed: 7,
+                ..Options::default()
+            },
+        );
+        let base = compute(&out, &options);
+        for (a, b) in base.iter().zip(&other) {
+            assert_eq!((&a.identity, a.rating), (&b.identity, b.rating));
+        }
+    }
+
+    #[test]
+    fn swapping_names_swaps_results() {
+        let build = |a: &str, c: &str| {
+            let mut out = Vec::new();
+            duels(&mut out, a, "B", 7, 10);
+            duels(&mut out, "B", c, 6, 9);
+            duels(&mut out, a, c, 3, 4);
+            out.push(outcome(50, BattleType::Qa, &[a, "B", c], Verdict::Tie));
+            out.push(outcome(
+                51,
+                BattleType::Qa,
+                &[c, a, "B"],
+                Verdict::Winner(0),
+            ));
+            out
+        };
+        let plain = compute(&build("A", "C"), &Options::default());
+        let swapped = compute(&build("C", "A"), &Options::default());
+        for (x, y) in [("A", "C"), ("B", "B"), ("C", "A")] {
+            let (s, t) = (find(&plain, x), find(&swapped, y));
+            assert_eq!(s.rank, t.rank, "{x} vs {y}");
+            assert!(
+                (s.rating - t.rating).abs() < 1e-6,
+                "{x}: {} vs {}",
+                s.rating,
+                t.rating
+            );
+            assert!((s.rating_low - t.rating_low).abs() < 1e-6, "{x} low");
+            assert!((s.rating_high - t.rating_high).abs() < 1e-6, "{x} high");
+            assert_eq!(
+                (s.battles, s.decided, s.wins, s.ties, s.losses),
+                (t.battles, t.decided, t.wins, t.ties, t.losses)
+            );
+        }
+    }
+
+    #[test]
+    fn medians_skip_missing_figures() {
+        let figures = [
+            (Some(100), Some(10.0)),
+            (None, Some(40.0)),
+            (Some(300), Some(20.0)),
+            (Some(200), Some(30.0)),
+            (None, None),
+        ];
+        let out: Vec<BattleOutcome> = figures
+            .iter()
+            .enumerate()
+            .map(|(i, &(duration_ms, tokens_per_sec))| BattleOutcome {
+                battle_id: format!("b{i}"),
+                battle_type: BattleType::Qa,
+                entries: vec![
+                    Entry {
+                        player: player("Fast"),
+                        duration_ms,
+                        tokens_per_sec,
+                    },
+                    entry("Blank"),
+                ],
+                verdict: Verdict::None,
+            })
+            .collect();
+        let standings = compute(&out, &Options::default());
+        let fast = find(&standings, "Fast");
+        assert_eq!(fast.median_duration_ms, Some(200.0)); // 100, 200, 300
+        assert_eq!(fast.median_tokens_per_sec, Some(25.0)); // (20 + 30) / 2
+        let blank = find(&standings, "Blank");
+        assert_eq!(
+            (blank.median_duration_ms, blank.median_tokens_per_sec),
+            (None, None)
+        );
+
+        assert_eq!(median(vec![3.0, 1.0]), Some(2.0));
+        assert_eq!(median(vec![5.0]), Some(5.0));
+        assert_eq!(median(vec![]), None);
+    }
+
+    #[test]
+    fn undecided_players_still_appear_at_the_prior() {
+        let mut out = known_set();
+        out.push(outcome(90, BattleType::Qa, &["A", "Newbie"], Verdict::None));
+        out.push(outcome(91, BattleType::Qa, &["Solo"], Verdict::Winner(0)));
+        out.push(outcome(
+            92,
+            BattleType::Qa,
+            &["B", "Lost"],
+            Verdict::Winner(5),
+        ));
+        let standings = compute(&out, &Options::default());
+        assert_eq!(standings.len(), 6);
+        for name in ["Newbie", "Solo", "Lost"] {
+            let s = find(&standings, name);
+            assert_eq!(
+                (s.rating, s.rating_low, s.rating_high),
+                (1000.0, 1000.0, 1000.0)
+            );
+            assert_eq!(
+                (s.battles, s.decided, s.wins, s.losses, s.win_rate),
+                (1, 0, 0, 0, 0.0)
+            );
+        }
+        let a = find(&standings, "A");
+        assert_eq!((a.battles, a.decided, a.wins), (21, 20, 17));
+        // The undecided battles change nothing about the others' ratings.
+        let plain = compute(&known_set(), &Options::default());
+        for s in &plain {
+            let t = find(&standings, &s.identity);
+            assert_eq!(
+                (s.rating, s.rating_low, s.rating_high),
+                (t.rating, t.rating_low, t.rating_high)
+            );
+        }
+    }
+
+    #[test]
+    fn no_bootstrap_rounds_gives_point_intervals() {
+        let standings = compute(
+            &known_set(),
+            &Options {
+                bootstrap_rounds: 0,
+                ..Options::default()
+            },
+        );
+        for s in &standings {
+            assert_eq!((s.rating_low, s.rating_high), (s.rating, s.rating));
+        }
+        assert!(compute(&[], &Options::default()).is_empty());
+    }
+
+    #[test]
+    fn csv_header_quoting_and_rows() {
+        let mut out = Vec::new();
+        duels(&mut out, "Acme, \"Labs\"", "Plain", 2, 3);
+        out[0].entries[0].duration_ms = Some(1500);
+        out[0].entries[0].tokens_per_sec = Some(12.5);
+        let standings = compute(&out, &Options::default());
+        let csv = to_csv(&standings);
+        let lines: Vec<&str> = csv.lines().collect();
+        assert_eq!(lines.len(), standings.len() + 1);
+        assert_eq!(
+            lines[0],
+            "rank,identity,model,rating,rating_low,rating_high,battles,decided,wins,ties,losses,\
+             win_rate,median_duration_ms,median_tokens_per_sec"
+        );
+        assert!(csv.ends_with('\n'));
+        let acme = find(&standings, "Acme, \"Labs\"");
+        let expected = format!(
+            "1,\"Acme, \"\"Labs\"\"\",m,{:.1},{:.1},{:.1},3,3,2,0,1,0.667,1500,12.5",
+            acme.rating, acme.rating_low, acme.rating_high
+        );
+        assert_eq!(lines[1], expected);
+        assert!(lines[2].starts_with("2,Plain,m,"));
+        assert!(lines[2].ends_with(",3,3,1,0,2,0.333,,"), "{}", lines[2]);
+        assert_eq!(csv_field("a\nb"), "\"a\nb\"");
+        assert_eq!(csv_field("plain"), "plain");
+    }
+
+    #[test]
+    fn fit_matches_expected_wins() {
+        // Expected wins (real + against the anchor) equal observed wins
+        // (real + the prior's half) at the maximum: the likelihood equations.
+        let mut out = known_set();
+        out.push(outcome(
+            60,
+            BattleType::Qa,
+            &["A", "B", "C", "D"],
+            Verdict::Tie,
+        ));
+        out.push(outcome(61, BattleType::Qa, &["D", "C"], Verdict::Winner(0)));
+        let battles = ratings_input(&out);
+        let tally = tally(4, battles.iter().map(Vec::as_slice));
+        let p = fit(&tally);
+        let mut expected: Vec<f64> = p.iter().map(|pi| pi / (pi + ANCHOR_STRENGTH)).collect();
+        for &(i, j, games) in &tally.pairs {
+            expected[i] += games * p[i] / (p[i] + p[j]);
+            expected[j] += games * p[j] / (p[i] + p[j]);
+        }
+        for (i, (e, w)) in expected.iter().zip(&tally.wins).enumerate() {
+            assert!(
+                (e - (w + PRIOR_WINS)).abs() < 1e-6,
+                "player {i}: expected {e}, observed {w} + ½"
+            );
+        }
+        // And the public ratings are these strengths on the log scale.
+        let standings = compute(&out, &Options::default());
+        let (a, d) = (find(&standings, "A"), find(&standings, "D"));
+        let gap = RATING_SCALE * (p[0] / p[3]).log10();
+        assert!((a.rating - d.rating - gap).abs() < 1e-9);
+    }
+}

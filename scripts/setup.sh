@@ -1,0 +1,161 @@
+#!/usr/bin/env bash
+# Machine set-up for building, running and testing Arena on Debian 12.
+#
+# Idempotent, and fast (well under 2 s) when everything is already present:
+#   - installs the Debian packages Tauri 2 / WebKitGTK / the e2e step need
+#     (apt-get update + apt-get install -y, only if some are missing);
+#   - checks that `python3 -m venv` works (scripts/peers.sh needs it);
+#   - checks Node.js >= 20 and npm (installs Debian's nodejs + npm only when
+#     node is missing altogether);
+#   - checks cargo (and rustfmt/clippy); without cargo it says how to get
+#     rustup and exits 1.
+# Runs as root, or through sudo when not root (and sudo exists).
+#
+# Usage: scripts/setup.sh                 set the machine up
+#        scripts/setup.sh --print-packages  print the Debian package list
+#                                           (one a line; used by .ci/run)
+set -euo pipefail
+
+# The one list of Debian packages the project needs (.ci/run reads it too).
+# xauth: xvfb-run needs it (xvfb only Recommends it).
+DEB_PACKAGES=(
+  libwebkit2gtk-4.1-dev
+  libgtk-3-dev
+  libayatana-appindicator3-dev
+  librsvg2-dev
+  libssl-dev
+  pkg-config
+  xvfb
+  xauth
+  webkit2gtk-driver
+  build-essential
+  curl
+  file
+  python3-venv
+)
+NODE_MIN_MAJOR=20
+
+if [[ "${1:-}" == "--print-packages" ]]; then
+  printf '%s\n' "${DEB_PACKAGES[@]}"
+  exit 0
+elif [[ $# -gt 0 ]]; then
+  echo "usage: $0 [--print-packages]" >&2
+  exit 2
+fi
+
+say() { printf 'setup: %s\n' "$*"; }
+warn() { printf 'setup: WARNING: %s\n' "$*" >&2; }
+die() {
+  printf 'setup: ERROR: %s\n' "$*" >&2
+  exit 1
+}
+
+# Run a command as root (directly, or through sudo).
+as_root() {
+  if [[ $(id -u) -eq 0 ]]; then
+    "$@"
+  elif command -v sudo >/dev/null 2>&1; then
+    sudo "$@"
+  else
+    die "need root to run '$*' (not root, and no sudo); run it by hand as root"
+  fi
+}
+
+apt_updated=0
+apt_install() {
+  if [[ $apt_updated -eq 0 ]]; then
+    say "apt-get update"
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get update
+    apt_updated=1
+  fi
+  say "apt-get install -y $*"
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y "$@"
+}
+
+deb_installed() {
+  local status
+  status=$(dpkg-query -W -f='${db:Status-Status}' "$1" 2>/dev/null) || return 1
+  [[ "$status" == "installed" ]]
+}
+
+# --- 1. Debian packages -------------------------------------------------------
+if command -v dpkg-query >/dev/null 2>&1; then
+  missing=()
+  for pkg in "${DEB_PACKAGES[@]}"; do
+    deb_installed "$pkg" || missing+=("$pkg")
+  done
+  if [[ ${#missing[@]} -gt 0 ]]; then
+    say "missing Debian packages: ${missing[*]}"
+    apt_install "${missing[@]}"
+    say "installed: ${missing[*]}"
+  else
+    say "Debian packages: all ${#DEB_PACKAGES[@]} present"
+  fi
+else
+  warn "no dpkg-query: not a Debian system? skipping the system packages (${DEB_PACKAGES[*]})"
+fi
+
+# --- 2. python3 with a working venv ---------------------------------------------
+# python3 may be a pyenv python (has venv + ensurepip) rather than Debian's
+# (which needs python3-venv for ensurepip). Checking the imports is enough and
+# much faster than creating a throw-away venv.
+if command -v python3 >/dev/null 2>&1; then
+  if py_version=$(python3 -c 'import sys, venv, ensurepip; print("%d.%d.%d" % sys.version_info[:3])' 2>/dev/null); then
+    say "python3: $(command -v python3) ($py_version), venv works"
+  elif [[ -x /usr/bin/python3 ]] && /usr/bin/python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then
+    warn "python3 on PATH ($(command -v python3)) cannot make venvs; scripts/peers.sh falls back to /usr/bin/python3"
+  else
+    die "python3 -m venv does not work (no ensurepip); install python3-venv or a full python3"
+  fi
+else
+  die "python3 not found (python3-venv should have brought it in)"
+fi
+
+# --- 3. Node.js >= 20 and npm ------------------------------------------------------
+if ! command -v node >/dev/null 2>&1; then
+  say "node not found: installing Debian's nodejs and npm"
+  apt_install nodejs npm
+fi
+if ! command -v npm >/dev/null 2>&1; then
+  # A node without npm (e.g. Debian's nodejs alone). Don't install Debian's npm
+  # over a node from elsewhere: it would pull in Debian's nodejs.
+  if deb_installed nodejs && [[ "$(dpkg-query -W -f='${Version}' nodejs)" != *nodesource* ]]; then
+    apt_install npm
+  else
+    die "node is installed but npm is missing; install npm for $(command -v node)"
+  fi
+fi
+node_version=$(node --version)
+node_major=${node_version#v}
+node_major=${node_major%%.*}
+if [[ "$node_major" =~ ^[0-9]+$ ]] && ((node_major >= NODE_MIN_MAJOR)); then
+  say "node: $node_version, npm: $(npm --version)"
+else
+  warn "node $node_version is older than $NODE_MIN_MAJOR: the UI build (Vite) will likely fail; install Node.js >= $NODE_MIN_MAJOR"
+fi
+
+# --- 4. Rust toolchain ------------------------------------------------------------
+if ! command -v cargo >/dev/null 2>&1; then
+  if [[ -x "$HOME/.cargo/bin/cargo" ]]; then
+    die "cargo is in $HOME/.cargo/bin but not on PATH: run  export PATH=\"\$HOME/.cargo/bin:\$PATH\"  (or  . \"\$HOME/.cargo/env\")"
+  fi
+  cat >&2 <<'EOF'
+setup: ERROR: cargo not found. Install the Rust toolchain with rustup:
+    curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh -s -- -y --profile default
+    . "$HOME/.cargo/env"
+  (or Debian's packages: apt-get install rustup && rustup default stable)
+  then run this script again.
+EOF
+  exit 1
+fi
+say "cargo: $(cargo --version)"
+for tool in fmt clippy; do
+  if ! cargo "$tool" --version >/dev/null 2>&1; then
+    warn "cargo $tool is missing: rustup component add $([[ $tool == fmt ]] && echo rustfmt || echo clippy)"
+  fi
+done
+if command -v cargo-nextest >/dev/null 2>&1; then
+  say "cargo-nextest: present (scripts/test.sh uses it)"
+fi
+
+say "done"
