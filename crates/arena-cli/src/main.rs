@@ -34,6 +34,17 @@ enum Command {
     /// Run and inspect battles.
     #[command(subcommand)]
     Battle(BattleCommand),
+    /// Ratings with 95% intervals, wins, win rate, median speed per (identity, model).
+    Leaderboard {
+        /// Only battles of this type (qa or coding).
+        #[arg(long = "type", value_name = "TYPE")]
+        battle_type: Option<String>,
+        #[arg(long, conflicts_with = "csv")]
+        json: bool,
+        /// Comma-separated values with a header row.
+        #[arg(long)]
+        csv: bool,
+    },
 }
 
 #[derive(Args)]
@@ -78,7 +89,29 @@ enum BattleCommand {
         #[command(flatten)]
         json: JsonFlag,
     },
-    /// Set the winner (overrides the analysis), or clear it.
+    /// Judge a finished battle again (digest → judge, twice in opposite orders).
+    Analyze {
+        id: String,
+        /// The judge model (default: default_model from arena.toml).
+        #[arg(long)]
+        model: Option<String>,
+        #[command(flatten)]
+        json: JsonFlag,
+    },
+    /// Point a persona and model at a finished battle's results to interrogate and compare them.
+    #[command(name = "cross-examine")]
+    CrossExamine {
+        id: String,
+        /// The examiner as PERSONA@MODEL.
+        #[arg(short = 'c', long = "contestant", value_name = "IDENTITY@MODEL")]
+        examiner: String,
+        /// What to ask (default: check, compare and pick the best).
+        #[arg(long)]
+        question: Option<String>,
+        #[command(flatten)]
+        json: JsonFlag,
+    },
+    /// Set the winner (overrides the analysis), or clear your choice.
     Winner {
         id: String,
         /// Contestant id, id prefix, or 1-based position.
@@ -112,6 +145,12 @@ struct RunArgs {
     /// A contestant as IDENTITY@MODEL (persona for Q&A, backend for Coding); 2 to 6 of them.
     #[arg(short = 'c', long = "contestant", value_name = "IDENTITY@MODEL")]
     contestants: Vec<String>,
+    /// Don't judge the results when the battle ends.
+    #[arg(long)]
+    no_analysis: bool,
+    /// The judge model (default: default_model from arena.toml).
+    #[arg(long, conflicts_with = "no_analysis")]
+    analysis_model: Option<String>,
     #[command(flatten)]
     json: JsonFlag,
 }
@@ -183,6 +222,21 @@ async fn run(cli: Cli) -> Result<(), Error> {
             }
         }
         Command::Battle(command) => battle(&engine, command).await?,
+        Command::Leaderboard {
+            battle_type,
+            json,
+            csv,
+        } => {
+            let battle_type = battle_type.map(|t| BattleType::parse_arg(&t)).transpose()?;
+            let standings = engine.leaderboard(battle_type).await?;
+            if json {
+                print_json(&serde_json::json!(standings));
+            } else if csv {
+                print!("{}", arena_core::leaderboard::to_csv(&standings));
+            } else {
+                print!("{}", view::leaderboard_text(&standings));
+            }
+        }
     }
     Ok(())
 }
@@ -191,10 +245,39 @@ async fn battle(engine: &Engine, command: BattleCommand) -> Result<(), Error> {
     match command {
         BattleCommand::Run(args) => {
             let json = args.json.json;
+            let analysis = (!args.no_analysis).then(|| args.analysis_model.clone());
             let request = run_request(args)?;
             let battle = engine.create_battle(request).await?;
             let battle = progress::follow(engine, battle, !json).await?;
-            show(&battle, json, false);
+            if let Some(model) = analysis {
+                auto_analyze(engine, &battle, model.as_deref(), !json).await;
+            }
+            show(engine, &battle.id, json, false).await?;
+        }
+        BattleCommand::Analyze { id, model, json } => {
+            let id = resolve_battle(engine, &id)?;
+            let analysis = progress::analyze(engine, &id, model.as_deref(), !json.json).await?;
+            if let Some(error) = &analysis.error {
+                eprintln!("arena: the analysis failed: {error}");
+            }
+            show(engine, &id, json.json, false).await?;
+        }
+        BattleCommand::CrossExamine {
+            id,
+            examiner,
+            question,
+            json,
+        } => {
+            let id = resolve_battle(engine, &id)?;
+            let examiner = ContestantSpec::parse(&examiner)?;
+            let x = engine
+                .cross_examine(&id, &examiner, question.as_deref())
+                .await?;
+            if json.json {
+                print_json(&view::cross_exam_json(&x));
+            } else {
+                print!("{}", view::cross_exam_text(&x));
+            }
         }
         BattleCommand::List { limit, json } => {
             let battles = engine.battles(limit).await?;
@@ -207,8 +290,7 @@ async fn battle(engine: &Engine, command: BattleCommand) -> Result<(), Error> {
             }
         }
         BattleCommand::Show { id, output, json } => {
-            let battle = engine.battle(&resolve_battle(engine, &id)?).await?;
-            show(&battle, json.json, output);
+            show(engine, &resolve_battle(engine, &id)?, json.json, output).await?;
         }
         BattleCommand::Cancel {
             id,
@@ -224,7 +306,7 @@ async fn battle(engine: &Engine, command: BattleCommand) -> Result<(), Error> {
                 }
                 None => engine.cancel_battle(&id).await?,
             };
-            show(&battle, json.json, false);
+            show(engine, &battle.id, json.json, false).await?;
         }
         BattleCommand::Resume { id, json } => {
             let battles = match id {
@@ -236,15 +318,25 @@ async fn battle(engine: &Engine, command: BattleCommand) -> Result<(), Error> {
                 }
                 None => engine.resume(None).await?,
             };
+            // A battle that finished on resume is judged like any other.
+            for b in &battles {
+                if engine.analysis(&b.id).await?.is_none()
+                    && engine.config().default_model.is_some()
+                {
+                    auto_analyze(engine, b, None, !json.json).await;
+                }
+            }
             if json.json {
-                print_json(&serde_json::Value::Array(
-                    battles.iter().map(view::battle_json).collect(),
-                ));
+                let mut all = Vec::new();
+                for b in &battles {
+                    all.push(full_json(engine, &b.id).await?);
+                }
+                print_json(&serde_json::Value::Array(all));
             } else if battles.is_empty() {
                 println!("No battles were left running.");
             } else {
                 for b in &battles {
-                    print!("{}", view::battle_text(b, false));
+                    show(engine, &b.id, false, false).await?;
                 }
             }
         }
@@ -260,18 +352,55 @@ async fn battle(engine: &Engine, command: BattleCommand) -> Result<(), Error> {
                 None => None,
             };
             let battle = engine.set_winner(&id, cid.as_deref()).await?;
-            show(&battle, json.json, false);
+            show(engine, &battle.id, json.json, false).await?;
         }
     }
     Ok(())
 }
 
-fn show(battle: &Battle, json: bool, output: bool) {
-    if json {
-        print_json(&view::battle_json(battle));
-    } else {
-        print!("{}", view::battle_text(battle, output));
+/// Judges a battle after it ran; a missing judge model or a failed
+/// analysis is reported but does not fail the command.
+async fn auto_analyze(engine: &Engine, battle: &Battle, model: Option<&str>, show_progress: bool) {
+    if model.is_none() && engine.config().default_model.is_none() {
+        eprintln!("arena: no default_model in arena.toml, so the battle was not judged (pass --analysis-model M or --no-analysis)");
+        return;
     }
+    if !battle
+        .contestants
+        .iter()
+        .any(|c| c.status == arena_core::ContestantStatus::Done)
+    {
+        return;
+    }
+    match progress::analyze(engine, &battle.id, model, show_progress).await {
+        Ok(a) if a.error.is_some() => {
+            eprintln!(
+                "arena: the analysis failed: {}",
+                a.error.unwrap_or_default()
+            )
+        }
+        Ok(_) => {}
+        Err(e) => eprintln!("arena: the battle was not judged: {e}"),
+    }
+}
+
+/// The battle with its analysis and cross-examinations, as JSON.
+async fn full_json(engine: &Engine, id: &str) -> Result<serde_json::Value, Error> {
+    let battle = engine.battle(id).await?;
+    let analysis = engine.analysis(id).await?;
+    let cross = engine.cross_examinations(id).await?;
+    Ok(view::battle_json(&battle, analysis.as_ref(), &cross))
+}
+
+async fn show(engine: &Engine, id: &str, json: bool, output: bool) -> Result<(), Error> {
+    if json {
+        print_json(&full_json(engine, id).await?);
+    } else {
+        let battle = engine.battle(id).await?;
+        let analysis = engine.analysis(id).await?;
+        print!("{}", view::battle_text(&battle, analysis.as_ref(), output));
+    }
+    Ok(())
 }
 
 fn run_request(args: RunArgs) -> Result<BattleRequest, Error> {

@@ -197,3 +197,22 @@ async fn watch(
     bars.finish();
     result
 }
+
+/// Runs an analysis with a spinner on the terminal.
+pub async fn analyze(
+    engine: &Engine,
+    battle_id: &str,
+    model: Option<&str>,
+    show: bool,
+) -> Result<arena_core::analysis::Analysis, Error> {
+    let spinner = if show {
+        ProgressBar::new_spinner()
+    } else {
+        ProgressBar::hidden()
+    };
+    spinner.set_message("judging the results…");
+    spinner.enable_steady_tick(Duration::from_millis(120));
+    let result = engine.analyze(battle_id, model).await;
+    spinner.finish_and_clear();
+    result
+}

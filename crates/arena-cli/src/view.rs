@@ -1,7 +1,10 @@
 //! How battles look on the terminal and in `--json`.
 
+use arena_core::analysis::{Analysis, Outcome};
 use arena_core::battle::{Battle, Contestant};
 use arena_core::catalog::Catalog;
+use arena_core::cross_exam::CrossExamination;
+use arena_core::leaderboard::Standing;
 use arena_core::results::rfc3339;
 use serde_json::{json, Value};
 
@@ -51,9 +54,83 @@ fn battle_value(b: &Battle, with_output: bool) -> Value {
     })
 }
 
-/// The battle with each contestant's output.
-pub fn battle_json(b: &Battle) -> Value {
-    battle_value(b, true)
+/// The battle with each contestant's output, its analysis and cross-examinations.
+pub fn battle_json(b: &Battle, analysis: Option<&Analysis>, cross: &[CrossExamination]) -> Value {
+    let mut v = battle_value(b, true);
+    v["analysis"] = analysis.map(analysis_json).unwrap_or(Value::Null);
+    v["cross_examinations"] = Value::Array(cross.iter().map(cross_exam_json).collect());
+    v
+}
+
+pub fn analysis_json(a: &Analysis) -> Value {
+    let mut v = json!(a);
+    v["no_clear_winner"] = json!(a.outcome == Some(Outcome::NoClearWinner));
+    v["created_at"] = json!(rfc3339(a.created_at));
+    v["finished_at"] = json!(a.finished_at.map(rfc3339));
+    v
+}
+
+pub fn cross_exam_json(x: &CrossExamination) -> Value {
+    let mut v = json!(x);
+    v["created_at"] = json!(rfc3339(x.created_at));
+    v["finished_at"] = json!(x.finished_at.map(rfc3339));
+    v
+}
+
+pub fn cross_exam_text(x: &CrossExamination) -> String {
+    let mut out = format!(
+        "Cross-examination {} by {}@{} ({:?})
+",
+        x.number, x.identity, x.model, x.status
+    );
+    if let Some(p) = &x.path {
+        out.push_str(&format!("Report: {}\n", p.display()));
+    }
+    if let Some(e) = &x.error {
+        out.push_str(&format!("error: {e}\n"));
+    }
+    out.push('\n');
+    out.push_str(x.output.trim_end());
+    out.push('\n');
+    out
+}
+
+pub fn leaderboard_text(standings: &[Standing]) -> String {
+    if standings.is_empty() {
+        return "No finished battles yet.\n".into();
+    }
+    let mut out = format!(
+        "{:>4}  {:<36} {:>7} {:>17} {:>7} {:>5} {:>6} {:>9} {:>8}\n",
+        "rank",
+        "contestant",
+        "rating",
+        "95% interval",
+        "battles",
+        "wins",
+        "win %",
+        "median s",
+        "tok/s"
+    );
+    for s in standings {
+        let name = format!("{}@{}", s.identity, s.model);
+        out.push_str(&format!(
+            "{:>4}  {:<36} {:>7.0} {:>17} {:>7} {:>5} {:>5.0}% {:>9} {:>8}\n",
+            s.rank,
+            name,
+            s.rating,
+            format!("[{:.0}, {:.0}]", s.rating_low, s.rating_high),
+            s.battles,
+            s.wins,
+            s.win_rate * 100.0,
+            s.median_duration_ms
+                .map(|d| format!("{:.1}", d / 1000.0))
+                .unwrap_or_else(|| "—".into()),
+            s.median_tokens_per_sec
+                .map(|r| format!("{r:.1}"))
+                .unwrap_or_else(|| "—".into()),
+        ));
+    }
+    out
 }
 
 /// The battle without outputs, for listings.
@@ -119,7 +196,7 @@ fn fmt_rate(c: &Contestant) -> String {
         .unwrap_or_else(|| "—".into())
 }
 
-pub fn battle_text(b: &Battle, with_output: bool) -> String {
+pub fn battle_text(b: &Battle, analysis: Option<&Analysis>, with_output: bool) -> String {
     let mut out = format!(
         "Battle {} ({}) — {}\nPrompt: {}\nResults: {}\n",
         b.id,
@@ -154,11 +231,40 @@ pub fn battle_text(b: &Battle, with_output: bool) -> String {
             out.push_str(&format!("      error: {e}\n"));
         }
     }
+    let name = |id: &str| {
+        b.contestants
+            .iter()
+            .find(|c| c.id == id)
+            .map(|c| format!("{}@{}", c.identity, c.model))
+            .unwrap_or_else(|| id.to_string())
+    };
     if let Some(w) = &b.winner {
         out.push_str(&format!(
             "Winner: {} (chosen by {})\n",
-            w.contestant_id, w.source
+            name(&w.contestant_id),
+            w.source
         ));
+    }
+    if let Some(a) = analysis {
+        let outcome = match (&a.error, a.outcome) {
+            (Some(e), _) => format!("failed: {e}"),
+            (None, Some(Outcome::Winner)) => format!(
+                "winner {}",
+                a.winner.as_deref().map(name).unwrap_or_default()
+            ),
+            (None, Some(Outcome::Walkover)) => "walkover (one finisher)".into(),
+            (None, Some(Outcome::NoClearWinner)) => {
+                "no clear winner (the verdicts changed with the order)".into()
+            }
+            (None, Some(Outcome::JudgeError)) => "judge error (no verdict could be read)".into(),
+            (None, None) => "running".into(),
+        };
+        out.push_str(&format!("Analysis by {}: {outcome}\n", a.model));
+        for id in &a.ranking {
+            if let Some(reason) = a.reasons.get(id) {
+                out.push_str(&format!("  {}: {reason}\n", name(id)));
+            }
+        }
     }
     if with_output {
         for c in &b.contestants {

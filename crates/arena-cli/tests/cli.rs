@@ -497,3 +497,141 @@ async fn cancel_from_another_process_stops_a_running_battle() {
     let final_battle: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(final_battle["status"], "cancelled");
 }
+
+/// A judge that names whichever answer's digest mentions "Paris".
+fn paris_judge() -> ModelScript {
+    ModelScript::respond_with(|body| {
+        let messages = body["messages"].as_array().cloned().unwrap_or_default();
+        let system = messages[0]["content"].as_str().unwrap_or("");
+        let user = messages
+            .last()
+            .and_then(|m| m["content"].as_str())
+            .unwrap_or("");
+        if system.contains("You summarise one answer") {
+            return if user.contains("Paris") {
+                "Says Paris, correct."
+            } else {
+                "Says Lyon, wrong."
+            }
+            .into();
+        }
+        let mut label = "A";
+        let mut best = "A";
+        for line in user.lines() {
+            if let Some(rest) = line.strip_prefix("Answer ") {
+                label = &rest[..1];
+            }
+            if line.contains("correct.") {
+                best = label;
+            }
+        }
+        format!("{{\"winner\": \"{best}\", \"reasons\": {{\"{best}\": \"names the capital\"}}}}")
+    })
+}
+
+#[tokio::test]
+async fn run_waits_for_the_analysis_and_the_leaderboard_agrees_in_json_and_csv() {
+    let s = Setup::new().await;
+    s.cloud.set_model("judge", paris_judge());
+    s.cloud.set_model("good", ModelScript::text("Paris."));
+    s.cloud.set_model("bad", ModelScript::text("Lyon."));
+    let project = s.project();
+    let p = project.to_str().unwrap();
+    let run = |extra: &'static [&'static str]| {
+        let mut args = vec![
+            "battle",
+            "run",
+            "--type",
+            "qa",
+            "--project",
+            p,
+            "--prompt",
+            "Capital of France?",
+            "-c",
+            "debugger@good",
+            "-c",
+            "debugger@bad",
+            "--json",
+        ];
+        args.extend(extra);
+        args
+    };
+    let b = s.json(&run(&[])).await;
+    let good_id = b["contestants"][0]["id"].clone();
+    assert_eq!(b["analysis"]["status"], "done", "{:#}", b["analysis"]);
+    assert_eq!(b["analysis"]["outcome"], "winner");
+    assert_eq!(b["analysis"]["winner"], good_id);
+    assert_eq!(b["analysis"]["no_clear_winner"], false);
+    assert_eq!(b["analysis"]["judge_runs"].as_array().unwrap().len(), 2);
+    assert_eq!(b["winner"]["contestant_id"], good_id);
+    assert_eq!(b["winner"]["source"], "analysis");
+
+    // Without analysis: no judge calls, no winner.
+    let judged = s.cloud.requests_for("judge").len();
+    let b2 = s.json(&run(&["--no-analysis"])).await;
+    assert!(b2["analysis"].is_null());
+    assert!(b2["winner"].is_null());
+    assert_eq!(s.cloud.requests_for("judge").len(), judged);
+
+    // Re-analyse on demand; then the user overrides, and re-analysis keeps it.
+    let id2 = b2["id"].as_str().unwrap();
+    let analysed = s.json(&["battle", "analyze", id2, "--json"]).await;
+    assert_eq!(analysed["winner"]["source"], "analysis");
+    let overridden = s.json(&["battle", "winner", id2, "2", "--json"]).await;
+    assert_eq!(overridden["winner"]["source"], "user");
+    let again = s.json(&["battle", "analyze", id2, "--json"]).await;
+    assert_eq!(
+        again["winner"]["contestant_id"],
+        overridden["contestants"][1]["id"]
+    );
+    assert_eq!(again["winner"]["source"], "user");
+
+    // Cross-examination.
+    s.cloud.set_model(
+        "examiner",
+        ModelScript::text("A is right.\n{\"winner\": \"A\", \"reason\": \"correct\"}"),
+    );
+    let x = s
+        .json(&[
+            "battle",
+            "cross-examine",
+            id2,
+            "-c",
+            "code-reviewer@examiner",
+            "--json",
+        ])
+        .await;
+    assert_eq!(x["status"], "done");
+    assert!(Path::new(x["path"].as_str().unwrap()).exists());
+    let refused = s
+        .arena(&["battle", "cross-examine", id2, "-c", "aider@examiner"])
+        .await;
+    assert_eq!(refused.status.code(), Some(2));
+    let shown = s.json(&["battle", "show", id2, "--json"]).await;
+    assert_eq!(shown["cross_examinations"].as_array().unwrap().len(), 1);
+
+    // Leaderboard: good won battle 1, bad won battle 2 (the user's pick).
+    let board = s.json(&["leaderboard", "--json"]).await;
+    let rows = board.as_array().unwrap();
+    assert_eq!(rows.len(), 2);
+    for r in rows {
+        assert_eq!(r["battles"], 2);
+        assert_eq!(r["wins"], 1);
+        assert!(r["rating_low"].as_f64().unwrap() <= r["rating"].as_f64().unwrap());
+        assert!(r["rating"].as_f64().unwrap() <= r["rating_high"].as_f64().unwrap());
+    }
+    let csv = s.arena(&["leaderboard", "--csv"]).await;
+    let csv = String::from_utf8(csv.stdout).unwrap();
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines.len(), 3);
+    assert!(lines[0].starts_with("rank,identity,model,rating"));
+    for (line, row) in lines[1..].iter().zip(rows) {
+        let cols: Vec<&str> = line.split(',').collect();
+        assert_eq!(cols[1], row["identity"]);
+        assert_eq!(cols[2], row["model"]);
+        assert_eq!(cols[3], format!("{:.1}", row["rating"].as_f64().unwrap()));
+        assert_eq!(cols[8], row["wins"].to_string());
+    }
+    let text = s.arena(&["leaderboard", "--type", "coding"]).await;
+    assert!(String::from_utf8_lossy(&text.stdout).contains("No finished battles"));
+}

@@ -392,6 +392,61 @@ impl Engine {
         self.db(move |s| s.cross_examinations(&id)).await
     }
 
+    /// Ratings and statistics per (identity, model) across finished battles.
+    /// The winner (the user's choice, else the analysis's) beats every other
+    /// finished contestant; "no clear winner" is a tie; battles without
+    /// either count for battles and speed only.
+    pub async fn leaderboard(
+        &self,
+        battle_type: Option<crate::battle::BattleType>,
+    ) -> Result<Vec<crate::leaderboard::Standing>> {
+        use crate::leaderboard::{BattleOutcome, Entry, Options, Player, Verdict};
+        let (battles, outcomes) = self
+            .db(|s| Ok((s.battles(usize::MAX >> 1)?, s.analysis_outcomes()?)))
+            .await?;
+        let outcomes: Vec<BattleOutcome> = battles
+            .into_iter()
+            .filter(|b| b.status.is_terminal())
+            .map(|b| {
+                let done: Vec<_> = b
+                    .contestants
+                    .iter()
+                    .filter(|c| c.status == ContestantStatus::Done)
+                    .collect();
+                let winner = b
+                    .winner
+                    .as_ref()
+                    .and_then(|w| done.iter().position(|c| c.id == w.contestant_id));
+                let verdict = match (winner, outcomes.get(&b.id)) {
+                    (Some(i), _) => Verdict::Winner(i),
+                    (None, Some(crate::analysis::Outcome::NoClearWinner)) => Verdict::Tie,
+                    _ => Verdict::None,
+                };
+                BattleOutcome {
+                    battle_id: b.id.clone(),
+                    battle_type: b.battle_type,
+                    entries: done
+                        .iter()
+                        .map(|c| Entry {
+                            player: Player::new(c.identity.clone(), c.model.clone()),
+                            duration_ms: c.benchmark.duration_ms,
+                            tokens_per_sec: c.benchmark.tokens_per_sec,
+                        })
+                        .collect(),
+                    verdict,
+                }
+            })
+            .collect();
+        let options = Options {
+            battle_type,
+            ..Options::default()
+        };
+        Ok(
+            tokio::task::spawn_blocking(move || crate::leaderboard::compute(&outcomes, &options))
+                .await?,
+        )
+    }
+
     /// Reconciles and finishes battles left running by a process that
     /// stopped: all of them, or just `only`. Battles another live process is
     /// driving are skipped (or, for `only`, refused).

@@ -17,7 +17,7 @@ use rusqlite::{params, Connection, Transaction, TransactionBehavior};
 use rusqlite_migration::{Migrations, M};
 use tokio::sync::broadcast;
 
-use crate::analysis::{Analysis, AnalysisStatus};
+use crate::analysis::{Analysis, AnalysisStatus, Outcome};
 use crate::battle::{Battle, BattleStatus, Contestant, ContestantStatus, Lane, RunSpec, Winner};
 use crate::cross_exam::CrossExamination;
 use crate::decisions::Lease;
@@ -200,6 +200,26 @@ impl Store {
     /// The newest analysis of a battle.
     pub fn latest_analysis(&self, battle_id: &str) -> Result<Option<Analysis>> {
         self.read(|c| rows::latest_analysis(c, battle_id))
+    }
+
+    /// Each battle's newest analysis outcome, for the leaderboard.
+    pub fn analysis_outcomes(&self) -> Result<HashMap<String, Outcome>> {
+        self.read(|c| {
+            let mut stmt = c.prepare(
+                "SELECT battle_id, outcome FROM analyses a
+                 WHERE status = 'done' AND outcome IS NOT NULL AND created_at = (
+                     SELECT MAX(created_at) FROM analyses b WHERE b.battle_id = a.battle_id AND b.status = 'done')",
+            )?;
+            let rows = stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?;
+            let mut map = HashMap::new();
+            for row in rows {
+                let (battle, outcome) = row?;
+                if let Ok(o) = serde_json::from_value(serde_json::Value::String(outcome)) {
+                    map.insert(battle, o);
+                }
+            }
+            Ok(map)
+        })
     }
 
     /// A battle's cross-examinations, in order.
