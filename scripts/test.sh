@@ -98,10 +98,11 @@ step_peers() {
   "$ROOT/scripts/peers.sh"
   # shellcheck source=/dev/null
   source "$ROOT/.peers/env"
-  export ARENA_LLAMA_SERVER ARENA_TEST_GGUF
+  export ARENA_LLAMA_SERVER ARENA_TEST_GGUF ARENA_PEERS_BIN
   export ARENA_REQUIRE_PEERS=1
   echo "ARENA_LLAMA_SERVER=$ARENA_LLAMA_SERVER"
   echo "ARENA_TEST_GGUF=$ARENA_TEST_GGUF"
+  echo "ARENA_PEERS_BIN=$ARENA_PEERS_BIN"
   echo "ARENA_REQUIRE_PEERS=1"
 }
 
@@ -147,7 +148,7 @@ if [[ "${ARENA_TEST_SKIP_PEERS:-0}" == 1 && -f "$ROOT/.peers/env" ]]; then
   # Not required, but let the tests use peers installed earlier.
   # shellcheck source=/dev/null
   source "$ROOT/.peers/env"
-  export ARENA_LLAMA_SERVER ARENA_TEST_GGUF
+  export ARENA_LLAMA_SERVER ARENA_TEST_GGUF ARENA_PEERS_BIN
 fi
 run_step peers "real test peers (scripts/peers.sh)" step_peers
 

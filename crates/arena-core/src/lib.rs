@@ -4,6 +4,7 @@
 //! create battles, run them, and follow their [`event::BattleEvent`]
 //! stream. See `docs/ARCHITECTURE.md` for the map.
 
+pub mod agent;
 pub mod analysis;
 pub mod backend;
 pub mod battle;

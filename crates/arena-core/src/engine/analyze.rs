@@ -448,18 +448,7 @@ pub(super) async fn cross_examine(
     }
     // Agents must run read-only; refuse before anything is created.
     if let Some(backend) = crate::backend::find(&spec.identity) {
-        return Err(match cross_exam::read_only_mode(backend.name) {
-            None => Invalid::Other(format!(
-                "backend `{}` has no read-only mode Arena can enforce, so it cannot cross-examine; \
-                 use qwen, codex or claude-code, or a persona with a model",
-                backend.name
-            ))
-            .into(),
-            Some(_) => Error::Unsupported(format!(
-                "cross-examination by the `{}` agent (it arrives with agent backends); use a persona with a model for now",
-                backend.name
-            )),
-        });
+        return cross_examine_with_agent(engine, &battle, backend, spec, question).await;
     }
     let registry = engine.personas()?;
     let persona = registry
@@ -544,6 +533,189 @@ pub(super) async fn cross_examine(
         &[&format!("cross-exam-{}.md", x.number)],
     )?;
     let names = |id: &str| name_of(&battle, id);
+    results::write_atomic(&path, cross_exam::render(&x, &names).as_bytes())?;
+    x.path = Some(path);
+    x.finished_at = Some(engine.now());
+    let (row, at) = (x.clone(), engine.now());
+    engine
+        .db(move |s| s.transact(|tx| tx.finish_cross_examination(&row, at)))
+        .await?;
+    Ok(x)
+}
+
+/// Cross-examination by a CLI agent, run read-only in the results folder.
+async fn cross_examine_with_agent(
+    engine: &Engine,
+    battle: &Battle,
+    backend: &crate::backend::BackendInfo,
+    spec: &crate::battle::ContestantSpec,
+    question: Option<&str>,
+) -> Result<CrossExamination> {
+    let Some(read_only) = cross_exam::read_only_mode(backend.name) else {
+        return Err(Invalid::Other(format!(
+            "backend `{}` has no read-only mode Arena can enforce, so it cannot cross-examine; \
+             use qwen, or a persona with a model",
+            backend.name
+        ))
+        .into());
+    };
+    if backend.name != "qwen" {
+        return Err(Error::Unsupported(format!(
+            "cross-examination by the `{}` agent (its adapter arrives with Coding battles); use qwen, or a persona with a model",
+            backend.name
+        )));
+    }
+    let program = backend
+        .program
+        .and_then(crate::backend::which)
+        .ok_or_else(|| Invalid::BackendNotInstalled {
+            name: backend.name.to_string(),
+            program: backend.program.unwrap_or_default().to_string(),
+        })?;
+    let target = engine.catalog().await.resolve(&spec.model)?;
+    let provider = engine.provider(&target.provider).ok_or_else(|| {
+        Invalid::Other(format!("provider `{}` is not configured", target.provider))
+    })?;
+    if provider.config.kind != crate::config::ProviderKind::Openai {
+        return Err(Invalid::Other(format!(
+            "qwen speaks the OpenAI chat API; `{}` is an {:?} provider",
+            target.provider, provider.config.kind
+        ))
+        .into());
+    }
+    let done: Vec<_> = battle
+        .contestants
+        .iter()
+        .filter(|c| c.status == ContestantStatus::Done)
+        .collect();
+    let files: Vec<(String, String)> = done
+        .iter()
+        .filter_map(|c| {
+            let path = c.result_path.as_ref()?;
+            let rel = path.strip_prefix(&battle.results_path).ok()?;
+            Some((c.id.clone(), rel.to_string_lossy().into_owned()))
+        })
+        .collect();
+    if files.is_empty() {
+        return Err(Error::Conflict(format!(
+            "battle {} has no finished results to examine",
+            battle.id
+        )));
+    }
+    let question = question
+        .map(str::trim)
+        .filter(|q| !q.is_empty())
+        .unwrap_or(cross_exam::DEFAULT_QUESTION);
+    let prompt = cross_exam::agent_prompt(question, &files);
+    let mut args: Vec<String> = vec![
+        "--auth-type".into(),
+        "openai".into(),
+        "-m".into(),
+        target.model.clone(),
+    ];
+    args.extend(read_only.iter().map(|a| a.to_string()));
+    args.push(prompt);
+    let mut env = vec![
+        (
+            "OPENAI_BASE_URL".to_string(),
+            provider.config.base_url.clone(),
+        ),
+        ("OPENAI_MODEL".to_string(), target.model.clone()),
+        (
+            "OPENAI_API_KEY".to_string(),
+            provider
+                .config
+                .api_key()
+                .unwrap_or_else(|| "arena-no-key".into()),
+        ),
+    ];
+    if let Some(home) = std::env::var_os("ARENA_AGENT_HOME") {
+        env.push(("HOME".into(), home.to_string_lossy().into_owned()));
+    }
+    let launch = crate::agent::process::Launch {
+        program: program.clone(),
+        args,
+        cwd: battle.results_path.clone(),
+        env,
+        timeout: engine.config().limits.max_duration(),
+    };
+
+    let mut x = CrossExamination {
+        id: uuid::Uuid::now_v7().to_string(),
+        battle_id: battle.id.clone(),
+        number: 0,
+        identity: backend.name.to_string(),
+        model: target.model.clone(),
+        provider: target.provider.clone(),
+        question: question.to_string(),
+        status: AnalysisStatus::Running,
+        output: String::new(),
+        verdict: None,
+        error: None,
+        path: None,
+        created_at: engine.now(),
+        finished_at: None,
+    };
+    let row = x.clone();
+    x.number = engine
+        .db(move |s| s.transact(|tx| tx.insert_cross_examination(&row)))
+        .await?;
+
+    // Lines go to the battle's event stream as they come.
+    let (lines_tx, mut lines_rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+    let forward = {
+        let (engine, battle_id, id) = (engine.clone(), battle.id.clone(), x.id.clone());
+        tokio::spawn(async move {
+            let mut all = String::new();
+            while let Some(first) = lines_rx.recv().await {
+                let mut batch = first;
+                batch.push('\n');
+                while let Ok(more) = lines_rx.try_recv() {
+                    batch.push_str(&more);
+                    batch.push('\n');
+                }
+                all.push_str(&batch);
+                let stage = Stage {
+                    battle_id: &battle_id,
+                    kind: StageKind::CrossExam { id: &id },
+                };
+                if let Err(e) = emit_text(&engine, &stage, batch).await {
+                    tracing::warn!(error = %e, "could not record cross-examination output");
+                }
+            }
+            all
+        })
+    };
+    let token = tokio_util::sync::CancellationToken::new();
+    let exit = crate::agent::process::run(&launch, &token, |line| {
+        if let crate::agent::process::Line::Stdout(l) = line {
+            let _ = lines_tx.send(l);
+        }
+    })
+    .await;
+    drop(lines_tx);
+    let output = forward.await?;
+    match exit {
+        Ok(exit) if exit.success() => {
+            let order: Vec<String> = files.iter().map(|(id, _)| id.clone()).collect();
+            x.verdict = cross_exam::parse_verdict(&output, &order);
+            x.status = AnalysisStatus::Done;
+        }
+        Ok(exit) => {
+            x.status = AnalysisStatus::Error;
+            x.error = Some(exit.describe(backend.name));
+        }
+        Err(e) => {
+            x.status = AnalysisStatus::Error;
+            x.error = Some(e.to_string());
+        }
+    }
+    x.output = output;
+    let path = results::confined(
+        &battle.results_path,
+        &[&format!("cross-exam-{}.md", x.number)],
+    )?;
+    let names = |id: &str| name_of(battle, id);
     results::write_atomic(&path, cross_exam::render(&x, &names).as_bytes())?;
     x.path = Some(path);
     x.finished_at = Some(engine.now());

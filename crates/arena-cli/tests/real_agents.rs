@@ -1,0 +1,174 @@
+//! Cross-examination by a REAL CLI agent: Qwen Code from the npm registry
+//! (installed by scripts/peers.sh into .peers/npm), run read-only
+//! (`--approval-mode plan`) in the battle's results folder, its model served
+//! by the scripted server. Skipped without ARENA_PEERS_BIN unless
+//! ARENA_REQUIRE_PEERS=1.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use arena_testserver::{ModelScript, TestServer};
+use serde_json::Value;
+
+fn peers_bin() -> Option<PathBuf> {
+    match std::env::var("ARENA_PEERS_BIN")
+        .ok()
+        .filter(|s| !s.is_empty())
+    {
+        Some(dir) => Some(PathBuf::from(dir)),
+        None if std::env::var("ARENA_REQUIRE_PEERS").as_deref() == Ok("1") => {
+            panic!("ARENA_REQUIRE_PEERS=1 but ARENA_PEERS_BIN is not set; run scripts/peers.sh and source .peers/env")
+        }
+        None => None,
+    }
+}
+
+fn arena(dir: &Path, bin: &Path, args: &[&str]) -> std::process::Output {
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    Command::new(env!("CARGO_BIN_EXE_arena"))
+        .args(args)
+        .env("ARENA_CONFIG", dir.join("arena.toml"))
+        .env("ARENA_DATA_DIR", dir.join("data"))
+        .env("ARENA_AGENT_HOME", dir.join("agent-home"))
+        .env("PATH", path)
+        .output()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn qwen_code_cross_examines_read_only() {
+    let Some(bin) = peers_bin() else {
+        eprintln!("skipped: set ARENA_PEERS_BIN (scripts/peers.sh) to run");
+        return;
+    };
+    assert!(bin.join("qwen").exists(), "no qwen in {}", bin.display());
+    let server = TestServer::start().await.unwrap();
+    server.set_model("m1", ModelScript::text("Paris is the capital."));
+    server.set_model("m2", ModelScript::text("Lyon, probably."));
+    server.set_model(
+        "examiner",
+        ModelScript::text(
+            "Result A is correct; B is wrong.\n{\"winner\": \"A\", \"reason\": \"Paris is right\"}",
+        ),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("project")).unwrap();
+    std::fs::create_dir_all(dir.path().join("agent-home")).unwrap();
+    std::fs::write(
+        dir.path().join("arena.toml"),
+        format!(
+            "[[provider]]\nname = \"cloud\"\nkind = \"openai\"\nbase_url = \"{}\"\nlane = \"cloud\"\n",
+            server.base_url()
+        ),
+    )
+    .unwrap();
+    let project = dir.path().join("project");
+    let out = {
+        let (d, b, p) = (dir.path().to_path_buf(), bin.clone(), project.clone());
+        tokio::task::spawn_blocking(move || {
+            arena(
+                &d,
+                &b,
+                &[
+                    "battle",
+                    "run",
+                    "--type",
+                    "qa",
+                    "--no-analysis",
+                    "--json",
+                    "--project",
+                    p.to_str().unwrap(),
+                    "--prompt",
+                    "Capital of France?",
+                    "-c",
+                    "debugger@m1",
+                    "-c",
+                    "debugger@m2",
+                ],
+            )
+        })
+        .await
+        .unwrap()
+    };
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let battle: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let id = battle["id"].as_str().unwrap().to_string();
+    let results = PathBuf::from(battle["results_path"].as_str().unwrap());
+    let before: Vec<_> = walk(&results);
+
+    let out = {
+        let (d, b) = (dir.path().to_path_buf(), bin.clone());
+        tokio::task::spawn_blocking(move || {
+            arena(
+                &d,
+                &b,
+                &[
+                    "battle",
+                    "cross-examine",
+                    &id,
+                    "-c",
+                    "qwen@examiner",
+                    "--json",
+                ],
+            )
+        })
+        .await
+        .unwrap()
+    };
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let x: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(x["status"], "done", "{x:#}");
+    assert_eq!(x["identity"], "qwen");
+    assert!(
+        x["output"]
+            .as_str()
+            .unwrap()
+            .contains("Result A is correct"),
+        "{x:#}"
+    );
+    assert!(!x["verdict"].is_null(), "{x:#}");
+    let report = PathBuf::from(x["path"].as_str().unwrap());
+    assert!(std::fs::read_to_string(&report)
+        .unwrap()
+        .contains("Result A is correct"));
+
+    // Qwen asked the scripted model, with our task in its prompt.
+    let asked = server.requests_for("examiner");
+    assert!(!asked.is_empty());
+    assert!(asked[0]
+        .body
+        .to_string()
+        .contains("cross-examining the results of a contest"));
+    // Read-only: nothing in the results folder changed but the new report.
+    let mut after = walk(&results);
+    after.retain(|p| p != &report);
+    assert_eq!(before, after);
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p.clone());
+            }
+            out.push(p);
+        }
+    }
+    out.sort();
+    out
+}
