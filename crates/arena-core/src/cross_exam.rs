@@ -53,9 +53,9 @@ pub fn read_only_mode(backend: &str) -> Option<&'static [&'static str]> {
 /// The task for an agent examining the results folder it runs in.
 pub fn agent_prompt(question: &str, files: &[(String, String)]) -> String {
     let labels = crate::analysis::labels(files.len());
-    let mut prompt = format!(
+    let mut prompt = String::from(
         "You are cross-examining the results of a contest. They are files in the current folder; \
-         `manifest.json` describes the battle. The contestants' results, one per label:\n"
+         `manifest.json` describes the battle. The contestants' results, one per label:\n",
     );
     for (label, (_, file)) in labels.iter().zip(files) {
         prompt.push_str(&format!("- {label}: {file}\n"));
