@@ -473,26 +473,7 @@ pub(super) async fn cross_examine(
         .map(str::trim)
         .filter(|q| !q.is_empty())
         .unwrap_or(cross_exam::DEFAULT_QUESTION);
-    let mut x = CrossExamination {
-        id: uuid::Uuid::now_v7().to_string(),
-        battle_id: battle.id.clone(),
-        number: 0,
-        identity: persona.name.clone(),
-        model: target.model.clone(),
-        provider: target.provider.clone(),
-        question: question.to_string(),
-        status: AnalysisStatus::Running,
-        output: String::new(),
-        verdict: None,
-        error: None,
-        path: None,
-        created_at: engine.now(),
-        finished_at: None,
-    };
-    let row = x.clone();
-    x.number = engine
-        .db(move |s| s.transact(|tx| tx.insert_cross_examination(&row)))
-        .await?;
+    let mut x = start_cross_exam(engine, &battle, &persona.name, &target, question).await?;
 
     let mut order: Vec<String> = done.iter().map(|c| c.id.clone()).collect();
     order.shuffle(&mut rand::thread_rng());
@@ -528,19 +509,7 @@ pub(super) async fn cross_examine(
             x.error = Some(e.to_string());
         }
     }
-    let path = results::confined(
-        &battle.results_path,
-        &[&format!("cross-exam-{}.md", x.number)],
-    )?;
-    let names = |id: &str| name_of(&battle, id);
-    results::write_atomic(&path, cross_exam::render(&x, &names).as_bytes())?;
-    x.path = Some(path);
-    x.finished_at = Some(engine.now());
-    let (row, at) = (x.clone(), engine.now());
-    engine
-        .db(move |s| s.transact(|tx| tx.finish_cross_examination(&row, at)))
-        .await?;
-    Ok(x)
+    finish_cross_exam(engine, &battle, x).await
 }
 
 /// Cross-examination by a CLI agent, run read-only in the results folder.
@@ -640,26 +609,7 @@ async fn cross_examine_with_agent(
         timeout: engine.config().limits.max_duration(),
     };
 
-    let mut x = CrossExamination {
-        id: uuid::Uuid::now_v7().to_string(),
-        battle_id: battle.id.clone(),
-        number: 0,
-        identity: backend.name.to_string(),
-        model: target.model.clone(),
-        provider: target.provider.clone(),
-        question: question.to_string(),
-        status: AnalysisStatus::Running,
-        output: String::new(),
-        verdict: None,
-        error: None,
-        path: None,
-        created_at: engine.now(),
-        finished_at: None,
-    };
-    let row = x.clone();
-    x.number = engine
-        .db(move |s| s.transact(|tx| tx.insert_cross_examination(&row)))
-        .await?;
+    let mut x = start_cross_exam(engine, battle, backend.name, &target, question).await?;
 
     // Lines go to the battle's event stream as they come.
     let (lines_tx, mut lines_rx) = tokio::sync::mpsc::unbounded_channel::<String>();
@@ -711,6 +661,46 @@ async fn cross_examine_with_agent(
         }
     }
     x.output = output;
+    finish_cross_exam(engine, battle, x).await
+}
+
+/// Records a new cross-examination (status running) and numbers it.
+async fn start_cross_exam(
+    engine: &Engine,
+    battle: &Battle,
+    identity: &str,
+    target: &Resolved,
+    question: &str,
+) -> Result<CrossExamination> {
+    let mut x = CrossExamination {
+        id: uuid::Uuid::now_v7().to_string(),
+        battle_id: battle.id.clone(),
+        number: 0,
+        identity: identity.to_string(),
+        model: target.model.clone(),
+        provider: target.provider.clone(),
+        question: question.to_string(),
+        status: AnalysisStatus::Running,
+        output: String::new(),
+        verdict: None,
+        error: None,
+        path: None,
+        created_at: engine.now(),
+        finished_at: None,
+    };
+    let row = x.clone();
+    x.number = engine
+        .db(move |s| s.transact(|tx| tx.insert_cross_examination(&row)))
+        .await?;
+    Ok(x)
+}
+
+/// Writes `cross-exam-<n>.md` and stores the finished cross-examination.
+async fn finish_cross_exam(
+    engine: &Engine,
+    battle: &Battle,
+    mut x: CrossExamination,
+) -> Result<CrossExamination> {
     let path = results::confined(
         &battle.results_path,
         &[&format!("cross-exam-{}.md", x.number)],
