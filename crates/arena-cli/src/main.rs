@@ -31,6 +31,8 @@ enum Command {
     Providers(JsonFlag),
     /// Personas from the AGENTS.md registry.
     Personas(JsonFlag),
+    /// Coding backends (CLI agents) and whether each is installed.
+    Backends(JsonFlag),
     /// Run and inspect battles.
     #[command(subcommand)]
     Battle(BattleCommand),
@@ -218,6 +220,35 @@ async fn run(cli: Cli) -> Result<(), Error> {
                         p.name,
                         p.description.as_deref().unwrap_or("")
                     );
+                }
+            }
+        }
+        Command::Backends(flags) => {
+            let rows: Vec<serde_json::Value> = arena_core::backend::BACKENDS
+                .iter()
+                .map(|b| {
+                    let path = b.program.and_then(arena_core::backend::which);
+                    serde_json::json!({
+                        "name": b.name,
+                        "program": b.program,
+                        "installed": b.program.is_none() || path.is_some(),
+                        "path": path,
+                        "read_only": arena_core::cross_exam::read_only_mode(b.name).is_some(),
+                    })
+                })
+                .collect();
+            if flags.json {
+                print_json(&serde_json::Value::Array(rows));
+            } else {
+                for r in &rows {
+                    let status = match (&r["program"], &r["path"]) {
+                        (serde_json::Value::Null, _) => "built in".to_string(),
+                        (_, serde_json::Value::String(p)) => format!("installed at {p}"),
+                        (p, _) => {
+                            format!("not installed (`{}` not on PATH)", p.as_str().unwrap_or(""))
+                        }
+                    };
+                    println!("  {:<12} {status}", r["name"].as_str().unwrap_or(""));
                 }
             }
         }

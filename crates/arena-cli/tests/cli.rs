@@ -635,3 +635,16 @@ async fn run_waits_for_the_analysis_and_the_leaderboard_agrees_in_json_and_csv()
     let text = s.arena(&["leaderboard", "--type", "coding"]).await;
     assert!(String::from_utf8_lossy(&text.stdout).contains("No finished battles"));
 }
+
+#[tokio::test]
+async fn backends_lists_what_is_installed() {
+    let s = Setup::new().await;
+    let v = s.json(&["backends", "--json"]).await;
+    let rows = v.as_array().unwrap();
+    let by_name = |n: &str| rows.iter().find(|r| r["name"] == n).unwrap().clone();
+    assert_eq!(by_name("native")["installed"], true);
+    assert_eq!(by_name("goose")["installed"], false);
+    assert_eq!(by_name("qwen")["read_only"], true);
+    assert_eq!(by_name("aider")["read_only"], false);
+    assert_eq!(rows.len(), 7);
+}
