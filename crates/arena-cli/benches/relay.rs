@@ -69,6 +69,7 @@ async fn engine_round(bench: &common::Bench, engine: &arena_core::Engine, round:
                 model,
             })
             .collect(),
+        check_command: None,
     };
     let battle = engine.create_battle(request).await.expect("create");
     let sink = {

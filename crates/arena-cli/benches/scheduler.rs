@@ -46,6 +46,7 @@ async fn main() {
             project: bench.project(),
             prompt: format!("round {round}"),
             contestants,
+            check_command: None,
         };
         let battle = engine.create_battle(request).await.expect("create");
         let started = Instant::now();

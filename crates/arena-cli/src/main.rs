@@ -147,6 +147,9 @@ struct RunArgs {
     /// A contestant as IDENTITY@MODEL (persona for Q&A, backend for Coding); 2 to 6 of them.
     #[arg(short = 'c', long = "contestant", value_name = "IDENTITY@MODEL")]
     contestants: Vec<String>,
+    /// Coding: a shell command run in each finished worktree (e.g. "cargo test").
+    #[arg(long, value_name = "CMD")]
+    check: Option<String>,
     /// Don't judge the results when the battle ends.
     #[arg(long)]
     no_analysis: bool,
@@ -456,6 +459,7 @@ fn run_request(args: RunArgs) -> Result<BattleRequest, Error> {
         project: args.project,
         prompt,
         contestants,
+        check_command: args.check,
     })
 }
 

@@ -134,6 +134,29 @@ pub struct BattleRequest {
     pub project: PathBuf,
     pub prompt: String,
     pub contestants: Vec<ContestantSpec>,
+    /// Coding: a shell command run in each finished worktree (e.g. `cargo test`).
+    pub check_command: Option<String>,
+}
+
+/// Lines changed by a Coding contestant, against the base commit.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DiffSummary {
+    pub files: usize,
+    pub insertions: usize,
+    pub deletions: usize,
+}
+
+/// The check command's result in one worktree.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CheckResult {
+    pub command: String,
+    /// `None` when it timed out or was killed.
+    pub exit_code: Option<i32>,
+    pub passed: bool,
+    pub timed_out: bool,
+    pub duration_ms: u64,
+    /// The last lines of its output.
+    pub output_tail: String,
 }
 
 /// The winner and who chose it.
@@ -156,6 +179,9 @@ pub struct Battle {
     pub finished_at: Option<DateTime<Utc>>,
     pub winner: Option<Winner>,
     pub contestants: Vec<Contestant>,
+    /// Coding: the commit every worktree branched from.
+    pub base_commit: Option<String>,
+    pub check_command: Option<String>,
 }
 
 /// A contestant as stored, with its benchmark.
@@ -181,6 +207,10 @@ pub struct Contestant {
     /// The resolved persona and sampling used to run this contestant, frozen
     /// at battle start so a resumed run asks the same question.
     pub run: RunSpec,
+    /// Coding: where it works, what it changed, how the check went.
+    pub worktree: Option<PathBuf>,
+    pub diff: Option<DiffSummary>,
+    pub check: Option<CheckResult>,
 }
 
 /// Speed figures for one contestant.

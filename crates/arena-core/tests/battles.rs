@@ -559,6 +559,7 @@ async fn the_anthropic_messages_api_streams_too() {
                 arena_core::ContestantSpec::parse("explainer@claude-test").unwrap(),
                 arena_core::ContestantSpec::parse("debugger@claude-two").unwrap(),
             ],
+            check_command: None,
         })
         .await
         .unwrap();

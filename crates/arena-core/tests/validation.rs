@@ -45,6 +45,7 @@ async fn rejections_are_clear_and_leave_nothing_behind() {
         project: h.project.path().to_path_buf(),
         prompt: prompt.into(),
         contestants: specs(list),
+        check_command: None,
     };
 
     let e = rejected(&h, qa("q", &["debugger@m1"])).await;
@@ -112,6 +113,7 @@ async fn rejections_are_clear_and_leave_nothing_behind() {
         project: h.project.path().to_path_buf(),
         prompt: "fix it".into(),
         contestants: specs(list),
+        check_command: None,
     };
     let e = rejected(&h, coding(&["cursor@m1", "native@m1"])).await;
     assert!(

@@ -2,4 +2,5 @@
 //! minimal environment, a timeout, and cancellation that takes down the
 //! whole group.
 
+pub mod native;
 pub mod process;

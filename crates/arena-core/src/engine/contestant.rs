@@ -93,6 +93,8 @@ impl Collected {
                 self.timings = Some(t);
                 return true;
             }
+            // Q&A requests offer no tools.
+            Chunk::ToolCall { .. } => return true,
         };
         let now = Instant::now();
         self.first_token.get_or_insert(now);

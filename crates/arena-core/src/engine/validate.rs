@@ -27,7 +27,11 @@ pub(super) async fn create(engine: &Engine, request: BattleRequest) -> Result<Ba
         project,
         prompt,
         contestants,
+        check_command,
     } = request;
+    let check_command = check_command
+        .map(|c| c.trim().to_string())
+        .filter(|c| !c.is_empty());
 
     // Cheap checks first; nothing touches the network or disk until they pass.
     if prompt.trim().is_empty() {
@@ -150,6 +154,8 @@ pub(super) async fn create(engine: &Engine, request: BattleRequest) -> Result<Ba
                 run: c.run,
             })
             .collect(),
+        base_commit: None,
+        check_command,
     };
     let battle = in_memory(&new);
 
@@ -188,6 +194,8 @@ fn in_memory(b: &NewBattle) -> Battle {
         created_at: b.created_at,
         finished_at: None,
         winner: None,
+        base_commit: b.base_commit.clone(),
+        check_command: b.check_command.clone(),
         contestants: b
             .contestants
             .iter()
@@ -211,6 +219,9 @@ fn in_memory(b: &NewBattle) -> Battle {
                 truncated: false,
                 result_path: None,
                 run: c.run.clone(),
+                worktree: None,
+                diff: None,
+                check: None,
             })
             .collect(),
     }

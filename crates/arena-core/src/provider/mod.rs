@@ -96,6 +96,57 @@ pub enum Chunk {
     Reasoning(String),
     Usage(Usage),
     Timings(Timings),
+    /// A piece of a tool call: the first piece of call `index` carries its id
+    /// and name, later ones more of its JSON arguments.
+    ToolCall {
+        index: usize,
+        id: Option<String>,
+        name: Option<String>,
+        arguments: String,
+    },
+}
+
+/// A message of a tool-using conversation.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Message {
+    System(String),
+    User(String),
+    Assistant {
+        content: String,
+        tool_calls: Vec<ToolCall>,
+    },
+    Tool {
+        call_id: String,
+        content: String,
+    },
+}
+
+/// A complete tool call the model asked for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCall {
+    pub id: String,
+    pub name: String,
+    /// JSON text, as the model wrote it.
+    pub arguments: String,
+}
+
+/// A tool the model may call: its JSON Schema parameters.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolSpec {
+    pub name: &'static str,
+    pub description: &'static str,
+    pub parameters: serde_json::Value,
+}
+
+/// A tool-using conversation (OpenAI-compatible providers).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Conversation {
+    pub model: String,
+    pub messages: Vec<Message>,
+    pub tools: Vec<ToolSpec>,
+    pub temperature: Option<f64>,
+    pub max_tokens: Option<u64>,
+    pub no_prompt_cache: bool,
 }
 
 pub type ChunkStream = Pin<Box<dyn Stream<Item = Result<Chunk, ProviderError>> + Send>>;
@@ -122,6 +173,21 @@ impl Provider {
         match self.config.kind {
             ProviderKind::Openai => openai::stream_chat(self, req).await,
             ProviderKind::Anthropic => anthropic::stream_chat(self, req).await,
+        }
+    }
+
+    /// Streams one turn of a tool-using conversation. Only OpenAI-compatible
+    /// providers support this (the native agent's dialect).
+    pub async fn stream_conversation(
+        &self,
+        req: &Conversation,
+    ) -> Result<ChunkStream, ProviderError> {
+        match self.config.kind {
+            ProviderKind::Openai => openai::stream_body(self, &openai::conversation_body(req)).await,
+            ProviderKind::Anthropic => Err(ProviderError::Api(format!(
+                "provider `{}` speaks the Anthropic API; the native agent needs an OpenAI-compatible provider",
+                self.config.name
+            ))),
         }
     }
 

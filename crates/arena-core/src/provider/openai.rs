@@ -8,7 +8,10 @@ use futures::StreamExt;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{send, ChatRequest, Chunk, ChunkStream, Provider, ProviderError, Timings, Usage};
+use super::{
+    send, ChatRequest, Chunk, ChunkStream, Conversation, Message, Provider, ProviderError, Timings,
+    Usage,
+};
 
 #[derive(Deserialize)]
 struct ChunkJson {
@@ -30,6 +33,21 @@ struct Delta {
     content: Option<String>,
     reasoning_content: Option<String>,
     reasoning: Option<String>,
+    tool_calls: Option<Vec<ToolCallDelta>>,
+}
+
+#[derive(Deserialize)]
+struct ToolCallDelta {
+    #[serde(default)]
+    index: usize,
+    id: Option<String>,
+    function: Option<FunctionDelta>,
+}
+
+#[derive(Deserialize)]
+struct FunctionDelta {
+    name: Option<String>,
+    arguments: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -68,12 +86,64 @@ pub(super) async fn stream_chat(
     provider: &Provider,
     req: &ChatRequest,
 ) -> Result<ChunkStream, ProviderError> {
+    stream_body(provider, &request_body(req)).await
+}
+
+/// A conversation with tools (for the native agent).
+pub(super) fn conversation_body(req: &Conversation) -> serde_json::Value {
+    let messages: Vec<serde_json::Value> = req
+        .messages
+        .iter()
+        .map(|m| match m {
+            Message::System(text) => json!({"role": "system", "content": text}),
+            Message::User(text) => json!({"role": "user", "content": text}),
+            Message::Assistant { content, tool_calls } => {
+                let mut v = json!({"role": "assistant", "content": content});
+                if !tool_calls.is_empty() {
+                    v["tool_calls"] = tool_calls
+                        .iter()
+                        .map(|c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}))
+                        .collect();
+                }
+                v
+            }
+            Message::Tool { call_id, content } => json!({"role": "tool", "tool_call_id": call_id, "content": content}),
+        })
+        .collect();
+    let tools: Vec<serde_json::Value> = req
+        .tools
+        .iter()
+        .map(|t| json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}))
+        .collect();
+    let mut body = json!({
+        "model": req.model,
+        "messages": messages,
+        "tools": tools,
+        "stream": true,
+        "stream_options": {"include_usage": true},
+    });
+    if let Some(t) = req.temperature {
+        body["temperature"] = json!(t);
+    }
+    if let Some(m) = req.max_tokens {
+        body["max_tokens"] = json!(m);
+    }
+    if req.no_prompt_cache {
+        body["cache_prompt"] = json!(false);
+    }
+    body
+}
+
+pub(super) async fn stream_body(
+    provider: &Provider,
+    body: &serde_json::Value,
+) -> Result<ChunkStream, ProviderError> {
     let url = provider.url("chat/completions");
     let request = provider
         .client
         .post(&url)
         .header(reqwest::header::ACCEPT, "text/event-stream")
-        .json(&request_body(req));
+        .json(body);
     let response = send(provider.authorise(request), &url).await?;
     let mut events = response.bytes_stream().eventsource();
 
@@ -109,6 +179,13 @@ pub(super) async fn stream_chat(
                         if !c.is_empty() {
                             yield Chunk::Content(c);
                         }
+                    }
+                    for call in delta.tool_calls.unwrap_or_default() {
+                        let (name, arguments) = match call.function {
+                            Some(f) => (f.name, f.arguments.unwrap_or_default()),
+                            None => (None, String::new()),
+                        };
+                        yield Chunk::ToolCall { index: call.index, id: call.id, name, arguments };
                     }
                 }
                 if choice.finish_reason.is_some() {

@@ -40,6 +40,7 @@ fn migrations() -> Migrations<'static> {
     Migrations::new(vec![
         M::up(include_str!("../../migrations/001_init.sql")),
         M::up(include_str!("../../migrations/002_analysis.sql")),
+        M::up(include_str!("../../migrations/003_coding.sql")),
     ])
 }
 
@@ -72,6 +73,8 @@ pub struct NewBattle {
     pub results_path: PathBuf,
     pub created_at: DateTime<Utc>,
     pub contestants: Vec<NewContestant>,
+    pub base_commit: Option<String>,
+    pub check_command: Option<String>,
 }
 
 impl Store {
@@ -282,15 +285,17 @@ impl Tx<'_> {
 
     pub fn insert_battle(&mut self, b: &NewBattle) -> Result<()> {
         self.tx.execute(
-            "INSERT INTO battles (id, battle_type, status, prompt, project_path, results_path, created_at)
-             VALUES (?1, ?2, 'running', ?3, ?4, ?5, ?6)",
+            "INSERT INTO battles (id, battle_type, status, prompt, project_path, results_path, created_at, base_commit, check_command)
+             VALUES (?1, ?2, 'running', ?3, ?4, ?5, ?6, ?7, ?8)",
             params![
                 b.id,
                 b.battle_type.as_str(),
                 b.prompt,
                 b.project.to_string_lossy(),
                 b.results_path.to_string_lossy(),
-                ms(b.created_at)
+                ms(b.created_at),
+                b.base_commit,
+                b.check_command
             ],
         )?;
         for (position, c) in b.contestants.iter().enumerate() {
@@ -717,6 +722,8 @@ mod tests {
                         lane: Lane::Local,
                         run: RunSpec::default(),
                     }],
+                    base_commit: None,
+                    check_command: None,
                 })
             })
             .unwrap();

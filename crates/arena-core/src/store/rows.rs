@@ -27,7 +27,7 @@ fn parse<T: std::str::FromStr<Err = String>>(idx: usize, s: String) -> rusqlite:
     })
 }
 
-const BATTLE_COLUMNS: &str = "id, battle_type, status, prompt, project_path, results_path, created_at, finished_at, winner_id, winner_source";
+const BATTLE_COLUMNS: &str = "id, battle_type, status, prompt, project_path, results_path, created_at, finished_at, winner_id, winner_source, base_commit, check_command";
 
 fn battle_row(r: &Row<'_>) -> rusqlite::Result<Battle> {
     let winner_id: Option<String> = r.get(8)?;
@@ -50,10 +50,12 @@ fn battle_row(r: &Row<'_>) -> rusqlite::Result<Battle> {
         finished_at: time(r.get(7)?),
         winner,
         contestants: Vec::new(),
+        base_commit: r.get(10)?,
+        check_command: r.get(11)?,
     })
 }
 
-const CONTESTANT_COLUMNS: &str = "id, battle_id, position, identity, model, provider, lane, status, error, attempts, run_spec, started_at, finished_at, duration_ms, ttft_ms, prompt_tokens, completion_tokens, cached_tokens, tokens_per_sec, rate_source, output, reasoning, truncated, result_path";
+const CONTESTANT_COLUMNS: &str = "id, battle_id, position, identity, model, provider, lane, status, error, attempts, run_spec, started_at, finished_at, duration_ms, ttft_ms, prompt_tokens, completion_tokens, cached_tokens, tokens_per_sec, rate_source, output, reasoning, truncated, result_path, worktree, diff_stats, check_result";
 
 fn contestant_row(r: &Row<'_>) -> rusqlite::Result<Contestant> {
     let u = |i: usize| -> rusqlite::Result<Option<u64>> {
@@ -88,6 +90,13 @@ fn contestant_row(r: &Row<'_>) -> rusqlite::Result<Contestant> {
         reasoning: r.get(21)?,
         truncated: r.get(22)?,
         result_path: r.get::<_, Option<String>>(23)?.map(PathBuf::from),
+        worktree: r.get::<_, Option<String>>(24)?.map(PathBuf::from),
+        diff: r
+            .get::<_, Option<String>>(25)?
+            .and_then(|t| serde_json::from_str(&t).ok()),
+        check: r
+            .get::<_, Option<String>>(26)?
+            .and_then(|t| serde_json::from_str(&t).ok()),
     })
 }
 

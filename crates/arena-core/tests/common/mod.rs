@@ -100,6 +100,7 @@ impl Harness {
                 .iter()
                 .map(|c| ContestantSpec::parse(c).expect("contestant spec"))
                 .collect(),
+            check_command: None,
         }
     }
 
