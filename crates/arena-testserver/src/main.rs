@@ -19,6 +19,9 @@ struct Args {
     #[arg(long = "model", value_name = "NAME:TOKENS:RATE")]
     models: Vec<String>,
     /// A JSON script file: {"models": {"name": {"tokens": 100, "rate": 50.0, ...}}}.
+    /// A model may answer in tool-calling turns instead: "turns": [{"text": "..."} |
+    /// {"tool_calls": [{"name": "write_file", "arguments": {...}}], "text": "optional"}].
+    /// Tool calls are served on /v1/chat/completions, /v1/messages and /v1/responses.
     #[arg(long, value_name = "FILE.json")]
     script: Option<PathBuf>,
 }

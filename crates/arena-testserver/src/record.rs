@@ -32,7 +32,7 @@ pub struct RecordedRequest {
 }
 
 impl RecordedRequest {
-    /// Whether this is a chat completion or messages request.
+    /// Whether this is a generation request: chat completions, messages or responses.
     pub fn is_generation(&self) -> bool {
         is_generation_path(&self.path)
     }
@@ -47,7 +47,9 @@ impl RecordedRequest {
 }
 
 pub(crate) fn is_generation_path(path: &str) -> bool {
-    path == crate::server::CHAT_PATH || path == crate::server::MESSAGES_PATH
+    path == crate::server::CHAT_PATH
+        || path == crate::server::MESSAGES_PATH
+        || path == crate::server::RESPONSES_PATH
 }
 
 /// The shared request log. Entries are addressed by a sequence number that

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::turn::{has_tools, PlannedCall, Turn, TurnScript, DONE_TEXT, SIDE_REQUEST_TEXT};
 use crate::Error;
 
 /// A fault injected into one request.
@@ -66,6 +67,9 @@ pub struct ModelScript {
     /// (and split after whitespace), replacing `content`. For scripted
     /// peers whose answer depends on what they were asked, like a judge.
     pub responder: Option<Responder>,
+    /// When set, the model answers in tool-calling turns (see
+    /// [`ModelScript::turns`]); `content` and `responder` are then unused.
+    pub turns: Option<TurnScript>,
 }
 
 /// Computes a response text from a request body.
@@ -103,6 +107,7 @@ impl ModelScript {
             timings: true,
             faults: Vec::new(),
             responder: None,
+            turns: None,
         }
     }
 
@@ -115,18 +120,91 @@ impl ModelScript {
         script
     }
 
-    /// This script answering `body`: the responder's text, if any.
+    /// Answers requests with tool-calling agent turns, in order: the first
+    /// request that offers tools gets `turns[0]`, the next `turns[1]`, ...;
+    /// once they are used up, every such request gets `Turn::Text("done")`
+    /// ([`crate::DONE_TEXT`]).
+    ///
+    /// Requests without tools (no `tools` field, or `null` or `[]`) are an
+    /// agent's side requests (title generation, summaries, quota checks):
+    /// they are answered with the plain text `"Arena test"`
+    /// ([`crate::SIDE_REQUEST_TEXT`]) and do not consume a turn.
+    ///
+    /// Faults still apply, one per request (side requests included), as
+    /// for any script. A request that gets a fault does not consume a turn
+    /// (a stream fault cuts the turn it would have answered short), so a
+    /// retry gets the same turn again. Replacing the script restarts the
+    /// turns. Text is split after whitespace and paced like
+    /// [`ModelScript::text`]; each call's arguments are streamed in up to
+    /// 4 pieces, each paced and counted like a token (also by the faults
+    /// that cut a stream after `N` tokens).
+    pub fn turns(turns: Vec<Turn>) -> ModelScript {
+        let mut script = ModelScript::from_content(Vec::new());
+        script.turns = Some(TurnScript::Sequence(turns));
+        script
+    }
+
+    /// Like [`ModelScript::turns`], but each request with tools gets
+    /// `f(request body)`, e.g. chosen by counting the tool results in the
+    /// conversation with [`crate::tool_results`]. `f` is called for every
+    /// request with tools (faulted ones too, like a responder); requests
+    /// without tools get `"Arena test"` without calling it.
+    pub fn turn_with(
+        f: impl Fn(&serde_json::Value) -> Turn + Send + Sync + 'static,
+    ) -> ModelScript {
+        let mut script = ModelScript::from_content(Vec::new());
+        script.turns = Some(TurnScript::Chooser(std::sync::Arc::new(f)));
+        script
+    }
+
+    /// Whether answering `body` (without a fault) moves a turn sequence on.
+    pub(crate) fn consumes_turn(&self, body: &serde_json::Value) -> bool {
+        matches!(self.turns, Some(TurnScript::Sequence(_))) && has_tools(body)
+    }
+
+    /// The turn this script answers `body` with, `turn_index` being the
+    /// number of turns of a sequence consumed before it. `None` when the
+    /// script has no turns.
+    pub(crate) fn turn_for(&self, body: &serde_json::Value, turn_index: usize) -> Option<Turn> {
+        let turns = self.turns.as_ref()?;
+        if !has_tools(body) {
+            return Some(Turn::text(SIDE_REQUEST_TEXT));
+        }
+        Some(match turns {
+            TurnScript::Sequence(list) => list
+                .get(turn_index)
+                .cloned()
+                .unwrap_or_else(|| Turn::text(DONE_TEXT)),
+            TurnScript::Chooser(f) => f(body),
+        })
+    }
+
+    /// This script answering `body`: the responder's text, or the turn's
+    /// text and calls (`make_call` builds a call's ids from its index).
     pub(crate) fn for_request(
         self: std::sync::Arc<Self>,
         body: &serde_json::Value,
-    ) -> std::sync::Arc<Self> {
+        turn_index: usize,
+        make_call: impl Fn(usize, &crate::ToolCall) -> PlannedCall,
+    ) -> (std::sync::Arc<Self>, Vec<PlannedCall>) {
+        if let Some(turn) = self.turn_for(body, turn_index) {
+            let calls = turn
+                .calls()
+                .iter()
+                .enumerate()
+                .map(|(i, c)| make_call(i, c))
+                .collect();
+            let mut script = (*self).clone();
+            script.content = split_words(turn.text_part());
+            return (std::sync::Arc::new(script), calls);
+        }
         match &self.responder {
             Some(Responder(f)) => {
                 let mut script = (*self).clone();
                 script.content = split_words(&f(body));
-                std::sync::Arc::new(script)
+                (std::sync::Arc::new(script), Vec::new())
             }
-            None => self,
+            None => (self, Vec::new()),
         }
     }
 
@@ -246,14 +324,19 @@ pub struct ScriptFileModel {
     pub usage: Option<bool>,
     /// Send llama.cpp timings (default true).
     pub timings: Option<bool>,
+    /// Tool-calling agent turns (see [`ModelScript::turns`]), each
+    /// `{"text": "..."}` or `{"tool_calls": [{"name": "write_file",
+    /// "arguments": {...}}], "text": "optional"}`; replaces `tokens`/`text`.
+    pub turns: Option<Vec<Turn>>,
 }
 
 impl ScriptFileModel {
     /// Builds the [`ModelScript`] this entry describes.
     pub fn to_script(&self) -> ModelScript {
-        let mut script = match &self.text {
-            Some(text) => ModelScript::text(text),
-            None => ModelScript::tokens(self.tokens.unwrap_or(5)),
+        let mut script = match (&self.turns, &self.text) {
+            (Some(turns), _) => ModelScript::turns(turns.clone()),
+            (None, Some(text)) => ModelScript::text(text),
+            (None, None) => ModelScript::tokens(self.tokens.unwrap_or(5)),
         };
         script = script
             .rate(self.rate)
@@ -393,6 +476,55 @@ mod tests {
         assert_eq!(a.faults, vec![Fault::Status(503)]);
         assert_eq!(scripts[1].1.content, vec!["hi ", "there"]);
         assert!(ScriptFile::from_json(r#"{"models":{"a":{"bogus":1}}}"#).is_err());
+    }
+
+    #[test]
+    fn script_file_turns() {
+        let f = ScriptFile::from_json(
+            r#"{"models":{"agent":{"rate":10,"turns":[
+                {"tool_calls":[{"name":"write_file","arguments":{"path":"a"}}],"text":"ok"},
+                {"text":"fin"}]}}}"#,
+        )
+        .unwrap();
+        let (_, s) = &f.scripts()[0];
+        assert_eq!(s.token_interval, Duration::from_millis(100));
+        match &s.turns {
+            Some(TurnScript::Sequence(turns)) => assert_eq!(
+                turns,
+                &vec![
+                    Turn::ToolCalls {
+                        text: Some("ok".into()),
+                        calls: vec![crate::ToolCall::new(
+                            "write_file",
+                            serde_json::json!({"path": "a"})
+                        )],
+                    },
+                    Turn::text("fin"),
+                ]
+            ),
+            other => panic!("{other:?}"),
+        }
+        for bad in [
+            r#"{"models":{"a":{"turns":[{}]}}}"#,
+            r#"{"models":{"a":{"turns":[{"tool_calls":[{"name":"x","arguments":"{}"}]}]}}}"#,
+        ] {
+            assert!(ScriptFile::from_json(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn turn_selection() {
+        let s = ModelScript::turns(vec![Turn::call("x", serde_json::json!({}))]);
+        let tools = serde_json::json!({"tools": [{"type": "function"}]});
+        let none = serde_json::json!({"messages": []});
+        assert!(s.consumes_turn(&tools));
+        assert!(!s.consumes_turn(&none));
+        assert_eq!(s.turn_for(&none, 0), Some(Turn::text(SIDE_REQUEST_TEXT)));
+        assert_eq!(s.turn_for(&tools, 1), Some(Turn::text(DONE_TEXT)));
+        assert!(ModelScript::tokens(1).turn_for(&tools, 0).is_none());
+        let w = ModelScript::turn_with(|_| Turn::text("w"));
+        assert!(!w.consumes_turn(&tools));
+        assert_eq!(w.turn_for(&tools, 7), Some(Turn::text("w")));
     }
 
     #[test]

@@ -18,14 +18,18 @@ use serde_json::{json, Value};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use crate::encode::{AnthropicEncoder, Encoder, OpenAiEncoder, Stats};
+use crate::encode::{AnthropicEncoder, Encoder, OpenAiEncoder, ResponsesEncoder, Stats};
 use crate::record::{RecordedRequest, RequestLog, ResponseGuard};
-use crate::stream::{due, fault_cutoff, ms, sleep_until, sse_stream, StreamPlan};
+use crate::stream::{
+    due, fault_cutoff, ms, sleep_until, sse_stream, tokens, total_tokens, StreamPlan,
+};
+use crate::turn::PlannedCall;
 use crate::{Fault, ModelScript, ScriptFile};
 
 pub(crate) const MODELS_PATH: &str = "/v1/models";
 pub(crate) const CHAT_PATH: &str = "/v1/chat/completions";
 pub(crate) const MESSAGES_PATH: &str = "/v1/messages";
+pub(crate) const RESPONSES_PATH: &str = "/v1/responses";
 
 /// Largest request body accepted.
 const MAX_BODY: usize = 64 * 1024 * 1024;
@@ -60,8 +64,10 @@ struct AppState {
 
 struct ModelEntry {
     script: Arc<ModelScript>,
-    /// Chat/messages requests served since the script was set (indexes `faults`).
+    /// Generation requests served since the script was set (indexes `faults`).
     served: usize,
+    /// Turns of a turn sequence consumed since the script was set.
+    turns_served: usize,
 }
 
 impl AppState {
@@ -69,13 +75,23 @@ impl AppState {
         self.models.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The script for `model` and the fault for this request, consuming it.
-    fn take_script(&self, model: &str) -> Option<(Arc<ModelScript>, Option<Fault>)> {
+    /// The script for `model`, the fault for this request (consuming it)
+    /// and the index of the turn it answers (consuming the turn when the
+    /// request is answered without a fault).
+    fn take_script(
+        &self,
+        model: &str,
+        body: &Value,
+    ) -> Option<(Arc<ModelScript>, Option<Fault>, usize)> {
         let mut models = self.models();
         let entry = models.get_mut(model)?;
         let fault = entry.script.faults.get(entry.served).cloned();
         entry.served += 1;
-        Some((Arc::clone(&entry.script), fault))
+        let turn = entry.turns_served;
+        if fault.is_none() && entry.script.consumes_turn(body) {
+            entry.turns_served += 1;
+        }
+        Some((Arc::clone(&entry.script), fault, turn))
     }
 
     fn next_id(&self) -> String {
@@ -142,6 +158,7 @@ impl TestServer {
             ModelEntry {
                 script: Arc::new(script),
                 served: 0,
+                turns_served: 0,
             },
         );
     }
@@ -168,7 +185,8 @@ impl TestServer {
         self.inner.state.log.snapshot()
     }
 
-    /// Only the chat/messages requests whose body `"model"` equals `model`.
+    /// Only the generation requests (chat completions, messages, responses)
+    /// whose body `"model"` equals `model`.
     pub fn requests_for(&self, model: &str) -> Vec<RecordedRequest> {
         self.inner.state.log.snapshot_for(model)
     }
@@ -210,6 +228,7 @@ fn unix_secs() -> u64 {
 enum Api {
     OpenAi,
     Anthropic,
+    Responses,
 }
 
 async fn handle(State(state): State<Arc<AppState>>, req: Request) -> Response {
@@ -263,7 +282,8 @@ async fn handle(State(state): State<Arc<AppState>>, req: Request) -> Response {
         }
         CHAT_PATH if parts.method == Method::POST => Api::OpenAi,
         MESSAGES_PATH if parts.method == Method::POST => Api::Anthropic,
-        MODELS_PATH | CHAT_PATH | MESSAGES_PATH => {
+        RESPONSES_PATH if parts.method == Method::POST => Api::Responses,
+        MODELS_PATH | CHAT_PATH | MESSAGES_PATH | RESPONSES_PATH => {
             return error_response(
                 Api::OpenAi,
                 StatusCode::METHOD_NOT_ALLOWED,
@@ -325,21 +345,26 @@ fn list_models(state: &AppState) -> Response {
 }
 
 fn error_type(api: Api, status: StatusCode) -> &'static str {
-    match (api, status.as_u16()) {
-        (Api::OpenAi, 401) => "authentication_error",
-        (Api::OpenAi, 403) => "permission_error",
-        (Api::OpenAi, 404) => "invalid_request_error",
-        (Api::OpenAi, 429) => "rate_limit_error",
-        (Api::OpenAi, 500..) => "server_error",
-        (Api::OpenAi, _) => "invalid_request_error",
-        (Api::Anthropic, 401) => "authentication_error",
-        (Api::Anthropic, 403) => "permission_error",
-        (Api::Anthropic, 404) => "not_found_error",
-        (Api::Anthropic, 413) => "request_too_large",
-        (Api::Anthropic, 429) => "rate_limit_error",
-        (Api::Anthropic, 529) => "overloaded_error",
-        (Api::Anthropic, 500..) => "api_error",
-        (Api::Anthropic, _) => "invalid_request_error",
+    let code = status.as_u16();
+    if api == Api::Anthropic {
+        match code {
+            401 => "authentication_error",
+            403 => "permission_error",
+            404 => "not_found_error",
+            413 => "request_too_large",
+            429 => "rate_limit_error",
+            529 => "overloaded_error",
+            500.. => "api_error",
+            _ => "invalid_request_error",
+        }
+    } else {
+        match code {
+            401 => "authentication_error",
+            403 => "permission_error",
+            429 => "rate_limit_error",
+            500.. => "server_error",
+            _ => "invalid_request_error",
+        }
     }
 }
 
@@ -347,7 +372,7 @@ fn error_type(api: Api, status: StatusCode) -> &'static str {
 fn error_response(api: Api, status: StatusCode, message: &str) -> Response {
     let kind = error_type(api, status);
     let body = match api {
-        Api::OpenAi => json!({"error": {"message": message, "type": kind}}),
+        Api::OpenAi | Api::Responses => json!({"error": {"message": message, "type": kind}}),
         Api::Anthropic => json!({"type": "error", "error": {"type": kind, "message": message}}),
     };
     (status, axum::Json(body)).into_response()
@@ -361,14 +386,28 @@ async fn generate(
     guard: ResponseGuard,
     received_at: Instant,
 ) -> Response {
-    let Some((script, fault)) = state.take_script(model) else {
+    let Some((script, fault, turn)) = state.take_script(model, body) else {
         return error_response(
             api,
             StatusCode::NOT_FOUND,
             &format!("model '{model}' not found"),
         );
     };
-    let script = script.for_request(body);
+    let prefix = match api {
+        Api::OpenAi => "chatcmpl-",
+        Api::Anthropic => "msg_",
+        Api::Responses => "resp_",
+    };
+    let base = state.next_id();
+    let id = format!("{prefix}{base}");
+    let (script, calls) = script.for_request(body, turn, |i, call| {
+        let call_id = match api {
+            Api::OpenAi | Api::Responses => format!("call_{base}_{i}"),
+            Api::Anthropic => format!("toolu_{base}_{i}"),
+        };
+        PlannedCall::new(call, call_id, format!("fc_{base}_{i}"))
+    });
+    let calls: Arc<[PlannedCall]> = calls.into();
     guard.set_fault(fault.clone());
     match fault {
         Some(Fault::Status(code)) => {
@@ -391,11 +430,6 @@ async fn generate(
         }
         _ => {}
     }
-    let prefix = match api {
-        Api::OpenAi => "chatcmpl-",
-        Api::Anthropic => "msg_",
-    };
-    let id = format!("{prefix}{}", state.next_id());
     let created = unix_secs();
     let streaming = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
     if !streaming {
@@ -406,6 +440,7 @@ async fn generate(
             created,
             model,
             script,
+            calls,
             fault,
             guard,
             received_at,
@@ -424,14 +459,26 @@ async fn generate(
                 model,
                 include_usage && script.usage,
                 script.timings,
+                Arc::clone(&calls),
             ))
         }
-        Api::Anthropic => {
-            Encoder::Anthropic(AnthropicEncoder::new(&id, model, script.prompt_tokens))
-        }
+        Api::Anthropic => Encoder::Anthropic(AnthropicEncoder::new(
+            &id,
+            model,
+            script.prompt_tokens,
+            Arc::clone(&calls),
+        )),
+        Api::Responses => Encoder::Responses(ResponsesEncoder::new(
+            &id,
+            created,
+            model,
+            script.prompt_tokens,
+            Arc::clone(&calls),
+        )),
     };
     let stream = sse_stream(StreamPlan {
         script,
+        calls,
         fault,
         encoder,
         guard,
@@ -458,12 +505,13 @@ async fn complete(
     created: u64,
     model: &str,
     script: Arc<ModelScript>,
+    calls: Arc<[PlannedCall]>,
     fault: Option<Fault>,
     mut guard: ResponseGuard,
     received_at: Instant,
 ) -> Response {
     guard.started();
-    let total = script.total_tokens();
+    let total = total_tokens(&script, &calls);
     let sent = fault_cutoff(fault.as_ref()).map_or(total, |n| n.min(total));
     let t0 = tokio::time::Instant::now() + script.first_token_delay;
     let first_at = received_at + script.first_token_delay;
@@ -514,12 +562,30 @@ async fn complete(
             if !script.reasoning.is_empty() {
                 message["reasoning_content"] = Value::String(reasoning);
             }
+            let finish_reason = if calls.is_empty() {
+                "stop"
+            } else {
+                if script.content.is_empty() {
+                    message["content"] = Value::Null;
+                }
+                message["tool_calls"] = calls
+                    .iter()
+                    .map(|c| {
+                        json!({
+                            "id": c.call_id,
+                            "type": "function",
+                            "function": {"name": c.name, "arguments": c.arguments},
+                        })
+                    })
+                    .collect();
+                "tool_calls"
+            };
             let mut body = json!({
                 "id": id,
                 "object": "chat.completion",
                 "created": created,
                 "model": model,
-                "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+                "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
             });
             if script.usage {
                 body["usage"] = stats.usage_json();
@@ -534,17 +600,33 @@ async fn complete(
             if !script.reasoning.is_empty() {
                 blocks.push(json!({"type": "thinking", "thinking": reasoning, "signature": ""}));
             }
-            blocks.push(json!({"type": "text", "text": content}));
+            if calls.is_empty() || !script.content.is_empty() {
+                blocks.push(json!({"type": "text", "text": content}));
+            }
+            for c in calls.iter() {
+                let input: Value = serde_json::from_str(&c.arguments).unwrap_or_else(|_| json!({}));
+                blocks.push(
+                    json!({"type": "tool_use", "id": c.call_id, "name": c.name, "input": input}),
+                );
+            }
             json!({
                 "id": id,
                 "type": "message",
                 "role": "assistant",
                 "model": model,
                 "content": blocks,
-                "stop_reason": "end_turn",
+                "stop_reason": if calls.is_empty() { "end_turn" } else { "tool_use" },
                 "stop_sequence": null,
                 "usage": {"input_tokens": script.prompt_tokens, "output_tokens": sent},
             })
+        }
+        Api::Responses => {
+            let mut encoder =
+                ResponsesEncoder::new(id, created, model, script.prompt_tokens, Arc::clone(&calls));
+            for (kind, text) in tokens(&script, &calls) {
+                encoder.push_token(kind, text);
+            }
+            encoder.completed_response(&stats)
         }
     };
     let resp = axum::Json(body).into_response();

@@ -1,4 +1,4 @@
-//! The paced, batched token stream shared by both endpoints.
+//! The paced, batched token stream shared by all endpoints.
 
 use std::io;
 use std::sync::Arc;
@@ -10,6 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::encode::{Encoder, Stats, TokenKind};
 use crate::record::ResponseGuard;
+use crate::turn::PlannedCall;
 use crate::{Fault, ModelScript};
 
 /// At most this many events go into one body frame when tokens are due at once.
@@ -23,11 +24,41 @@ const DISCONNECT_FLUSH_PAUSE: Duration = Duration::from_millis(20);
 /// Everything one streamed response needs.
 pub(crate) struct StreamPlan {
     pub script: Arc<ModelScript>,
+    /// Tool calls streamed after the content.
+    pub calls: Arc<[PlannedCall]>,
     pub fault: Option<Fault>,
     pub encoder: Encoder,
     pub guard: ResponseGuard,
     pub cancel: CancellationToken,
     pub received_at: Instant,
+}
+
+/// Every token delta of a response in order: reasoning, content, then the
+/// argument pieces of each tool call.
+pub(crate) fn tokens<'a>(
+    script: &'a ModelScript,
+    calls: &'a [PlannedCall],
+) -> impl Iterator<Item = (TokenKind, &'a str)> + 'a {
+    script
+        .reasoning
+        .iter()
+        .map(|t| (TokenKind::Reasoning, t.as_str()))
+        .chain(
+            script
+                .content
+                .iter()
+                .map(|t| (TokenKind::Content, t.as_str())),
+        )
+        .chain(calls.iter().enumerate().flat_map(|(i, c)| {
+            c.pieces
+                .iter()
+                .map(move |p| (TokenKind::ToolArgs(i), p.as_str()))
+        }))
+}
+
+/// The number of token deltas [`tokens`] yields.
+pub(crate) fn total_tokens(script: &ModelScript, calls: &[PlannedCall]) -> usize {
+    script.total_tokens() + calls.iter().map(|c| c.pieces.len()).sum::<usize>()
 }
 
 /// How many tokens a fault lets through before it strikes (`None` = no
@@ -78,14 +109,14 @@ pub(crate) fn sse_stream(
     plan: StreamPlan,
 ) -> impl Stream<Item = io::Result<Bytes>> + Send + 'static {
     async_stream::stream! {
-        let StreamPlan { script, fault, mut encoder, mut guard, cancel, received_at } = plan;
+        let StreamPlan { script, calls, fault, mut encoder, mut guard, cancel, received_at } = plan;
         let mut buf = BytesMut::with_capacity(BATCH_BYTES + 4096);
 
         encoder.preamble(&mut buf);
         guard.started();
         yield Ok(buf.split().freeze());
 
-        let total = script.total_tokens();
+        let total = total_tokens(&script, &calls);
         let limit = fault_cutoff(fault.as_ref()).map_or(total, |n| n.min(total));
         let interval = script.token_interval;
         let paced = !interval.is_zero();
@@ -95,12 +126,7 @@ pub(crate) fn sse_stream(
             return;
         }
 
-        let tokens = script
-            .reasoning
-            .iter()
-            .map(|t| (TokenKind::Reasoning, t))
-            .chain(script.content.iter().map(|t| (TokenKind::Content, t)))
-            .take(limit);
+        let tokens = tokens(&script, &calls).take(limit);
         let mut first_sent: Option<Instant> = None;
         let mut last_sent: Option<Instant> = None;
         let mut batched = 0usize;

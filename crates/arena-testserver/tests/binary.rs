@@ -111,6 +111,48 @@ async fn binary_loads_a_script_file() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+#[tokio::test]
+async fn binary_script_file_turns() {
+    let dir = std::env::temp_dir().join(format!("arena-testserver-turns-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("script.json");
+    std::fs::write(
+        &path,
+        r#"{"models": {"agent": {"turns": [
+            {"tool_calls": [{"name": "write_file", "arguments": {"path": "a.txt", "content": "hi"}}],
+             "text": "Writing."},
+            {"text": "fin"}
+        ]}}}"#,
+    )
+    .unwrap();
+    let (_child, line) = spawn(&["--script", path.to_str().unwrap()]);
+    let base = base_url(&line);
+    let client = reqwest::Client::new();
+    let post = |tools: bool| {
+        let mut body = serde_json::json!({"model": "agent", "messages": [], "stream": false});
+        if tools {
+            body["tools"] =
+                serde_json::json!([{"type": "function", "function": {"name": "write_file"}}]);
+        }
+        client
+            .post(format!("{base}/chat/completions"))
+            .json(&body)
+            .send()
+    };
+    let v: Value = post(false).await.unwrap().json().await.unwrap();
+    assert_eq!(v["choices"][0]["message"]["content"], "Arena test");
+    let v: Value = post(true).await.unwrap().json().await.unwrap();
+    let choice = &v["choices"][0];
+    assert_eq!(choice["finish_reason"], "tool_calls");
+    assert_eq!(choice["message"]["content"], "Writing.");
+    let call = &choice["message"]["tool_calls"][0]["function"];
+    assert_eq!(call["name"], "write_file");
+    assert_eq!(call["arguments"], r#"{"content":"hi","path":"a.txt"}"#);
+    let v: Value = post(true).await.unwrap().json().await.unwrap();
+    assert_eq!(v["choices"][0]["message"]["content"], "fin");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn binary_rejects_a_bad_model_spec() {
     let out = Command::new(env!("CARGO_BIN_EXE_arena-testserver"))
