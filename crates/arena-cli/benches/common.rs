@@ -70,6 +70,7 @@ impl Bench {
                 max_output_bytes: 100_000_000,
                 ..Limits::default()
             },
+            backends: Vec::new(),
         };
         Engine::open(EngineOptions {
             data_dir: self.data(),

@@ -97,6 +97,12 @@ pub struct Limits {
     pub coalesce_ms: u64,
     /// How often an interrupted contestant is started again on resume.
     pub max_resume_attempts: u32,
+    /// Coding: how long the check command may run in a worktree.
+    pub check_timeout_secs: u64,
+    /// Coding: tool-calling rounds the native agent may take.
+    pub native_max_steps: u32,
+    /// Coding: how long one of the native agent's commands may run.
+    pub native_command_timeout_secs: u64,
 }
 
 impl Default for Limits {
@@ -111,6 +117,9 @@ impl Default for Limits {
             max_duration_secs: 30 * 60,
             coalesce_ms: 40,
             max_resume_attempts: 3,
+            check_timeout_secs: 600,
+            native_max_steps: 30,
+            native_command_timeout_secs: 120,
         }
     }
 }
@@ -135,6 +144,18 @@ pub struct Config {
     pub providers: Vec<ProviderConfig>,
     #[serde(default)]
     pub limits: Limits,
+    /// User-defined Coding backends.
+    #[serde(default, rename = "backend")]
+    pub backends: Vec<CustomBackend>,
+}
+
+/// A `[[backend]]`: any command-line agent, as an argument list with the
+/// placeholders `{prompt}`, `{model}` and `{worktree}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CustomBackend {
+    pub name: String,
+    pub command: Vec<String>,
 }
 
 impl Default for Config {
@@ -151,6 +172,7 @@ impl Default for Config {
                 models: Vec::new(),
             }],
             limits: Limits::default(),
+            backends: Vec::new(),
         }
     }
 }
@@ -203,6 +225,23 @@ impl Config {
                 return Err(format!(
                     "provider `{}`: base_url must start with http:// or https://",
                     p.name
+                ));
+            }
+        }
+        for b in &self.backends {
+            if b.command.is_empty() || b.command[0].trim().is_empty() {
+                return Err(format!("backend `{}`: command must name a program", b.name));
+            }
+            if crate::backend::find(&b.name).is_some() {
+                return Err(format!(
+                    "backend `{}` is built in; give yours another name",
+                    b.name
+                ));
+            }
+            if !b.command.iter().any(|a| a.contains("{prompt}")) {
+                return Err(format!(
+                    "backend `{}`: command must contain {{prompt}}",
+                    b.name
                 ));
             }
         }

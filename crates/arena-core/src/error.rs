@@ -78,6 +78,8 @@ pub enum Error {
     },
     #[error("json: {0}")]
     Json(#[from] serde_json::Error),
+    #[error("git: {0}")]
+    Git(String),
     #[error("background task failed: {0}")]
     Task(String),
 }
@@ -96,6 +98,7 @@ impl Error {
             Error::Store(_) | Error::Migration(_) => "store",
             Error::Io { .. } => "io",
             Error::Json(_) => "json",
+            Error::Git(_) => "git",
             Error::Task(_) => "internal",
         }
     }

@@ -40,6 +40,12 @@ pub enum EventKind {
     Reasoning {
         text: String,
     },
+    /// A tool a coding agent used, with a short summary.
+    Tool {
+        name: String,
+        summary: String,
+        ok: bool,
+    },
     /// Discard this contestant's output so far: it is being run again.
     Reset {
         reason: String,
@@ -91,6 +97,7 @@ impl EventKind {
             EventKind::Output { .. } => "output",
             EventKind::Reasoning { .. } => "reasoning",
             EventKind::Reset { .. } => "reset",
+            EventKind::Tool { .. } => "tool",
             EventKind::Retry { .. } => "retry",
             EventKind::Benchmark { .. } => "benchmark",
             EventKind::Winner { .. } => "winner",

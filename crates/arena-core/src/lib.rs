@@ -14,6 +14,7 @@ pub mod clock;
 pub mod config;
 pub mod cross_exam;
 pub mod decisions;
+pub mod diff;
 mod engine;
 pub mod error;
 pub mod event;
@@ -22,6 +23,7 @@ pub mod persona;
 pub mod provider;
 pub mod results;
 pub mod store;
+pub mod worktree;
 
 pub use battle::{
     Battle, BattleRequest, BattleStatus, BattleType, Contestant, ContestantSpec, ContestantStatus,

@@ -15,6 +15,7 @@ use crate::error::{Error, Result};
 pub const RESULTS_DIR: &str = "Arena";
 pub const MANIFEST_FILE: &str = "manifest.json";
 pub const RESULT_FILE: &str = "result.md";
+pub const DIFF_FILE: &str = "diff.patch";
 
 /// Turns arbitrary text into one safe path component: no separators, no
 /// `..`, no control characters or reserved names, at most `max` bytes.
@@ -198,6 +199,8 @@ struct Manifest<'a> {
     created_at: String,
     finished_at: Option<String>,
     winner: Option<&'a Winner>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    base_commit: Option<&'a str>,
     contestants: Vec<ManifestContestant<'a>>,
 }
 
@@ -212,6 +215,10 @@ struct ManifestContestant<'a> {
     error: Option<&'a str>,
     benchmark: &'a Benchmark,
     result: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    diff: Option<&'a crate::battle::DiffSummary>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    check: Option<&'a crate::battle::CheckResult>,
 }
 
 pub fn write_manifest(battle: &Battle) -> Result<()> {
@@ -223,6 +230,7 @@ pub fn write_manifest(battle: &Battle) -> Result<()> {
         created_at: rfc3339(battle.created_at),
         finished_at: battle.finished_at.map(rfc3339),
         winner: battle.winner.as_ref(),
+        base_commit: battle.base_commit.as_deref(),
         contestants: battle
             .contestants
             .iter()
@@ -235,6 +243,8 @@ pub fn write_manifest(battle: &Battle) -> Result<()> {
                 status: c.status,
                 error: c.error.as_deref(),
                 benchmark: &c.benchmark,
+                diff: c.diff.as_ref(),
+                check: c.check.as_ref(),
                 result: c.result_path.as_ref().and_then(|p| {
                     p.strip_prefix(&battle.results_path)
                         .ok()
@@ -298,12 +308,46 @@ pub fn render_result(battle: &Battle, c: &Contestant) -> String {
     if let Some(error) = &c.error {
         md.push_str(&format!("## Error\n\n{error}\n\n"));
     }
+    if let Some(d) = &c.diff {
+        md.push_str(&format!(
+            "## Changes\n\n{} files changed, {} insertions(+), {} deletions(-) against `{}` — see [{DIFF_FILE}]({DIFF_FILE}).\n\n",
+            d.files,
+            d.insertions,
+            d.deletions,
+            battle.base_commit.as_deref().map(|b| &b[..b.len().min(12)]).unwrap_or("the base commit"),
+        ));
+    }
+    if let Some(check) = &c.check {
+        let verdict = if check.passed {
+            "passed".to_string()
+        } else if check.timed_out {
+            "timed out".to_string()
+        } else {
+            format!(
+                "failed (exit status {})",
+                check
+                    .exit_code
+                    .map(|c| c.to_string())
+                    .unwrap_or_else(|| "none".into())
+            )
+        };
+        md.push_str(&format!(
+            "## Check\n\n`{}` {verdict} in {:.1} s.\n\n```\n{}\n```\n\n",
+            check.command,
+            check.duration_ms as f64 / 1000.0,
+            check.output_tail.trim_end()
+        ));
+    }
     if let Some(reasoning) = c.reasoning.as_deref().filter(|r| !r.is_empty()) {
         md.push_str("<details><summary>Reasoning</summary>\n\n");
         md.push_str(reasoning.trim_end());
         md.push_str("\n\n</details>\n\n");
     }
-    md.push_str("## Output\n\n");
+    md.push_str(if battle.battle_type == BattleType::Coding {
+        "## Explanation\n\n"
+    } else {
+        "## Output\n\n"
+    });
     md.push_str(c.output.as_deref().unwrap_or("(no output)").trim_end());
     md.push('\n');
     if c.truncated {

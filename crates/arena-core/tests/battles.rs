@@ -546,6 +546,7 @@ async fn the_anthropic_messages_api_streams_too() {
                 Lane::Cloud,
             )],
             limits: fast_limits(),
+            backends: Vec::new(),
         },
         clock: std::sync::Arc::new(arena_core::clock::SystemClock),
     })

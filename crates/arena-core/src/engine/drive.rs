@@ -7,7 +7,7 @@ use std::sync::Arc;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use crate::battle::{Battle, ContestantStatus};
+use crate::battle::{Battle, BattleType, ContestantStatus};
 use crate::decisions::{self, ResumeAction, Slot};
 use crate::error::{Error, Result};
 use crate::event::EventKind;
@@ -217,8 +217,12 @@ async fn schedule(engine: &Engine, battle: &Battle, live: &Arc<Live>) -> Result<
             c.status = ContestantStatus::Running;
             c.attempts += 1;
             let (engine, battle) = (engine.clone(), battle.clone());
-            let handle =
-                running.spawn(async move { contestant::run(&engine, &battle, c, token).await });
+            let handle = running.spawn(async move {
+                match battle.battle_type {
+                    BattleType::Qa => contestant::run(&engine, &battle, c, token).await,
+                    BattleType::Coding => super::coding::run(&engine, &battle, c, token).await,
+                }
+            });
             in_flight.insert(handle.id(), id);
         }
 

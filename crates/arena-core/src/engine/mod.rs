@@ -5,6 +5,7 @@
 //! time, which holds its lease in the database and renews it while it runs.
 
 mod analyze;
+pub mod coding;
 mod contestant;
 mod drive;
 mod validate;

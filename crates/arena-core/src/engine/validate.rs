@@ -47,6 +47,7 @@ pub(super) async fn create(engine: &Engine, request: BattleRequest) -> Result<Ba
 
     // Identities: personas for Q&A, installed backends for Coding.
     let mut identities = Vec::with_capacity(contestants.len());
+    let mut base_commit: Option<String> = None;
     match battle_type {
         BattleType::Qa => {
             let registry = engine.personas()?;
@@ -71,32 +72,49 @@ pub(super) async fn create(engine: &Engine, request: BattleRequest) -> Result<Ba
             }
         }
         BattleType::Coding => {
+            let custom = &engine.config().backends;
             for c in &contestants {
-                let info = backend::find(&c.identity).ok_or_else(|| Invalid::UnknownBackend {
-                    name: c.identity.clone(),
-                    known: backend::names().join(", "),
-                })?;
-                if let Some(program) = info.program {
-                    if backend::which(program).is_none() {
-                        return Err(Invalid::BackendNotInstalled {
-                            name: info.name.to_string(),
-                            program: program.to_string(),
+                let (name, program) = match crate::backend::find(&c.identity) {
+                    Some(info) => (info.name.to_string(), info.program.map(str::to_string)),
+                    None => match custom.iter().find(|b| b.name == c.identity) {
+                        Some(b) => (b.name.clone(), b.command.first().cloned()),
+                        None => {
+                            let mut known = backend::names().join(", ");
+                            for b in custom {
+                                known.push_str(", ");
+                                known.push_str(&b.name);
+                            }
+                            return Err(Invalid::UnknownBackend {
+                                name: c.identity.clone(),
+                                known,
+                            }
+                            .into());
                         }
-                        .into());
+                    },
+                };
+                if let Some(program) = program {
+                    let found = backend::which(&program).is_some()
+                        || (std::path::Path::new(&program).is_absolute()
+                            && std::path::Path::new(&program).exists());
+                    if !found {
+                        return Err(Invalid::BackendNotInstalled { name, program }.into());
                     }
                 }
-                identities.push((info.name.to_string(), RunSpec::default()));
+                if !super::coding::runnable(engine, &name) {
+                    return Err(Error::Unsupported(format!(
+                        "the `{name}` backend in Coding battles (its adapter is not built yet); \
+                         use native, qwen or a [[backend]] command"
+                    )));
+                }
+                identities.push((name, RunSpec::default()));
             }
             let repo = project.clone();
-            let is_repo = tokio::task::spawn_blocking(move || {
-                git2::Repository::discover(&repo)
-                    .map(|r| !r.is_bare())
-                    .unwrap_or(false)
-            })
-            .await?;
-            if !is_repo {
-                return Err(Invalid::NotAGitRepository(project).into());
-            }
+            let checked =
+                tokio::task::spawn_blocking(move || crate::worktree::check_project(&repo)).await?;
+            base_commit = Some(checked.map_err(|e| match e {
+                crate::worktree::WorktreeError::NotARepository(p) => Invalid::NotAGitRepository(p),
+                other => Invalid::Other(other.to_string()),
+            })?);
         }
     }
 
@@ -105,7 +123,18 @@ pub(super) async fn create(engine: &Engine, request: BattleRequest) -> Result<Ba
     let mut checked = Vec::with_capacity(contestants.len());
     let mut seen = HashSet::new();
     for (spec, (identity, run)) in contestants.iter().zip(identities) {
-        let resolved = catalog.resolve(&spec.model)?;
+        let resolved = match catalog.resolve(&spec.model) {
+            Ok(r) => r,
+            // A CLI agent may use a model from its own configuration.
+            Err(_) if battle_type == BattleType::Coding && identity != "native" => {
+                crate::catalog::Resolved {
+                    provider: String::new(),
+                    model: spec.model.clone(),
+                    lane: crate::battle::Lane::Cloud,
+                }
+            }
+            Err(e) => return Err(e.into()),
+        };
         let key = (
             identity.to_lowercase(),
             resolved.provider.clone(),
@@ -125,12 +154,6 @@ pub(super) async fn create(engine: &Engine, request: BattleRequest) -> Result<Ba
             lane: resolved.lane,
             run,
         });
-    }
-
-    if battle_type == BattleType::Coding {
-        return Err(Error::Unsupported(
-            "running Coding battles (worktrees and agents arrive in a later release)".into(),
-        ));
     }
 
     let id = uuid::Uuid::now_v7().to_string();
@@ -154,7 +177,7 @@ pub(super) async fn create(engine: &Engine, request: BattleRequest) -> Result<Ba
                 run: c.run,
             })
             .collect(),
-        base_commit: None,
+        base_commit,
         check_command,
     };
     let battle = in_memory(&new);

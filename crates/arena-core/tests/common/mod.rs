@@ -62,6 +62,7 @@ impl Harness {
                 provider("cloud", ProviderKind::Openai, cloud.base_url(), Lane::Cloud),
             ],
             limits,
+            backends: Vec::new(),
         };
         let data = tempfile::tempdir().expect("data dir");
         let project = tempfile::tempdir().expect("project dir");

@@ -1,0 +1,517 @@
+//! Running one Coding contestant: its own git worktree, the agent (the
+//! built-in `native` one or a CLI agent in its own process group), then the
+//! diff against the base commit, the optional check command, and the result
+//! files (`result.md`, `diff.patch`).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+use crate::agent::native::{self, NativeAgent};
+use crate::agent::process::{self, Launch, Line};
+use crate::battle::{
+    Battle, Benchmark, CheckResult, Contestant, ContestantStatus, DiffSummary, Lane,
+};
+use crate::error::{Error, Invalid, Result};
+use crate::event::EventKind;
+use crate::provider::Usage;
+use crate::{diff, results, worktree};
+
+use super::Engine;
+
+/// What an agent run produced.
+struct AgentRun {
+    explanation: String,
+    usage: Option<Usage>,
+    /// Why it failed, if it did.
+    error: Option<String>,
+    cancelled: bool,
+}
+
+/// The CLI backends Arena can drive today, besides `native` and `[[backend]]`s.
+pub const CLI_ADAPTERS: &[&str] = &["qwen"];
+
+/// Whether Arena can run this backend now (for validation).
+pub fn runnable(engine: &Engine, name: &str) -> bool {
+    name == "native"
+        || CLI_ADAPTERS.contains(&name)
+        || engine.config().backends.iter().any(|b| b.name == name)
+}
+
+pub(super) async fn run(engine: &Engine, battle: &Battle, c: Contestant, token: CancellationToken) {
+    let span = tracing::info_span!("coding", battle = %battle.id, contestant = %c.id, backend = %c.identity);
+    if let Err(e) = run_inner(engine, battle, &c, &token).instrument(span).await {
+        tracing::error!(contestant = %c.id, error = %e, "coding contestant failed");
+        let message = e.to_string();
+        let _ = record(
+            engine,
+            battle,
+            &c,
+            Outcome {
+                status: ContestantStatus::Error,
+                error: Some(message),
+                explanation: String::new(),
+                bench: Benchmark::default(),
+                diff: None,
+                check: None,
+            },
+        )
+        .await;
+    }
+}
+
+struct Outcome {
+    status: ContestantStatus,
+    error: Option<String>,
+    explanation: String,
+    bench: Benchmark,
+    diff: Option<diff::Diff>,
+    check: Option<CheckResult>,
+}
+
+async fn run_inner(
+    engine: &Engine,
+    battle: &Battle,
+    c: &Contestant,
+    token: &CancellationToken,
+) -> Result<()> {
+    let started = Instant::now();
+    let base = battle
+        .base_commit
+        .clone()
+        .ok_or_else(|| Error::Task(format!("battle {} has no base commit", battle.id)))?;
+    let path = ensure_worktree(engine, battle, c, &base).await?;
+
+    let run = match c.identity.as_str() {
+        "native" => run_native(engine, battle, c, &path, token).await?,
+        _ => run_cli(engine, battle, c, &path, token).await?,
+    };
+    let diff = {
+        let (p, b) = (path.clone(), base.clone());
+        tokio::task::spawn_blocking(move || diff::diff_worktree(&p, &b)).await?
+    }
+    .map_err(|e| Error::Git(format!("diff of {}: {e}", path.display())))?;
+
+    let check = match (&battle.check_command, run.error.is_none() && !run.cancelled) {
+        (Some(command), true) => Some(run_check(engine, command, &path, token).await),
+        _ => None,
+    };
+    let bench = Benchmark {
+        duration_ms: Some(started.elapsed().as_millis() as u64),
+        prompt_tokens: run.usage.and_then(|u| u.prompt_tokens),
+        completion_tokens: run.usage.and_then(|u| u.completion_tokens),
+        ..Default::default()
+    };
+    let status = if run.cancelled {
+        ContestantStatus::Cancelled
+    } else if run.error.is_some() {
+        ContestantStatus::Error
+    } else {
+        ContestantStatus::Done
+    };
+    record(
+        engine,
+        battle,
+        c,
+        Outcome {
+            status,
+            error: run.error,
+            explanation: run.explanation,
+            bench,
+            diff: Some(diff),
+            check,
+        },
+    )
+    .await
+}
+
+/// The contestant's worktree: created from the base commit on first run,
+/// reused by a resumed or refined run.
+async fn ensure_worktree(
+    engine: &Engine,
+    battle: &Battle,
+    c: &Contestant,
+    base: &str,
+) -> Result<PathBuf> {
+    if let Some(existing) = c.worktree.as_ref().filter(|p| p.exists()) {
+        return Ok(existing.clone());
+    }
+    let root = worktrees_root(engine, battle);
+    // Git names worktrees by their folder: make it unique across battles.
+    let tail: Vec<char> = battle
+        .id
+        .chars()
+        .filter(|ch| ch.is_ascii_alphanumeric())
+        .collect();
+    let short: String = tail[tail.len().saturating_sub(8)..].iter().collect();
+    let name = format!(
+        "{short}-{}",
+        results::contestant_dir_name(c.position, &c.identity, &c.model)
+    );
+    let (project, base, root2) = (battle.project.clone(), base.to_string(), root.clone());
+    let wt = tokio::task::spawn_blocking(move || {
+        std::fs::create_dir_all(&root2).map_err(|e| e.to_string())?;
+        worktree::create(&project, &root2, &name, &base).map_err(|e| e.to_string())
+    })
+    .await?
+    .map_err(|e| Error::Git(format!("creating the worktree: {e}")))?;
+    let (id, path) = (c.id.clone(), wt.path.clone());
+    engine
+        .db(move |s| {
+            s.transact(|tx| {
+                tx.conn().execute(
+                    "UPDATE contestants SET worktree = ?1 WHERE id = ?2",
+                    rusqlite::params![path.to_string_lossy(), id],
+                )?;
+                Ok(())
+            })
+        })
+        .await?;
+    Ok(wt.path)
+}
+
+/// `<data dir>/worktrees/<battle id>/`
+pub fn worktrees_root(engine: &Engine, battle: &Battle) -> PathBuf {
+    engine.data_dir().join("worktrees").join(&battle.id)
+}
+
+/// Sends text to the battle's event stream in batches, as `output` events.
+fn output_forwarder(
+    engine: &Engine,
+    c: &Contestant,
+) -> (
+    mpsc::UnboundedSender<EventKind>,
+    tokio::task::JoinHandle<String>,
+) {
+    let (tx, mut rx) = mpsc::unbounded_channel::<EventKind>();
+    let coalesce = Duration::from_millis(engine.config().limits.coalesce_ms.max(1));
+    let (engine, battle_id, id) = (engine.clone(), c.battle_id.clone(), c.id.clone());
+    let task = tokio::spawn(async move {
+        let mut all = String::new();
+        while let Some(first) = rx.recv().await {
+            tokio::time::sleep(coalesce).await;
+            let mut batch = vec![first];
+            while let Ok(more) = rx.try_recv() {
+                batch.push(more);
+            }
+            // Merge neighbouring output texts into one event.
+            let mut merged: Vec<EventKind> = Vec::new();
+            for kind in batch {
+                match (merged.last_mut(), kind) {
+                    (Some(EventKind::Output { text }), EventKind::Output { text: more }) => {
+                        text.push_str(&more)
+                    }
+                    (_, kind) => merged.push(kind),
+                }
+            }
+            for kind in &merged {
+                if let EventKind::Output { text } = kind {
+                    all.push_str(text);
+                }
+            }
+            let (bid, cid, at) = (battle_id.clone(), id.clone(), engine.now());
+            let write = engine
+                .db(move |s| {
+                    s.transact(|tx| {
+                        for kind in merged {
+                            tx.emit(&bid, Some(&cid), at, kind)?;
+                        }
+                        Ok(())
+                    })
+                })
+                .await;
+            if let Err(e) = write {
+                tracing::warn!(error = %e, "could not record agent output");
+            }
+        }
+        all
+    });
+    (tx, task)
+}
+
+async fn run_native(
+    engine: &Engine,
+    battle: &Battle,
+    c: &Contestant,
+    path: &Path,
+    token: &CancellationToken,
+) -> Result<AgentRun> {
+    let provider = engine
+        .provider(&c.provider)
+        .ok_or_else(|| Invalid::Other(format!("provider `{}` is not configured", c.provider)))?;
+    let limits = &engine.config().limits;
+    let agent = NativeAgent {
+        provider,
+        model: c.model.clone(),
+        worktree: path.to_path_buf(),
+        max_steps: limits.native_max_steps,
+        command_timeout: Duration::from_secs(limits.native_command_timeout_secs),
+        stall: limits.stall_timeout(),
+        local: c.lane == Lane::Local,
+    };
+    let (tx, forward) = output_forwarder(engine, c);
+    let result = agent
+        .run(&battle.prompt, token, |event| {
+            let kind = match event {
+                native::Event::Text(text) => EventKind::Output { text },
+                native::Event::Tool { name, summary, ok } => EventKind::Tool { name, summary, ok },
+            };
+            let _ = tx.send(kind);
+        })
+        .await;
+    drop(tx);
+    let _ = forward.await;
+    Ok(match result {
+        Ok(outcome) => AgentRun {
+            explanation: outcome.explanation,
+            usage: Some(outcome.usage),
+            error: None,
+            cancelled: false,
+        },
+        Err(native::NativeError::Cancelled) => AgentRun {
+            explanation: String::new(),
+            usage: None,
+            error: None,
+            cancelled: true,
+        },
+        Err(native::NativeError::Provider(e)) => AgentRun {
+            explanation: String::new(),
+            usage: None,
+            error: Some(e.to_string()),
+            cancelled: false,
+        },
+    })
+}
+
+/// How to launch a CLI backend for one task.
+fn launch(engine: &Engine, c: &Contestant, path: &Path, prompt: &str) -> Result<Launch> {
+    let limits = &engine.config().limits;
+    let endpoint = engine.provider(&c.provider).map(|p| {
+        (
+            p.config.base_url.clone(),
+            p.config.api_key().unwrap_or_else(|| "arena-no-key".into()),
+        )
+    });
+    let mut env: Vec<(String, String)> = Vec::new();
+    if let Some(home) = std::env::var_os("ARENA_AGENT_HOME") {
+        env.push(("HOME".into(), home.to_string_lossy().into_owned()));
+    }
+    let (program, args) = if let Some(custom) = engine
+        .config()
+        .backends
+        .iter()
+        .find(|b| b.name == c.identity)
+    {
+        let fill = |a: &str| {
+            a.replace("{prompt}", prompt)
+                .replace("{model}", &c.model)
+                .replace("{worktree}", &path.to_string_lossy())
+        };
+        let mut argv = custom.command.iter().map(|a| fill(a));
+        let program = argv.next().unwrap_or_default();
+        if let Some((url, key)) = &endpoint {
+            env.push(("OPENAI_BASE_URL".into(), url.clone()));
+            env.push(("OPENAI_API_KEY".into(), key.clone()));
+        }
+        (program, argv.collect::<Vec<_>>())
+    } else {
+        match c.identity.as_str() {
+            "qwen" => {
+                if let Some((url, key)) = &endpoint {
+                    env.push(("OPENAI_BASE_URL".into(), url.clone()));
+                    env.push(("OPENAI_API_KEY".into(), key.clone()));
+                    env.push(("OPENAI_MODEL".into(), c.model.clone()));
+                }
+                let args = vec![
+                    "--auth-type".into(),
+                    "openai".into(),
+                    "-m".into(),
+                    c.model.clone(),
+                    "--yolo".into(),
+                    prompt.to_string(),
+                ];
+                ("qwen".to_string(), args)
+            }
+            other => return Err(Error::Unsupported(format!("the `{other}` backend"))),
+        }
+    };
+    let program = crate::backend::which(&program)
+        .or_else(|| Some(PathBuf::from(&program)).filter(|p| p.is_absolute() && p.exists()))
+        .ok_or_else(|| Invalid::BackendNotInstalled {
+            name: c.identity.clone(),
+            program: program.clone(),
+        })?;
+    Ok(Launch {
+        program,
+        args,
+        cwd: path.to_path_buf(),
+        env,
+        timeout: limits.max_duration(),
+    })
+}
+
+async fn run_cli(
+    engine: &Engine,
+    battle: &Battle,
+    c: &Contestant,
+    path: &Path,
+    token: &CancellationToken,
+) -> Result<AgentRun> {
+    let launch = launch(engine, c, path, &battle.prompt)?;
+    let (tx, forward) = output_forwarder(engine, c);
+    let exit = process::run(&launch, token, |line| {
+        if let Line::Stdout(mut l) = line {
+            l.push('\n');
+            let _ = tx.send(EventKind::Output { text: l });
+        }
+    })
+    .await;
+    drop(tx);
+    let output = forward.await.unwrap_or_default();
+    Ok(match exit {
+        Ok(exit) if exit.success() => AgentRun {
+            explanation: output,
+            usage: None,
+            error: None,
+            cancelled: false,
+        },
+        Ok(exit) => AgentRun {
+            explanation: output,
+            usage: None,
+            error: (!exit.cancelled).then(|| exit.describe(&c.identity)),
+            cancelled: exit.cancelled,
+        },
+        Err(e) => AgentRun {
+            explanation: output,
+            usage: None,
+            error: Some(e.to_string()),
+            cancelled: false,
+        },
+    })
+}
+
+/// Runs the battle's check command in a finished worktree.
+async fn run_check(
+    engine: &Engine,
+    command: &str,
+    path: &Path,
+    token: &CancellationToken,
+) -> CheckResult {
+    let launch = Launch {
+        program: PathBuf::from("sh"),
+        args: vec!["-c".into(), command.into()],
+        cwd: path.to_path_buf(),
+        env: Vec::new(),
+        timeout: Duration::from_secs(engine.config().limits.check_timeout_secs),
+    };
+    let started = Instant::now();
+    let lines = Arc::new(std::sync::Mutex::new(
+        std::collections::VecDeque::<String>::new(),
+    ));
+    let sink = lines.clone();
+    let exit = process::run(&launch, token, move |line| {
+        let (Line::Stdout(l) | Line::Stderr(l)) = line;
+        let mut q = sink.lock().unwrap_or_else(|p| p.into_inner());
+        q.push_back(l);
+        while q.len() > 40 {
+            q.pop_front();
+        }
+    })
+    .await;
+    let tail = lines
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .iter()
+        .cloned()
+        .collect::<Vec<_>>()
+        .join("\n");
+    let duration_ms = started.elapsed().as_millis() as u64;
+    match exit {
+        Ok(exit) => CheckResult {
+            command: command.to_string(),
+            exit_code: exit.code,
+            passed: exit.success(),
+            timed_out: exit.timed_out,
+            duration_ms,
+            output_tail: tail,
+        },
+        Err(e) => CheckResult {
+            command: command.to_string(),
+            exit_code: None,
+            passed: false,
+            timed_out: false,
+            duration_ms,
+            output_tail: e.to_string(),
+        },
+    }
+}
+
+/// Records the outcome, then writes `diff.patch` and `result.md`.
+async fn record(engine: &Engine, battle: &Battle, c: &Contestant, outcome: Outcome) -> Result<()> {
+    let Outcome {
+        status,
+        error,
+        explanation,
+        bench,
+        diff,
+        check,
+    } = outcome;
+    let summary = diff.as_ref().map(|d| DiffSummary {
+        files: d.stats.files,
+        insertions: d.stats.insertions,
+        deletions: d.stats.deletions,
+    });
+    let (c2, at) = (c.clone(), engine.now());
+    let (summary2, check2) = (summary.clone(), check.clone());
+    let recorded = engine
+        .db(move |s| {
+            s.transact(|tx| {
+                tx.conn().execute(
+                    "UPDATE contestants SET diff_stats = ?1, check_result = ?2 WHERE id = ?3",
+                    rusqlite::params![
+                        summary2.as_ref().map(serde_json::to_string).transpose()?,
+                        check2.as_ref().map(serde_json::to_string).transpose()?,
+                        c2.id
+                    ],
+                )?;
+                tx.finish_contestant(
+                    &c2,
+                    status,
+                    error.as_deref(),
+                    &explanation,
+                    "",
+                    false,
+                    &bench,
+                    at,
+                )
+            })
+        })
+        .await?;
+    if !recorded {
+        return Ok(());
+    }
+    let battle = engine.battle(&battle.id).await?;
+    let Some(c) = battle.contestants.iter().find(|x| x.id == c.id).cloned() else {
+        return Ok(());
+    };
+    if let Some(d) = &diff {
+        let dir = results::confined(
+            &battle.results_path,
+            &[&results::contestant_dir_name(
+                c.position,
+                &c.identity,
+                &c.model,
+            )],
+        )?;
+        let patch = d.patch.clone();
+        tokio::task::spawn_blocking(move || {
+            results::write_atomic(&dir.join(results::DIFF_FILE), patch.as_bytes())
+        })
+        .await??;
+    }
+    super::contestant::write_result(engine, &battle, &c).await
+}

@@ -1,0 +1,328 @@
+//! Coding battles on real git repositories in temp dirs: the native agent
+//! over scripted tool calls, a user-defined command backend (the fake agent
+//! script), diffs, the check command, and refusals.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+
+use arena_core::battle::{
+    BattleRequest, BattleStatus, BattleType, ContestantSpec, ContestantStatus,
+};
+use arena_core::config::CustomBackend;
+use arena_core::{Battle, Engine, EngineOptions};
+use arena_testserver::{ModelScript, ToolCall, Turn};
+use common::*;
+use serde_json::json;
+
+fn git(dir: &Path, args: &[&str]) {
+    let out = Command::new("git")
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A repository with one commit: README.md and src/lib.rs.
+fn repo() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    git(dir.path(), &["init", "-q", "-b", "main"]);
+    git(
+        dir.path(),
+        &["config", "user.email", "arena@example.invalid"],
+    );
+    git(dir.path(), &["config", "user.name", "Arena Test"]);
+    std::fs::write(dir.path().join("README.md"), "# Demo\n\nHello.\n").unwrap();
+    std::fs::create_dir(dir.path().join("src")).unwrap();
+    std::fs::write(
+        dir.path().join("src/lib.rs"),
+        "pub fn one() -> u32 {\n    1\n}\n",
+    )
+    .unwrap();
+    git(dir.path(), &["add", "."]);
+    git(dir.path(), &["commit", "-q", "-m", "initial"]);
+    dir
+}
+
+fn fake_agent() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/fake-agent")
+}
+
+/// The harness engine, with a `fake` command backend.
+fn with_fake_backend(h: &mut Harness, args: &[&str]) {
+    let mut config = h.engine.config().clone();
+    let mut command = vec![fake_agent().to_string_lossy().into_owned()];
+    command.extend(args.iter().map(|a| a.to_string()));
+    config.backends = vec![CustomBackend {
+        name: "fake".into(),
+        command,
+    }];
+    h.engine = Engine::open(EngineOptions {
+        data_dir: h.data.path().to_path_buf(),
+        config,
+        clock: Arc::new(arena_core::clock::SystemClock),
+    })
+    .unwrap();
+}
+
+async fn coding(h: &Harness, project: &Path, contestants: &[&str], check: Option<&str>) -> Battle {
+    let battle = h
+        .engine
+        .create_battle(BattleRequest {
+            battle_type: BattleType::Coding,
+            project: project.to_path_buf(),
+            prompt: "Make the change.".into(),
+            contestants: contestants
+                .iter()
+                .map(|c| ContestantSpec::parse(c).unwrap())
+                .collect(),
+            check_command: check.map(str::to_string),
+        })
+        .await
+        .expect("create");
+    h.engine.run_battle(&battle.id).await.expect("run")
+}
+
+fn patch_of(b: &Battle, i: usize) -> String {
+    let dir = b.contestants[i]
+        .result_path
+        .as_ref()
+        .unwrap()
+        .parent()
+        .unwrap();
+    std::fs::read_to_string(dir.join("diff.patch")).unwrap()
+}
+
+fn edit_turns(file: &str, content: &str) -> ModelScript {
+    ModelScript::turns(vec![
+        Turn::ToolCalls {
+            text: Some("Looking around.".into()),
+            calls: vec![ToolCall::new("list_dir", json!({"path": "."}))],
+        },
+        Turn::ToolCalls {
+            text: None,
+            calls: vec![
+                ToolCall::new("write_file", json!({"path": file, "content": content})),
+                ToolCall::new(
+                    "edit_file",
+                    json!({"path": "src/lib.rs", "old": "    1\n", "new": "    2\n"}),
+                ),
+            ],
+        },
+        Turn::Text(format!("I created {file} and changed one() to return 2.")),
+    ])
+}
+
+#[tokio::test]
+async fn native_contestants_edit_in_their_own_worktrees() {
+    let h = Harness::new().await;
+    let project = repo();
+    h.local
+        .set_model("coder-a", edit_turns("a.txt", "from a\n"));
+    h.local
+        .set_model("coder-b", edit_turns("b.txt", "from b\n"));
+    let b = coding(
+        &h,
+        project.path(),
+        &["native@coder-a", "native@coder-b"],
+        Some("test -f a.txt"),
+    )
+    .await;
+    assert_eq!(b.status, BattleStatus::Done);
+    for c in &b.contestants {
+        assert_eq!(c.status, ContestantStatus::Done, "{:?}", c.error);
+        let wt = c.worktree.as_ref().unwrap();
+        assert!(
+            wt.starts_with(h.data.path()),
+            "worktrees live in the data dir"
+        );
+        assert_ne!(wt, project.path());
+        let d = c.diff.as_ref().unwrap();
+        assert_eq!((d.files, d.insertions, d.deletions), (2, 2, 1));
+    }
+    let (pa, pb) = (patch_of(&b, 0), patch_of(&b, 1));
+    assert!(pa.contains("+++ b/a.txt") && !pa.contains("b.txt"), "{pa}");
+    assert!(pb.contains("+++ b/b.txt") && !pb.contains("a.txt"), "{pb}");
+    assert!(pa.contains("-    1\n+    2\n"));
+    // The project itself is untouched; each worktree has only its own file.
+    assert!(!project.path().join("a.txt").exists());
+    let (wa, wb) = (
+        b.contestants[0].worktree.clone().unwrap(),
+        b.contestants[1].worktree.clone().unwrap(),
+    );
+    assert!(wa.join("a.txt").exists() && !wa.join("b.txt").exists());
+    assert!(wb.join("b.txt").exists() && !wb.join("a.txt").exists());
+    // The check ran in each worktree.
+    assert!(b.contestants[0].check.as_ref().unwrap().passed);
+    let failed = b.contestants[1].check.as_ref().unwrap();
+    assert!(!failed.passed && failed.exit_code == Some(1));
+    // result.md explains, counts and points at the patch; the manifest has the stats.
+    let md = std::fs::read_to_string(b.contestants[0].result_path.as_ref().unwrap()).unwrap();
+    assert!(
+        md.contains("## Explanation") && md.contains("I created a.txt"),
+        "{md}"
+    );
+    assert!(
+        md.contains("2 files changed, 2 insertions(+), 1 deletions(-)"),
+        "{md}"
+    );
+    assert!(md.contains("`test -f a.txt` passed"), "{md}");
+    let manifest: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(b.results_path.join("manifest.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(manifest["base_commit"].as_str().unwrap().len(), 40);
+    assert_eq!(manifest["contestants"][0]["diff"]["files"], 2);
+    assert_eq!(manifest["contestants"][1]["check"]["passed"], false);
+    // Tool use streamed through the events.
+    let events = h.engine.store().events_since(&b.id, 0, 10_000).unwrap();
+    assert!(events.iter().any(
+        |e| matches!(&e.kind, arena_core::EventKind::Tool { name, .. } if name == "write_file")
+    ));
+    // Every patch applies to the base commit.
+    for i in 0..2 {
+        let check = tempfile::tempdir().unwrap();
+        git(
+            check.path(),
+            &["clone", "-q", project.path().to_str().unwrap(), "."],
+        );
+        let patch = check.path().join("x.patch");
+        std::fs::write(&patch, patch_of(&b, i)).unwrap();
+        git(check.path(), &["apply", "--check", patch.to_str().unwrap()]);
+    }
+}
+
+#[tokio::test]
+async fn the_native_agent_refuses_paths_outside_its_worktree() {
+    let h = Harness::new().await;
+    let project = repo();
+    let outside = tempfile::tempdir().unwrap();
+    let escape = outside.path().join("escaped.txt");
+    h.local.set_model(
+        "sneaky",
+        ModelScript::turns(vec![
+            Turn::ToolCalls {
+                text: None,
+                calls: vec![
+                    ToolCall::new("write_file", json!({"path": "../../../../../../../../tmp/arena-escape-test.txt", "content": "x"})),
+                    ToolCall::new("write_file", json!({"path": escape.to_str().unwrap(), "content": "x"})),
+                    ToolCall::new("read_file", json!({"path": "/etc/hostname"})),
+                    ToolCall::new("write_file", json!({"path": ".git/hooks/pre-commit", "content": "x"})),
+                ],
+            },
+            Turn::Text("Gave up.".into()),
+        ]),
+    );
+    h.local.set_model("honest", edit_turns("ok.txt", "ok\n"));
+    let b = coding(
+        &h,
+        project.path(),
+        &["native@sneaky", "native@honest"],
+        None,
+    )
+    .await;
+    assert_eq!(b.contestants[0].status, ContestantStatus::Done);
+    assert!(!escape.exists());
+    assert!(!Path::new("/tmp/arena-escape-test.txt").exists());
+    assert_eq!(b.contestants[0].diff.as_ref().unwrap().files, 0);
+    // The refusals went back to the model as tool errors.
+    let second = &h.local.requests_for("sneaky")[1];
+    let tool_msgs: Vec<&str> = second.body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .filter_map(|m| m["content"].as_str())
+        .collect();
+    assert_eq!(tool_msgs.len(), 4);
+    assert!(
+        tool_msgs.iter().all(|m| m.starts_with("error:")),
+        "{tool_msgs:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_command_backend_runs_in_its_worktree_and_failures_keep_stderr() {
+    let mut h = Harness::new().await;
+    with_fake_backend(
+        &mut h,
+        &["edit", "NOTES.md", "{model} was here", "{prompt}"],
+    );
+    h.cloud.set_model("m1", ModelScript::tokens(1));
+    h.cloud.set_model("m2", ModelScript::tokens(1));
+    let project = repo();
+    let b = coding(&h, project.path(), &["fake@m1", "fake@m2"], None).await;
+    for (i, c) in b.contestants.iter().enumerate() {
+        assert_eq!(c.status, ContestantStatus::Done, "{:?}", c.error);
+        assert!(c
+            .output
+            .as_deref()
+            .unwrap()
+            .contains("Appended a line to NOTES.md"));
+        let patch = patch_of(&b, i);
+        assert!(patch.contains(&format!("+m{} was here", i + 1)), "{patch}");
+    }
+
+    let mut h = Harness::new().await;
+    with_fake_backend(&mut h, &["fail", "{prompt}"]);
+    h.cloud.set_model("m1", ModelScript::tokens(1));
+    h.cloud.set_model("m2", ModelScript::tokens(1));
+    let b = coding(&h, project.path(), &["fake@m1", "fake@m2"], None).await;
+    let c = &b.contestants[0];
+    assert_eq!(c.status, ContestantStatus::Error);
+    let error = c.error.as_deref().unwrap();
+    assert!(
+        error.contains("exited with status 3")
+            && error.ends_with("fatal: the model refused the edit"),
+        "{error}"
+    );
+}
+
+#[tokio::test]
+async fn coding_refusals_leave_nothing_behind() {
+    let h = Harness::new().await;
+    h.local.set_model("m", ModelScript::tokens(1));
+    let empty = tempfile::tempdir().unwrap();
+    git(empty.path(), &["init", "-q"]);
+    let e = h
+        .engine
+        .create_battle(BattleRequest {
+            battle_type: BattleType::Coding,
+            project: empty.path().to_path_buf(),
+            prompt: "x".into(),
+            contestants: vec![
+                ContestantSpec::parse("native@m").unwrap(),
+                ContestantSpec::parse("native@m2").unwrap(),
+            ],
+            check_command: None,
+        })
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("commit"), "{e}");
+    let project = repo();
+    let e = h
+        .engine
+        .create_battle(BattleRequest {
+            battle_type: BattleType::Coding,
+            project: project.path().to_path_buf(),
+            prompt: "x".into(),
+            contestants: vec![
+                ContestantSpec::parse("native@m").unwrap(),
+                ContestantSpec::parse("claude-code@m").unwrap(),
+            ],
+            check_command: None,
+        })
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("claude"), "{e}");
+    assert!(h.engine.battles(10).await.unwrap().is_empty());
+    assert!(!project.path().join("Arena").exists());
+    assert!(!h.data.path().join("worktrees").exists());
+}

@@ -1,0 +1,736 @@
+//! The git layer of Coding battles (`worktree`, `diff`) against real
+//! repositories in temporary folders, cross-checked with the `git` CLI.
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use arena_core::diff::{self, ChangeStatus, DiffError, DiffStats};
+use arena_core::worktree::{self, WorktreeError};
+
+/// Runs `git` in `dir` with no user or system config, panicking on failure.
+fn git(dir: &Path, args: &[&str]) -> String {
+    let output = git_command(dir, args)
+        .output()
+        .expect("run git (is it installed?)");
+    assert!(
+        output.status.success(),
+        "git {args:?} in {} failed: {}",
+        dir.display(),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// Runs `git`, returning whether it succeeded and its stderr.
+fn git_try(dir: &Path, args: &[&str]) -> (bool, String) {
+    let output = git_command(dir, args).output().expect("run git");
+    (
+        output.status.success(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+fn git_command(dir: &Path, args: &[&str]) -> Command {
+    let mut command = Command::new("git");
+    command
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_AUTHOR_NAME", "Arena Test")
+        .env("GIT_AUTHOR_EMAIL", "test@arena.invalid")
+        .env("GIT_COMMITTER_NAME", "Arena Test")
+        .env("GIT_COMMITTER_EMAIL", "test@arena.invalid");
+    command
+}
+
+fn write(path: &Path, contents: impl AsRef<[u8]>) {
+    if let Some(parent) = path.parent() {
+        fs::create_dir_all(parent).unwrap();
+    }
+    fs::write(path, contents).unwrap();
+}
+
+fn numbered(prefix: &str, lines: usize) -> String {
+    (1..=lines)
+        .map(|i| format!("{prefix} line {i}\n"))
+        .collect()
+}
+
+fn binary_blob(seed: u8, len: usize) -> Vec<u8> {
+    (0..len)
+        .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed) ^ (i >> 7) as u8)
+        .collect()
+}
+
+/// A project with a few files in one commit; returns (temp dir, project).
+fn project() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("project");
+    fs::create_dir(&project).unwrap();
+    git(&project, &["init", "-q", "-b", "main"]);
+    write(&project.join("src/lib.rs"), numbered("lib", 30));
+    write(&project.join("src/util.rs"), numbered("util", 20));
+    write(&project.join("README.md"), "# Project\n\nHello.\n");
+    write(&project.join("old_name.txt"), numbered("moving", 25));
+    write(&project.join("doomed.txt"), "delete me\n");
+    write(&project.join("image.bin"), binary_blob(1, 3000));
+    write(&project.join("latin1.txt"), b"caf\xe9\nna\xefve\nend\n");
+    write(&project.join(".gitignore"), "target/\n*.log\n");
+    git(&project, &["add", "-A"]);
+    git(&project, &["commit", "-q", "-m", "base"]);
+    (dir, project)
+}
+
+fn head(dir: &Path) -> String {
+    git(dir, &["rev-parse", "HEAD"]).trim().to_string()
+}
+
+/// `git worktree list --porcelain` as (path, branch) pairs, main excluded.
+fn porcelain(project: &Path) -> BTreeSet<(PathBuf, Option<String>)> {
+    let text = git(project, &["worktree", "list", "--porcelain"]);
+    let main = project.canonicalize().unwrap();
+    let mut out = BTreeSet::new();
+    for block in text.split("\n\n").filter(|b| !b.trim().is_empty()) {
+        let mut path = None;
+        let mut branch = None;
+        for line in block.lines() {
+            if let Some(p) = line.strip_prefix("worktree ") {
+                path = Some(PathBuf::from(p));
+            } else if let Some(b) = line.strip_prefix("branch refs/heads/") {
+                branch = Some(b.to_string());
+            }
+        }
+        let path = path.expect("a worktree line");
+        if path != main {
+            out.insert((path, branch));
+        }
+    }
+    out
+}
+
+/// What `worktree::list` says, in the same shape as [`porcelain`].
+fn listed(project: &Path) -> BTreeSet<(PathBuf, Option<String>)> {
+    worktree::list(project)
+        .unwrap()
+        .into_iter()
+        .map(|w| (w.path, w.branch))
+        .collect()
+}
+
+/// A fresh clone of `project` checked out at `commit`.
+fn fresh_checkout(project: &Path, commit: &str, into: &Path) -> PathBuf {
+    fs::create_dir_all(into).unwrap();
+    let target = into.join(format!("fresh-{}", &commit[..8]));
+    let parent = target.parent().unwrap();
+    git(
+        parent,
+        &[
+            "clone",
+            "-q",
+            "--no-checkout",
+            project.to_str().unwrap(),
+            target.to_str().unwrap(),
+        ],
+    );
+    git(&target, &["checkout", "-q", "--detach", commit]);
+    target
+}
+
+/// `git apply --check` of `patch` in `checkout`; then, if `really`, applies it.
+fn git_apply(checkout: &Path, patch: &str, really: bool) -> (bool, String) {
+    let file = checkout.join("..").join(format!(
+        "patch-{}.diff",
+        checkout.file_name().unwrap().to_string_lossy()
+    ));
+    fs::write(&file, patch).unwrap();
+    let file = file.to_str().unwrap().to_string();
+    let (ok, err) = git_try(checkout, &["apply", "--check", &file]);
+    if !ok || !really {
+        return (ok, err);
+    }
+    git_try(checkout, &["apply", &file])
+}
+
+#[test]
+fn check_project_accepts_only_a_repository_with_commits() {
+    let dir = tempfile::tempdir().unwrap();
+
+    let missing = dir.path().join("missing");
+    assert!(matches!(
+        worktree::check_project(&missing),
+        Err(WorktreeError::Missing(_))
+    ));
+
+    let plain = dir.path().join("plain");
+    fs::create_dir(&plain).unwrap();
+    let error = worktree::check_project(&plain).unwrap_err();
+    assert!(
+        matches!(error, WorktreeError::NotARepository(_)),
+        "{error:?}"
+    );
+    assert!(error.to_string().contains("git init"), "{error}");
+
+    let bare = dir.path().join("bare.git");
+    fs::create_dir(&bare).unwrap();
+    git(&bare, &["init", "-q", "--bare"]);
+    let error = worktree::check_project(&bare).unwrap_err();
+    assert!(matches!(error, WorktreeError::Bare(_)), "{error:?}");
+
+    let empty = dir.path().join("empty");
+    fs::create_dir(&empty).unwrap();
+    git(&empty, &["init", "-q", "-b", "main"]);
+    write(&empty.join("a.txt"), "not committed\n");
+    let error = worktree::check_project(&empty).unwrap_err();
+    assert!(matches!(error, WorktreeError::NoCommits(_)), "{error:?}");
+    assert!(error.to_string().contains("first commit"), "{error}");
+
+    let (_keep, good) = project();
+    assert_eq!(worktree::check_project(&good).unwrap(), head(&good));
+
+    let error = worktree::check_project(&good.join("src")).unwrap_err();
+    assert!(
+        matches!(error, WorktreeError::NotTopLevel { .. }),
+        "{error:?}"
+    );
+}
+
+#[test]
+fn create_makes_a_worktree_git_agrees_with() {
+    let (dir, project) = project();
+    let base = head(&project);
+    // A later commit on main: the worktree must start at `base`, not HEAD.
+    write(
+        &project.join("README.md"),
+        "# Project\n\nChanged on main.\n",
+    );
+    git(&project, &["commit", "-q", "-am", "later"]);
+
+    let root = dir.path().join("worktrees");
+    let wt = worktree::create(&project, &root, "01-alice", &base).unwrap();
+    assert_eq!(wt.name, "01-alice");
+    assert_eq!(wt.branch, "arena/01-alice");
+    assert_eq!(wt.base_commit, base);
+    assert_eq!(wt.path, root.canonicalize().unwrap().join("01-alice"));
+
+    assert_eq!(head(&wt.path), base);
+    assert_eq!(
+        git(&wt.path, &["branch", "--show-current"]).trim(),
+        "arena/01-alice"
+    );
+    // The CLI sees a clean checkout of every file (libgit2 wrote a good index).
+    assert_eq!(git(&wt.path, &["status", "--porcelain"]), "");
+    assert_eq!(
+        fs::read(wt.path.join("image.bin")).unwrap(),
+        binary_blob(1, 3000)
+    );
+    assert!(!worktree::is_dirty(&wt.path).unwrap());
+
+    let expected: BTreeSet<_> = [(wt.path.clone(), Some("arena/01-alice".to_string()))].into();
+    assert_eq!(porcelain(&project), expected);
+    assert_eq!(listed(&project), expected);
+
+    // Refusals: the same path, the same branch, a bad name, an unknown commit.
+    let error = worktree::create(&project, &root, "01-alice", &base).unwrap_err();
+    assert!(matches!(error, WorktreeError::PathExists(_)), "{error:?}");
+    git(&project, &["branch", "arena/taken"]);
+    let error = worktree::create(&project, &root, "taken", &base).unwrap_err();
+    assert!(matches!(error, WorktreeError::BranchExists(_)), "{error:?}");
+    assert!(!root.join("taken").exists());
+    let error = worktree::create(&project, &root, "../escape", &base).unwrap_err();
+    assert!(matches!(error, WorktreeError::InvalidName(_)), "{error:?}");
+    let error = worktree::create(&project, &root, "x", "0123456789abcdef").unwrap_err();
+    assert!(
+        matches!(error, WorktreeError::UnknownCommit { .. }),
+        "{error:?}"
+    );
+    assert!(!root.join("x").exists());
+    assert_eq!(porcelain(&project), expected);
+}
+
+#[test]
+fn two_worktrees_from_one_base_do_not_see_each_other() {
+    let (dir, project) = project();
+    let base = head(&project);
+    let root = dir.path().join("wt");
+    let a = worktree::create(&project, &root, "a", &base).unwrap();
+    let b = worktree::create(&project, &root, "b", &base).unwrap();
+
+    let mut lib_a = numbered("lib", 30);
+    lib_a = lib_a.replace("lib line 10\n", "lib line 10, as A sees it\n");
+    write(&a.path.join("src/lib.rs"), &lib_a);
+    write(&a.path.join("src/only_a.rs"), "pub fn a() {}\n");
+
+    let lib_b = numbered("lib", 30).replace("lib line 10\n", "lib line ten (B)\n");
+    write(&b.path.join("src/lib.rs"), &lib_b);
+    git(&b.path, &["commit", "-q", "-am", "B's change"]);
+
+    assert!(!b.path.join("src/only_a.rs").exists());
+    assert!(!a.path.join("src/only_b.rs").exists());
+
+    let diff_a = diff::diff_worktree(&a.path, &base).unwrap();
+    let diff_b = diff::diff_worktree(&b.path, &base).unwrap();
+
+    assert!(diff_a.patch.contains("+lib line 10, as A sees it"));
+    assert!(!diff_a.patch.contains("ten (B)"));
+    assert!(diff_a.patch.contains("b/src/only_a.rs"));
+    assert_eq!(
+        diff_a.stats,
+        DiffStats {
+            files: 2,
+            insertions: 2,
+            deletions: 1
+        }
+    );
+
+    assert!(diff_b.patch.contains("+lib line ten (B)"));
+    assert!(!diff_b.patch.contains("as A sees it"));
+    assert!(!diff_b.patch.contains("only_a"));
+    assert_eq!(
+        diff_b.stats,
+        DiffStats {
+            files: 1,
+            insertions: 1,
+            deletions: 1
+        }
+    );
+    assert_eq!(diff_b.files[0].path, "src/lib.rs");
+    assert_eq!(diff_b.files[0].status, ChangeStatus::Modified);
+
+    // The project itself saw nothing.
+    assert_eq!(git(&project, &["status", "--porcelain"]), "");
+    assert_eq!(
+        porcelain(&project),
+        [
+            (a.path.clone(), Some("arena/a".to_string())),
+            (b.path.clone(), Some("arena/b".to_string()))
+        ]
+        .into()
+    );
+
+    // Both patches apply to the base (each alone).
+    for (i, patch) in [&diff_a.patch, &diff_b.patch].into_iter().enumerate() {
+        let fresh = fresh_checkout(&project, &base, &dir.path().join(format!("check{i}")));
+        let (ok, err) = git_apply(&fresh, patch, false);
+        assert!(ok, "git apply --check refused patch {i}: {err}\n{patch}");
+    }
+}
+
+#[test]
+fn diff_shows_commits_edits_new_deleted_renamed_and_binary_files() {
+    let (dir, project) = project();
+    let base = head(&project);
+    let wt = worktree::create(&project, &dir.path().join("wt"), "c", &base).unwrap();
+    let w = &wt.path;
+
+    // Committed inside the worktree: an edit and a new binary file.
+    let util = numbered("util", 20).replace("util line 5\n", "util line five\n");
+    write(&w.join("src/util.rs"), &util);
+    write(&w.join("assets/logo.png"), binary_blob(7, 2000));
+    git(w, &["add", "-A"]);
+    git(w, &["commit", "-q", "-m", "contestant commit"]);
+
+    // Uncommitted: an edit, a staged new file, an untracked new file.
+    let lib = numbered("lib", 30).replace("lib line 3\n", "lib line 3 changed\nlib line 3b\n");
+    write(&w.join("src/lib.rs"), &lib);
+    write(&w.join("src/staged.rs"), "pub const STAGED: u8 = 1;\n");
+    git(w, &["add", "src/staged.rs"]);
+    write(&w.join("notes/new.md"), "one\ntwo\nthree\n");
+    // Deleted, renamed (plain mv plus a small edit: untracked rename target),
+    // a modified binary and a modified non-UTF-8 text file.
+    fs::remove_file(w.join("doomed.txt")).unwrap();
+    let moved = numbered("moving", 25).replace("moving line 25\n", "moving line 25!\n");
+    fs::remove_file(w.join("old_name.txt")).unwrap();
+    write(&w.join("docs/new_name.txt"), moved);
+    let mut image = binary_blob(1, 3000);
+    image[100..140].fill(0xAB);
+    write(&w.join("image.bin"), &image);
+    write(&w.join("latin1.txt"), b"caf\xe9\nna\xefve!\nend\n");
+    // Ignored files never show.
+    write(&w.join("target/debug/out"), "build output\n");
+    write(&w.join("run.log"), "log\n");
+
+    assert!(worktree::is_dirty(w).unwrap());
+    let d = diff::diff_worktree(w, &base).unwrap();
+    let patch = &d.patch;
+
+    let by_path = |p: &str| {
+        d.files
+            .iter()
+            .find(|f| f.path == p)
+            .unwrap_or_else(|| panic!("{p} missing from {:#?}", d.files))
+            .clone()
+    };
+    assert_eq!(
+        d.files.iter().map(|f| f.path.as_str()).collect::<Vec<_>>(),
+        [
+            "assets/logo.png",
+            "docs/new_name.txt",
+            "doomed.txt",
+            "image.bin",
+            "latin1.txt",
+            "notes/new.md",
+            "src/lib.rs",
+            "src/staged.rs",
+            "src/util.rs",
+        ]
+    );
+    let logo = by_path("assets/logo.png");
+    assert_eq!((logo.status, logo.binary), (ChangeStatus::Added, true));
+    let renamed = by_path("docs/new_name.txt");
+    assert_eq!(renamed.status, ChangeStatus::Renamed);
+    assert_eq!(renamed.old_path.as_deref(), Some("old_name.txt"));
+    assert_eq!((renamed.insertions, renamed.deletions), (1, 1));
+    assert_eq!(by_path("doomed.txt").status, ChangeStatus::Deleted);
+    let image_change = by_path("image.bin");
+    assert_eq!(
+        (image_change.status, image_change.binary),
+        (ChangeStatus::Modified, true)
+    );
+    assert!(
+        by_path("latin1.txt").binary,
+        "non-UTF-8 text goes as binary"
+    );
+    assert_eq!(by_path("notes/new.md").status, ChangeStatus::Added);
+    assert_eq!(by_path("notes/new.md").insertions, 3);
+    let lib_change = by_path("src/lib.rs");
+    assert_eq!((lib_change.insertions, lib_change.deletions), (2, 1));
+    assert_eq!(by_path("src/staged.rs").status, ChangeStatus::Added);
+    assert_eq!(by_path("src/util.rs").status, ChangeStatus::Modified);
+
+    // Stats: text lines only; binary files count as files.
+    // new_name 1/1, doomed 0/1, latin1 (lines counted) 1/1, new.md 3/0,
+    // lib 2/1, staged 1/0, util 1/1.
+    assert_eq!(
+        d.stats,
+        DiffStats {
+            files: 9,
+            insertions: 9,
+            deletions: 5
+        }
+    );
+
+    for needle in [
+        "diff --git a/assets/logo.png b/assets/logo.png",
+        "GIT binary patch",
+        "rename from old_name.txt",
+        "rename to docs/new_name.txt",
+        "deleted file mode 100644",
+        "new file mode 100644",
+        "+util line five",
+        "+lib line 3 changed",
+        "+pub const STAGED",
+        "+three",
+        "--- a/src/lib.rs",
+        "+++ b/src/lib.rs",
+    ] {
+        assert!(patch.contains(needle), "{needle:?} missing from\n{patch}");
+    }
+    for absent in ["target/debug", "run.log", "build output"] {
+        assert!(!patch.contains(absent), "{absent:?} in\n{patch}");
+    }
+
+    // git accepts it against the base, and applying it gives the worktree's files.
+    let fresh = fresh_checkout(&project, &base, dir.path());
+    let (ok, err) = git_apply(&fresh, patch, true);
+    assert!(ok, "git apply refused the patch: {err}\n{patch}");
+    for f in &d.files {
+        let ours = fs::read(w.join(&f.path)).ok();
+        let theirs = fs::read(fresh.join(&f.path)).ok();
+        assert_eq!(ours, theirs, "{} differs after git apply", f.path);
+    }
+    assert!(!fresh.join("old_name.txt").exists());
+
+    // And our own apply does the same on the project.
+    let stats = diff::apply(&project, patch).unwrap();
+    assert_eq!(stats.files, 9);
+    for f in &d.files {
+        assert_eq!(
+            fs::read(w.join(&f.path)).ok(),
+            fs::read(project.join(&f.path)).ok(),
+            "{} differs after diff::apply",
+            f.path
+        );
+    }
+}
+
+#[test]
+fn no_changes_is_an_empty_diff() {
+    let (dir, project) = project();
+    let base = head(&project);
+    let wt = worktree::create(&project, &dir.path().join("wt"), "idle", &base).unwrap();
+    write(&wt.path.join("target/x"), "ignored\n");
+    let d = diff::diff_worktree(&wt.path, &base).unwrap();
+    assert_eq!(d.patch, "");
+    assert!(d.files.is_empty());
+    assert_eq!(d.stats, DiffStats::default());
+    assert_eq!(
+        diff::apply(&project, &d.patch).unwrap(),
+        DiffStats::default()
+    );
+
+    let error = diff::diff_worktree(&wt.path, "no-such-commit").unwrap_err();
+    assert!(
+        matches!(error, DiffError::UnknownCommit { .. }),
+        "{error:?}"
+    );
+    let error = diff::diff_worktree(&dir.path().join("nowhere"), &base).unwrap_err();
+    assert!(matches!(error, DiffError::NotARepository(_)), "{error:?}");
+}
+
+/// A worktree's patch touching `src/lib.rs` and `src/util.rs`, and adding
+/// `src/new.rs`.
+fn contestant_patch(dir: &Path, project: &Path, base: &str) -> String {
+    let wt = worktree::create(project, &dir.join("wt"), "p", base).unwrap();
+    write(
+        &wt.path.join("src/lib.rs"),
+        numbered("lib", 30).replace("lib line 2\n", "lib line 2 (contestant)\n"),
+    );
+    write(
+        &wt.path.join("src/util.rs"),
+        numbered("util", 20).replace("util line 18\n", "util line 18 (contestant)\n"),
+    );
+    write(&wt.path.join("src/new.rs"), "pub fn new() {}\n");
+    diff::diff_worktree(&wt.path, base).unwrap().patch
+}
+
+fn snapshot(project: &Path) -> Vec<(String, Option<Vec<u8>>)> {
+    ["src/lib.rs", "src/util.rs", "src/new.rs", "README.md"]
+        .into_iter()
+        .map(|p| (p.to_string(), fs::read(project.join(p)).ok()))
+        .collect()
+}
+
+#[test]
+fn apply_refuses_a_dirty_project_and_changes_nothing() {
+    let (dir, project) = project();
+    let base = head(&project);
+    let patch = contestant_patch(dir.path(), &project, &base);
+
+    write(
+        &project.join("README.md"),
+        "# Project\n\nEdited by the user.\n",
+    );
+    write(&project.join("src/util.rs"), numbered("util", 21));
+    let before = snapshot(&project);
+    let error = diff::apply(&project, &patch).unwrap_err();
+    match &error {
+        DiffError::Dirty { files, .. } => {
+            assert!(
+                files.contains("README.md") && files.contains("src/util.rs"),
+                "{files}"
+            )
+        }
+        other => panic!("expected Dirty, got {other:?}"),
+    }
+    assert!(error.to_string().contains("commit or stash"), "{error}");
+    assert_eq!(snapshot(&project), before);
+
+    // Staged-only changes count too.
+    git(&project, &["checkout", "--", "src/util.rs", "README.md"]);
+    write(&project.join("staged.txt"), "x\n");
+    git(&project, &["add", "staged.txt"]);
+    assert!(matches!(
+        diff::apply(&project, &patch),
+        Err(DiffError::Dirty { .. })
+    ));
+    git(&project, &["rm", "-q", "--cached", "staged.txt"]);
+
+    // An untracked file elsewhere (say, Arena's results folder) does not.
+    assert!(project.join("staged.txt").exists());
+    diff::apply(&project, &patch).unwrap();
+}
+
+#[test]
+fn apply_refuses_a_conflicting_patch_and_changes_nothing() {
+    let (dir, project) = project();
+    let base = head(&project);
+    let patch = contestant_patch(dir.path(), &project, &base);
+
+    // The user moved on: the same line of util.rs changed and was committed.
+    write(
+        &project.join("src/util.rs"),
+        numbered("util", 20).replace("util line 18\n", "util line 18 (user)\n"),
+    );
+    git(&project, &["commit", "-q", "-am", "user change"]);
+    let before = snapshot(&project);
+
+    let error = diff::apply(&project, &patch).unwrap_err();
+    match &error {
+        DiffError::Conflict { file, others, .. } => {
+            assert_eq!(file, "src/util.rs");
+            assert_eq!(others, "");
+        }
+        other => panic!("expected Conflict, got {other:?}"),
+    }
+    let message = error.to_string();
+    assert!(
+        message.contains("src/util.rs") && message.contains("Nothing was changed"),
+        "{message}"
+    );
+    // lib.rs's part would have applied, but nothing was written.
+    assert_eq!(snapshot(&project), before);
+    assert_eq!(git(&project, &["status", "--porcelain"]), "");
+
+    // A patch that creates a file that is already there is refused too.
+    git(&project, &["reset", "-q", "--hard", &base]);
+    write(&project.join("src/new.rs"), "mine\n");
+    let before = snapshot(&project);
+    let error = diff::apply(&project, &patch).unwrap_err();
+    assert!(matches!(error, DiffError::Exists { .. }), "{error:?}");
+    assert_eq!(snapshot(&project), before);
+}
+
+#[test]
+fn apply_applies_a_clean_patch() {
+    let (dir, project) = project();
+    let base = head(&project);
+    let patch = contestant_patch(dir.path(), &project, &base);
+    // An unrelated later commit does not get in the way.
+    write(&project.join("README.md"), "# Project\n\nNewer readme.\n");
+    git(&project, &["commit", "-q", "-am", "unrelated"]);
+
+    let stats = diff::apply(&project, &patch).unwrap();
+    assert_eq!(
+        stats,
+        DiffStats {
+            files: 3,
+            insertions: 3,
+            deletions: 2
+        }
+    );
+    let lib = fs::read_to_string(project.join("src/lib.rs")).unwrap();
+    assert!(lib.contains("lib line 2 (contestant)\n"));
+    assert_eq!(
+        fs::read_to_string(project.join("src/new.rs")).unwrap(),
+        "pub fn new() {}\n"
+    );
+    // Working tree only, like `git apply`: the index is untouched.
+    let status = git(&project, &["status", "--porcelain"]);
+    assert!(status.contains(" M src/lib.rs"), "{status}");
+    assert!(status.contains("?? src/new.rs"), "{status}");
+}
+
+#[test]
+fn remove_and_prune_keep_git_in_agreement() {
+    let (dir, project) = project();
+    let base = head(&project);
+    let root = dir.path().join("wt");
+    let dirty = worktree::create(&project, &root, "dirty", &base).unwrap();
+    let gone = worktree::create(&project, &root, "gone", &base).unwrap();
+    let clean = worktree::create(&project, &root, "clean", &base).unwrap();
+    // A worktree that is not Arena's is neither listed nor touched.
+    let other = dir.path().join("other");
+    git(
+        &project,
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "-b",
+            "feature",
+            other.to_str().unwrap(),
+        ],
+    );
+    // One made by the CLI on an arena/ branch is Arena's.
+    let cli = root.canonicalize().unwrap().join("cli");
+    git(
+        &project,
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "-b",
+            "arena/cli",
+            cli.to_str().unwrap(),
+        ],
+    );
+
+    write(&dirty.path.join("scratch.txt"), "untracked\n");
+    fs::remove_dir_all(&gone.path).unwrap();
+
+    let infos = worktree::list(&project).unwrap();
+    let summary: Vec<_> = infos
+        .iter()
+        .map(|w| (w.name.as_str(), w.exists, w.dirty))
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            ("clean", true, false),
+            ("cli", true, false),
+            ("dirty", true, true),
+            ("gone", false, false)
+        ]
+    );
+    let other_path = other.canonicalize().unwrap();
+    let mut all = listed(&project);
+    all.insert((other_path.clone(), Some("feature".into())));
+    assert_eq!(porcelain(&project), all);
+
+    // Dirty: kept without force.
+    let error = worktree::remove(&project, "dirty", false).unwrap_err();
+    assert!(matches!(error, WorktreeError::Dirty { .. }), "{error:?}");
+    assert!(error.to_string().contains("--force"), "{error}");
+    assert!(dirty.path.join("scratch.txt").exists());
+    assert_eq!(porcelain(&project), all);
+
+    // With force: gone, for git too, branch included.
+    worktree::remove(&project, "dirty", true).unwrap();
+    assert!(!dirty.path.exists());
+    all.remove(&(dirty.path.clone(), Some("arena/dirty".into())));
+    assert_eq!(porcelain(&project), all);
+    assert_eq!(git(&project, &["branch", "--list", "arena/dirty"]), "");
+
+    // Deleted by hand: pruned.
+    worktree::remove(&project, "gone", false).unwrap();
+    all.remove(&(gone.path.clone(), Some("arena/gone".into())));
+    assert_eq!(porcelain(&project), all);
+    assert_eq!(git(&project, &["worktree", "prune", "--dry-run", "-v"]), "");
+    assert_eq!(git(&project, &["branch", "--list", "arena/gone"]), "");
+
+    // Clean, and the CLI-made one.
+    worktree::remove(&project, "clean", false).unwrap();
+    worktree::remove(&project, "cli", false).unwrap();
+    assert!(!clean.path.exists() && !cli.exists());
+    assert_eq!(
+        porcelain(&project),
+        [(other_path.clone(), Some("feature".into()))].into()
+    );
+    assert!(worktree::list(&project).unwrap().is_empty());
+    assert!(other_path.exists(), "the foreign worktree was left alone");
+
+    let error = worktree::remove(&project, "clean", false).unwrap_err();
+    assert!(matches!(error, WorktreeError::NotFound { .. }), "{error:?}");
+
+    // The name can be used again, and the CLI can remove what we made.
+    let again = worktree::create(&project, &root, "clean", &base).unwrap();
+    git(
+        &project,
+        &["worktree", "remove", again.path.to_str().unwrap()],
+    );
+    git(&project, &["branch", "-q", "-D", "arena/clean"]);
+    assert_eq!(
+        porcelain(&project),
+        [(other_path, Some("feature".into()))].into()
+    );
+}
+
+#[test]
+fn a_stale_worktree_does_not_block_its_name() {
+    let (dir, project) = project();
+    let base = head(&project);
+    let root = dir.path().join("wt");
+    let first = worktree::create(&project, &root, "again", &base).unwrap();
+    fs::remove_dir_all(&first.path).unwrap();
+    // (`git branch -D` refuses a branch of a registered worktree.)
+    git(&project, &["update-ref", "-d", "refs/heads/arena/again"]);
+    let second = worktree::create(&project, &root, "again", &base).unwrap();
+    assert_eq!(
+        porcelain(&project),
+        [(second.path.clone(), Some("arena/again".into()))].into()
+    );
+    assert_eq!(git(&second.path, &["status", "--porcelain"]), "");
+}
