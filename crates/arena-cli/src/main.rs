@@ -36,6 +36,9 @@ enum Command {
     /// Run and inspect battles.
     #[command(subcommand)]
     Battle(BattleCommand),
+    /// Arena's git worktrees (one per Coding contestant).
+    #[command(subcommand)]
+    Worktrees(WorktreesCommand),
     /// Ratings with 95% intervals, wins, win rate, median speed per (identity, model).
     Leaderboard {
         /// Only battles of this type (qa or coding).
@@ -54,6 +57,19 @@ struct JsonFlag {
     /// Print machine-readable JSON.
     #[arg(long)]
     json: bool,
+}
+
+#[derive(Subcommand)]
+enum WorktreesCommand {
+    /// Every contestant's worktree with its state.
+    List(JsonFlag),
+    /// Remove the worktrees of finished battles (uncommitted work is kept unless --force).
+    Prune {
+        #[arg(long)]
+        force: bool,
+        #[command(flatten)]
+        json: JsonFlag,
+    },
 }
 
 #[derive(Subcommand)]
@@ -110,6 +126,14 @@ enum BattleCommand {
         /// What to ask (default: check, compare and pick the best).
         #[arg(long)]
         question: Option<String>,
+        #[command(flatten)]
+        json: JsonFlag,
+    },
+    /// Bring a Coding contestant's diff (default: the winner's) into the project.
+    Apply {
+        id: String,
+        /// Contestant id, id prefix, or 1-based position.
+        contestant: Option<String>,
         #[command(flatten)]
         json: JsonFlag,
     },
@@ -256,6 +280,47 @@ async fn run(cli: Cli) -> Result<(), Error> {
             }
         }
         Command::Battle(command) => battle(&engine, command).await?,
+        Command::Worktrees(WorktreesCommand::List(flags)) => {
+            let list = engine.worktrees().await?;
+            if flags.json {
+                print_json(&serde_json::json!(list));
+            } else if list.is_empty() {
+                println!("No worktrees.");
+            } else {
+                for w in &list {
+                    let state = match (w.exists, w.dirty) {
+                        (false, _) => "missing",
+                        (true, true) => "uncommitted changes",
+                        (true, false) => "clean",
+                    };
+                    println!(
+                        "{}  battle {} ({})  {state}",
+                        w.path.display(),
+                        w.battle_id,
+                        w.battle_status
+                    );
+                }
+            }
+        }
+        Command::Worktrees(WorktreesCommand::Prune { force, json }) => {
+            let (removed, kept) = engine.prune_worktrees(force).await?;
+            if json.json {
+                print_json(&serde_json::json!({
+                    "removed": removed,
+                    "kept": kept.iter().map(|(p, why)| serde_json::json!({"path": p, "reason": why})).collect::<Vec<_>>(),
+                }));
+            } else {
+                for p in &removed {
+                    println!("removed {}", p.display());
+                }
+                for (p, why) in &kept {
+                    println!("kept    {}: {why}", p.display());
+                }
+                if removed.is_empty() && kept.is_empty() {
+                    println!("Nothing to prune.");
+                }
+            }
+        }
         Command::Leaderboard {
             battle_type,
             json,
@@ -295,6 +360,28 @@ async fn battle(engine: &Engine, command: BattleCommand) -> Result<(), Error> {
                 eprintln!("arena: the analysis failed: {error}");
             }
             show(engine, &id, json.json, false).await?;
+        }
+        BattleCommand::Apply {
+            id,
+            contestant,
+            json,
+        } => {
+            let id = resolve_battle(engine, &id)?;
+            let cid = match contestant {
+                Some(c) => Some(resolve_contestant(&engine.battle(&id).await?, &c)?),
+                None => None,
+            };
+            let (applied, stats) = engine.apply(&id, cid.as_deref()).await?;
+            if json.json {
+                print_json(
+                    &serde_json::json!({"battle_id": id, "contestant_id": applied, "stats": stats}),
+                );
+            } else {
+                println!(
+                    "Applied {applied}'s changes: {} files, +{} -{}",
+                    stats.files, stats.insertions, stats.deletions
+                );
+            }
         }
         BattleCommand::CrossExamine {
             id,

@@ -31,6 +31,9 @@ pub fn contestant_json(c: &Contestant, with_output: bool) -> Value {
         "tokens_per_sec_source": b.rate_source,
         "truncated": c.truncated,
         "result_path": c.result_path,
+        "worktree": c.worktree,
+        "diff": c.diff,
+        "check": c.check,
     });
     if with_output {
         v["output"] = json!(c.output);
@@ -50,6 +53,8 @@ fn battle_value(b: &Battle, with_output: bool) -> Value {
         "created_at": rfc3339(b.created_at),
         "finished_at": b.finished_at.map(rfc3339),
         "winner": b.winner,
+        "base_commit": b.base_commit,
+        "check_command": b.check_command,
         "contestants": b.contestants.iter().map(|c| contestant_json(c, with_output)).collect::<Vec<_>>(),
     })
 }

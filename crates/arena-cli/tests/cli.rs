@@ -648,3 +648,132 @@ async fn backends_lists_what_is_installed() {
     assert_eq!(by_name("aider")["read_only"], false);
     assert_eq!(rows.len(), 7);
 }
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn write_turns(file: &str, content: &str) -> ModelScript {
+    use arena_testserver::{ToolCall, Turn};
+    ModelScript::turns(vec![
+        Turn::ToolCalls {
+            text: None,
+            calls: vec![ToolCall::new(
+                "write_file",
+                serde_json::json!({"path": file, "content": content}),
+            )],
+        },
+        Turn::Text(format!("Wrote {file}.")),
+    ])
+}
+
+#[tokio::test]
+async fn coding_battle_apply_and_worktree_cleanup() {
+    let s = Setup::new().await;
+    let project = s.project();
+    std::fs::remove_dir_all(project.join(".git")).unwrap();
+    git(&project, &["init", "-q", "-b", "main"]);
+    git(&project, &["config", "user.email", "arena@example.invalid"]);
+    git(&project, &["config", "user.name", "Arena Test"]);
+    std::fs::write(project.join("README.md"), "hello\n").unwrap();
+    git(&project, &["add", "."]);
+    git(&project, &["commit", "-q", "-m", "initial"]);
+    s.local
+        .set_model("coder-a", write_turns("a.txt", "alpha\n"));
+    s.local.set_model("coder-b", write_turns("b.txt", "beta\n"));
+    let p = project.to_str().unwrap();
+    let b = s
+        .json(&[
+            "battle",
+            "run",
+            "--type",
+            "coding",
+            "--project",
+            p,
+            "--prompt",
+            "Add a file.",
+            "-c",
+            "native@coder-a",
+            "-c",
+            "native@coder-b",
+            "--check",
+            "ls a.txt",
+            "--no-analysis",
+            "--json",
+        ])
+        .await;
+    assert_eq!(b["status"], "done", "{b:#}");
+    assert_eq!(b["base_commit"].as_str().unwrap().len(), 40);
+    assert_eq!(b["check_command"], "ls a.txt");
+    let cs = b["contestants"].as_array().unwrap();
+    assert_eq!(cs[0]["diff"]["files"], 1);
+    assert_eq!(cs[0]["check"]["passed"], true);
+    assert_eq!(cs[1]["check"]["passed"], false);
+    let id = b["id"].as_str().unwrap();
+
+    // Apply refuses with no winner, and on a dirty project; then applies.
+    let out = s.arena(&["battle", "apply", id]).await;
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no winner"));
+    s.json(&["battle", "winner", id, "1", "--json"]).await;
+    std::fs::write(project.join("README.md"), "hello\nlocal edit\n").unwrap();
+    let out = s.arena(&["battle", "apply", id]).await;
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        !project.join("a.txt").exists(),
+        "a refused apply changed nothing"
+    );
+    git(&project, &["checkout", "--", "README.md"]);
+    let applied = s.json(&["battle", "apply", id, "--json"]).await;
+    assert_eq!(applied["contestant_id"], cs[0]["id"]);
+    assert_eq!(
+        std::fs::read_to_string(project.join("a.txt")).unwrap(),
+        "alpha\n"
+    );
+
+    // Worktrees: both listed with uncommitted work; prune keeps them, --force removes them.
+    let list = s.json(&["worktrees", "list", "--json"]).await;
+    assert_eq!(list.as_array().unwrap().len(), 2);
+    assert!(list
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|w| w["dirty"] == true && w["exists"] == true));
+    let pruned = s.json(&["worktrees", "prune", "--json"]).await;
+    assert_eq!(pruned["removed"].as_array().unwrap().len(), 0);
+    assert_eq!(pruned["kept"].as_array().unwrap().len(), 2);
+    assert_eq!(
+        git(&project, &["worktree", "list", "--porcelain"])
+            .matches("worktree ")
+            .count(),
+        3
+    );
+    let pruned = s.json(&["worktrees", "prune", "--force", "--json"]).await;
+    assert_eq!(pruned["removed"].as_array().unwrap().len(), 2);
+    assert_eq!(
+        git(&project, &["worktree", "list", "--porcelain"])
+            .matches("worktree ")
+            .count(),
+        1
+    );
+    for w in list.as_array().unwrap() {
+        assert!(!Path::new(w["path"].as_str().unwrap()).exists());
+    }
+    // The results stay.
+    assert!(Path::new(cs[0]["result_path"].as_str().unwrap()).exists());
+}

@@ -38,6 +38,20 @@ const HEARTBEAT: Duration = Duration::from_millis(500);
 const FOLLOW_POLL: Duration = Duration::from_millis(250);
 const DISCOVERY_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// One Coding contestant's worktree.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct WorktreeEntry {
+    pub battle_id: String,
+    pub battle_status: crate::battle::BattleStatus,
+    pub contestant_id: String,
+    pub project: PathBuf,
+    pub path: PathBuf,
+    /// Its name in git's bookkeeping (`None` when git no longer lists it).
+    pub name: Option<String>,
+    pub exists: bool,
+    pub dirty: bool,
+}
+
 /// Everything needed to open an engine.
 pub struct EngineOptions {
     pub data_dir: PathBuf,
@@ -446,6 +460,119 @@ impl Engine {
             tokio::task::spawn_blocking(move || crate::leaderboard::compute(&outcomes, &options))
                 .await?,
         )
+    }
+
+    /// Brings a Coding contestant's diff (by default the winner's) into the
+    /// project's working tree. Refuses on a dirty project or a patch that
+    /// does not apply, changing nothing.
+    pub async fn apply(
+        &self,
+        battle_id: &str,
+        contestant_id: Option<&str>,
+    ) -> Result<(String, crate::diff::DiffStats)> {
+        let battle = self.battle(battle_id).await?;
+        if battle.battle_type != crate::battle::BattleType::Coding {
+            return Err(crate::error::Invalid::Other(format!(
+                "battle {battle_id} is a Q&A battle; only Coding battles have a diff to apply"
+            ))
+            .into());
+        }
+        let id = match contestant_id {
+            Some(id) => id.to_string(),
+            None => battle.winner.as_ref().map(|w| w.contestant_id.clone()).ok_or_else(|| {
+                crate::error::Invalid::Other(format!(
+                    "battle {battle_id} has no winner yet; name the contestant to apply, or set a winner"
+                ))
+            })?,
+        };
+        let c = battle
+            .contestants
+            .iter()
+            .find(|c| c.id == id)
+            .ok_or_else(|| Error::not_found("contestant", format!("{id} in battle {battle_id}")))?;
+        let patch_path = c
+            .result_path
+            .as_ref()
+            .and_then(|p| p.parent())
+            .map(|d| d.join(crate::results::DIFF_FILE))
+            .filter(|p| p.exists())
+            .ok_or_else(|| {
+                Error::Conflict(format!(
+                    "contestant {id} has no diff.patch (status {})",
+                    c.status
+                ))
+            })?;
+        let patch = std::fs::read_to_string(&patch_path).map_err(|e| Error::io(&patch_path, e))?;
+        let project = battle.project.clone();
+        let stats = tokio::task::spawn_blocking(move || crate::diff::apply(&project, &patch))
+            .await?
+            .map_err(|e| Error::Conflict(e.to_string()))?;
+        Ok((id, stats))
+    }
+
+    /// Arena's worktrees: per Coding contestant, where and in what state.
+    pub async fn worktrees(&self) -> Result<Vec<WorktreeEntry>> {
+        let battles = self.db(|s| s.battles(usize::MAX >> 1)).await?;
+        tokio::task::spawn_blocking(move || {
+            let mut out = Vec::new();
+            for b in battles
+                .iter()
+                .filter(|b| b.battle_type == crate::battle::BattleType::Coding)
+            {
+                let known = crate::worktree::list(&b.project).unwrap_or_default();
+                for c in &b.contestants {
+                    let Some(path) = &c.worktree else { continue };
+                    let info = known.iter().find(|i| &i.path == path).cloned();
+                    out.push(WorktreeEntry {
+                        battle_id: b.id.clone(),
+                        battle_status: b.status,
+                        contestant_id: c.id.clone(),
+                        project: b.project.clone(),
+                        path: path.clone(),
+                        exists: path.exists(),
+                        dirty: info.as_ref().map(|i| i.dirty).unwrap_or(false),
+                        name: info.map(|i| i.name),
+                    });
+                }
+            }
+            Ok(out)
+        })
+        .await?
+    }
+
+    /// Removes the worktrees of finished battles. A worktree with
+    /// uncommitted work is kept unless `force` (its diff.patch is in the
+    /// results folder either way). Returns (removed, kept with the reason).
+    pub async fn prune_worktrees(
+        &self,
+        force: bool,
+    ) -> Result<(Vec<PathBuf>, Vec<(PathBuf, String)>)> {
+        let entries = self.worktrees().await?;
+        tokio::task::spawn_blocking(move || {
+            let (mut removed, mut kept) = (Vec::new(), Vec::new());
+            for e in entries {
+                if !e.battle_status.is_terminal() {
+                    kept.push((e.path, "its battle is still running".into()));
+                    continue;
+                }
+                let Some(name) = e.name else {
+                    if !e.exists {
+                        continue; // already gone, and git no longer knows it
+                    }
+                    kept.push((
+                        e.path,
+                        "git does not list it as a worktree of the project".into(),
+                    ));
+                    continue;
+                };
+                match crate::worktree::remove(&e.project, &name, force) {
+                    Ok(()) => removed.push(e.path),
+                    Err(err) => kept.push((e.path, err.to_string())),
+                }
+            }
+            Ok((removed, kept))
+        })
+        .await?
     }
 
     /// Reconciles and finishes battles left running by a process that
