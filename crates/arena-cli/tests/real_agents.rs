@@ -172,3 +172,144 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
     out.sort();
     out
 }
+
+/// The worktree path as it appears in the agent's request (its environment
+/// context names the working directory).
+fn worktree_in(body: &Value, data_dir: &str) -> Option<String> {
+    let text = body.to_string();
+    let start = text.find(&format!("{data_dir}/worktrees/"))?;
+    let rest = &text[start..];
+    let end =
+        rest.find(|c: char| c == '"' || c == '\\' || c.is_whitespace() || c == '`' || c == '\'')?;
+    Some(rest[..end].trim_end_matches(['.', ',', ')']).to_string())
+}
+
+#[tokio::test]
+async fn qwen_code_competes_in_a_coding_battle() {
+    use arena_testserver::{tool_results, ToolCall, Turn};
+    let Some(bin) = peers_bin() else {
+        eprintln!("skipped: set ARENA_PEERS_BIN (scripts/peers.sh) to run");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data").canonicalize().unwrap_or_else(|_| {
+        std::fs::create_dir_all(dir.path().join("data")).unwrap();
+        dir.path().join("data").canonicalize().unwrap()
+    });
+    let data_str = data.to_string_lossy().into_owned();
+    let server = TestServer::start().await.unwrap();
+    let seen = data_str.clone();
+    server.set_model(
+        "coder",
+        ModelScript::turn_with(move |body| {
+            if tool_results(body) > 0 {
+                return Turn::Text("I added hello.txt with a greeting.".into());
+            }
+            match worktree_in(body, &seen) {
+                Some(wt) => Turn::ToolCalls {
+                    text: None,
+                    calls: vec![ToolCall::new(
+                        "write_file",
+                        serde_json::json!({"file_path": format!("{wt}/hello.txt"), "content": "hello from qwen\n"}),
+                    )],
+                },
+                None => Turn::Text("I could not find my working directory.".into()),
+            }
+        }),
+    );
+    server.set_model(
+        "other",
+        ModelScript::turns(vec![Turn::Text("Nothing to do.".into())]),
+    );
+    let project = dir.path().join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    let git = |args: &[&str]| {
+        let out = Command::new("git")
+            .current_dir(&project)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}");
+    };
+    git(&["init", "-q", "-b", "main"]);
+    std::fs::write(project.join("README.md"), "demo\n").unwrap();
+    git(&["add", "."]);
+    git(&[
+        "-c",
+        "user.email=a@example.invalid",
+        "-c",
+        "user.name=A",
+        "commit",
+        "-q",
+        "-m",
+        "initial",
+    ]);
+    std::fs::create_dir_all(dir.path().join("agent-home")).unwrap();
+    std::fs::write(
+        dir.path().join("arena.toml"),
+        format!(
+            "[[provider]]\nname = \"local\"\nkind = \"openai\"\nbase_url = \"{}\"\nlane = \"local\"\n",
+            server.base_url()
+        ),
+    )
+    .unwrap();
+    let out = {
+        let (d, b, p) = (dir.path().to_path_buf(), bin.clone(), project.clone());
+        tokio::task::spawn_blocking(move || {
+            arena(
+                &d,
+                &b,
+                &[
+                    "battle",
+                    "run",
+                    "--type",
+                    "coding",
+                    "--no-analysis",
+                    "--json",
+                    "--project",
+                    p.to_str().unwrap(),
+                    "--prompt",
+                    "Add hello.txt with a greeting.",
+                    "-c",
+                    "qwen@coder",
+                    "-c",
+                    "native@other",
+                ],
+            )
+        })
+        .await
+        .unwrap()
+    };
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let battle: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let qwen = &battle["contestants"][0];
+    assert_eq!(qwen["status"], "done", "{battle:#}");
+    assert_eq!(qwen["diff"]["files"], 1, "{qwen:#}");
+    let patch_path = Path::new(qwen["result_path"].as_str().unwrap())
+        .parent()
+        .unwrap()
+        .join("diff.patch");
+    let patch = std::fs::read_to_string(&patch_path).unwrap();
+    assert!(
+        patch.contains("+++ b/hello.txt") && patch.contains("+hello from qwen"),
+        "{patch}"
+    );
+    let out = Command::new("git")
+        .current_dir(&project)
+        .args(["apply", "--check", patch_path.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        !project.join("hello.txt").exists(),
+        "the project itself is untouched"
+    );
+}
