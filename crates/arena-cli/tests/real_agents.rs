@@ -184,34 +184,60 @@ fn worktree_in(body: &Value, data_dir: &str) -> Option<String> {
     Some(rest[..end].trim_end_matches(['.', ',', ')']).to_string())
 }
 
-#[tokio::test]
-async fn qwen_code_competes_in_a_coding_battle() {
-    use arena_testserver::{tool_results, ToolCall, Turn};
+/// The tool call each agent's model makes to write `hello.txt` in `wt`.
+fn write_call(agent: &str, wt: &str) -> arena_testserver::ToolCall {
+    use arena_testserver::ToolCall;
+    let path = format!("{wt}/hello.txt");
+    let content = format!("hello from {agent}\n");
+    match agent {
+        "qwen" => ToolCall::new(
+            "write_file",
+            serde_json::json!({"file_path": path, "content": content}),
+        ),
+        "claude-code" => ToolCall::new(
+            "Write",
+            serde_json::json!({"file_path": path, "content": content}),
+        ),
+        "opencode" => ToolCall::new(
+            "write",
+            serde_json::json!({"filePath": path, "content": content}),
+        ),
+        "codex" => ToolCall::new(
+            "exec_command",
+            serde_json::json!({"cmd": format!("printf 'hello from codex\\n' > hello.txt")}),
+        ),
+        other => panic!("no scripted edit for {other}"),
+    }
+}
+
+/// A Coding battle between `agent` (its model scripted to write hello.txt
+/// in its worktree) and the native agent; the agent's diff must be right.
+async fn agent_edits(agent: &'static str) {
+    use arena_testserver::{tool_results, Turn};
     let Some(bin) = peers_bin() else {
         eprintln!("skipped: set ARENA_PEERS_BIN (scripts/peers.sh) to run");
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("data").canonicalize().unwrap_or_else(|_| {
-        std::fs::create_dir_all(dir.path().join("data")).unwrap();
-        dir.path().join("data").canonicalize().unwrap()
-    });
+    std::fs::create_dir_all(dir.path().join("data")).unwrap();
+    let data = dir.path().join("data").canonicalize().unwrap();
     let data_str = data.to_string_lossy().into_owned();
     let server = TestServer::start().await.unwrap();
-    let seen = data_str.clone();
     server.set_model(
         "coder",
         ModelScript::turn_with(move |body| {
             if tool_results(body) > 0 {
                 return Turn::Text("I added hello.txt with a greeting.".into());
             }
-            match worktree_in(body, &seen) {
+            let wt = if agent == "codex" {
+                Some(String::new())
+            } else {
+                worktree_in(body, &data_str)
+            };
+            match wt {
                 Some(wt) => Turn::ToolCalls {
                     text: None,
-                    calls: vec![ToolCall::new(
-                        "write_file",
-                        serde_json::json!({"file_path": format!("{wt}/hello.txt"), "content": "hello from qwen\n"}),
-                    )],
+                    calls: vec![write_call(agent, &wt)],
                 },
                 None => Turn::Text("I could not find my working directory.".into()),
             }
@@ -248,11 +274,18 @@ async fn qwen_code_competes_in_a_coding_battle() {
     std::fs::write(
         dir.path().join("arena.toml"),
         format!(
-            "[[provider]]\nname = \"local\"\nkind = \"openai\"\nbase_url = \"{}\"\nlane = \"local\"\n",
+            "[[provider]]\nname = \"local\"\nkind = \"openai\"\nbase_url = \"{0}\"\nlane = \"local\"\n\n\
+             [[provider]]\nname = \"anthropic\"\nkind = \"anthropic\"\nbase_url = \"{0}\"\nlane = \"cloud\"\n",
             server.base_url()
         ),
     )
     .unwrap();
+    let model = if agent == "claude-code" {
+        "anthropic/coder"
+    } else {
+        "coder"
+    };
+    let contestant = format!("{agent}@{model}");
     let out = {
         let (d, b, p) = (dir.path().to_path_buf(), bin.clone(), project.clone());
         tokio::task::spawn_blocking(move || {
@@ -271,7 +304,7 @@ async fn qwen_code_competes_in_a_coding_battle() {
                     "--prompt",
                     "Add hello.txt with a greeting.",
                     "-c",
-                    "qwen@coder",
+                    &contestant,
                     "-c",
                     "native@other",
                 ],
@@ -286,17 +319,17 @@ async fn qwen_code_competes_in_a_coding_battle() {
         String::from_utf8_lossy(&out.stderr)
     );
     let battle: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let qwen = &battle["contestants"][0];
-    assert_eq!(qwen["status"], "done", "{battle:#}");
-    assert_eq!(qwen["diff"]["files"], 1, "{qwen:#}");
-    let patch_path = Path::new(qwen["result_path"].as_str().unwrap())
+    let c = &battle["contestants"][0];
+    assert_eq!(c["status"], "done", "{agent}: {battle:#}");
+    assert_eq!(c["diff"]["files"], 1, "{agent}: {c:#}");
+    let patch_path = Path::new(c["result_path"].as_str().unwrap())
         .parent()
         .unwrap()
         .join("diff.patch");
     let patch = std::fs::read_to_string(&patch_path).unwrap();
     assert!(
-        patch.contains("+++ b/hello.txt") && patch.contains("+hello from qwen"),
-        "{patch}"
+        patch.contains("+++ b/hello.txt") && patch.contains("+hello from"),
+        "{agent}: {patch}"
     );
     let out = Command::new("git")
         .current_dir(&project)
@@ -305,11 +338,32 @@ async fn qwen_code_competes_in_a_coding_battle() {
         .unwrap();
     assert!(
         out.status.success(),
-        "{}",
+        "{agent}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(
         !project.join("hello.txt").exists(),
         "the project itself is untouched"
     );
+    assert!(!server.requests_for("coder").is_empty());
+}
+
+#[tokio::test]
+async fn qwen_code_competes_in_a_coding_battle() {
+    agent_edits("qwen").await;
+}
+
+#[tokio::test]
+async fn claude_code_competes_in_a_coding_battle() {
+    agent_edits("claude-code").await;
+}
+
+#[tokio::test]
+async fn codex_competes_in_a_coding_battle() {
+    agent_edits("codex").await;
+}
+
+#[tokio::test]
+async fn opencode_competes_in_a_coding_battle() {
+    agent_edits("opencode").await;
 }

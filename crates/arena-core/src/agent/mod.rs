@@ -2,5 +2,6 @@
 //! minimal environment, a timeout, and cancellation that takes down the
 //! whole group.
 
+pub mod backends;
 pub mod native;
 pub mod process;

@@ -11,6 +11,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
+use crate::agent::backends;
 use crate::agent::native::{self, NativeAgent};
 use crate::agent::process::{self, Launch, Line};
 use crate::battle::{
@@ -32,13 +33,10 @@ struct AgentRun {
     cancelled: bool,
 }
 
-/// The CLI backends Arena can drive today, besides `native` and `[[backend]]`s.
-pub const CLI_ADAPTERS: &[&str] = &["qwen"];
-
-/// Whether Arena can run this backend now (for validation).
+/// Whether Arena can run this backend (for validation).
 pub fn runnable(engine: &Engine, name: &str) -> bool {
     name == "native"
-        || CLI_ADAPTERS.contains(&name)
+        || backends::CLI_BACKENDS.contains(&name)
         || engine.config().backends.iter().any(|b| b.name == name)
 }
 
@@ -287,71 +285,60 @@ async fn run_native(
     })
 }
 
-/// How to launch a CLI backend for one task.
-fn launch(engine: &Engine, c: &Contestant, path: &Path, prompt: &str) -> Result<Launch> {
-    let limits = &engine.config().limits;
-    let endpoint = engine.provider(&c.provider).map(|p| {
-        (
-            p.config.base_url.clone(),
-            p.config.api_key().unwrap_or_else(|| "arena-no-key".into()),
-        )
+/// How to launch a CLI backend for one task; writes its private config files.
+fn launch(
+    engine: &Engine,
+    c: &Contestant,
+    path: &Path,
+    prompt: &str,
+) -> Result<(Launch, backends::OutputFormat)> {
+    let endpoint = engine.provider(&c.provider).map(|p| backends::Endpoint {
+        kind: p.config.kind,
+        base_url: p.config.base_url.clone(),
+        api_key: p.config.api_key().unwrap_or_else(|| "arena-no-key".into()),
     });
-    let mut env: Vec<(String, String)> = Vec::new();
-    if let Some(home) = std::env::var_os("ARENA_AGENT_HOME") {
-        env.push(("HOME".into(), home.to_string_lossy().into_owned()));
-    }
-    let (program, args) = if let Some(custom) = engine
+    let custom = engine
         .config()
         .backends
         .iter()
-        .find(|b| b.name == c.identity)
-    {
-        let fill = |a: &str| {
-            a.replace("{prompt}", prompt)
-                .replace("{model}", &c.model)
-                .replace("{worktree}", &path.to_string_lossy())
-        };
-        let mut argv = custom.command.iter().map(|a| fill(a));
-        let program = argv.next().unwrap_or_default();
-        if let Some((url, key)) = &endpoint {
-            env.push(("OPENAI_BASE_URL".into(), url.clone()));
-            env.push(("OPENAI_API_KEY".into(), key.clone()));
+        .find(|b| b.name == c.identity);
+    let scratch = engine.data_dir().join("agents").join(&c.id);
+    let plan = backends::plan(
+        &c.identity,
+        custom,
+        &c.model,
+        prompt,
+        path,
+        &scratch,
+        endpoint.as_ref(),
+    )
+    .map_err(Invalid::Other)?;
+    for (file, content) in &plan.files {
+        if let Some(dir) = file.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
         }
-        (program, argv.collect::<Vec<_>>())
-    } else {
-        match c.identity.as_str() {
-            "qwen" => {
-                if let Some((url, key)) = &endpoint {
-                    env.push(("OPENAI_BASE_URL".into(), url.clone()));
-                    env.push(("OPENAI_API_KEY".into(), key.clone()));
-                    env.push(("OPENAI_MODEL".into(), c.model.clone()));
-                }
-                let args = vec![
-                    "--auth-type".into(),
-                    "openai".into(),
-                    "-m".into(),
-                    c.model.clone(),
-                    "--yolo".into(),
-                    prompt.to_string(),
-                ];
-                ("qwen".to_string(), args)
-            }
-            other => return Err(Error::Unsupported(format!("the `{other}` backend"))),
-        }
-    };
-    let program = crate::backend::which(&program)
-        .or_else(|| Some(PathBuf::from(&program)).filter(|p| p.is_absolute() && p.exists()))
+        std::fs::write(file, content).map_err(|e| Error::io(file, e))?;
+    }
+    let mut env = plan.env;
+    if let Some(home) = std::env::var_os("ARENA_AGENT_HOME") {
+        env.push(("HOME".into(), home.to_string_lossy().into_owned()));
+    }
+    let program = crate::backend::which(&plan.program)
+        .or_else(|| Some(PathBuf::from(&plan.program)).filter(|p| p.is_absolute() && p.exists()))
         .ok_or_else(|| Invalid::BackendNotInstalled {
             name: c.identity.clone(),
-            program: program.clone(),
+            program: plan.program.clone(),
         })?;
-    Ok(Launch {
-        program,
-        args,
-        cwd: path.to_path_buf(),
-        env,
-        timeout: limits.max_duration(),
-    })
+    Ok((
+        Launch {
+            program,
+            args: plan.args,
+            cwd: path.to_path_buf(),
+            env,
+            timeout: engine.config().limits.max_duration(),
+        },
+        plan.output,
+    ))
 }
 
 async fn run_cli(
@@ -361,32 +348,55 @@ async fn run_cli(
     path: &Path,
     token: &CancellationToken,
 ) -> Result<AgentRun> {
-    let launch = launch(engine, c, path, &battle.prompt)?;
+    let (launch, format) = launch(engine, c, path, &battle.prompt)?;
     let (tx, forward) = output_forwarder(engine, c);
+    let mut final_answer: Option<String> = None;
     let exit = process::run(&launch, token, |line| {
-        if let Line::Stdout(mut l) = line {
-            l.push('\n');
-            let _ = tx.send(EventKind::Output { text: l });
+        let Line::Stdout(l) = line else { return };
+        match format {
+            backends::OutputFormat::Lines => {
+                let _ = tx.send(EventKind::Output {
+                    text: format!("{l}\n"),
+                });
+            }
+            backends::OutputFormat::ClaudeStreamJson => {
+                for piece in backends::parse_claude_line(&l) {
+                    let kind = match piece {
+                        backends::Piece::Text(text) => EventKind::Output { text },
+                        backends::Piece::Tool { name, summary } => EventKind::Tool {
+                            name,
+                            summary,
+                            ok: true,
+                        },
+                        backends::Piece::Final(text) => {
+                            final_answer = Some(text);
+                            continue;
+                        }
+                    };
+                    let _ = tx.send(kind);
+                }
+            }
         }
     })
     .await;
     drop(tx);
     let output = forward.await.unwrap_or_default();
+    let explanation = final_answer.unwrap_or(output);
     Ok(match exit {
         Ok(exit) if exit.success() => AgentRun {
-            explanation: output,
+            explanation,
             usage: None,
             error: None,
             cancelled: false,
         },
         Ok(exit) => AgentRun {
-            explanation: output,
+            explanation,
             usage: None,
             error: (!exit.cancelled).then(|| exit.describe(&c.identity)),
             cancelled: exit.cancelled,
         },
         Err(e) => AgentRun {
-            explanation: output,
+            explanation,
             usage: None,
             error: Some(e.to_string()),
             cancelled: false,

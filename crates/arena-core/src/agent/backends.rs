@@ -1,0 +1,438 @@
+//! How each CLI coding agent is launched non-interactively, and how its
+//! output is read. Pure: building a [`Plan`] touches nothing; the caller
+//! writes its files and starts the process.
+//!
+//! | backend | command | model endpoint |
+//! |---|---|---|
+//! | `claude-code` | `claude -p --model M --permission-mode acceptEdits --output-format stream-json --verbose PROMPT` | `ANTHROPIC_BASE_URL`, `ANTHROPIC_API_KEY` (an Anthropic-kind provider) |
+//! | `codex` | `codex exec --dangerously-bypass-approvals-and-sandbox -m M PROMPT` | `CODEX_HOME/config.toml` with a Responses-API provider |
+//! | `opencode` | `opencode run -m arena/M PROMPT` | `OPENCODE_CONFIG` file declaring provider `arena` |
+//! | `qwen` | `qwen --auth-type openai -m M --yolo PROMPT` | `OPENAI_BASE_URL`, `OPENAI_API_KEY`, `OPENAI_MODEL` |
+//! | `aider` | `aider --model openai/M --openai-api-base URL --openai-api-key K --yes-always … --message PROMPT` | flags |
+//! | `goose` | `goose run -t PROMPT` | goose's own configuration |
+//! | `[[backend]]` | the configured argv with `{prompt}`, `{model}`, `{worktree}` | `OPENAI_BASE_URL`, `OPENAI_API_KEY` |
+//!
+//! When the model is not served by an Arena provider, the agent keeps its
+//! own configuration and Arena passes the model name through unchanged.
+
+use std::path::{Path, PathBuf};
+
+use crate::config::{CustomBackend, ProviderKind};
+
+/// Where the contestant's model is served, when an Arena provider serves it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Endpoint {
+    pub kind: ProviderKind,
+    /// Up to and including `/v1`.
+    pub base_url: String,
+    pub api_key: String,
+}
+
+/// How to read what the agent prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutputFormat {
+    /// Plain lines; the whole output is its explanation.
+    Lines,
+    /// Claude Code's `stream-json`: one JSON event per line.
+    ClaudeStreamJson,
+}
+
+/// Everything needed to start one agent run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    pub program: String,
+    pub args: Vec<String>,
+    pub env: Vec<(String, String)>,
+    /// Config files to write first (outside the worktree).
+    pub files: Vec<(PathBuf, String)>,
+    pub output: OutputFormat,
+}
+
+/// Backends with an adapter here (besides `native`).
+pub const CLI_BACKENDS: &[&str] = &["claude-code", "codex", "opencode", "qwen", "aider", "goose"];
+
+fn strip_v1(url: &str) -> String {
+    let url = url.trim_end_matches('/');
+    url.strip_suffix("/v1").unwrap_or(url).to_string()
+}
+
+fn toml_string(s: &str) -> String {
+    format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
+}
+
+/// The launch plan for `backend` working on `prompt` with `model`.
+/// `scratch` is a private folder for the agent's config files.
+pub fn plan(
+    backend: &str,
+    custom: Option<&CustomBackend>,
+    model: &str,
+    prompt: &str,
+    worktree: &Path,
+    scratch: &Path,
+    endpoint: Option<&Endpoint>,
+) -> Result<Plan, String> {
+    let mut plan = Plan {
+        program: String::new(),
+        args: Vec::new(),
+        env: Vec::new(),
+        files: Vec::new(),
+        output: OutputFormat::Lines,
+    };
+    let openai_env = |plan: &mut Plan, e: &Endpoint| {
+        plan.env
+            .push(("OPENAI_BASE_URL".into(), e.base_url.clone()));
+        plan.env.push(("OPENAI_API_KEY".into(), e.api_key.clone()));
+    };
+    let needs_openai = |e: Option<&Endpoint>, who: &str| -> Result<(), String> {
+        match e {
+            Some(e) if e.kind != ProviderKind::Openai => Err(format!(
+                "{who} speaks the OpenAI API; serve the model from an OpenAI-compatible provider"
+            )),
+            _ => Ok(()),
+        }
+    };
+    if let Some(custom) = custom {
+        let fill = |a: &str| {
+            a.replace("{prompt}", prompt)
+                .replace("{model}", model)
+                .replace("{worktree}", &worktree.to_string_lossy())
+        };
+        let mut argv = custom.command.iter().map(|a| fill(a));
+        plan.program = argv.next().ok_or("the backend's command is empty")?;
+        plan.args = argv.collect();
+        if let Some(e) = endpoint {
+            openai_env(&mut plan, e);
+        }
+        return Ok(plan);
+    }
+    match backend {
+        "claude-code" => {
+            plan.program = "claude".into();
+            plan.args = [
+                "-p",
+                "--model",
+                model,
+                "--permission-mode",
+                "acceptEdits",
+                "--output-format",
+                "stream-json",
+                "--verbose",
+                prompt,
+            ]
+            .map(String::from)
+            .to_vec();
+            plan.output = OutputFormat::ClaudeStreamJson;
+            plan.env.push((
+                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC".into(),
+                "1".into(),
+            ));
+            if let Some(e) = endpoint {
+                if e.kind != ProviderKind::Anthropic {
+                    return Err("Claude Code speaks the Anthropic Messages API; serve the model from a provider with kind = \"anthropic\"".into());
+                }
+                plan.env
+                    .push(("ANTHROPIC_BASE_URL".into(), strip_v1(&e.base_url)));
+                plan.env
+                    .push(("ANTHROPIC_API_KEY".into(), e.api_key.clone()));
+                plan.env
+                    .push(("ANTHROPIC_SMALL_FAST_MODEL".into(), model.into()));
+            }
+        }
+        "codex" => {
+            needs_openai(endpoint, "Codex CLI")?;
+            plan.program = "codex".into();
+            plan.args = [
+                "exec",
+                "--dangerously-bypass-approvals-and-sandbox",
+                "--skip-git-repo-check",
+                "-m",
+                model,
+                prompt,
+            ]
+            .map(String::from)
+            .to_vec();
+            if let Some(e) = endpoint {
+                let home = scratch.join("codex-home");
+                let config = format!(
+                    "model = {}\nmodel_provider = \"arena\"\n\n[model_providers.arena]\nname = \"Arena\"\nbase_url = {}\nenv_key = \"ARENA_CODEX_API_KEY\"\nwire_api = \"responses\"\n",
+                    toml_string(model),
+                    toml_string(&e.base_url)
+                );
+                plan.files.push((home.join("config.toml"), config));
+                plan.env
+                    .push(("CODEX_HOME".into(), home.to_string_lossy().into_owned()));
+                plan.env
+                    .push(("ARENA_CODEX_API_KEY".into(), e.api_key.clone()));
+            }
+        }
+        "opencode" => {
+            needs_openai(endpoint, "OpenCode")?;
+            plan.program = "opencode".into();
+            match endpoint {
+                Some(e) => {
+                    let config = serde_json::json!({
+                        "$schema": "https://opencode.ai/config.json",
+                        "provider": {"arena": {
+                            "npm": "@ai-sdk/openai-compatible",
+                            "name": "Arena",
+                            "options": {"baseURL": e.base_url, "apiKey": e.api_key},
+                            "models": {model: {"name": model, "limit": {"context": 65536, "output": 8192}}},
+                        }},
+                    });
+                    let path = scratch.join("opencode.json");
+                    plan.files.push((path.clone(), config.to_string()));
+                    plan.env.push((
+                        "OPENCODE_CONFIG".into(),
+                        path.to_string_lossy().into_owned(),
+                    ));
+                    plan.args = vec![
+                        "run".into(),
+                        "-m".into(),
+                        format!("arena/{model}"),
+                        prompt.into(),
+                    ];
+                }
+                None => plan.args = vec!["run".into(), "-m".into(), model.into(), prompt.into()],
+            }
+        }
+        "qwen" => {
+            needs_openai(endpoint, "Qwen Code")?;
+            plan.program = "qwen".into();
+            plan.args = ["--auth-type", "openai", "-m", model, "--yolo", prompt]
+                .map(String::from)
+                .to_vec();
+            if let Some(e) = endpoint {
+                openai_env(&mut plan, e);
+                plan.env.push(("OPENAI_MODEL".into(), model.into()));
+            }
+        }
+        "aider" => {
+            needs_openai(endpoint, "aider")?;
+            plan.program = "aider".into();
+            let mut args = vec![
+                "--yes-always",
+                "--no-check-update",
+                "--no-show-model-warnings",
+                "--analytics-disable",
+                "--no-pretty",
+                "--no-fancy-input",
+                "--no-gitignore",
+            ]
+            .into_iter()
+            .map(String::from)
+            .collect::<Vec<_>>();
+            match endpoint {
+                Some(e) => args.extend([
+                    "--model".into(),
+                    format!("openai/{model}"),
+                    "--openai-api-base".into(),
+                    e.base_url.clone(),
+                    "--openai-api-key".into(),
+                    e.api_key.clone(),
+                ]),
+                None => args.extend(["--model".into(), model.into()]),
+            }
+            args.extend(["--message".into(), prompt.into()]);
+            plan.args = args;
+        }
+        "goose" => {
+            plan.program = "goose".into();
+            plan.args = vec!["run".into(), "-t".into(), prompt.into()];
+            plan.env.push(("GOOSE_MODEL".into(), model.into()));
+        }
+        other => return Err(format!("no adapter for the `{other}` backend")),
+    }
+    Ok(plan)
+}
+
+/// One piece of an agent's output.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Piece {
+    Text(String),
+    Tool {
+        name: String,
+        summary: String,
+    },
+    /// The agent's final answer (replaces the explanation).
+    Final(String),
+}
+
+/// Reads one line of Claude Code's `stream-json` output.
+pub fn parse_claude_line(line: &str) -> Vec<Piece> {
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
+        return vec![Piece::Text(format!("{line}\n"))];
+    };
+    match v.get("type").and_then(|t| t.as_str()) {
+        Some("assistant") => v
+            .pointer("/message/content")
+            .and_then(|c| c.as_array())
+            .map(|blocks| {
+                blocks
+                    .iter()
+                    .filter_map(|b| match b.get("type").and_then(|t| t.as_str()) {
+                        Some("text") => b
+                            .get("text")
+                            .and_then(|t| t.as_str())
+                            .map(|t| Piece::Text(format!("{t}\n"))),
+                        Some("tool_use") => {
+                            let name = b
+                                .get("name")
+                                .and_then(|n| n.as_str())
+                                .unwrap_or("tool")
+                                .to_string();
+                            let input = b.get("input").cloned().unwrap_or_default();
+                            let target = ["file_path", "path", "command", "pattern"]
+                                .iter()
+                                .find_map(|k| input.get(k).and_then(|x| x.as_str()))
+                                .unwrap_or("")
+                                .to_string();
+                            Some(Piece::Tool {
+                                name,
+                                summary: target,
+                            })
+                        }
+                        _ => None,
+                    })
+                    .collect()
+            })
+            .unwrap_or_default(),
+        Some("result") => v
+            .get("result")
+            .and_then(|r| r.as_str())
+            .map(|r| vec![Piece::Final(r.to_string())])
+            .unwrap_or_default(),
+        _ => Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ep(kind: ProviderKind) -> Endpoint {
+        Endpoint {
+            kind,
+            base_url: "http://127.0.0.1:9/v1".into(),
+            api_key: "k".into(),
+        }
+    }
+
+    #[test]
+    fn claude_code_gets_the_anthropic_endpoint_without_v1() {
+        let p = plan(
+            "claude-code",
+            None,
+            "m",
+            "do it",
+            Path::new("/w"),
+            Path::new("/s"),
+            Some(&ep(ProviderKind::Anthropic)),
+        )
+        .unwrap();
+        assert_eq!(p.program, "claude");
+        assert!(p
+            .env
+            .contains(&("ANTHROPIC_BASE_URL".into(), "http://127.0.0.1:9".into())));
+        assert_eq!(p.output, OutputFormat::ClaudeStreamJson);
+        assert_eq!(p.args.last().unwrap(), "do it");
+        assert!(plan(
+            "claude-code",
+            None,
+            "m",
+            "x",
+            Path::new("/w"),
+            Path::new("/s"),
+            Some(&ep(ProviderKind::Openai))
+        )
+        .is_err());
+    }
+
+    #[test]
+    fn codex_and_opencode_get_private_config_files() {
+        let p = plan(
+            "codex",
+            None,
+            "m",
+            "x",
+            Path::new("/w"),
+            Path::new("/s"),
+            Some(&ep(ProviderKind::Openai)),
+        )
+        .unwrap();
+        let (path, config) = &p.files[0];
+        assert_eq!(path, &PathBuf::from("/s/codex-home/config.toml"));
+        assert!(
+            config.contains("wire_api = \"responses\"")
+                && config.contains("base_url = \"http://127.0.0.1:9/v1\"")
+        );
+        let p = plan(
+            "opencode",
+            None,
+            "m",
+            "x",
+            Path::new("/w"),
+            Path::new("/s"),
+            Some(&ep(ProviderKind::Openai)),
+        )
+        .unwrap();
+        assert!(p.args.contains(&"arena/m".to_string()));
+        assert!(p.files[0].1.contains("@ai-sdk/openai-compatible"));
+        // Without an Arena endpoint the agent keeps its own configuration.
+        let p = plan(
+            "opencode",
+            None,
+            "anthropic/claude",
+            "x",
+            Path::new("/w"),
+            Path::new("/s"),
+            None,
+        )
+        .unwrap();
+        assert!(p.files.is_empty() && p.args.contains(&"anthropic/claude".to_string()));
+    }
+
+    #[test]
+    fn custom_commands_fill_placeholders() {
+        let custom = CustomBackend {
+            name: "mine".into(),
+            command: vec![
+                "tool".into(),
+                "--model={model}".into(),
+                "{prompt}".into(),
+                "{worktree}".into(),
+            ],
+        };
+        let p = plan(
+            "mine",
+            Some(&custom),
+            "m",
+            "fix it",
+            Path::new("/w"),
+            Path::new("/s"),
+            None,
+        )
+        .unwrap();
+        assert_eq!(p.program, "tool");
+        assert_eq!(p.args, vec!["--model=m", "fix it", "/w"]);
+    }
+
+    #[test]
+    fn claude_stream_json_lines() {
+        let line = r#"{"type":"assistant","message":{"content":[{"type":"text","text":"Let me write it."},{"type":"tool_use","name":"Write","input":{"file_path":"/w/a.txt"}}]}}"#;
+        assert_eq!(
+            parse_claude_line(line),
+            vec![
+                Piece::Text("Let me write it.\n".into()),
+                Piece::Tool {
+                    name: "Write".into(),
+                    summary: "/w/a.txt".into()
+                }
+            ]
+        );
+        assert_eq!(
+            parse_claude_line(r#"{"type":"result","result":"Done."}"#),
+            vec![Piece::Final("Done.".into())]
+        );
+        assert!(parse_claude_line(r#"{"type":"system"}"#).is_empty());
+    }
+}
