@@ -326,3 +326,44 @@ async fn coding_refusals_leave_nothing_behind() {
     assert!(!project.path().join("Arena").exists());
     assert!(!h.data.path().join("worktrees").exists());
 }
+
+#[tokio::test]
+async fn the_judge_sees_diffs_and_check_results() {
+    let mut h = Harness::new().await;
+    h.cloud.set_model(
+        "judge",
+        ModelScript::respond_with(|_| r#"{"winner": "A"}"#.into()),
+    );
+    let mut config = h.engine.config().clone();
+    config.default_model = Some("judge".into());
+    h.engine = Engine::open(EngineOptions {
+        data_dir: h.data.path().to_path_buf(),
+        config,
+        clock: Arc::new(arena_core::clock::SystemClock),
+    })
+    .unwrap();
+    let project = repo();
+    h.local
+        .set_model("coder-a", edit_turns("a.txt", "from a\n"));
+    h.local
+        .set_model("coder-b", edit_turns("b.txt", "from b\n"));
+    let b = coding(
+        &h,
+        project.path(),
+        &["native@coder-a", "native@coder-b"],
+        Some("test -f a.txt"),
+    )
+    .await;
+    h.engine.analyze(&b.id, None).await.unwrap();
+    let requests = h.cloud.requests_for("judge");
+    let texts: Vec<String> = requests.iter().map(|r| r.body.to_string()).collect();
+    assert!(texts
+        .iter()
+        .any(|t| t.contains("You summarise one answer") && t.contains("+++ b/a.txt")));
+    assert!(texts
+        .iter()
+        .any(|t| t.contains("Evidence: 2 files changed, +2 -1; check `test -f a.txt` passed")));
+    assert!(texts
+        .iter()
+        .any(|t| t.contains("check `test -f a.txt` failed")));
+}

@@ -239,7 +239,7 @@ async fn judge(
     // Stage 1: digests. A local analysis model takes them one at a time.
     let digest_one = |i: usize| {
         let c = survivors[i];
-        let output = c.output.clone().unwrap_or_default();
+        let output = result_text(battle, c);
         let (system, prompt) = analysis::digest_prompt(&battle.prompt, &output, &fence);
         let req = request(target, system, prompt, 600);
         let analysis_id = a.id.clone();
@@ -274,6 +274,10 @@ async fn judge(
     let mut order: Vec<String> = survivors.iter().map(|c| c.id.clone()).collect();
     order.shuffle(&mut rand::thread_rng());
     let orders = [order.clone(), analysis::reversed(&order)];
+    let evidences: std::collections::HashMap<String, String> = survivors
+        .iter()
+        .filter_map(|c| Some((c.id.clone(), evidence(c)?)))
+        .collect();
     for (n, order) in orders.iter().enumerate() {
         let labels = analysis::labels(order.len());
         let items: Vec<JudgeItem<'_>> = order
@@ -285,7 +289,7 @@ async fn judge(
                     label,
                     digest: &d.text,
                     words: d.words,
-                    evidence: None,
+                    evidence: evidences.get(id).map(String::as_str),
                 })
             })
             .collect();
@@ -340,6 +344,59 @@ async fn judge(
         a.reasons = v.reasons;
     }
     Ok(())
+}
+
+/// What a contestant produced, as the digest sees it: the answer (Q&A), or
+/// the explanation, the change statistics, an excerpt of the diff and the
+/// check result (Coding).
+fn result_text(battle: &Battle, c: &crate::battle::Contestant) -> String {
+    let output = c.output.clone().unwrap_or_default();
+    if battle.battle_type != crate::battle::BattleType::Coding {
+        return output;
+    }
+    const EXCERPT: usize = 6000;
+    let patch = c
+        .result_path
+        .as_ref()
+        .and_then(|p| p.parent())
+        .and_then(|d| std::fs::read_to_string(d.join(results::DIFF_FILE)).ok())
+        .unwrap_or_default();
+    let mut cut = patch.len().min(EXCERPT);
+    while !patch.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let mut text = format!("Explanation:\n{output}\n\n");
+    if let Some(e) = evidence(c) {
+        text.push_str(&format!("{e}\n\n"));
+    }
+    text.push_str(&format!(
+        "Diff{}:\n{}",
+        if cut < patch.len() { " (excerpt)" } else { "" },
+        &patch[..cut]
+    ));
+    text
+}
+
+/// Coding evidence for the judge: change statistics and the check result.
+fn evidence(c: &crate::battle::Contestant) -> Option<String> {
+    let mut parts = Vec::new();
+    if let Some(d) = &c.diff {
+        parts.push(format!(
+            "{} files changed, +{} -{}",
+            d.files, d.insertions, d.deletions
+        ));
+    }
+    if let Some(check) = &c.check {
+        let verdict = if check.passed {
+            "passed"
+        } else if check.timed_out {
+            "timed out"
+        } else {
+            "failed"
+        };
+        parts.push(format!("check `{}` {verdict}", check.command));
+    }
+    (!parts.is_empty()).then(|| parts.join("; "))
 }
 
 fn request(target: &Resolved, system: String, prompt: String, max_tokens: u64) -> ChatRequest {
