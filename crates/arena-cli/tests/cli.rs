@@ -777,3 +777,72 @@ async fn coding_battle_apply_and_worktree_cleanup() {
     // The results stay.
     assert!(Path::new(cs[0]["result_path"].as_str().unwrap()).exists());
 }
+
+#[tokio::test]
+async fn the_goose_adapter_runs_goose_run_in_the_worktree() {
+    let s = Setup::new().await;
+    let project = s.project();
+    std::fs::remove_dir_all(project.join(".git")).unwrap();
+    git(&project, &["init", "-q", "-b", "main"]);
+    std::fs::write(project.join("README.md"), "hello\n").unwrap();
+    git(&project, &["add", "."]);
+    git(
+        &project,
+        &[
+            "-c",
+            "user.email=a@example.invalid",
+            "-c",
+            "user.name=A",
+            "commit",
+            "-q",
+            "-m",
+            "initial",
+        ],
+    );
+    s.local.set_model("m", ModelScript::tokens(1));
+    s.cloud.set_model("other", write_turns("x.txt", "x\n"));
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/bin");
+    let path = format!(
+        "{}:{}",
+        fixtures.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut cmd = s.command(&[
+        "battle",
+        "run",
+        "--type",
+        "coding",
+        "--project",
+        project.to_str().unwrap(),
+        "--prompt",
+        "Say hi.",
+        "-c",
+        "goose@m",
+        "-c",
+        "native@other",
+        "--no-analysis",
+        "--json",
+    ]);
+    cmd.env("PATH", path);
+    let out = tokio::task::spawn_blocking(move || cmd.output().unwrap())
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let b: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let goose = &b["contestants"][0];
+    assert_eq!(goose["status"], "done", "{goose:#}");
+    assert!(goose["output"].as_str().unwrap().contains("goose model: m"));
+    assert_eq!(goose["diff"]["files"], 1);
+    let patch = std::fs::read_to_string(
+        Path::new(goose["result_path"].as_str().unwrap())
+            .parent()
+            .unwrap()
+            .join("diff.patch"),
+    )
+    .unwrap();
+    assert!(patch.contains("+written by goose for: Say hi."), "{patch}");
+}
