@@ -46,6 +46,10 @@ pub enum EventKind {
         summary: String,
         ok: bool,
     },
+    /// Coding: the files the agent has touched so far (relative to its worktree).
+    ChangedFiles {
+        files: Vec<String>,
+    },
     /// Discard this contestant's output so far: it is being run again.
     Reset {
         reason: String,
@@ -98,6 +102,7 @@ impl EventKind {
             EventKind::Reasoning { .. } => "reasoning",
             EventKind::Reset { .. } => "reset",
             EventKind::Tool { .. } => "tool",
+            EventKind::ChangedFiles { .. } => "changed_files",
             EventKind::Retry { .. } => "retry",
             EventKind::Benchmark { .. } => "benchmark",
             EventKind::Winner { .. } => "winner",

@@ -84,10 +84,15 @@ async fn run_inner(
         .ok_or_else(|| Error::Task(format!("battle {} has no base commit", battle.id)))?;
     let path = ensure_worktree(engine, battle, c, &base).await?;
 
+    let watch = watch_changes(engine, c, &path);
     let run = match c.identity.as_str() {
-        "native" => run_native(engine, battle, c, &path, token).await?,
-        _ => run_cli(engine, battle, c, &path, token).await?,
+        "native" => run_native(engine, battle, c, &path, token).await,
+        _ => run_cli(engine, battle, c, &path, token).await,
     };
+    if let Some(watch) = watch {
+        watch.finish().await;
+    }
+    let run = run?;
     let diff = {
         let (p, b) = (path.clone(), base.clone());
         tokio::task::spawn_blocking(move || diff::diff_worktree(&p, &b)).await?
@@ -170,6 +175,115 @@ async fn ensure_worktree(
         })
         .await?;
     Ok(wt.path)
+}
+
+/// A live list of the files an agent touches, from filesystem events.
+struct Watch {
+    _watcher: notify::RecommendedWatcher,
+    task: tokio::task::JoinHandle<()>,
+    stop: CancellationToken,
+}
+
+impl Watch {
+    /// Stops watching after reporting what is pending.
+    async fn finish(self) {
+        self.stop.cancel();
+        let _ = self.task.await;
+    }
+}
+
+/// How long the list settles before it is reported.
+const DEBOUNCE: Duration = Duration::from_millis(300);
+
+/// Watches `root` (not `.git`) and emits `changed_files` events, debounced.
+/// Without a watcher (e.g. inotify limits) the battle goes on without a live list.
+fn watch_changes(engine: &Engine, c: &Contestant, root: &Path) -> Option<Watch> {
+    use notify::Watcher;
+    let (tx, mut rx) = mpsc::unbounded_channel::<String>();
+    let base = root.to_path_buf();
+    let mut watcher =
+        match notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
+            let Ok(event) = res else { return };
+            if matches!(event.kind, notify::EventKind::Access(_)) {
+                return;
+            }
+            for p in event.paths {
+                let Ok(rel) = p.strip_prefix(&base) else {
+                    continue;
+                };
+                if rel.as_os_str().is_empty() || rel.starts_with(".git") || p.is_dir() {
+                    continue;
+                }
+                let _ = tx.send(rel.to_string_lossy().into_owned());
+            }
+        }) {
+            Ok(w) => w,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot watch the worktree; no live changed-files list");
+                return None;
+            }
+        };
+    if let Err(e) = watcher.watch(root, notify::RecursiveMode::Recursive) {
+        tracing::warn!(error = %e, "cannot watch the worktree; no live changed-files list");
+        return None;
+    }
+    let stop = CancellationToken::new();
+    let (engine, battle_id, id, stop2) = (
+        engine.clone(),
+        c.battle_id.clone(),
+        c.id.clone(),
+        stop.clone(),
+    );
+    let task = tokio::spawn(async move {
+        let mut files = std::collections::BTreeSet::new();
+        let mut reported = 0usize;
+        loop {
+            let stopping = tokio::select! {
+                f = rx.recv() => match f {
+                    Some(first) => {
+                        files.insert(first);
+                        tokio::time::sleep(DEBOUNCE).await;
+                        false
+                    }
+                    None => true,
+                },
+                _ = stop2.cancelled() => true,
+            };
+            while let Ok(more) = rx.try_recv() {
+                files.insert(more);
+            }
+            if files.len() != reported {
+                reported = files.len();
+                let (bid, cid, at, list) = (
+                    battle_id.clone(),
+                    id.clone(),
+                    engine.now(),
+                    files.iter().cloned().collect(),
+                );
+                let _ = engine
+                    .db(move |s| {
+                        s.transact(|tx| {
+                            tx.emit(
+                                &bid,
+                                Some(&cid),
+                                at,
+                                EventKind::ChangedFiles { files: list },
+                            )
+                            .map(|_| ())
+                        })
+                    })
+                    .await;
+            }
+            if stopping {
+                break;
+            }
+        }
+    });
+    Some(Watch {
+        _watcher: watcher,
+        task,
+        stop,
+    })
 }
 
 /// `<data dir>/worktrees/<battle id>/`
