@@ -62,7 +62,9 @@ cpu_signature() {
 # A real CLI agent (cross-examination runs it read-only): from the npm registry.
 QWEN_PKG="@qwen-code/qwen-code@0.15.10"
 AGENT_PKGS=("$QWEN_PKG" "opencode-ai@1.18.33" "@openai/codex@0.169.0" "@anthropic-ai/claude-code@2.1.197")
-STAMP_CONTENT="v$STAMP_VERSION $LLAMA_PKG $MODEL_PKG ${AGENT_PKGS[*]} src:$SRC_PKG_NAME==$SRC_PKG_VERSION-r$BUILD_RECIPE cpu:$(cpu_signature) from_source:${ARENA_PEERS_FROM_SOURCE:-0}"
+# aider, from PyPI, in a venv of its own (large: ~700 MB).
+AIDER_PKG="aider-chat==0.86.2"
+STAMP_CONTENT="v$STAMP_VERSION $LLAMA_PKG $MODEL_PKG ${AGENT_PKGS[*]} $AIDER_PKG src:$SRC_PKG_NAME==$SRC_PKG_VERSION-r$BUILD_RECIPE cpu:$(cpu_signature) from_source:${ARENA_PEERS_FROM_SOURCE:-0}"
 
 # Everything in the env file still there and usable?
 peers_ok() {
@@ -72,7 +74,8 @@ peers_ok() {
     # shellcheck source=/dev/null
     . "$ENV_FILE"
     [[ -x "${ARENA_LLAMA_SERVER:-}" && -s "${ARENA_TEST_GGUF:-}" && -x "${ARENA_PEERS_BIN:-}/qwen" &&
-      -x "${ARENA_PEERS_BIN:-}/claude" && -x "${ARENA_PEERS_BIN:-}/codex" && -x "${ARENA_PEERS_BIN:-}/opencode" ]] &&
+      -x "${ARENA_PEERS_BIN:-}/claude" && -x "${ARENA_PEERS_BIN:-}/codex" && -x "${ARENA_PEERS_BIN:-}/opencode" &&
+      -x "${ARENA_PEERS_BIN:-}/aider" ]] &&
       # the prebuilt entry point is a script whose #! is the venv's python
       "$VENV/bin/python" -c '' 2>/dev/null
   )
@@ -256,9 +259,23 @@ say "llama-server: $("$server" --version 2>&1 | grep -m1 -i 'version' || echo '?
 say "npm install ${AGENT_PKGS[*]}"
 (cd "$(mktemp -d)" && npm install --prefix "$PEERS_DIR/npm" --no-audit --no-fund --loglevel=error "${AGENT_PKGS[@]}") ||
   die "npm install of the CLI agents failed"
-peers_bin=$PEERS_DIR/npm/node_modules/.bin
+npm_bin=$PEERS_DIR/npm/node_modules/.bin
+aider_venv=$PEERS_DIR/aider-venv
+if [[ ! -x "$aider_venv/bin/aider" ]] || ! "$aider_venv/bin/python" -m pip show aider-chat 2>/dev/null | grep -q "^Version: ${AIDER_PKG#*==}$"; then
+  say "pip install $AIDER_PKG (a few minutes)"
+  "$VENV/bin/python" -m venv "$aider_venv" 2>/dev/null || python3 -m venv "$aider_venv"
+  "$aider_venv/bin/python" -m pip install --no-input --disable-pip-version-check --progress-bar off -q "$AIDER_PKG" ||
+    die "pip install $AIDER_PKG failed"
+fi
+# One folder with every agent, for PATH.
+peers_bin=$PEERS_DIR/agents-bin
+mkdir -p "$peers_bin"
 for tool in qwen claude codex opencode; do
-  [[ -x "$peers_bin/$tool" ]] || die "$tool is missing from $peers_bin after npm install"
+  ln -sfn "$npm_bin/$tool" "$peers_bin/$tool"
+done
+ln -sfn "$aider_venv/bin/aider" "$peers_bin/aider"
+for tool in qwen claude codex opencode aider; do
+  [[ -x "$peers_bin/$tool" ]] || die "$tool is missing from $peers_bin"
   say "$tool: $("$peers_bin/$tool" --version 2>&1 | head -n1)"
 done
 

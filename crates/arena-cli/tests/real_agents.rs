@@ -223,26 +223,34 @@ async fn agent_edits(agent: &'static str) {
     let data = dir.path().join("data").canonicalize().unwrap();
     let data_str = data.to_string_lossy().into_owned();
     let server = TestServer::start().await.unwrap();
-    server.set_model(
-        "coder",
-        ModelScript::turn_with(move |body| {
-            if tool_results(body) > 0 {
-                return Turn::Text("I added hello.txt with a greeting.".into());
-            }
-            let wt = if agent == "codex" {
-                Some(String::new())
-            } else {
-                worktree_in(body, &data_str)
-            };
-            match wt {
-                Some(wt) => Turn::ToolCalls {
-                    text: None,
-                    calls: vec![write_call(agent, &wt)],
-                },
-                None => Turn::Text("I could not find my working directory.".into()),
-            }
-        }),
-    );
+    if agent == "aider" {
+        // aider edits through text: a file name and the whole new file.
+        server.set_model(
+            "coder",
+            ModelScript::text("I will create the file.\n\nhello.txt\n```\nhello from aider\n```\n"),
+        );
+    } else {
+        server.set_model(
+            "coder",
+            ModelScript::turn_with(move |body| {
+                if tool_results(body) > 0 {
+                    return Turn::Text("I added hello.txt with a greeting.".into());
+                }
+                let wt = if agent == "codex" {
+                    Some(String::new())
+                } else {
+                    worktree_in(body, &data_str)
+                };
+                match wt {
+                    Some(wt) => Turn::ToolCalls {
+                        text: None,
+                        calls: vec![write_call(agent, &wt)],
+                    },
+                    None => Turn::Text("I could not find my working directory.".into()),
+                }
+            }),
+        );
+    }
     server.set_model(
         "other",
         ModelScript::turns(vec![Turn::Text("Nothing to do.".into())]),
@@ -366,4 +374,9 @@ async fn codex_competes_in_a_coding_battle() {
 #[tokio::test]
 async fn opencode_competes_in_a_coding_battle() {
     agent_edits("opencode").await;
+}
+
+#[tokio::test]
+async fn aider_competes_in_a_coding_battle() {
+    agent_edits("aider").await;
 }

@@ -16,6 +16,11 @@
 //!      `git diff --cached -M --binary BASE` (also finds renames onto
 //!      untracked files, as `diff_worktree` does).
 //!
+//! The repository lives in the system's temporary folder (`TMPDIR`, else
+//! `/tmp`). Where creating files is slow (a virtual disk), that cost
+//! dominates worktree creation for both sides; `TMPDIR=/dev/shm` measures
+//! the tools themselves.
+//!
 //! Without `--bench` (as under `cargo test --benches`) it runs a quick
 //! smoke version: 500 files, one round. `ARENA_BENCH_FILES=N` overrides the
 //! repository size.
@@ -47,9 +52,10 @@ fn main() -> Result<()> {
     let started = Instant::now();
     let base = make_repo(&project, files)?;
     println!(
-        "git layer benchmark: repository of {files} files ({} MiB) made in {:.1} s; \
+        "git layer benchmark: repository of {files} files ({} MiB) in {} made in {:.1} s; \
          median of {rounds} runs each",
         tree_size(&project)? / (1024 * 1024),
+        dir.path().display(),
         started.elapsed().as_secs_f64()
     );
     let root = dir.path().join("worktrees");

@@ -185,7 +185,11 @@ pub fn create(
         return Err(WorktreeError::PathExists(path));
     }
 
-    let admin = common_dir(&repo).join("worktrees").join(name);
+    let admins = common_dir(&repo).join("worktrees");
+    // libgit2 creates this folder with a check-then-mkdir that fails when
+    // several worktrees are created at once; make it here first.
+    fs::create_dir_all(&admins).map_err(WorktreeError::io(&admins))?;
+    let admin = admins.join(name);
     if let Ok(existing) = repo.find_worktree(name) {
         let locked = matches!(existing.is_locked(), Ok(WorktreeLockStatus::Locked(_)));
         if existing.path().exists() || locked {

@@ -227,6 +227,16 @@ fn create_makes_a_worktree_git_agrees_with() {
         binary_blob(1, 3000)
     );
     assert!(!worktree::is_dirty(&wt.path).unwrap());
+    // Ignored files (even in a new folder) do not make it dirty; others do.
+    write(&wt.path.join("logs/run.log"), "ignored\n");
+    assert!(!worktree::is_dirty(&wt.path).unwrap());
+    write(&wt.path.join("logs/notes.txt"), "not ignored\n");
+    assert!(worktree::is_dirty(&wt.path).unwrap());
+    fs::remove_dir_all(wt.path.join("logs")).unwrap();
+    write(&wt.path.join("README.md"), "edited\n");
+    assert!(worktree::is_dirty(&wt.path).unwrap());
+    git(&wt.path, &["checkout", "--", "README.md"]);
+    assert!(!worktree::is_dirty(&wt.path).unwrap());
 
     let expected: BTreeSet<_> = [(wt.path.clone(), Some("arena/01-alice".to_string()))].into();
     assert_eq!(porcelain(&project), expected);
@@ -248,6 +258,39 @@ fn create_makes_a_worktree_git_agrees_with() {
     );
     assert!(!root.join("x").exists());
     assert_eq!(porcelain(&project), expected);
+}
+
+#[test]
+fn worktrees_can_be_created_and_removed_in_parallel() {
+    let (dir, project) = project();
+    let base = head(&project);
+    let root = dir.path().join("wt");
+    let names: Vec<String> = (1..=6).map(|i| format!("{i:02}-contestant")).collect();
+    std::thread::scope(|scope| {
+        for name in &names {
+            let (project, root, base) = (&project, &root, &base);
+            scope.spawn(move || worktree::create(project, root, name, base).unwrap());
+        }
+    });
+    let expected: BTreeSet<_> = names
+        .iter()
+        .map(|n| {
+            (
+                root.canonicalize().unwrap().join(n),
+                Some(format!("arena/{n}")),
+            )
+        })
+        .collect();
+    assert_eq!(porcelain(&project), expected);
+    assert_eq!(listed(&project), expected);
+    std::thread::scope(|scope| {
+        for name in &names {
+            let project = &project;
+            scope.spawn(move || worktree::remove(project, name, false).unwrap());
+        }
+    });
+    assert!(porcelain(&project).is_empty());
+    assert_eq!(git(&project, &["branch", "--list", "arena/*"]), "");
 }
 
 #[test]

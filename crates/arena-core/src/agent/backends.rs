@@ -232,6 +232,22 @@ pub fn plan(
                 ]),
                 None => args.extend(["--model".into(), model.into()]),
             }
+            // Keep aider's own files out of the worktree (and so out of the diff).
+            args.extend([
+                "--input-history-file".into(),
+                scratch
+                    .join("aider.input.history")
+                    .to_string_lossy()
+                    .into_owned(),
+                "--chat-history-file".into(),
+                scratch
+                    .join("aider.chat.history.md")
+                    .to_string_lossy()
+                    .into_owned(),
+                "--map-tokens".into(),
+                "0".into(),
+            ]);
+            plan.files.push((scratch.join(".keep"), String::new()));
             args.extend(["--message".into(), prompt.into()]);
             plan.args = args;
         }
