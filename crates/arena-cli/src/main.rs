@@ -129,6 +129,17 @@ enum BattleCommand {
         #[command(flatten)]
         json: JsonFlag,
     },
+    /// Continue a Coding contestant in its worktree with your feedback (a new round).
+    Refine {
+        id: String,
+        /// Contestant id, id prefix, or 1-based position.
+        contestant: String,
+        /// What to change.
+        #[arg(long)]
+        feedback: String,
+        #[command(flatten)]
+        json: JsonFlag,
+    },
     /// Bring a Coding contestant's diff (default: the winner's) into the project.
     Apply {
         id: String,
@@ -400,6 +411,21 @@ async fn battle(engine: &Engine, command: BattleCommand) -> Result<(), Error> {
                 print!("{}", view::cross_exam_text(&x));
             }
         }
+        BattleCommand::Refine {
+            id,
+            contestant,
+            feedback,
+            json,
+        } => {
+            let id = resolve_battle(engine, &id)?;
+            let cid = resolve_contestant(&engine.battle(&id).await?, &contestant)?;
+            let round = engine.refine(&id, &cid, &feedback).await?;
+            if json.json {
+                print_json(&view::round_json(&round));
+            } else {
+                print!("{}", view::round_text(&round));
+            }
+        }
         BattleCommand::List { limit, json } => {
             let battles = engine.battles(limit).await?;
             if json.json {
@@ -510,7 +536,15 @@ async fn full_json(engine: &Engine, id: &str) -> Result<serde_json::Value, Error
     let battle = engine.battle(id).await?;
     let analysis = engine.analysis(id).await?;
     let cross = engine.cross_examinations(id).await?;
-    Ok(view::battle_json(&battle, analysis.as_ref(), &cross))
+    let mut v = view::battle_json(&battle, analysis.as_ref(), &cross);
+    if let Some(list) = v["contestants"].as_array_mut() {
+        for (json, c) in list.iter_mut().zip(&battle.contestants) {
+            let rounds = engine.rounds(&c.id).await?;
+            json["rounds"] =
+                serde_json::Value::Array(rounds.iter().map(view::round_json).collect());
+        }
+    }
+    Ok(v)
 }
 
 async fn show(engine: &Engine, id: &str, json: bool, output: bool) -> Result<(), Error> {

@@ -1,7 +1,7 @@
 //! How battles look on the terminal and in `--json`.
 
 use arena_core::analysis::{Analysis, Outcome};
-use arena_core::battle::{Battle, Contestant};
+use arena_core::battle::{Battle, Contestant, Round};
 use arena_core::catalog::Catalog;
 use arena_core::cross_exam::CrossExamination;
 use arena_core::leaderboard::Standing;
@@ -301,5 +301,33 @@ pub fn list_text(battles: &[Battle]) -> String {
             prompt.replace('\n', " ")
         ));
     }
+    out
+}
+
+pub fn round_json(r: &Round) -> Value {
+    let mut v = json!(r);
+    v["created_at"] = json!(rfc3339(r.created_at));
+    v["finished_at"] = json!(r.finished_at.map(rfc3339));
+    v
+}
+
+pub fn round_text(r: &Round) -> String {
+    let status = r.status.map(|s| s.as_str()).unwrap_or("running");
+    let mut out = format!("Round {}: {status}\n", r.number);
+    if let Some(d) = &r.diff {
+        out.push_str(&format!(
+            "Changes so far: {} files, +{} -{}\n",
+            d.files, d.insertions, d.deletions
+        ));
+    }
+    if let Some(e) = &r.error {
+        out.push_str(&format!("error: {e}\n"));
+    }
+    if let Some(p) = &r.result_path {
+        out.push_str(&format!("Result: {}\n", p.display()));
+    }
+    out.push('\n');
+    out.push_str(r.output.trim_end());
+    out.push('\n');
     out
 }

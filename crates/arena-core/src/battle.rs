@@ -213,6 +213,28 @@ pub struct Contestant {
     pub check: Option<CheckResult>,
 }
 
+/// A refinement round of a Coding contestant: the user's feedback, and what
+/// the agent did with it, in the same worktree (round 1 is the contestant's
+/// own run).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Round {
+    pub id: String,
+    pub contestant_id: String,
+    pub number: u32,
+    pub feedback: String,
+    /// `None` while it runs.
+    pub status: Option<ContestantStatus>,
+    pub output: String,
+    pub error: Option<String>,
+    /// Against the base commit, so it includes the earlier rounds' work.
+    pub diff: Option<DiffSummary>,
+    pub check: Option<CheckResult>,
+    pub duration_ms: Option<u64>,
+    pub result_path: Option<PathBuf>,
+    pub created_at: DateTime<Utc>,
+    pub finished_at: Option<DateTime<Utc>>,
+}
+
 /// Speed figures for one contestant.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Benchmark {

@@ -46,6 +46,13 @@ pub enum EventKind {
         summary: String,
         ok: bool,
     },
+    /// Coding: a refinement round started (`status` none, with the feedback)
+    /// or ended. The contestant's `output` events that follow belong to it.
+    Round {
+        number: u32,
+        status: Option<ContestantStatus>,
+        feedback: Option<String>,
+    },
     /// Coding: the files the agent has touched so far (relative to its worktree).
     ChangedFiles {
         files: Vec<String>,
@@ -103,6 +110,7 @@ impl EventKind {
             EventKind::Reset { .. } => "reset",
             EventKind::Tool { .. } => "tool",
             EventKind::ChangedFiles { .. } => "changed_files",
+            EventKind::Round { .. } => "round",
             EventKind::Retry { .. } => "retry",
             EventKind::Benchmark { .. } => "benchmark",
             EventKind::Winner { .. } => "winner",

@@ -91,6 +91,17 @@ pub enum WorktreeError {
          the command again"
     )]
     Foreign(PathBuf),
+    #[error(
+        "git could not create the worktree ({message}): an unreadable entry under {admins} \
+         confuses it; run `git worktree prune` in the project and try again"
+    )]
+    BrokenBookkeeping { admins: PathBuf, message: String },
+    #[error(
+        "the worktree is gone but its branch `{branch}` stays ({message}); switch the checkout \
+         that uses it to another branch (if none does, run `git worktree prune` in the project), \
+         then remove again"
+    )]
+    BranchInUse { branch: String, message: String },
     #[error("{path}: {source}")]
     Io {
         path: PathBuf,
@@ -190,6 +201,9 @@ pub fn create(
     // several worktrees are created at once; make it here first.
     fs::create_dir_all(&admins).map_err(WorktreeError::io(&admins))?;
     let admin = admins.join(name);
+    let branch_name = format!("{BRANCH_PREFIX}{name}");
+
+    let guard = bookkeeping_lock();
     if let Ok(existing) = repo.find_worktree(name) {
         let locked = matches!(existing.is_locked(), Ok(WorktreeLockStatus::Locked(_)));
         if existing.path().exists() || locked {
@@ -208,26 +222,62 @@ pub fn create(
             path: admin,
         });
     }
-
-    let branch_name = format!("{BRANCH_PREFIX}{name}");
     if repo.find_branch(&branch_name, BranchType::Local).is_ok() {
         return Err(WorktreeError::BranchExists(branch_name));
     }
-    let mut branch = repo
-        .branch(&branch_name, &commit, false)
+    repo.branch(&branch_name, &commit, false)
         .map_err(WorktreeError::git(format!("create branch {branch_name}")))?;
 
-    let added = {
-        let mut options = WorktreeAddOptions::new();
-        options.reference(Some(branch.get()));
-        repo.worktree(name, &path, Some(&options))
+    // libgit2 adds the worktree and then checks it out, all in one call.
+    // While that worktree's bookkeeping is half-written, libgit2 1.8 takes
+    // it for one that has every branch checked out, so another worktree's
+    // creation or a branch deletion in this repository would fail. Those
+    // hold `guard`, which is kept until this worktree's HEAD file exists;
+    // the checkout, the long part, then runs in parallel with the others.
+    let adding = {
+        let (project, path, name, branch_name) = (
+            project.to_path_buf(),
+            path.clone(),
+            name.to_string(),
+            branch_name.clone(),
+        );
+        std::thread::spawn(move || -> Result<(), git2::Error> {
+            let repo = Repository::open(&project)?;
+            let branch = repo.find_branch(&branch_name, BranchType::Local)?;
+            let mut options = WorktreeAddOptions::new();
+            options.reference(Some(branch.get()));
+            repo.worktree(&name, &path, Some(&options)).map(|_| ())
+        })
     };
+    while !adding.is_finished() && !admin.join("HEAD").exists() {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    drop(guard);
+    let added = adding.join().unwrap_or_else(|_| {
+        Err(git2::Error::from_str(
+            "the thread adding the worktree panicked",
+        ))
+    });
+
     if let Err(source) = added {
         // Undo whatever libgit2 managed to make before it failed. Both paths
         // were checked not to exist above, so they are ours.
+        let _guard = bookkeeping_lock();
         let _ = fs::remove_dir_all(&path);
         let _ = fs::remove_dir_all(&admin);
-        let _ = branch.delete();
+        // Not `Branch::delete`: it refuses when libgit2 wrongly believes the
+        // branch is checked out (as below), and this one is brand new.
+        if let Ok(mut reference) = repo.find_reference(&format!("refs/heads/{branch_name}")) {
+            let _ = reference.delete();
+        }
+        if source.message().contains("already checked out") {
+            // libgit2 says so of every branch when an entry under
+            // .git/worktrees cannot be read.
+            return Err(WorktreeError::BrokenBookkeeping {
+                admins,
+                message: source.message().to_string(),
+            });
+        }
         return Err(WorktreeError::Git {
             what: format!("create the worktree {}", path.display()),
             source,
@@ -337,6 +387,7 @@ pub fn remove(project: &Path, name: &str, force: bool) -> Result<(), WorktreeErr
                 }
                 remove_dir_all(&path)?;
             }
+            let _guard = bookkeeping_lock();
             prune(&worktree, name)?;
         }
         Err(_) => {
@@ -350,11 +401,29 @@ pub fn remove(project: &Path, name: &str, force: bool) -> Result<(), WorktreeErr
     }
 
     if let Ok(mut branch) = repo.find_branch(&branch_name, BranchType::Local) {
-        branch
-            .delete()
-            .map_err(WorktreeError::git(format!("delete branch {branch_name}")))?;
+        let _guard = bookkeeping_lock();
+        branch.delete().map_err(|source| {
+            if source.message().contains("checked out") {
+                WorktreeError::BranchInUse {
+                    branch: branch_name.clone(),
+                    message: source.message().to_string(),
+                }
+            } else {
+                WorktreeError::Git {
+                    what: format!("delete branch {branch_name}"),
+                    source,
+                }
+            }
+        })?;
     }
     Ok(())
+}
+
+/// Serializes changes to worktree bookkeeping and branch deletions within
+/// this process (see [`create`]).
+fn bookkeeping_lock() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// Opens the repository whose top folder is `project`, refusing a bare

@@ -367,3 +367,91 @@ async fn the_judge_sees_diffs_and_check_results() {
         .iter()
         .any(|t| t.contains("check `test -f a.txt` failed")));
 }
+
+#[tokio::test]
+async fn refine_continues_in_the_same_worktree_as_a_new_round() {
+    use arena_testserver::tool_results;
+    let h = Harness::new().await;
+    let project = repo();
+    h.local.set_model(
+        "coder",
+        ModelScript::turn_with(|body| {
+            let refining = body.to_string().contains("The reviewer's feedback");
+            match (refining, tool_results(body)) {
+                (false, 0) => Turn::ToolCalls {
+                    text: None,
+                    calls: vec![ToolCall::new(
+                        "write_file",
+                        json!({"path": "a.txt", "content": "from a\n"}),
+                    )],
+                },
+                (true, 0) => Turn::ToolCalls {
+                    text: None,
+                    calls: vec![ToolCall::new(
+                        "edit_file",
+                        json!({"path": "a.txt", "old": "from a\n", "new": "from a, refined\n"}),
+                    )],
+                },
+                (false, _) => Turn::Text("Wrote a.txt.".into()),
+                (true, _) => Turn::Text("Refined a.txt as asked.".into()),
+            }
+        }),
+    );
+    h.local.set_model("other", edit_turns("b.txt", "b\n"));
+    let b = coding(
+        &h,
+        project.path(),
+        &["native@coder", "native@other"],
+        Some("grep -q refined a.txt"),
+    )
+    .await;
+    let c = &b.contestants[0];
+    assert!(!c.check.as_ref().unwrap().passed);
+    let round = h
+        .engine
+        .refine(&b.id, &c.id, "Say it was refined.")
+        .await
+        .unwrap();
+    assert_eq!(round.number, 2);
+    assert_eq!(
+        round.status,
+        Some(ContestantStatus::Done),
+        "{:?}",
+        round.error
+    );
+    assert_eq!(round.output, "Refined a.txt as asked.");
+    assert!(round.check.as_ref().unwrap().passed);
+    let dir = round
+        .result_path
+        .as_ref()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    assert!(
+        dir.ends_with("01-native-coder/round-2"),
+        "{}",
+        dir.display()
+    );
+    let patch = std::fs::read_to_string(dir.join("diff.patch")).unwrap();
+    assert!(patch.contains("+from a, refined"), "{patch}");
+    // Round 1's result is kept as it was.
+    assert!(patch_of(&b, 0).contains("+from a\n"));
+    assert_eq!(
+        std::fs::read_to_string(c.worktree.as_ref().unwrap().join("a.txt")).unwrap(),
+        "from a, refined\n"
+    );
+    // The refinement prompt carried the feedback and the previous report.
+    let asked = h.local.requests_for("coder");
+    let text = asked.last().unwrap().body.to_string();
+    assert!(text.contains("Say it was refined.") && text.contains("Wrote a.txt."));
+    assert_eq!(h.engine.rounds(&c.id).await.unwrap(), vec![round]);
+    // Apply brings the latest round's work.
+    h.engine.apply(&b.id, Some(&c.id)).await.unwrap();
+    assert_eq!(
+        std::fs::read_to_string(project.path().join("a.txt")).unwrap(),
+        "from a, refined\n"
+    );
+    // Empty feedback and Q&A battles are refused.
+    assert!(h.engine.refine(&b.id, &c.id, "  ").await.is_err());
+}

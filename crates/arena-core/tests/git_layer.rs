@@ -777,3 +777,123 @@ fn a_stale_worktree_does_not_block_its_name() {
     );
     assert_eq!(git(&second.path, &["status", "--porcelain"]), "");
 }
+
+#[test]
+fn a_broken_bookkeeping_entry_is_explained() {
+    let (dir, project) = project();
+    let base = head(&project);
+    let root = dir.path().join("wt");
+    // As crashes halfway through `git worktree add` could leave them. (With
+    // two, libgit2 1.8's listing skips one of its checks and takes an
+    // unreadable entry for a worktree that has every branch checked out.)
+    fs::create_dir_all(project.join(".git/worktrees/broken1")).unwrap();
+    fs::create_dir_all(project.join(".git/worktrees/broken2")).unwrap();
+    let error = worktree::create(&project, &root, "fine", &base).unwrap_err();
+    assert!(
+        matches!(error, WorktreeError::BrokenBookkeeping { .. }),
+        "{error:?}"
+    );
+    assert!(error.to_string().contains("git worktree prune"), "{error}");
+    assert!(!root.join("fine").exists());
+    assert_eq!(git(&project, &["branch", "--list", "arena/*"]), "");
+
+    git(&project, &["worktree", "prune"]);
+    let wt = worktree::create(&project, &root, "fine", &base).unwrap();
+    assert_eq!(
+        porcelain(&project),
+        [(wt.path, Some("arena/fine".into()))].into()
+    );
+}
+
+#[test]
+fn odd_files_make_patches_git_accepts() {
+    let (dir, project) = project();
+    write(&project.join("run.sh"), "#!/bin/sh\necho hi\n");
+    write(&project.join("empty_then_full.txt"), "");
+    git(&project, &["add", "-A"]);
+    git(&project, &["commit", "-q", "-m", "more"]);
+    let base = head(&project);
+    let wt = worktree::create(&project, &dir.path().join("wt"), "odd", &base).unwrap();
+    let w = &wt.path;
+
+    write(&w.join("empty.txt"), "");
+    write(&w.join("dir with spaces/file name.txt"), "spaced\n");
+    write(&w.join("empty_then_full.txt"), "now full\n");
+    write(&w.join("no_newline.txt"), "no newline at the end");
+    fs::remove_file(w.join("README.md")).unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(w.join("run.sh"), fs::Permissions::from_mode(0o755)).unwrap();
+        std::os::unix::fs::symlink("src/lib.rs", w.join("link.rs")).unwrap();
+    }
+
+    let d = diff::diff_worktree(w, &base).unwrap();
+    let paths: Vec<_> = d.files.iter().map(|f| f.path.as_str()).collect();
+    for expected in [
+        "README.md",
+        "dir with spaces/file name.txt",
+        "empty.txt",
+        "empty_then_full.txt",
+        "no_newline.txt",
+    ] {
+        assert!(paths.contains(&expected), "{expected} missing: {paths:?}");
+    }
+    #[cfg(unix)]
+    {
+        assert!(
+            paths.contains(&"run.sh") && paths.contains(&"link.rs"),
+            "{paths:?}"
+        );
+        assert!(d.patch.contains("new mode 100755"), "{}", d.patch);
+        assert!(d.patch.contains("new file mode 120000"), "{}", d.patch);
+    }
+    assert!(d.patch.contains("\\ No newline at end of file"));
+
+    let fresh = fresh_checkout(&project, &base, dir.path());
+    let (ok, err) = git_apply(&fresh, &d.patch, true);
+    assert!(ok, "git apply refused: {err}\n{}", d.patch);
+    for f in &d.files {
+        let ours = fs::symlink_metadata(w.join(&f.path))
+            .ok()
+            .map(|m| m.file_type());
+        let theirs = fs::symlink_metadata(fresh.join(&f.path))
+            .ok()
+            .map(|m| m.file_type());
+        assert_eq!(ours, theirs, "{}", f.path);
+        if ours.is_some_and(|t| t.is_file()) {
+            assert_eq!(
+                fs::read(w.join(&f.path)).unwrap(),
+                fs::read(fresh.join(&f.path)).unwrap(),
+                "{}",
+                f.path
+            );
+        }
+    }
+
+    // Our own apply gives the same result in the project.
+    diff::apply(&project, &d.patch).unwrap();
+    let (ok, err) = git_try(&project, &["diff", "--quiet", "--exit-code"]);
+    assert!(!ok, "the project should now differ from HEAD: {err}");
+    for f in &d.files {
+        assert_eq!(
+            fs::symlink_metadata(w.join(&f.path))
+                .ok()
+                .map(|m| m.file_type()),
+            fs::symlink_metadata(project.join(&f.path))
+                .ok()
+                .map(|m| m.file_type()),
+            "{}",
+            f.path
+        );
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = fs::metadata(project.join("run.sh"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o111, 0o111, "run.sh should be executable");
+    }
+}

@@ -83,26 +83,8 @@ async fn run_inner(
         .clone()
         .ok_or_else(|| Error::Task(format!("battle {} has no base commit", battle.id)))?;
     let path = ensure_worktree(engine, battle, c, &base).await?;
-
-    let watch = watch_changes(engine, c, &path);
-    let run = match c.identity.as_str() {
-        "native" => run_native(engine, battle, c, &path, token).await,
-        _ => run_cli(engine, battle, c, &path, token).await,
-    };
-    if let Some(watch) = watch {
-        watch.finish().await;
-    }
-    let run = run?;
-    let diff = {
-        let (p, b) = (path.clone(), base.clone());
-        tokio::task::spawn_blocking(move || diff::diff_worktree(&p, &b)).await?
-    }
-    .map_err(|e| Error::Git(format!("diff of {}: {e}", path.display())))?;
-
-    let check = match (&battle.check_command, run.error.is_none() && !run.cancelled) {
-        (Some(command), true) => Some(run_check(engine, command, &path, token).await),
-        _ => None,
-    };
+    let Work { run, diff, check } =
+        work(engine, battle, c, &path, &battle.prompt, &base, token).await?;
     let bench = Benchmark {
         duration_ms: Some(started.elapsed().as_millis() as u64),
         prompt_tokens: run.usage.and_then(|u| u.prompt_tokens),
@@ -130,6 +112,45 @@ async fn run_inner(
         },
     )
     .await
+}
+
+/// What one agent run in a worktree produced.
+struct Work {
+    run: AgentRun,
+    diff: diff::Diff,
+    check: Option<CheckResult>,
+}
+
+/// Runs the agent on `prompt` in `path` while watching the files it
+/// touches, then takes the diff against `base` and runs the check.
+async fn work(
+    engine: &Engine,
+    battle: &Battle,
+    c: &Contestant,
+    path: &Path,
+    prompt: &str,
+    base: &str,
+    token: &CancellationToken,
+) -> Result<Work> {
+    let watch = watch_changes(engine, c, path);
+    let run = match c.identity.as_str() {
+        "native" => run_native(engine, c, path, prompt, token).await,
+        _ => run_cli(engine, c, path, prompt, token).await,
+    };
+    if let Some(watch) = watch {
+        watch.finish().await;
+    }
+    let run = run?;
+    let diff = {
+        let (p, b) = (path.to_path_buf(), base.to_string());
+        tokio::task::spawn_blocking(move || diff::diff_worktree(&p, &b)).await?
+    }
+    .map_err(|e| Error::Git(format!("diff of {}: {e}", path.display())))?;
+    let check = match (&battle.check_command, run.error.is_none() && !run.cancelled) {
+        (Some(command), true) => Some(run_check(engine, command, path, token).await),
+        _ => None,
+    };
+    Ok(Work { run, diff, check })
 }
 
 /// The contestant's worktree: created from the base commit on first run,
@@ -347,9 +368,9 @@ fn output_forwarder(
 
 async fn run_native(
     engine: &Engine,
-    battle: &Battle,
     c: &Contestant,
     path: &Path,
+    prompt: &str,
     token: &CancellationToken,
 ) -> Result<AgentRun> {
     let provider = engine
@@ -367,7 +388,7 @@ async fn run_native(
     };
     let (tx, forward) = output_forwarder(engine, c);
     let result = agent
-        .run(&battle.prompt, token, |event| {
+        .run(prompt, token, |event| {
             let kind = match event {
                 native::Event::Text(text) => EventKind::Output { text },
                 native::Event::Tool { name, summary, ok } => EventKind::Tool { name, summary, ok },
@@ -457,12 +478,12 @@ fn launch(
 
 async fn run_cli(
     engine: &Engine,
-    battle: &Battle,
     c: &Contestant,
     path: &Path,
+    prompt: &str,
     token: &CancellationToken,
 ) -> Result<AgentRun> {
-    let (launch, format) = launch(engine, c, path, &battle.prompt)?;
+    let (launch, format) = launch(engine, c, path, prompt)?;
     let (tx, forward) = output_forwarder(engine, c);
     let mut final_answer: Option<String> = None;
     let exit = process::run(&launch, token, |line| {
@@ -638,4 +659,129 @@ async fn record(engine: &Engine, battle: &Battle, c: &Contestant, outcome: Outco
         .await??;
     }
     super::contestant::write_result(engine, &battle, &c).await
+}
+
+/// The task for a refinement round: the original prompt, what the agent
+/// said last time, and the user's feedback. (Agents' own session resume is
+/// not used: every backend gets the same, self-contained follow-up.)
+pub fn refine_prompt(prompt: &str, previous: &str, feedback: &str) -> String {
+    format!(
+        "{prompt}\n\nYou have already worked on this task in this repository; your changes are in \
+         the working tree. What you reported last time:\n{}\n\nThe reviewer's feedback:\n{feedback}\n\n\
+         Continue from the current state of the files and address the feedback.",
+        previous.trim()
+    )
+}
+
+/// Runs refinement round `round` of a finished Coding contestant in its own
+/// worktree; writes `round-<n>/result.md` and `round-<n>/diff.patch`.
+pub(super) async fn refine(
+    engine: &Engine,
+    battle: &Battle,
+    c: &Contestant,
+    mut round: crate::battle::Round,
+    previous: &str,
+    token: &CancellationToken,
+) -> Result<crate::battle::Round> {
+    let started = Instant::now();
+    let base = battle
+        .base_commit
+        .clone()
+        .ok_or_else(|| Error::Task(format!("battle {} has no base commit", battle.id)))?;
+    let path = c.worktree.clone().filter(|p| p.exists()).ok_or_else(|| {
+        Error::Conflict(format!(
+            "contestant {}'s worktree is gone (pruned?); it cannot be refined",
+            c.id
+        ))
+    })?;
+    let prompt = refine_prompt(&battle.prompt, previous, &round.feedback);
+    let outcome = work(engine, battle, c, &path, &prompt, &base, token).await;
+    round.duration_ms = Some(started.elapsed().as_millis() as u64);
+    let diff = match outcome {
+        Ok(Work { run, diff, check }) => {
+            round.status = Some(if run.cancelled {
+                ContestantStatus::Cancelled
+            } else if run.error.is_some() {
+                ContestantStatus::Error
+            } else {
+                ContestantStatus::Done
+            });
+            round.error = run.error;
+            round.output = run.explanation;
+            round.diff = Some(DiffSummary {
+                files: diff.stats.files,
+                insertions: diff.stats.insertions,
+                deletions: diff.stats.deletions,
+            });
+            round.check = check;
+            Some(diff)
+        }
+        Err(e) => {
+            round.status = Some(ContestantStatus::Error);
+            round.error = Some(e.to_string());
+            None
+        }
+    };
+    let dir = results::confined(
+        &battle.results_path,
+        &[
+            &results::contestant_dir_name(c.position, &c.identity, &c.model),
+            &format!("round-{}", round.number),
+        ],
+    )?;
+    let md = render_round(battle, c, &round);
+    let patch = diff.map(|d| d.patch);
+    let dir2 = dir.clone();
+    tokio::task::spawn_blocking(move || -> Result<()> {
+        if let Some(patch) = patch {
+            results::write_atomic(&dir2.join(results::DIFF_FILE), patch.as_bytes())?;
+        }
+        results::write_atomic(&dir2.join(results::RESULT_FILE), md.as_bytes())
+    })
+    .await??;
+    round.result_path = Some(dir.join(results::RESULT_FILE));
+    round.finished_at = Some(engine.now());
+    let (bid, r, at) = (battle.id.clone(), round.clone(), engine.now());
+    engine
+        .db(move |s| s.transact(|tx| tx.finish_round(&bid, &r, at)))
+        .await?;
+    Ok(round)
+}
+
+fn render_round(battle: &Battle, c: &Contestant, r: &crate::battle::Round) -> String {
+    let mut md = format!(
+        "# {} · {} — round {}\n\n- Battle: `{}`\n- Status: {}\n- Duration: {:.2} s\n\n## Feedback\n\n{}\n\n",
+        c.identity,
+        c.model,
+        r.number,
+        battle.id,
+        r.status.map(|s| s.as_str()).unwrap_or("running"),
+        r.duration_ms.unwrap_or(0) as f64 / 1000.0,
+        r.feedback.trim()
+    );
+    if let Some(e) = &r.error {
+        md.push_str(&format!("## Error\n\n{e}\n\n"));
+    }
+    if let Some(d) = &r.diff {
+        md.push_str(&format!(
+            "## Changes\n\n{} files changed, {} insertions(+), {} deletions(-) against the base commit (all rounds so far) — see [{}]({}).\n\n",
+            d.files,
+            d.insertions,
+            d.deletions,
+            results::DIFF_FILE,
+            results::DIFF_FILE
+        ));
+    }
+    if let Some(check) = &r.check {
+        md.push_str(&format!(
+            "## Check\n\n`{}` {}.\n\n```\n{}\n```\n\n",
+            check.command,
+            if check.passed { "passed" } else { "failed" },
+            check.output_tail.trim_end()
+        ));
+    }
+    md.push_str("## Explanation\n\n");
+    md.push_str(r.output.trim_end());
+    md.push('\n');
+    md
 }

@@ -17,10 +17,10 @@ use crate::store;
 use super::{contestant, pid_alive, Engine, Live, HEARTBEAT};
 
 /// Holds a battle's lease and its live handles; gives both back on drop.
-struct Held {
+pub(super) struct Held {
     engine: Engine,
     battle_id: String,
-    live: Arc<Live>,
+    pub(super) live: Arc<Live>,
     heartbeat: tokio::task::JoinHandle<()>,
 }
 
@@ -56,7 +56,7 @@ impl Drop for Held {
 }
 
 /// Takes the battle's lease (or says who has it) and starts the heartbeat.
-async fn hold(engine: &Engine, battle_id: &str) -> Result<Held> {
+pub(super) async fn hold(engine: &Engine, battle_id: &str) -> Result<Held> {
     let lease = engine.lease_for_now();
     let (id, now) = (battle_id.to_string(), store::ms(engine.now()));
     let taken = engine

@@ -490,9 +490,17 @@ impl Engine {
             .iter()
             .find(|c| c.id == id)
             .ok_or_else(|| Error::not_found("contestant", format!("{id} in battle {battle_id}")))?;
-        let patch_path = c
-            .result_path
+        // The latest round that finished carries all the work so far.
+        let latest_round = self
+            .rounds(&c.id)
+            .await?
+            .into_iter()
+            .rev()
+            .find(|r| r.status == Some(ContestantStatus::Done))
+            .and_then(|r| r.result_path);
+        let patch_path = latest_round
             .as_ref()
+            .or(c.result_path.as_ref())
             .and_then(|p| p.parent())
             .map(|d| d.join(crate::results::DIFF_FILE))
             .filter(|p| p.exists())
@@ -508,6 +516,88 @@ impl Engine {
             .await?
             .map_err(|e| Error::Conflict(e.to_string()))?;
         Ok((id, stats))
+    }
+
+    /// Continues a finished Coding contestant in its own worktree with the
+    /// user's feedback, as a new round with its own output, diff and check.
+    pub async fn refine(
+        &self,
+        battle_id: &str,
+        contestant_id: &str,
+        feedback: &str,
+    ) -> Result<crate::battle::Round> {
+        let feedback = feedback.trim();
+        if feedback.is_empty() {
+            return Err(crate::error::Invalid::Other(
+                "the feedback is empty; say what to change".into(),
+            )
+            .into());
+        }
+        let battle = self.battle(battle_id).await?;
+        if battle.battle_type != crate::battle::BattleType::Coding {
+            return Err(crate::error::Invalid::Other(format!(
+                "battle {battle_id} is a Q&A battle; only Coding contestants can be refined"
+            ))
+            .into());
+        }
+        if !battle.status.is_terminal() {
+            return Err(Error::Conflict(format!(
+                "battle {battle_id} is still running; refine a contestant when it has finished"
+            )));
+        }
+        let c = battle
+            .contestants
+            .iter()
+            .find(|c| c.id == contestant_id)
+            .cloned()
+            .ok_or_else(|| {
+                Error::not_found(
+                    "contestant",
+                    format!("{contestant_id} in battle {battle_id}"),
+                )
+            })?;
+        if !c.worktree.as_ref().is_some_and(|p| p.exists()) {
+            return Err(Error::Conflict(format!(
+                "contestant {contestant_id} has no worktree any more (pruned?); it cannot be refined"
+            )));
+        }
+        let held = drive::hold(self, battle_id).await?;
+        let rounds = self.rounds(contestant_id).await?;
+        let previous = rounds
+            .iter()
+            .rev()
+            .find(|r| !r.output.trim().is_empty())
+            .map(|r| r.output.clone())
+            .or_else(|| c.output.clone())
+            .unwrap_or_default();
+        let round = crate::battle::Round {
+            id: uuid::Uuid::now_v7().to_string(),
+            contestant_id: c.id.clone(),
+            number: rounds.iter().map(|r| r.number).max().unwrap_or(1) + 1,
+            feedback: feedback.to_string(),
+            status: None,
+            output: String::new(),
+            error: None,
+            diff: None,
+            check: None,
+            duration_ms: None,
+            result_path: None,
+            created_at: self.now(),
+            finished_at: None,
+        };
+        let (bid, r) = (battle.id.clone(), round.clone());
+        self.db(move |s| s.transact(|tx| tx.insert_round(&bid, &r)))
+            .await?;
+        let token = held.live.contestant_token(&c.id);
+        let done = coding::refine(self, &battle, &c, round, &previous, &token).await;
+        drop(held);
+        done
+    }
+
+    /// A contestant's refinement rounds (2, 3, …).
+    pub async fn rounds(&self, contestant_id: &str) -> Result<Vec<crate::battle::Round>> {
+        let id = contestant_id.to_string();
+        self.db(move |s| s.rounds(&id)).await
     }
 
     /// Arena's worktrees: per Coding contestant, where and in what state.

@@ -18,13 +18,19 @@ use rusqlite_migration::{Migrations, M};
 use tokio::sync::broadcast;
 
 use crate::analysis::{Analysis, AnalysisStatus, Outcome};
-use crate::battle::{Battle, BattleStatus, Contestant, ContestantStatus, Lane, RunSpec, Winner};
+use crate::battle::{
+    Battle, BattleStatus, Contestant, ContestantStatus, Lane, Round, RunSpec, Winner,
+};
 use crate::cross_exam::CrossExamination;
 use crate::decisions::Lease;
 use crate::error::{Error, Result};
 use crate::event::{BattleEvent, EventKind};
 
 pub use rows::ms;
+
+fn rows_time(v: i64) -> DateTime<Utc> {
+    DateTime::from_timestamp_millis(v).unwrap_or_default()
+}
 
 /// A unit enum's serde name (`"no_clear_winner"`), as stored in a TEXT column.
 fn serde_plain<T: serde::Serialize>(v: &T) -> Result<String> {
@@ -41,6 +47,7 @@ fn migrations() -> Migrations<'static> {
         M::up(include_str!("../../migrations/001_init.sql")),
         M::up(include_str!("../../migrations/002_analysis.sql")),
         M::up(include_str!("../../migrations/003_coding.sql")),
+        M::up(include_str!("../../migrations/004_rounds.sql")),
     ])
 }
 
@@ -222,6 +229,38 @@ impl Store {
                 }
             }
             Ok(map)
+        })
+    }
+
+    /// A contestant's refinement rounds (2, 3, …), in order.
+    pub fn rounds(&self, contestant_id: &str) -> Result<Vec<Round>> {
+        self.read(|c| {
+            let mut stmt = c.prepare_cached(
+                "SELECT id, contestant_id, number, feedback, status, output, error, diff_stats, check_result,
+                        duration_ms, result_path, created_at, finished_at
+                 FROM rounds WHERE contestant_id = ?1 ORDER BY number",
+            )?;
+            let rows = stmt
+                .query_map([contestant_id], |r| {
+                    let status: String = r.get(4)?;
+                    Ok(Round {
+                        id: r.get(0)?,
+                        contestant_id: r.get(1)?,
+                        number: r.get(2)?,
+                        feedback: r.get(3)?,
+                        status: if status == "running" { None } else { status.parse().ok() },
+                        output: r.get(5)?,
+                        error: r.get(6)?,
+                        diff: r.get::<_, Option<String>>(7)?.and_then(|t| serde_json::from_str(&t).ok()),
+                        check: r.get::<_, Option<String>>(8)?.and_then(|t| serde_json::from_str(&t).ok()),
+                        duration_ms: r.get::<_, Option<i64>>(9)?.map(|v| v.max(0) as u64),
+                        result_path: r.get::<_, Option<String>>(10)?.map(PathBuf::from),
+                        created_at: rows_time(r.get(11)?),
+                        finished_at: r.get::<_, Option<i64>>(12)?.map(rows_time),
+                    })
+                })?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            Ok(rows)
         })
     }
 
@@ -609,6 +648,59 @@ impl Tx<'_> {
                 outcome: a.outcome,
                 winner: a.winner.clone(),
                 error: a.error.clone(),
+            },
+        )?;
+        Ok(())
+    }
+
+    /// Starts refinement round `number` of a contestant.
+    pub fn insert_round(&mut self, battle_id: &str, round: &Round) -> Result<()> {
+        self.tx.execute(
+            "INSERT INTO rounds (id, contestant_id, number, feedback, status, created_at) VALUES (?1, ?2, ?3, ?4, 'running', ?5)",
+            params![round.id, round.contestant_id, round.number, round.feedback, ms(round.created_at)],
+        )?;
+        self.emit(
+            battle_id,
+            Some(&round.contestant_id),
+            round.created_at,
+            EventKind::Round {
+                number: round.number,
+                status: None,
+                feedback: Some(round.feedback.clone()),
+            },
+        )?;
+        Ok(())
+    }
+
+    pub fn finish_round(
+        &mut self,
+        battle_id: &str,
+        round: &Round,
+        at: DateTime<Utc>,
+    ) -> Result<()> {
+        self.tx.execute(
+            "UPDATE rounds SET status = ?1, output = ?2, error = ?3, diff_stats = ?4, check_result = ?5,
+                duration_ms = ?6, result_path = ?7, finished_at = ?8 WHERE id = ?9",
+            params![
+                round.status.map(|s| s.as_str()).unwrap_or("running"),
+                round.output,
+                round.error,
+                round.diff.as_ref().map(serde_json::to_string).transpose()?,
+                round.check.as_ref().map(serde_json::to_string).transpose()?,
+                round.duration_ms.map(|v| v as i64),
+                round.result_path.as_ref().map(|p| p.to_string_lossy().into_owned()),
+                ms(at),
+                round.id
+            ],
+        )?;
+        self.emit(
+            battle_id,
+            Some(&round.contestant_id),
+            at,
+            EventKind::Round {
+                number: round.number,
+                status: round.status,
+                feedback: None,
             },
         )?;
         Ok(())
