@@ -221,6 +221,7 @@ pub fn apply(project: &Path, patch: &str) -> Result<DiffStats, DiffError> {
     if patch.trim().is_empty() {
         return Ok(DiffStats::default());
     }
+    let patch = quote_spaced_headers(patch);
     let diff = git2::Diff::from_buffer(patch.as_bytes())
         .map_err(|error| DiffError::InvalidPatch(error.message().to_string()))?;
     if diff.deltas().len() == 0 {
@@ -381,6 +382,46 @@ fn safe_path(path: &Path) -> bool {
     })
 }
 
+/// Quotes the paths of `diff --git a/P b/P` lines when `P` has a space, as
+/// `diff --git "a/P" "b/P"` (which git reads the same). libgit2 1.8 cannot
+/// split the unquoted form, and then fails to apply an added file there.
+fn quote_spaced_headers(patch: &str) -> std::borrow::Cow<'_, str> {
+    const START: &str = "diff --git ";
+    let quoted = |line: &str| -> Option<String> {
+        let rest = line.strip_prefix(START)?;
+        let (rest, cr) = match rest.strip_suffix('\r') {
+            Some(rest) => (rest, "\r"),
+            None => (rest, ""),
+        };
+        if rest.contains(['"', '\\']) || !rest.starts_with("a/") || rest.len() < 5 {
+            return None;
+        }
+        let len = (rest.len() - 5) / 2;
+        let path = rest.get(2..2 + len)?;
+        let tail = rest.get(2 + len..)?;
+        (path.contains(' ') && tail == format!(" b/{path}"))
+            .then(|| format!("{START}\"a/{path}\" \"b/{path}\"{cr}"))
+    };
+    if !patch.lines().any(|line| quoted(line).is_some()) {
+        return std::borrow::Cow::Borrowed(patch);
+    }
+    let mut out = String::with_capacity(patch.len() + 64);
+    for line in patch.split_inclusive('\n') {
+        let (body, end) = match line.strip_suffix('\n') {
+            Some(body) => (body, "\n"),
+            None => (line, ""),
+        };
+        match quoted(body) {
+            Some(fixed) => {
+                out.push_str(&fixed);
+                out.push_str(end);
+            }
+            None => out.push_str(line),
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 /// `a, b, c and 4 more`.
 fn name_some(files: &[String], shown: usize) -> String {
     let mut text = files
@@ -469,6 +510,38 @@ mod tests {
         assert!(!safe_path(Path::new("/etc/passwd")));
         assert!(!safe_path(Path::new("a/.git/config")));
         assert!(!safe_path(Path::new(".GIT/hooks/pre-commit")));
+    }
+
+    #[test]
+    fn spaced_paths_get_quoted_headers() {
+        let patch = "diff --git a/d s/f n.txt b/d s/f n.txt\nnew file mode 100644\n\
+                     --- /dev/null\n+++ b/d s/f n.txt\n@@ -0,0 +1 @@\n+x\n\
+                     diff --git a/plain b/plain\n";
+        assert_eq!(
+            quote_spaced_headers(patch),
+            patch.replace(
+                "diff --git a/d s/f n.txt b/d s/f n.txt",
+                "diff --git \"a/d s/f n.txt\" \"b/d s/f n.txt\""
+            )
+        );
+        let parsed = git2::Diff::from_buffer(quote_spaced_headers(patch).as_bytes());
+        let old = parsed.ok().and_then(|d| {
+            d.deltas()
+                .next()
+                .and_then(|x| x.old_file().path().map(Path::to_path_buf))
+        });
+        assert_eq!(old.as_deref(), Some(Path::new("d s/f n.txt")));
+        for untouched in [
+            "diff --git a/x b/x\n",
+            "diff --git a/a b b/c d\n",
+            "diff --git \"a/q\\\"x y\" \"b/q\\\"x y\"\n",
+            "diff --git a/é b/é\n",
+        ] {
+            assert!(matches!(
+                quote_spaced_headers(untouched),
+                std::borrow::Cow::Borrowed(_)
+            ));
+        }
     }
 
     #[test]

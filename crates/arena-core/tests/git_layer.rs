@@ -820,6 +820,7 @@ fn odd_files_make_patches_git_accepts() {
     write(&w.join("dir with spaces/file name.txt"), "spaced\n");
     write(&w.join("empty_then_full.txt"), "now full\n");
     write(&w.join("no_newline.txt"), "no newline at the end");
+    write(&w.join("ünï cödé.txt"), "non-ASCII name\n");
     fs::remove_file(w.join("README.md")).unwrap();
     #[cfg(unix)]
     {
@@ -836,6 +837,7 @@ fn odd_files_make_patches_git_accepts() {
         "empty.txt",
         "empty_then_full.txt",
         "no_newline.txt",
+        "ünï cödé.txt",
     ] {
         assert!(paths.contains(&expected), "{expected} missing: {paths:?}");
     }
