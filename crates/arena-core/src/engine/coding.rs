@@ -179,7 +179,18 @@ async fn ensure_worktree(
     let (project, base, root2) = (battle.project.clone(), base.to_string(), root.clone());
     let wt = tokio::task::spawn_blocking(move || {
         std::fs::create_dir_all(&root2).map_err(|e| e.to_string())?;
-        worktree::create(&project, &root2, &name, &base).map_err(|e| e.to_string())
+        // Another process creating a worktree of the same project at the
+        // same moment can trip libgit2 ("already checked out"): try again.
+        let mut attempt = 0;
+        loop {
+            match worktree::create(&project, &root2, &name, &base) {
+                Err(e) if attempt < 3 && e.to_string().contains("already checked out") => {
+                    attempt += 1;
+                    std::thread::sleep(Duration::from_millis(100 * attempt));
+                }
+                other => return other.map_err(|e| e.to_string()),
+            }
+        }
     })
     .await?
     .map_err(|e| Error::Git(format!("creating the worktree: {e}")))?;
