@@ -378,10 +378,7 @@ async fn battle(engine: &Engine, command: BattleCommand) -> Result<(), Error> {
             json,
         } => {
             let id = resolve_battle(engine, &id)?;
-            let cid = match contestant {
-                Some(c) => Some(resolve_contestant(&engine.battle(&id).await?, &c)?),
-                None => None,
-            };
+            let cid = contestant_arg(engine, &id, contestant.as_deref()).await?;
             let (applied, stats) = engine.apply(&id, cid.as_deref()).await?;
             if json.json {
                 print_json(
@@ -494,10 +491,7 @@ async fn battle(engine: &Engine, command: BattleCommand) -> Result<(), Error> {
             json,
         } => {
             let id = resolve_battle(engine, &id)?;
-            let cid = match contestant {
-                Some(c) => Some(resolve_contestant(&engine.battle(&id).await?, &c)?),
-                None => None,
-            };
+            let cid = contestant_arg(engine, &id, contestant.as_deref()).await?;
             let battle = engine.set_winner(&id, cid.as_deref()).await?;
             show(engine, &battle.id, json.json, false).await?;
         }
@@ -587,6 +581,21 @@ fn run_request(args: RunArgs) -> Result<BattleRequest, Error> {
 /// A full battle id, or a unique prefix of one.
 fn resolve_battle(engine: &Engine, id: &str) -> Result<String, Error> {
     engine.store().resolve_battle_id(id)
+}
+
+/// The contestant named on the command line, if any, resolved in its battle.
+async fn contestant_arg(
+    engine: &Engine,
+    battle_id: &str,
+    key: Option<&str>,
+) -> Result<Option<String>, Error> {
+    match key {
+        Some(key) => Ok(Some(resolve_contestant(
+            &engine.battle(battle_id).await?,
+            key,
+        )?)),
+        None => Ok(None),
+    }
 }
 
 /// A contestant id, a unique id prefix, or a 1-based position.
