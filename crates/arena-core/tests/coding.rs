@@ -455,3 +455,49 @@ async fn refine_continues_in_the_same_worktree_as_a_new_round() {
     // Empty feedback and Q&A battles are refused.
     assert!(h.engine.refine(&b.id, &c.id, "  ").await.is_err());
 }
+
+#[tokio::test]
+async fn worktrees_of_deleted_battles_are_pruned_but_uncommitted_work_needs_force() {
+    let h = Harness::new().await;
+    let project = repo();
+    h.local.set_model("coder-a", edit_turns("a.txt", "a\n"));
+    h.local.set_model("coder-b", edit_turns("b.txt", "b\n"));
+    let b = coding(
+        &h,
+        project.path(),
+        &["native@coder-a", "native@coder-b"],
+        None,
+    )
+    .await;
+    let paths: Vec<PathBuf> = b
+        .contestants
+        .iter()
+        .map(|c| c.worktree.clone().unwrap())
+        .collect();
+    h.engine
+        .store()
+        .transact(|tx| {
+            tx.conn()
+                .execute("DELETE FROM battles WHERE id = ?1", [&b.id])?;
+            Ok(())
+        })
+        .unwrap();
+    let (removed, kept) = h.engine.prune_worktrees(false).await.unwrap();
+    assert!(removed.is_empty());
+    assert_eq!(kept.len(), 2, "{kept:?}");
+    assert!(paths.iter().all(|p| p.exists()));
+    let (removed, _) = h.engine.prune_worktrees(true).await.unwrap();
+    assert_eq!(removed.len(), 2);
+    assert!(paths.iter().all(|p| !p.exists()));
+    let out = Command::new("git")
+        .current_dir(project.path())
+        .args(["worktree", "list", "--porcelain"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout)
+            .matches("worktree ")
+            .count(),
+        1
+    );
+}

@@ -638,8 +638,22 @@ impl Engine {
         force: bool,
     ) -> Result<(Vec<PathBuf>, Vec<(PathBuf, String)>)> {
         let entries = self.worktrees().await?;
+        let known: std::collections::HashSet<String> = self
+            .db(|s| s.battles(usize::MAX >> 1))
+            .await?
+            .into_iter()
+            .map(|b| b.id)
+            .collect();
+        let root = self.inner.data_dir.join("worktrees");
         tokio::task::spawn_blocking(move || {
             let (mut removed, mut kept) = (Vec::new(), Vec::new());
+            // Worktrees of battles that are no longer in the database.
+            for (path, project, name) in orphans(&root, &known) {
+                match crate::worktree::remove(&project, &name, force) {
+                    Ok(()) => removed.push(path),
+                    Err(err) => kept.push((path, err.to_string())),
+                }
+            }
             for e in entries {
                 if !e.battle_status.is_terminal() {
                     kept.push((e.path, "its battle is still running".into()));
@@ -698,6 +712,51 @@ impl Engine {
             expires_at_ms: store::ms(self.now()) + LEASE_TTL.as_millis() as i64,
         }
     }
+}
+
+/// Worktree folders under `root/<battle id>/` whose battle is not in `known`,
+/// with the project each belongs to (read from its `.git` file:
+/// `gitdir: <project>/.git/worktrees/<name>`).
+fn orphans(
+    root: &Path,
+    known: &std::collections::HashSet<String>,
+) -> Vec<(PathBuf, PathBuf, String)> {
+    let mut out = Vec::new();
+    let Ok(battles) = std::fs::read_dir(root) else {
+        return out;
+    };
+    for battle in battles.flatten() {
+        let id = battle.file_name().to_string_lossy().into_owned();
+        if known.contains(&id) {
+            continue;
+        }
+        let Ok(worktrees) = std::fs::read_dir(battle.path()) else {
+            continue;
+        };
+        for wt in worktrees.flatten() {
+            let Ok(gitfile) = std::fs::read_to_string(wt.path().join(".git")) else {
+                continue;
+            };
+            let Some(gitdir) = gitfile
+                .trim()
+                .strip_prefix("gitdir:")
+                .map(|g| PathBuf::from(g.trim()))
+            else {
+                continue;
+            };
+            // <project>/.git/worktrees/<name>
+            let name = gitdir.file_name().map(|n| n.to_string_lossy().into_owned());
+            let project = gitdir
+                .parent()
+                .and_then(Path::parent)
+                .and_then(Path::parent)
+                .map(Path::to_path_buf);
+            if let (Some(name), Some(project)) = (name, project) {
+                out.push((wt.path(), project, name));
+            }
+        }
+    }
+    out
 }
 
 fn hostname() -> String {
