@@ -1,11 +1,47 @@
 //! IPC commands: thin wrappers that validate input, call into the engine and
-//! map results to DTOs and [`Error`].
+//! map results to DTOs and [`Error`]. Arguments arrive camelCase from the
+//! webview (`battleId`) and are snake_case here.
+//!
+//! Every command is granted to the main window by
+//! `permissions/app.toml` + `capabilities/default.json`; a new command needs
+//! an entry in both (and a wrapper in `ui/src/ipc/index.ts`).
 
-use tauri::{AppHandle, Manager, Runtime, State};
+use std::collections::BTreeMap;
 
-use crate::dto::AppInfo;
+use arena_core::{ContestantSpec, Engine};
+use tauri::ipc::Channel;
+use tauri::{AppHandle, Manager, Runtime, State, Webview};
+
+use crate::background;
+use crate::dto::{
+    AnalysisDto, AppInfo, ApplyResultDto, BackendDto, BattleDetailDto, BattleDto, BattleEventDto,
+    BattleTypeDto, CrossExaminationDto, PersonasDto, ProviderModelsDto, RoundDto, SettingsDto,
+    StandingDto, StartBattleRequest,
+};
 use crate::error::Error;
+use crate::events;
 use crate::state::AppState;
+
+/// `list_battles` without a limit.
+const DEFAULT_LIST_LIMIT: u32 = 100;
+/// The most battles one `list_battles` returns.
+const MAX_LIST_LIMIT: u32 = 10_000;
+
+/// Runs blocking work (file reads, PATH lookups) off the async threads.
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, Error> + Send + 'static,
+) -> Result<T, Error> {
+    tauri::async_runtime::spawn_blocking(f)
+        .await
+        .map_err(|e| Error::Internal(e.to_string()))?
+}
+
+/// An optional id from the webview: blank means none.
+fn non_blank(value: Option<String>) -> Option<String> {
+    value
+        .map(|v| v.trim().to_string())
+        .filter(|v| !v.is_empty())
+}
 
 /// The app version, the shared data directory, and whether the engine opened.
 #[tauri::command]
@@ -26,4 +62,292 @@ pub async fn app_info<R: Runtime>(
         battles,
         startup_error: state.startup_error.as_ref().map(|e| e.to_string()),
     })
+}
+
+/// Battles, newest first, without contestants' outputs.
+#[tauri::command]
+pub async fn list_battles(
+    state: State<'_, AppState>,
+    limit: Option<u32>,
+) -> Result<Vec<BattleDto>, Error> {
+    let limit = limit.unwrap_or(DEFAULT_LIST_LIMIT).min(MAX_LIST_LIMIT) as usize;
+    let battles = state.engine()?.battles(limit).await?;
+    Ok(battles.iter().map(BattleDto::from).collect())
+}
+
+/// A battle with its outputs, its newest analysis, its cross-examinations
+/// and every contestant's refinement rounds.
+#[tauri::command]
+pub async fn get_battle(state: State<'_, AppState>, id: String) -> Result<BattleDetailDto, Error> {
+    let engine = state.engine()?;
+    let battle = engine.battle(&id).await?;
+    let analysis = engine.analysis(&battle.id).await?;
+    let cross_examinations = engine.cross_examinations(&battle.id).await?;
+    let mut rounds = BTreeMap::new();
+    for c in &battle.contestants {
+        let list = engine.rounds(&c.id).await?;
+        rounds.insert(c.id.clone(), list.iter().map(RoundDto::from).collect());
+    }
+    Ok(BattleDetailDto {
+        battle: BattleDto::from(&battle),
+        analysis: analysis.as_ref().map(AnalysisDto::from),
+        cross_examinations: cross_examinations
+            .iter()
+            .map(CrossExaminationDto::from)
+            .collect(),
+        rounds,
+    })
+}
+
+/// Validates and records a battle, then runs it (and judges it, when a
+/// `default_model` is configured) in the background. Returns the battle as
+/// created; follow it with `subscribe_battle`.
+#[tauri::command]
+pub async fn start_battle(
+    state: State<'_, AppState>,
+    request: StartBattleRequest,
+) -> Result<BattleDto, Error> {
+    let engine = state.engine()?;
+    let battle = engine.create_battle(request.into_engine()?).await?;
+    tauri::async_runtime::spawn(background::run_and_judge(engine.clone(), battle.id.clone()));
+    Ok(BattleDto::from(&battle))
+}
+
+/// Cancels a whole battle; returns it once the cancellation took effect.
+#[tauri::command]
+pub async fn cancel_battle(state: State<'_, AppState>, id: String) -> Result<BattleDto, Error> {
+    let battle = state.engine()?.cancel_battle(&id).await?;
+    Ok(BattleDto::from(&battle))
+}
+
+/// Cancels one contestant; the rest of the battle goes on.
+#[tauri::command]
+pub async fn cancel_contestant(
+    state: State<'_, AppState>,
+    battle_id: String,
+    contestant_id: String,
+) -> Result<BattleDto, Error> {
+    let battle = state
+        .engine()?
+        .cancel_contestant(&battle_id, &contestant_id)
+        .await?;
+    Ok(BattleDto::from(&battle))
+}
+
+/// Sets the user's winner (it overrides the analysis), or clears that
+/// choice with `contestantId: null`.
+#[tauri::command]
+pub async fn set_winner(
+    state: State<'_, AppState>,
+    battle_id: String,
+    contestant_id: Option<String>,
+) -> Result<BattleDto, Error> {
+    let contestant_id = non_blank(contestant_id);
+    let battle = state
+        .engine()?
+        .set_winner(&battle_id, contestant_id.as_deref())
+        .await?;
+    Ok(BattleDto::from(&battle))
+}
+
+/// Judges a finished battle with `model`, else the configured
+/// `default_model`. Resolves when the analysis is done; its progress
+/// streams as `analysis_status` / `analysis_output` events.
+#[tauri::command]
+pub async fn analyze(
+    state: State<'_, AppState>,
+    battle_id: String,
+    model: Option<String>,
+) -> Result<AnalysisDto, Error> {
+    let model = non_blank(model);
+    let analysis = state
+        .engine()?
+        .analyze(&battle_id, model.as_deref())
+        .await?;
+    Ok(AnalysisDto::from(&analysis))
+}
+
+/// Points `examiner` (`IDENTITY@MODEL`: a persona and model, or a CLI agent
+/// that can run read-only) at a finished battle's results. Resolves when
+/// the report is done; it streams as `cross_exam_*` events.
+#[tauri::command]
+pub async fn cross_examine(
+    state: State<'_, AppState>,
+    battle_id: String,
+    examiner: String,
+    question: Option<String>,
+) -> Result<CrossExaminationDto, Error> {
+    let examiner = ContestantSpec::parse(&examiner)?;
+    let question = non_blank(question);
+    let report = state
+        .engine()?
+        .cross_examine(&battle_id, &examiner, question.as_deref())
+        .await?;
+    Ok(CrossExaminationDto::from(&report))
+}
+
+/// Brings a Coding contestant's diff (by default the winner's) into the
+/// project. Refuses on a dirty project, changing nothing.
+#[tauri::command]
+pub async fn apply_diff(
+    state: State<'_, AppState>,
+    battle_id: String,
+    contestant_id: Option<String>,
+) -> Result<ApplyResultDto, Error> {
+    let contestant_id = non_blank(contestant_id);
+    let (contestant_id, stats) = state
+        .engine()?
+        .apply(&battle_id, contestant_id.as_deref())
+        .await?;
+    Ok(ApplyResultDto {
+        contestant_id,
+        stats: (&stats).into(),
+    })
+}
+
+/// Continues a finished Coding contestant in its worktree with the user's
+/// feedback, as a new round. Resolves when the round ends; it streams as
+/// `round` / `output` events of that contestant.
+#[tauri::command]
+pub async fn refine(
+    state: State<'_, AppState>,
+    battle_id: String,
+    contestant_id: String,
+    feedback: String,
+) -> Result<RoundDto, Error> {
+    let round = state
+        .engine()?
+        .refine(&battle_id, &contestant_id, &feedback)
+        .await?;
+    Ok(RoundDto::from(&round))
+}
+
+/// Ratings per (identity, model), for one battle type or all.
+#[tauri::command]
+pub async fn leaderboard(
+    state: State<'_, AppState>,
+    battle_type: Option<BattleTypeDto>,
+) -> Result<Vec<StandingDto>, Error> {
+    let standings = state
+        .engine()?
+        .leaderboard(battle_type.map(Into::into))
+        .await?;
+    Ok(standings.iter().map(StandingDto::from).collect())
+}
+
+/// Every provider with the models it serves (asked live, in parallel).
+#[tauri::command]
+pub async fn providers(state: State<'_, AppState>) -> Result<Vec<ProviderModelsDto>, Error> {
+    let catalog = state.engine()?.catalog().await;
+    Ok(catalog
+        .providers
+        .iter()
+        .map(ProviderModelsDto::from)
+        .collect())
+}
+
+/// The persona registry (`AGENTS.md`, seeded on first use).
+#[tauri::command]
+pub async fn personas(state: State<'_, AppState>) -> Result<PersonasDto, Error> {
+    let engine = state.engine()?.clone();
+    blocking(move || Ok(PersonasDto::from(&engine.personas()?))).await
+}
+
+/// The Coding backends: the known CLI agents and the `[[backend]]`s of
+/// arena.toml, whether each is installed and which can cross-examine.
+#[tauri::command]
+pub async fn backends(state: State<'_, AppState>) -> Result<Vec<BackendDto>, Error> {
+    let engine = state.engine()?.clone();
+    blocking(move || Ok(backend_list(&engine))).await
+}
+
+fn backend_list(engine: &Engine) -> Vec<BackendDto> {
+    use arena_core::{backend, cross_exam};
+    let found = |program: &str| {
+        let direct = std::path::Path::new(program);
+        if direct.is_absolute() {
+            direct.exists().then(|| direct.to_path_buf())
+        } else {
+            backend::which(program)
+        }
+    };
+    let known = backend::BACKENDS.iter().map(|b| {
+        let path = b.program.and_then(found);
+        BackendDto {
+            name: b.name.to_string(),
+            program: b.program.map(str::to_string),
+            installed: b.program.is_none() || path.is_some(),
+            path: path.map(|p| p.display().to_string()),
+            read_only: cross_exam::read_only_mode(b.name).is_some(),
+            custom: false,
+        }
+    });
+    let custom = engine.config().backends.iter().map(|b| {
+        let program = b.command.first().cloned();
+        let path = program.as_deref().and_then(found);
+        BackendDto {
+            name: b.name.clone(),
+            installed: path.is_some(),
+            path: path.map(|p| p.display().to_string()),
+            program,
+            read_only: false,
+            custom: true,
+        }
+    });
+    known.chain(custom).collect()
+}
+
+/// The config file, the data directory, the judge model and the providers
+/// (with the name of each key's variable and whether it is set, never the key).
+#[tauri::command]
+pub async fn settings(state: State<'_, AppState>) -> Result<SettingsDto, Error> {
+    let engine = state.engine()?.clone();
+    blocking(move || {
+        let (config_path, _) = arena_core::config::config_path();
+        let config = engine.config();
+        Ok(SettingsDto {
+            config_exists: config_path.as_deref().is_some_and(|p| p.is_file()),
+            config_path: config_path.map(|p| p.display().to_string()),
+            data_dir: engine.data_dir().display().to_string(),
+            default_model: config.default_model.clone(),
+            providers: config.providers.iter().map(Into::into).collect(),
+        })
+    })
+    .await
+}
+
+/// Streams a battle's events with `seq > sinceSeq` (the journal first, then
+/// live) to `onEvent`, text deltas coalesced every ~50 ms. Returns the
+/// subscription id for `unsubscribe_battle`. Fails with `not_found` for an
+/// unknown battle.
+#[tauri::command]
+pub async fn subscribe_battle<R: Runtime>(
+    webview: Webview<R>,
+    state: State<'_, AppState>,
+    battle_id: String,
+    since_seq: u64,
+    on_event: Channel<BattleEventDto>,
+) -> Result<u64, Error> {
+    let engine = state.engine()?.clone();
+    let battle = engine.battle(&battle_id).await?;
+    let (id, cancel) = state.subscriptions.open(webview.label());
+    let app = webview.app_handle().clone();
+    tauri::async_runtime::spawn(async move {
+        events::follow(engine, battle.id, since_seq, on_event, cancel).await;
+        if let Some(state) = app.try_state::<AppState>() {
+            state.subscriptions.ended(id);
+        }
+    });
+    Ok(id)
+}
+
+/// Stops a subscription of this window. Unknown or finished ids are fine.
+#[tauri::command]
+pub async fn unsubscribe_battle<R: Runtime>(
+    webview: Webview<R>,
+    state: State<'_, AppState>,
+    subscription_id: u64,
+) -> Result<(), Error> {
+    state.subscriptions.close(subscription_id, webview.label());
+    Ok(())
 }

@@ -1,23 +1,1008 @@
-//! Data sent across the IPC boundary (serialised as camelCase JSON).
+//! Data sent across the IPC boundary, converted by hand from the engine's
+//! types.
+//!
+//! Field names are camelCase; enum values keep the engine's snake_case
+//! strings (`"no_clear_winner"`, `"battle_status"`), which are also what the
+//! CLI's `--json` and the results folder use. Timestamps are RFC 3339
+//! strings with milliseconds, paths are strings. Integers are JSON numbers
+//! (every count, duration and `seq` stays far below 2^53).
+//!
+//! The TypeScript types in `ui/src/ipc/bindings/` are generated from these
+//! (see [`crate::bindings`]); the `TS` derive only exists in test builds.
 
-use serde::Serialize;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use arena_core as core;
+use arena_core::results::rfc3339;
+use serde::{Deserialize, Serialize};
+
+fn path(p: &Path) -> String {
+    p.display().to_string()
+}
+
+/// Mirrors an engine enum as a string union and converts from it. Every
+/// engine variant must be listed, so a new one fails to compile here.
+macro_rules! wire_enum {
+    ($(#[$meta:meta])* $name:ident from $engine:path { $($variant:ident),+ $(,)? }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+        #[cfg_attr(test, derive(ts_rs::TS))]
+        #[serde(rename_all = "snake_case")]
+        pub enum $name { $($variant),+ }
+
+        impl From<$engine> for $name {
+            fn from(value: $engine) -> Self {
+                use $engine as E;
+                match value { $(E::$variant => $name::$variant),+ }
+            }
+        }
+
+        impl From<$name> for $engine {
+            fn from(value: $name) -> Self {
+                use $engine as E;
+                match value { $($name::$variant => E::$variant),+ }
+            }
+        }
+    };
+}
+
+wire_enum!(
+    /// `"qa"` or `"coding"`.
+    BattleTypeDto from core::BattleType { Qa, Coding }
+);
+wire_enum!(
+    /// A battle is `running` until every contestant is terminal.
+    BattleStatusDto from core::BattleStatus { Running, Done, Cancelled, Error }
+);
+wire_enum!(
+    /// `done`, `error` and `cancelled` are terminal.
+    ContestantStatusDto from core::ContestantStatus { Queued, Running, Done, Error, Cancelled }
+);
+wire_enum!(
+    /// Local contestants run one at a time; cloud contestants all at once.
+    LaneDto from core::Lane { Local, Cloud }
+);
+wire_enum!(
+    /// Who chose the winner.
+    WinnerSourceDto from core::battle::WinnerSource { Analysis, User }
+);
+wire_enum!(
+    /// Where a tokens/s figure came from.
+    RateSourceDto from core::battle::RateSource { Server, Measured }
+);
+wire_enum!(
+    /// An analysis or a cross-examination: running, done or failed.
+    AnalysisStatusDto from core::analysis::AnalysisStatus { Running, Done, Error }
+);
+wire_enum!(
+    /// How an analysis ended.
+    OutcomeDto from core::analysis::Outcome { Winner, NoClearWinner, JudgeError, Walkover }
+);
+wire_enum!(
+    /// The API dialect a provider speaks.
+    ProviderKindDto from core::config::ProviderKind { Openai, Anthropic }
+);
 
 /// Basic facts about the running app, shown in the UI shell.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct AppInfo {
     /// The app version (from Cargo.toml).
     pub version: String,
     /// The shared data directory (`<OS data dir>/dev.arena.desktop`).
     pub data_dir: String,
-    /// How many battles the database holds (`None` when the engine is down).
+    /// How many battles the database holds (`null` when the engine is down).
     pub battles: Option<u64>,
     /// Why the engine could not open, if it could not.
     pub startup_error: Option<String>,
 }
 
+// ---------------------------------------------------------------------------
+// Battles
+
+/// What the launcher sends to start a battle.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[serde(rename_all = "camelCase")]
+pub struct StartBattleRequest {
+    pub battle_type: BattleTypeDto,
+    /// The project folder; results go to `PROJECT/Arena/`.
+    pub project: String,
+    pub prompt: String,
+    /// 2 to 6 `IDENTITY@MODEL` (persona for Q&A, backend for Coding),
+    /// split at the first `@`.
+    pub contestants: Vec<String>,
+    /// Coding: a command run in each finished worktree (e.g. `cargo test`).
+    pub check_command: Option<String>,
+}
+
+impl StartBattleRequest {
+    /// The engine's request; fails on a contestant that is not `IDENTITY@MODEL`.
+    pub fn into_engine(self) -> Result<core::BattleRequest, core::Invalid> {
+        let contestants = self
+            .contestants
+            .iter()
+            .map(|c| core::ContestantSpec::parse(c))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(core::BattleRequest {
+            battle_type: self.battle_type.into(),
+            project: self.project.trim().into(),
+            prompt: self.prompt,
+            contestants,
+            check_command: self
+                .check_command
+                .map(|c| c.trim().to_string())
+                .filter(|c| !c.is_empty()),
+        })
+    }
+}
+
+/// The winner and who chose it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[serde(rename_all = "camelCase")]
+pub struct WinnerDto {
+    pub contestant_id: String,
+    pub source: WinnerSourceDto,
+}
+
+impl From<&core::battle::Winner> for WinnerDto {
+    fn from(w: &core::battle::Winner) -> Self {
+        WinnerDto {
+            contestant_id: w.contestant_id.clone(),
+            source: w.source.into(),
+        }
+    }
+}
+
+/// Speed figures for one contestant (each `null` until known).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[serde(rename_all = "camelCase")]
+pub struct BenchmarkDto {
+    pub duration_ms: Option<u64>,
+    /// Time to the first token.
+    pub ttft_ms: Option<u64>,
+    pub prompt_tokens: Option<u64>,
+    pub completion_tokens: Option<u64>,
+    pub tokens_per_sec: Option<f64>,
+    pub rate_source: Option<RateSourceDto>,
+    /// Prompt tokens the server answered from its cache.
+    pub cached_tokens: Option<u64>,
+}
+
+impl From<&core::battle::Benchmark> for BenchmarkDto {
+    fn from(b: &core::battle::Benchmark) -> Self {
+        BenchmarkDto {
+            duration_ms: b.duration_ms,
+            ttft_ms: b.ttft_ms,
+            prompt_tokens: b.prompt_tokens,
+            completion_tokens: b.completion_tokens,
+            tokens_per_sec: b.tokens_per_sec,
+            rate_source: b.rate_source.map(Into::into),
+            cached_tokens: b.cached_tokens,
+        }
+    }
+}
+
+/// Lines changed by a Coding contestant, against the base commit.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[serde(rename_all = "camelCase")]
+pub struct DiffSummaryDto {
+    pub files: usize,
+    pub insertions: usize,
+    pub deletions: usize,
+}
+
+impl From<&core::battle::DiffSummary> for DiffSummaryDto {
+    fn from(d: &core::battle::DiffSummary) -> Self {
+        DiffSummaryDto {
+            files: d.files,
+            insertions: d.insertions,
+            deletions: d.deletions,
+        }
+    }
+}
+
+impl From<&core::diff::DiffStats> for DiffSummaryDto {
+    fn from(d: &core::diff::DiffStats) -> Self {
+        DiffSummaryDto {
+            files: d.files,
+            insertions: d.insertions,
+            deletions: d.deletions,
+        }
+    }
+}
+
+/// The check command's result in one worktree.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[serde(rename_all = "camelCase")]
+pub struct CheckResultDto {
+    pub command: String,
+    /// `null` when it timed out or was killed.
+    pub exit_code: Option<i32>,
+    pub passed: bool,
+    pub timed_out: bool,
+    pub duration_ms: u64,
+    /// The last lines of its output.
+    pub output_tail: String,
+}
+
+impl From<&core::battle::CheckResult> for CheckResultDto {
+    fn from(c: &core::battle::CheckResult) -> Self {
+        CheckResultDto {
+            command: c.command.clone(),
+            exit_code: c.exit_code,
+            passed: c.passed,
+            timed_out: c.timed_out,
+            duration_ms: c.duration_ms,
+            output_tail: c.output_tail.clone(),
+        }
+    }
+}
+
+/// One contestant of a battle.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[serde(rename_all = "camelCase")]
+pub struct ContestantDto {
+    pub id: String,
+    /// 1-based place in the roster (as in `arena battle show`).
+    pub position: u32,
+    /// The persona (Q&A) or backend (Coding).
+    pub identity: String,
+    pub model: String,
+    pub provider: String,
+    pub lane: LaneDto,
+    pub status: ContestantStatusDto,
+    pub error: Option<String>,
+    pub attempts: u32,
+    pub started_at: Option<String>,
+    pub finished_at: Option<String>,
+    pub benchmark: BenchmarkDto,
+    /// The answer; `null` in battle listings and before it finished.
+    pub output: Option<String>,
+    pub reasoning: Option<String>,
+    /// The output hit the size cap and was cut.
+    pub truncated: bool,
+    /// Its `result.md`.
+    pub result_path: Option<String>,
+    /// Coding: its git worktree.
+    pub worktree: Option<String>,
+    pub diff: Option<DiffSummaryDto>,
+    pub check: Option<CheckResultDto>,
+}
+
+impl From<&core::Contestant> for ContestantDto {
+    fn from(c: &core::Contestant) -> Self {
+        ContestantDto {
+            id: c.id.clone(),
+            position: c.position + 1,
+            identity: c.identity.clone(),
+            model: c.model.clone(),
+            provider: c.provider.clone(),
+            lane: c.lane.into(),
+            status: c.status.into(),
+            error: c.error.clone(),
+            attempts: c.attempts,
+            started_at: c.started_at.map(rfc3339),
+            finished_at: c.finished_at.map(rfc3339),
+            benchmark: (&c.benchmark).into(),
+            output: c.output.clone(),
+            reasoning: c.reasoning.clone(),
+            truncated: c.truncated,
+            result_path: c.result_path.as_deref().map(path),
+            worktree: c.worktree.as_deref().map(path),
+            diff: c.diff.as_ref().map(Into::into),
+            check: c.check.as_ref().map(Into::into),
+        }
+    }
+}
+
+/// A battle with its contestants.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[serde(rename_all = "camelCase")]
+pub struct BattleDto {
+    pub id: String,
+    pub battle_type: BattleTypeDto,
+    pub status: BattleStatusDto,
+    pub prompt: String,
+    pub project: String,
+    /// `PROJECT/Arena/<battle folder>`.
+    pub results_path: String,
+    pub created_at: String,
+    pub finished_at: Option<String>,
+    /// The user's choice, else the analysis's.
+    pub winner: Option<WinnerDto>,
+    pub contestants: Vec<ContestantDto>,
+    /// Coding: the commit every worktree branched from.
+    pub base_commit: Option<String>,
+    pub check_command: Option<String>,
+}
+
+impl From<&core::Battle> for BattleDto {
+    fn from(b: &core::Battle) -> Self {
+        BattleDto {
+            id: b.id.clone(),
+            battle_type: b.battle_type.into(),
+            status: b.status.into(),
+            prompt: b.prompt.clone(),
+            project: path(&b.project),
+            results_path: path(&b.results_path),
+            created_at: rfc3339(b.created_at),
+            finished_at: b.finished_at.map(rfc3339),
+            winner: b.winner.as_ref().map(Into::into),
+            contestants: b.contestants.iter().map(Into::into).collect(),
+            base_commit: b.base_commit.clone(),
+            check_command: b.check_command.clone(),
+        }
+    }
+}
+
+/// A refinement round of a Coding contestant (round 1 is its own run, so
+/// these are 2, 3, …).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[serde(rename_all = "camelCase")]
+pub struct RoundDto {
+    pub id: String,
+    pub contestant_id: String,
+    pub number: u32,
+    /// The user's feedback that started it.
+    pub feedback: String,
+    /// `null` while it runs.
+    pub status: Option<ContestantStatusDto>,
+    pub output: String,
+    pub error: Option<String>,
+    /// Against the base commit, so it includes the earlier rounds' work.
+    pub diff: Option<DiffSummaryDto>,
+    pub check: Option<CheckResultDto>,
+    pub duration_ms: Option<u64>,
+    pub result_path: Option<String>,
+    pub created_at: String,
+    pub finished_at: Option<String>,
+}
+
+impl From<&core::battle::Round> for RoundDto {
+    fn from(r: &core::battle::Round) -> Self {
+        RoundDto {
+            id: r.id.clone(),
+            contestant_id: r.contestant_id.clone(),
+            number: r.number,
+            feedback: r.feedback.clone(),
+            status: r.status.map(Into::into),
+            output: r.output.clone(),
+            error: r.error.clone(),
+            diff: r.diff.as_ref().map(Into::into),
+            check: r.check.as_ref().map(Into::into),
+            duration_ms: r.duration_ms,
+            result_path: r.result_path.as_deref().map(path),
+            created_at: rfc3339(r.created_at),
+            finished_at: r.finished_at.map(rfc3339),
+        }
+    }
+}
+
+/// Everything the battle view shows: the battle with its outputs, the
+/// newest analysis, the cross-examinations and each contestant's rounds.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[serde(rename_all = "camelCase")]
+pub struct BattleDetailDto {
+    pub battle: BattleDto,
+    pub analysis: Option<AnalysisDto>,
+    pub cross_examinations: Vec<CrossExaminationDto>,
+    /// Refinement rounds by contestant id (every contestant has an entry).
+    pub rounds: BTreeMap<String, Vec<RoundDto>>,
+}
+
+/// What `apply_diff` brought into the project.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[serde(rename_all = "camelCase")]
+pub struct ApplyResultDto {
+    /// Whose diff was applied (the winner's when none was named).
+    pub contestant_id: String,
+    pub stats: DiffSummaryDto,
+}
+
+// ---------------------------------------------------------------------------
+// Analysis and cross-examination
+
+/// A judge's verdict, in contestant ids.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[serde(rename_all = "camelCase")]
+pub struct VerdictDto {
+    pub winner: String,
+    pub ranking: Vec<String>,
+    /// Reason per contestant id.
+    pub reasons: BTreeMap<String, String>,
+}
+
+impl From<&core::analysis::Verdict> for VerdictDto {
+    fn from(v: &core::analysis::Verdict) -> Self {
+        VerdictDto {
+            winner: v.winner.clone(),
+            ranking: v.ranking.clone(),
+            reasons: v.reasons.clone(),
+        }
+    }
+}
+
+/// One judge run: the order the contestants were shown in, what came back.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[serde(rename_all = "camelCase")]
+pub struct JudgeRunDto {
+    /// Contestant ids in the order shown, labelled A, B, C, …
+    pub order: Vec<String>,
+    pub raw: String,
+    pub verdict: Option<VerdictDto>,
+    pub error: Option<String>,
+    /// The first reply was unparsable and a repair was asked for.
+    pub repaired: bool,
+}
+
+impl From<&core::analysis::JudgeRun> for JudgeRunDto {
+    fn from(r: &core::analysis::JudgeRun) -> Self {
+        JudgeRunDto {
+            order: r.order.clone(),
+            raw: r.raw.clone(),
+            verdict: r.verdict.as_ref().map(Into::into),
+            error: r.error.clone(),
+            repaired: r.repaired,
+        }
+    }
+}
+
+/// One contestant's digest, written by the judge model.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[serde(rename_all = "camelCase")]
+pub struct DigestDto {
+    pub contestant_id: String,
+    pub text: String,
+    /// Length of the digested answer, in words.
+    pub words: usize,
+}
+
+impl From<&core::analysis::Digest> for DigestDto {
+    fn from(d: &core::analysis::Digest) -> Self {
+        DigestDto {
+            contestant_id: d.contestant_id.clone(),
+            text: d.text.clone(),
+            words: d.words,
+        }
+    }
+}
+
+/// A battle's analysis (digests, two judge runs, the outcome).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[serde(rename_all = "camelCase")]
+pub struct AnalysisDto {
+    pub id: String,
+    pub battle_id: String,
+    pub status: AnalysisStatusDto,
+    /// The judge model and its provider.
+    pub model: String,
+    pub provider: String,
+    pub outcome: Option<OutcomeDto>,
+    /// The contestant id both judge runs named (or the walkover).
+    pub winner: Option<String>,
+    /// `outcome == "no_clear_winner"`, for convenience.
+    pub no_clear_winner: bool,
+    pub ranking: Vec<String>,
+    /// Reason per contestant id.
+    pub reasons: BTreeMap<String, String>,
+    pub digests: Vec<DigestDto>,
+    pub judge_runs: Vec<JudgeRunDto>,
+    pub error: Option<String>,
+    pub created_at: String,
+    pub finished_at: Option<String>,
+}
+
+impl From<&core::analysis::Analysis> for AnalysisDto {
+    fn from(a: &core::analysis::Analysis) -> Self {
+        AnalysisDto {
+            id: a.id.clone(),
+            battle_id: a.battle_id.clone(),
+            status: a.status.into(),
+            model: a.model.clone(),
+            provider: a.provider.clone(),
+            outcome: a.outcome.map(Into::into),
+            winner: a.winner.clone(),
+            no_clear_winner: a.outcome == Some(core::analysis::Outcome::NoClearWinner),
+            ranking: a.ranking.clone(),
+            reasons: a.reasons.clone(),
+            digests: a.digests.iter().map(Into::into).collect(),
+            judge_runs: a.judge_runs.iter().map(Into::into).collect(),
+            error: a.error.clone(),
+            created_at: rfc3339(a.created_at),
+            finished_at: a.finished_at.map(rfc3339),
+        }
+    }
+}
+
+/// The contestant a cross-examiner preferred, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[serde(rename_all = "camelCase")]
+pub struct CrossVerdictDto {
+    pub winner: String,
+    pub reason: Option<String>,
+}
+
+/// One cross-examination of a battle's results.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[serde(rename_all = "camelCase")]
+pub struct CrossExaminationDto {
+    pub id: String,
+    pub battle_id: String,
+    /// 1, 2, … within the battle (`cross-exam-<n>.md`).
+    pub number: u32,
+    pub identity: String,
+    pub model: String,
+    pub provider: String,
+    pub question: String,
+    pub status: AnalysisStatusDto,
+    /// The report.
+    pub output: String,
+    pub verdict: Option<CrossVerdictDto>,
+    pub error: Option<String>,
+    /// Its `cross-exam-<n>.md`.
+    pub path: Option<String>,
+    pub created_at: String,
+    pub finished_at: Option<String>,
+}
+
+impl From<&core::cross_exam::CrossExamination> for CrossExaminationDto {
+    fn from(x: &core::cross_exam::CrossExamination) -> Self {
+        CrossExaminationDto {
+            id: x.id.clone(),
+            battle_id: x.battle_id.clone(),
+            number: x.number,
+            identity: x.identity.clone(),
+            model: x.model.clone(),
+            provider: x.provider.clone(),
+            question: x.question.clone(),
+            status: x.status.into(),
+            output: x.output.clone(),
+            verdict: x.verdict.as_ref().map(|v| CrossVerdictDto {
+                winner: v.winner.clone(),
+                reason: v.reason.clone(),
+            }),
+            error: x.error.clone(),
+            path: x.path.as_deref().map(path),
+            created_at: rfc3339(x.created_at),
+            finished_at: x.finished_at.map(rfc3339),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Events
+
+/// One battle event, as delivered by `subscribe_battle`. Output and
+/// reasoning deltas may be several engine events merged into one (their
+/// `seq` is the last merged event's); `seq` still increases strictly, so
+/// the highest `seq` seen is where a new subscription picks up.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[serde(rename_all = "camelCase")]
+pub struct BattleEventDto {
+    pub battle_id: String,
+    pub seq: u64,
+    /// `null` for battle-wide events (battle status, winner, analysis, …).
+    pub contestant_id: Option<String>,
+    pub at: String,
+    #[serde(flatten)]
+    pub kind: EventKindDto,
+}
+
+/// What happened; `type` tells which.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[serde(
+    tag = "type",
+    rename_all = "snake_case",
+    rename_all_fields = "camelCase"
+)]
+pub enum EventKindDto {
+    BattleStatus {
+        status: BattleStatusDto,
+    },
+    ContestantStatus {
+        status: ContestantStatusDto,
+        error: Option<String>,
+        attempt: u32,
+    },
+    /// Answer text produced since the previous `output` event: append it.
+    Output {
+        text: String,
+    },
+    /// Reasoning text produced since the previous `reasoning` event: append it.
+    Reasoning {
+        text: String,
+    },
+    /// A tool a coding agent used, with a short summary.
+    Tool {
+        name: String,
+        summary: String,
+        ok: bool,
+    },
+    /// Coding: a refinement round started (`status` null, with the
+    /// feedback) or ended. The contestant's `output` events that follow
+    /// belong to it.
+    Round {
+        number: u32,
+        status: Option<ContestantStatusDto>,
+        feedback: Option<String>,
+    },
+    /// Coding: the files the agent has touched so far.
+    ChangedFiles {
+        files: Vec<String>,
+    },
+    /// Discard this contestant's output and reasoning so far: it runs again.
+    Reset {
+        reason: String,
+    },
+    Retry {
+        attempt: u32,
+        delay_ms: u64,
+        reason: String,
+    },
+    Benchmark {
+        benchmark: BenchmarkDto,
+    },
+    Winner {
+        winner: Option<WinnerDto>,
+    },
+    ResultWritten {
+        path: String,
+    },
+    AnalysisStatus {
+        analysis_id: String,
+        status: AnalysisStatusDto,
+        outcome: Option<OutcomeDto>,
+        winner: Option<String>,
+        error: Option<String>,
+    },
+    /// Text the judge model produced for one stage (`digest A`, `judge 1`, …).
+    AnalysisOutput {
+        analysis_id: String,
+        stage: String,
+        text: String,
+    },
+    CrossExamStatus {
+        cross_exam_id: String,
+        number: u32,
+        status: AnalysisStatusDto,
+        error: Option<String>,
+    },
+    CrossExamOutput {
+        cross_exam_id: String,
+        text: String,
+    },
+}
+
+impl From<core::EventKind> for EventKindDto {
+    fn from(kind: core::EventKind) -> Self {
+        use core::EventKind as K;
+        match kind {
+            K::BattleStatus { status } => EventKindDto::BattleStatus {
+                status: status.into(),
+            },
+            K::ContestantStatus {
+                status,
+                error,
+                attempt,
+            } => EventKindDto::ContestantStatus {
+                status: status.into(),
+                error,
+                attempt,
+            },
+            K::Output { text } => EventKindDto::Output { text },
+            K::Reasoning { text } => EventKindDto::Reasoning { text },
+            K::Tool { name, summary, ok } => EventKindDto::Tool { name, summary, ok },
+            K::Round {
+                number,
+                status,
+                feedback,
+            } => EventKindDto::Round {
+                number,
+                status: status.map(Into::into),
+                feedback,
+            },
+            K::ChangedFiles { files } => EventKindDto::ChangedFiles { files },
+            K::Reset { reason } => EventKindDto::Reset { reason },
+            K::Retry {
+                attempt,
+                delay_ms,
+                reason,
+            } => EventKindDto::Retry {
+                attempt,
+                delay_ms,
+                reason,
+            },
+            K::Benchmark { benchmark } => EventKindDto::Benchmark {
+                benchmark: (&benchmark).into(),
+            },
+            K::Winner { winner } => EventKindDto::Winner {
+                winner: winner.as_ref().map(Into::into),
+            },
+            K::ResultWritten { path } => EventKindDto::ResultWritten { path },
+            K::AnalysisStatus {
+                analysis_id,
+                status,
+                outcome,
+                winner,
+                error,
+            } => EventKindDto::AnalysisStatus {
+                analysis_id,
+                status: status.into(),
+                outcome: outcome.map(Into::into),
+                winner,
+                error,
+            },
+            K::AnalysisOutput {
+                analysis_id,
+                stage,
+                text,
+            } => EventKindDto::AnalysisOutput {
+                analysis_id,
+                stage,
+                text,
+            },
+            K::CrossExamStatus {
+                cross_exam_id,
+                number,
+                status,
+                error,
+            } => EventKindDto::CrossExamStatus {
+                cross_exam_id,
+                number,
+                status: status.into(),
+                error,
+            },
+            K::CrossExamOutput {
+                cross_exam_id,
+                text,
+            } => EventKindDto::CrossExamOutput {
+                cross_exam_id,
+                text,
+            },
+        }
+    }
+}
+
+impl From<core::BattleEvent> for BattleEventDto {
+    fn from(e: core::BattleEvent) -> Self {
+        BattleEventDto {
+            battle_id: e.battle_id,
+            seq: e.seq,
+            contestant_id: e.contestant_id,
+            at: rfc3339(e.at),
+            kind: e.kind.into(),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Leaderboard
+
+/// One row of the leaderboard: an (identity, model) pair.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[serde(rename_all = "camelCase")]
+pub struct StandingDto {
+    /// 1-based, by rating.
+    pub rank: usize,
+    pub identity: String,
+    pub model: String,
+    /// Elo-like: the average player is 1000, +400 ≈ 10:1 odds.
+    pub rating: f64,
+    /// The bootstrap 95% interval.
+    pub rating_low: f64,
+    pub rating_high: f64,
+    /// Battles finished in (any verdict).
+    pub battles: u32,
+    /// Battles with a winner or a tie.
+    pub decided: u32,
+    pub wins: u32,
+    pub ties: u32,
+    pub losses: u32,
+    /// `wins / decided` (0 when nothing was decided).
+    pub win_rate: f64,
+    pub median_duration_ms: Option<f64>,
+    pub median_tokens_per_sec: Option<f64>,
+}
+
+impl From<&core::leaderboard::Standing> for StandingDto {
+    fn from(s: &core::leaderboard::Standing) -> Self {
+        StandingDto {
+            rank: s.rank,
+            identity: s.identity.clone(),
+            model: s.model.clone(),
+            rating: s.rating,
+            rating_low: s.rating_low,
+            rating_high: s.rating_high,
+            battles: s.battles,
+            decided: s.decided,
+            wins: s.wins,
+            ties: s.ties,
+            losses: s.losses,
+            win_rate: s.win_rate,
+            median_duration_ms: s.median_duration_ms,
+            median_tokens_per_sec: s.median_tokens_per_sec,
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Catalog, personas, backends, settings
+
+/// One provider and the models it reported (asked live).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[serde(rename_all = "camelCase")]
+pub struct ProviderModelsDto {
+    pub name: String,
+    pub kind: ProviderKindDto,
+    pub base_url: String,
+    pub lane: LaneDto,
+    /// Whether it answered the model listing.
+    pub reachable: bool,
+    /// Why it could not list its models, if it could not.
+    pub error: Option<String>,
+    /// Empty when unreachable.
+    pub models: Vec<String>,
+}
+
+impl From<&core::catalog::ProviderModels> for ProviderModelsDto {
+    fn from(p: &core::catalog::ProviderModels) -> Self {
+        let (models, error) = match &p.models {
+            Ok(models) => (models.clone(), None),
+            Err(e) => (Vec::new(), Some(e.clone())),
+        };
+        ProviderModelsDto {
+            name: p.provider.clone(),
+            kind: p.kind.into(),
+            base_url: p.base_url.clone(),
+            lane: p.lane.into(),
+            reachable: p.models.is_ok(),
+            error,
+            models,
+        }
+    }
+}
+
+/// One persona of the `AGENTS.md` registry.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[serde(rename_all = "camelCase")]
+pub struct PersonaDto {
+    pub name: String,
+    pub description: Option<String>,
+    pub system_prompt: String,
+    pub tools: Vec<String>,
+    pub temperature: Option<f64>,
+    pub top_p: Option<f64>,
+    pub max_tokens: Option<u64>,
+}
+
+impl From<&core::persona::Persona> for PersonaDto {
+    fn from(p: &core::persona::Persona) -> Self {
+        PersonaDto {
+            name: p.name.clone(),
+            description: p.description.clone(),
+            system_prompt: p.system_prompt.clone(),
+            tools: p.tools.clone(),
+            temperature: p.temperature,
+            top_p: p.top_p,
+            max_tokens: p.max_tokens,
+        }
+    }
+}
+
+/// The persona registry and where it lives.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[serde(rename_all = "camelCase")]
+pub struct PersonasDto {
+    /// The `AGENTS.md` file (edits apply to the next battle).
+    pub registry: String,
+    pub personas: Vec<PersonaDto>,
+}
+
+impl From<&core::persona::Registry> for PersonasDto {
+    fn from(r: &core::persona::Registry) -> Self {
+        PersonasDto {
+            registry: path(&r.path),
+            personas: r.personas.iter().map(Into::into).collect(),
+        }
+    }
+}
+
+/// A Coding backend (CLI agent) and whether it can run here.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[serde(rename_all = "camelCase")]
+pub struct BackendDto {
+    pub name: String,
+    /// The program it runs; `null` for the built-in agent.
+    pub program: Option<String>,
+    /// Built in, or its program was found.
+    pub installed: bool,
+    /// Where the program was found.
+    pub path: Option<String>,
+    /// It can cross-examine (it has an enforceable read-only mode).
+    pub read_only: bool,
+    /// A `[[backend]]` from arena.toml rather than a known agent.
+    pub custom: bool,
+}
+
+/// A configured provider, without any key.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[serde(rename_all = "camelCase")]
+pub struct ProviderSettingsDto {
+    pub name: String,
+    pub kind: ProviderKindDto,
+    pub base_url: String,
+    pub lane: LaneDto,
+    /// The environment variable holding its API key.
+    pub api_key_env: Option<String>,
+    /// Whether that variable is set (the key itself never crosses IPC).
+    pub api_key_set: bool,
+    /// Models offered in addition to what it lists.
+    pub models: Vec<String>,
+}
+
+impl From<&core::config::ProviderConfig> for ProviderSettingsDto {
+    fn from(p: &core::config::ProviderConfig) -> Self {
+        ProviderSettingsDto {
+            name: p.name.clone(),
+            kind: p.kind.into(),
+            base_url: p.base_url.clone(),
+            lane: p.lane.into(),
+            api_key_env: p.api_key_env.clone(),
+            api_key_set: p.api_key().is_some(),
+            models: p.models.clone(),
+        }
+    }
+}
+
+/// Where Arena keeps things and how it is configured.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[serde(rename_all = "camelCase")]
+pub struct SettingsDto {
+    /// `ARENA_CONFIG`, else `<config dir>/dev.arena.desktop/arena.toml`.
+    pub config_path: Option<String>,
+    /// Whether that file exists (without it the defaults apply).
+    pub config_exists: bool,
+    /// The shared data directory (database and `AGENTS.md`).
+    pub data_dir: String,
+    /// The judge model for analysis.
+    pub default_model: Option<String>,
+    pub providers: Vec<ProviderSettingsDto>,
+}
+
 #[cfg(test)]
 mod tests {
+    use std::path::PathBuf;
+
+    use chrono::{TimeZone, Utc};
+    use serde_json::json;
+
     use super::*;
 
     #[test]
@@ -31,12 +1016,207 @@ mod tests {
         let json = serde_json::to_value(&info).expect("serialisable");
         assert_eq!(
             json,
-            serde_json::json!({
+            json!({
                 "version": "1.2.3",
                 "dataDir": "/data/dev.arena.desktop",
                 "battles": 2,
                 "startupError": null
             })
         );
+    }
+
+    fn sample_battle() -> core::Battle {
+        let at = |s: u32| Utc.with_ymd_and_hms(2026, 11, 21, 9, 15, s).single();
+        let contestant = |position: u32, id: &str| core::Contestant {
+            id: id.into(),
+            battle_id: "b1".into(),
+            position,
+            identity: "native".into(),
+            model: "qwen3-8b".into(),
+            provider: "llama-swap".into(),
+            lane: core::Lane::Local,
+            status: core::ContestantStatus::Done,
+            error: None,
+            attempts: 1,
+            started_at: at(4),
+            finished_at: at(9),
+            benchmark: core::battle::Benchmark {
+                duration_ms: Some(5000),
+                ttft_ms: Some(120),
+                prompt_tokens: Some(40),
+                completion_tokens: Some(400),
+                tokens_per_sec: Some(81.5),
+                rate_source: Some(core::battle::RateSource::Server),
+                cached_tokens: None,
+            },
+            output: Some("done".into()),
+            reasoning: None,
+            truncated: false,
+            result_path: Some(PathBuf::from("/p/Arena/b/01-native-qwen3-8b/result.md")),
+            run: core::battle::RunSpec::default(),
+            worktree: Some(PathBuf::from("/p/.worktrees/c1")),
+            diff: Some(core::battle::DiffSummary {
+                files: 2,
+                insertions: 10,
+                deletions: 3,
+            }),
+            check: Some(core::battle::CheckResult {
+                command: "cargo test".into(),
+                exit_code: Some(0),
+                passed: true,
+                timed_out: false,
+                duration_ms: 900,
+                output_tail: "ok".into(),
+            }),
+        };
+        core::Battle {
+            id: "b1".into(),
+            battle_type: core::BattleType::Coding,
+            status: core::BattleStatus::Done,
+            prompt: "Fix the bug".into(),
+            project: PathBuf::from("/p"),
+            results_path: PathBuf::from("/p/Arena/b"),
+            created_at: at(3).expect("valid time"),
+            finished_at: at(10),
+            winner: Some(core::battle::Winner {
+                contestant_id: "c2".into(),
+                source: core::battle::WinnerSource::User,
+            }),
+            contestants: vec![contestant(0, "c1"), contestant(1, "c2")],
+            base_commit: Some("abc123".into()),
+            check_command: Some("cargo test".into()),
+        }
+    }
+
+    #[test]
+    fn a_battle_converts_to_camel_case_json() {
+        let json = serde_json::to_value(BattleDto::from(&sample_battle())).expect("serialisable");
+        assert_eq!(json["id"], "b1");
+        assert_eq!(json["battleType"], "coding");
+        assert_eq!(json["status"], "done");
+        assert_eq!(json["project"], "/p");
+        assert_eq!(json["resultsPath"], "/p/Arena/b");
+        assert_eq!(json["createdAt"], "2026-11-21T09:15:03.000Z");
+        assert_eq!(json["finishedAt"], "2026-11-21T09:15:10.000Z");
+        assert_eq!(
+            json["winner"],
+            json!({"contestantId": "c2", "source": "user"})
+        );
+        assert_eq!(json["baseCommit"], "abc123");
+        assert_eq!(json["checkCommand"], "cargo test");
+
+        let c = &json["contestants"][1];
+        assert_eq!(c["id"], "c2");
+        assert_eq!(c["position"], 2, "positions are 1-based");
+        assert_eq!(c["lane"], "local");
+        assert_eq!(c["status"], "done");
+        assert_eq!(c["startedAt"], "2026-11-21T09:15:04.000Z");
+        assert_eq!(
+            c["benchmark"],
+            json!({
+                "durationMs": 5000, "ttftMs": 120, "promptTokens": 40,
+                "completionTokens": 400, "tokensPerSec": 81.5,
+                "rateSource": "server", "cachedTokens": null
+            })
+        );
+        assert_eq!(c["resultPath"], "/p/Arena/b/01-native-qwen3-8b/result.md");
+        assert_eq!(c["worktree"], "/p/.worktrees/c1");
+        assert_eq!(
+            c["diff"],
+            json!({"files": 2, "insertions": 10, "deletions": 3})
+        );
+        assert_eq!(
+            c["check"],
+            json!({
+                "command": "cargo test", "exitCode": 0, "passed": true,
+                "timedOut": false, "durationMs": 900, "outputTail": "ok"
+            })
+        );
+        assert_eq!(c["output"], "done");
+        assert_eq!(c["reasoning"], serde_json::Value::Null);
+    }
+
+    #[test]
+    fn events_flatten_their_kind_with_a_snake_case_type() {
+        let event = core::BattleEvent {
+            battle_id: "b1".into(),
+            seq: 7,
+            contestant_id: Some("c1".into()),
+            at: Utc
+                .with_ymd_and_hms(2026, 1, 2, 3, 4, 5)
+                .single()
+                .expect("valid time"),
+            kind: core::EventKind::Retry {
+                attempt: 2,
+                delay_ms: 500,
+                reason: "429".into(),
+            },
+        };
+        let json = serde_json::to_value(BattleEventDto::from(event)).expect("serialisable");
+        assert_eq!(
+            json,
+            json!({
+                "battleId": "b1", "seq": 7, "contestantId": "c1",
+                "at": "2026-01-02T03:04:05.000Z",
+                "type": "retry", "attempt": 2, "delayMs": 500, "reason": "429"
+            })
+        );
+    }
+
+    #[test]
+    fn analysis_marks_no_clear_winner() {
+        let analysis = core::analysis::Analysis {
+            id: "a1".into(),
+            battle_id: "b1".into(),
+            status: core::analysis::AnalysisStatus::Done,
+            model: "judge".into(),
+            provider: "local".into(),
+            outcome: Some(core::analysis::Outcome::NoClearWinner),
+            winner: None,
+            ranking: vec!["c1".into(), "c2".into()],
+            reasons: BTreeMap::from([("c1".to_string(), "thorough".to_string())]),
+            digests: vec![],
+            judge_runs: vec![core::analysis::JudgeRun {
+                order: vec!["c2".into(), "c1".into()],
+                raw: "{}".into(),
+                verdict: None,
+                error: Some("unparsable".into()),
+                repaired: true,
+            }],
+            error: None,
+            created_at: Utc::now(),
+            finished_at: None,
+        };
+        let json = serde_json::to_value(AnalysisDto::from(&analysis)).expect("serialisable");
+        assert_eq!(json["outcome"], "no_clear_winner");
+        assert_eq!(json["noClearWinner"], true);
+        assert_eq!(json["reasons"], json!({"c1": "thorough"}));
+        assert_eq!(json["judgeRuns"][0]["repaired"], true);
+    }
+
+    #[test]
+    fn a_start_request_parses_contestants() {
+        let request: StartBattleRequest = serde_json::from_value(json!({
+            "battleType": "qa",
+            "project": " /tmp/p ",
+            "prompt": "Why?",
+            "contestants": ["debugger@org/model@v2", "explainer@qwen3-8b"],
+            "checkCommand": "  "
+        }))
+        .expect("deserialisable");
+        let engine = request.clone().into_engine().expect("valid");
+        assert_eq!(engine.battle_type, core::BattleType::Qa);
+        assert_eq!(engine.project, PathBuf::from("/tmp/p"));
+        assert_eq!(engine.contestants[0].model, "org/model@v2");
+        assert_eq!(engine.check_command, None);
+
+        let bad = StartBattleRequest {
+            contestants: vec!["no-model".into()],
+            ..request
+        };
+        assert!(matches!(
+            bad.into_engine(),
+            Err(core::Invalid::ContestantSpec(_))
+        ));
     }
 }

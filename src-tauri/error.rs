@@ -15,6 +15,9 @@ pub enum Error {
     /// An engine error; its own code crosses the boundary.
     #[error(transparent)]
     Engine(#[from] arena_core::Error),
+    /// The engine could not open at start-up (the reason is in `app_info`).
+    #[error("the engine is not running: {0}")]
+    Unavailable(String),
     /// Any other unexpected failure.
     #[error("internal error: {0}")]
     Internal(String),
@@ -26,6 +29,7 @@ impl Error {
         match self {
             Self::DataDir(_) => "data_dir",
             Self::Engine(e) => e.code(),
+            Self::Unavailable(_) => "engine_unavailable",
             Self::Internal(_) => "internal",
         }
     }
@@ -40,9 +44,26 @@ impl Serialize for Error {
     }
 }
 
+impl From<arena_core::Invalid> for Error {
+    fn from(e: arena_core::Invalid) -> Self {
+        Error::Engine(e.into())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn engine_errors_keep_their_code() {
+        let err = Error::from(arena_core::Invalid::EmptyPrompt);
+        let json = serde_json::to_value(&err).expect("serialisable");
+        assert_eq!(json["code"], "invalid_input");
+        assert_eq!(
+            json["message"],
+            "the prompt is empty; give the contestants something to do"
+        );
+    }
 
     #[test]
     fn serialises_as_code_and_message() {

@@ -502,16 +502,13 @@ async fn battle(engine: &Engine, command: BattleCommand) -> Result<(), Error> {
 /// Judges a battle after it ran; a missing judge model or a failed
 /// analysis is reported but does not fail the command.
 async fn auto_analyze(engine: &Engine, battle: &Battle, model: Option<&str>, show_progress: bool) {
-    if model.is_none() && engine.config().default_model.is_none() {
-        eprintln!("arena: no default_model in arena.toml, so the battle was not judged (pass --analysis-model M or --no-analysis)");
-        return;
-    }
-    if !battle
-        .contestants
-        .iter()
-        .any(|c| c.status == arena_core::ContestantStatus::Done)
-    {
-        return;
+    match engine.judging(battle, model) {
+        arena_core::Judging::Ready => {}
+        arena_core::Judging::NoModel => {
+            eprintln!("arena: no default_model in arena.toml, so the battle was not judged (pass --analysis-model M or --no-analysis)");
+            return;
+        }
+        arena_core::Judging::NothingToJudge => return,
     }
     match progress::analyze(engine, &battle.id, model, show_progress).await {
         Ok(a) if a.error.is_some() => {

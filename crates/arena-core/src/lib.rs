@@ -29,6 +29,6 @@ pub use battle::{
     Battle, BattleRequest, BattleStatus, BattleType, Contestant, ContestantSpec, ContestantStatus,
     Lane,
 };
-pub use engine::{Engine, EngineOptions};
+pub use engine::{Engine, EngineOptions, Judging};
 pub use error::{Error, Invalid, Result};
 pub use event::{BattleEvent, EventKind};

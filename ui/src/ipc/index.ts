@@ -1,19 +1,34 @@
 // The only module that talks to the Tauri backend: everything else imports
 // the typed wrappers from here (enforced by ESLint).
-import { invoke, isTauri } from '@tauri-apps/api/core';
+//
+// The types come from ./bindings/, generated from src-tauri/dto.rs by ts-rs
+// (regenerate: `cargo test -p arena-app -- --ignored export_bindings`).
+// Every wrapper rejects with an IpcError `{ code, message }`; `code` is the
+// engine's stable code (`invalid_input`, `not_found`, `conflict`, `config`,
+// `provider`, …), `engine_unavailable` when the engine could not open, or
+// `not_in_tauri` outside the desktop app.
+import { Channel, invoke, isTauri } from '@tauri-apps/api/core';
+import type {
+  AnalysisDto,
+  AppInfo,
+  ApplyResultDto,
+  BackendDto,
+  BattleDetailDto,
+  BattleDto,
+  BattleEventDto,
+  BattleTypeDto,
+  CrossExaminationDto,
+  PersonasDto,
+  ProviderModelsDto,
+  RoundDto,
+  SettingsDto,
+  StandingDto,
+  StartBattleRequest,
+} from './bindings';
 import { CLIENT_ERROR_CODES, IpcError, toIpcError } from './errors';
 
+export type * from './bindings';
 export { IpcError, isIpcErrorPayload, toIpcError, type IpcErrorPayload } from './errors';
-
-/** Mirrors `AppInfo` in `src-tauri/dto.rs`. */
-export interface AppInfo {
-  version: string;
-  dataDir: string;
-  /** Battles in the database; null when the engine could not open. */
-  battles: number | null;
-  /** Why the engine could not open, if it could not. */
-  startupError: string | null;
-}
 
 /** Calls a backend command; rejects with an {@link IpcError}. */
 async function call<T>(command: string, args?: Record<string, unknown>): Promise<T> {
@@ -27,7 +42,131 @@ async function call<T>(command: string, args?: Record<string, unknown>): Promise
   }
 }
 
-/** The app version and the shared data directory. */
+/** The app version, the shared data directory, and whether the engine opened. */
 export function appInfo(): Promise<AppInfo> {
   return call<AppInfo>('app_info');
+}
+
+/** Battles, newest first (default 100), without contestants' outputs. */
+export function listBattles(limit?: number): Promise<BattleDto[]> {
+  return call<BattleDto[]>('list_battles', { limit: limit ?? null });
+}
+
+/** A battle with its outputs, newest analysis, cross-examinations and rounds. */
+export function getBattle(id: string): Promise<BattleDetailDto> {
+  return call<BattleDetailDto>('get_battle', { id });
+}
+
+/**
+ * Validates and creates a battle, then runs it (and judges it when a default
+ * model is configured) in the background. Resolves with the battle as
+ * created; follow it with {@link subscribeBattle}.
+ */
+export function startBattle(request: StartBattleRequest): Promise<BattleDto> {
+  return call<BattleDto>('start_battle', { request });
+}
+
+/** Cancels a whole battle; resolves once the cancellation took effect. */
+export function cancelBattle(id: string): Promise<BattleDto> {
+  return call<BattleDto>('cancel_battle', { id });
+}
+
+/** Cancels one contestant; the rest of the battle goes on. */
+export function cancelContestant(battleId: string, contestantId: string): Promise<BattleDto> {
+  return call<BattleDto>('cancel_contestant', { battleId, contestantId });
+}
+
+/** Sets the user's winner, or clears that choice with `null` (the analysis's applies). */
+export function setWinner(battleId: string, contestantId: string | null): Promise<BattleDto> {
+  return call<BattleDto>('set_winner', { battleId, contestantId });
+}
+
+/** Judges a finished battle with `model`, else the default model. Resolves when done. */
+export function analyze(battleId: string, model?: string | null): Promise<AnalysisDto> {
+  return call<AnalysisDto>('analyze', { battleId, model: model ?? null });
+}
+
+/**
+ * Cross-examines a finished battle's results with `examiner`
+ * (`IDENTITY@MODEL`). Resolves when the report is done.
+ */
+export function crossExamine(
+  battleId: string,
+  examiner: string,
+  question?: string | null,
+): Promise<CrossExaminationDto> {
+  return call<CrossExaminationDto>('cross_examine', {
+    battleId,
+    examiner,
+    question: question ?? null,
+  });
+}
+
+/** Applies a Coding contestant's diff (by default the winner's) to the project. */
+export function applyDiff(battleId: string, contestantId?: string | null): Promise<ApplyResultDto> {
+  return call<ApplyResultDto>('apply_diff', { battleId, contestantId: contestantId ?? null });
+}
+
+/** Continues a finished Coding contestant with feedback, as a new round. Resolves when it ends. */
+export function refine(battleId: string, contestantId: string, feedback: string): Promise<RoundDto> {
+  return call<RoundDto>('refine', { battleId, contestantId, feedback });
+}
+
+/** Ratings per (identity, model), for one battle type or all. */
+export function leaderboard(battleType?: BattleTypeDto | null): Promise<StandingDto[]> {
+  return call<StandingDto[]>('leaderboard', { battleType: battleType ?? null });
+}
+
+/** Every provider and the models it serves (asked live). */
+export function providers(): Promise<ProviderModelsDto[]> {
+  return call<ProviderModelsDto[]>('providers');
+}
+
+/** The persona registry (`AGENTS.md`). */
+export function personas(): Promise<PersonasDto> {
+  return call<PersonasDto>('personas');
+}
+
+/** Coding backends, whether each is installed and which can cross-examine. */
+export function backends(): Promise<BackendDto[]> {
+  return call<BackendDto[]>('backends');
+}
+
+/** Config file, data directory, default model and providers (never keys). */
+export function settings(): Promise<SettingsDto> {
+  return call<SettingsDto>('settings');
+}
+
+/**
+ * Streams a battle's events with `seq > sinceSeq`: the journal first, then
+ * live. Text deltas (`output`, `reasoning`) arrive coalesced: append them.
+ * `seq` increases strictly, so after a reconnect pass the highest `seq` seen.
+ * Resolves with a function that stops the stream (no events are delivered
+ * after it is called); rejects with `not_found` for an unknown battle.
+ */
+export async function subscribeBattle(
+  battleId: string,
+  sinceSeq: number,
+  onEvent: (event: BattleEventDto) => void,
+): Promise<() => void> {
+  let active = true;
+  const channel = new Channel<BattleEventDto>((event) => {
+    if (active) {
+      onEvent(event);
+    }
+  });
+  const subscriptionId = await call<number>('subscribe_battle', {
+    battleId,
+    sinceSeq,
+    onEvent: channel,
+  });
+  return () => {
+    if (!active) {
+      return;
+    }
+    active = false;
+    call<null>('unsubscribe_battle', { subscriptionId }).catch(() => {
+      // The stream is already gone (the backend ended it); nothing to stop.
+    });
+  };
 }

@@ -38,6 +38,16 @@ const HEARTBEAT: Duration = Duration::from_millis(500);
 const FOLLOW_POLL: Duration = Duration::from_millis(250);
 const DISCOVERY_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// See [`Engine::judging`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Judging {
+    Ready,
+    /// No `default_model` and none given.
+    NoModel,
+    /// No contestant finished.
+    NothingToJudge,
+}
+
 /// One Coding contestant's worktree.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct WorktreeEntry {
@@ -380,6 +390,23 @@ impl Engine {
         model: Option<&str>,
     ) -> Result<crate::analysis::Analysis> {
         analyze::analyze(self, battle_id, model).await
+    }
+
+    /// Whether a battle that just ended should be judged now, as the front
+    /// ends do after a run or a resume: it needs a judge model (`model`, else
+    /// `default_model`) and at least one finished contestant.
+    pub fn judging(&self, battle: &Battle, model: Option<&str>) -> Judging {
+        if model.is_none() && self.inner.config.default_model.is_none() {
+            Judging::NoModel
+        } else if !battle
+            .contestants
+            .iter()
+            .any(|c| c.status == ContestantStatus::Done)
+        {
+            Judging::NothingToJudge
+        } else {
+            Judging::Ready
+        }
     }
 
     /// The newest analysis of a battle, if any.

@@ -1,0 +1,95 @@
+//! The app shell: the window starts on an isolated data directory and shows
+//! the app info (version, data directory, battle count) from the engine.
+//!
+//! Needs a display and the drivers; see the crate docs. Run with
+//! `xvfb-run -a -s "-screen 0 1280x1024x24" cargo test -p arena-e2e -- --test-threads=1`
+//! after `cargo build -p arena-app`.
+
+use anyhow::{ensure, Result};
+use arena_core::BattleStatus;
+use arena_e2e::{Harness, MODEL};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shell_shows_app_info() -> Result<()> {
+    let Some(h) = Harness::start("shell_shows_app_info").await? else {
+        return Ok(());
+    };
+    let app = h.launch().await?;
+
+    app.wait_for_text("Arena").await?;
+    let title = app.text_of("header h1").await?;
+    ensure!(title == "Arena", "header: {title:?}");
+    app.wait_for_text("Run one prompt against").await?;
+
+    let version = app.definition("Version").await?;
+    ensure!(
+        version == env!("CARGO_PKG_VERSION"),
+        "Version shows {version:?}, Cargo says {}",
+        env!("CARGO_PKG_VERSION")
+    );
+    let data_dir = app.definition("Data directory").await?;
+    ensure!(
+        data_dir == h.data_dir().display().to_string(),
+        "Data directory shows {data_dir:?}, the test set ARENA_DATA_DIR={}",
+        h.data_dir().display()
+    );
+    let battles = app.definition("Battles").await?;
+    ensure!(
+        battles == "0",
+        "Battles shows {battles:?} on a fresh data dir"
+    );
+    let page = app.page_text().await?;
+    ensure!(
+        !page.contains("could not start") && !page.contains("Could not load"),
+        "the window reports an error: {page:?}"
+    );
+
+    let shot = app.screenshot("shell").await?;
+    eprintln!("screenshot: {}", shot.display());
+    app.close().await?;
+
+    // The app opened the data dir it was given.
+    ensure!(
+        h.data_dir().join("arena.db").is_file(),
+        "no arena.db in {}",
+        h.data_dir().display()
+    );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn restart_shows_battle_created_by_engine() -> Result<()> {
+    let Some(h) = Harness::start("restart_shows_battle_created_by_engine").await? else {
+        return Ok(());
+    };
+
+    let app = h.launch().await?;
+    let battles = app.definition("Battles").await?;
+    ensure!(
+        battles == "0",
+        "Battles shows {battles:?} on a fresh data dir"
+    );
+    app.close().await?;
+
+    // With the app closed, a battle through the engine, on the same data dir
+    // and against the same scripted server.
+    let contestants = [format!("debugger@{MODEL}"), format!("explainer@{MODEL}")];
+    let contestants: Vec<&str> = contestants.iter().map(String::as_str).collect();
+    let battle = h.run_qa_battle("Say hello.", &contestants).await?;
+    ensure!(
+        battle.status == BattleStatus::Done,
+        "the battle ended {:?}",
+        battle.status
+    );
+    ensure!(
+        !h.server().requests_for(MODEL).is_empty(),
+        "the scripted server saw no request"
+    );
+
+    let app = h.launch().await?;
+    let battles = app.definition("Battles").await?;
+    ensure!(battles == "1", "Battles shows {battles:?} after one battle");
+    let shot = app.screenshot("shell-one-battle").await?;
+    eprintln!("screenshot: {}", shot.display());
+    app.close().await
+}

@@ -1,0 +1,71 @@
+//! Work the app starts and does not wait for: driving a battle to its end
+//! and then judging it, and finishing battles an earlier run left running.
+//! Failures are logged; the window follows progress through the events.
+
+use arena_core::{Battle, Engine, Judging};
+
+/// Drives a freshly created battle, then judges it (see [`judge`]).
+pub async fn run_and_judge(engine: Engine, battle_id: String) {
+    match engine.run_battle(&battle_id).await {
+        Ok(battle) => judge(&engine, &battle).await,
+        Err(err) => tracing::warn!(battle = %battle_id, %err, "running the battle failed"),
+    }
+}
+
+/// Resumes every battle left running (each as soon as it can, in parallel)
+/// and judges each one that finishes without an analysis.
+pub async fn resume_all(engine: Engine) {
+    let store = engine.store().clone();
+    let ids = match tokio::task::spawn_blocking(move || store.running_battles()).await {
+        Ok(Ok(ids)) => ids,
+        Ok(Err(err)) => return tracing::warn!(%err, "listing battles to resume failed"),
+        Err(err) => return tracing::warn!(%err, "listing battles to resume failed"),
+    };
+    if !ids.is_empty() {
+        tracing::info!(count = ids.len(), "resuming battles");
+    }
+    let resumes = ids
+        .into_iter()
+        .map(|id| resume_and_judge(engine.clone(), id));
+    futures::future::join_all(resumes).await;
+}
+
+async fn resume_and_judge(engine: Engine, battle_id: String) {
+    let finished = match engine.resume(Some(&battle_id)).await {
+        Ok(finished) => finished,
+        Err(err @ arena_core::Error::Conflict(_)) => {
+            // Another live process drives it; it judges it too.
+            return tracing::info!(battle = %battle_id, %err, "not resuming");
+        }
+        Err(err) => return tracing::warn!(battle = %battle_id, %err, "resuming the battle failed"),
+    };
+    for battle in finished {
+        match engine.analysis(&battle.id).await {
+            Ok(None) => judge(&engine, &battle).await,
+            Ok(Some(_)) => {}
+            Err(err) => tracing::warn!(battle = %battle.id, %err, "reading the analysis failed"),
+        }
+    }
+}
+
+/// Analyses a finished battle with the configured `default_model`, when
+/// there is one and at least one contestant finished (as `arena battle run`
+/// does). A failed analysis is recorded by the engine and logged here.
+async fn judge(engine: &Engine, battle: &Battle) {
+    match engine.judging(battle, None) {
+        Judging::Ready => {}
+        Judging::NoModel => {
+            return tracing::info!(battle = %battle.id, "no default_model, so the battle is not judged")
+        }
+        Judging::NothingToJudge => return,
+    }
+    match engine.analyze(&battle.id, None).await {
+        Ok(analysis) => match analysis.error {
+            Some(err) => tracing::warn!(battle = %battle.id, %err, "the analysis failed"),
+            None => {
+                tracing::info!(battle = %battle.id, outcome = ?analysis.outcome, "battle judged")
+            }
+        },
+        Err(err) => tracing::warn!(battle = %battle.id, %err, "the battle was not judged"),
+    }
+}

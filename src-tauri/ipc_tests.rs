@@ -1,0 +1,364 @@
+//! The IPC surface end to end, without a webview: the real app builder,
+//! context and capabilities on Tauri's mock runtime, a real engine over a
+//! temporary data directory, and a scripted provider on loopback.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use arena_testserver::{ModelScript, TestServer};
+use serde_json::{json, Value};
+use tauri::ipc::{CallbackFn, InvokeBody, InvokeResponseBody};
+use tauri::test::{get_ipc_response, mock_builder, MockRuntime, INVOKE_KEY};
+use tauri::webview::InvokeRequest;
+use tauri::{Manager, WebviewWindow};
+
+use crate::state::AppState;
+
+fn read(relative: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(relative);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The commands registered in `generate_handler!` in lib.rs.
+fn registered_commands() -> BTreeSet<String> {
+    let source = read("src-tauri/lib.rs");
+    let start = source
+        .find("generate_handler![")
+        .expect("the invoke handler");
+    let end = start + source[start..].find(']').expect("end of the handler list");
+    source[start..end]
+        .split("commands::")
+        .skip(1)
+        .map(|s| s.trim_end_matches([',', ' ', '\n']).trim().to_string())
+        .collect()
+}
+
+/// Every registered command has exactly one permission, the main window's
+/// capability grants exactly those, and there is no other capability.
+#[test]
+fn the_window_may_call_exactly_the_registered_commands() {
+    let commands = registered_commands();
+    assert!(commands.contains("subscribe_battle"), "{commands:?}");
+
+    let manifest: toml::Value =
+        toml::from_str(&read("src-tauri/permissions/app.toml")).expect("app.toml");
+    let mut granted_by = BTreeMap::new();
+    for p in manifest["permission"].as_array().expect("permissions") {
+        let id = p["identifier"].as_str().expect("identifier");
+        let allow = p["commands"]["allow"].as_array().expect("commands.allow");
+        assert_eq!(allow.len(), 1, "{id} should allow one command");
+        assert!(p["commands"].get("deny").is_none(), "{id}");
+        granted_by.insert(id.to_string(), allow[0].as_str().expect("name").to_string());
+    }
+    let permitted: BTreeSet<String> = granted_by.values().cloned().collect();
+    assert_eq!(
+        permitted, commands,
+        "permissions/app.toml vs generate_handler!"
+    );
+
+    let capability: Value =
+        serde_json::from_str(&read("src-tauri/capabilities/default.json")).expect("default.json");
+    assert_eq!(capability["windows"], json!(["main"]));
+    let listed: BTreeSet<String> = capability["permissions"]
+        .as_array()
+        .expect("permissions")
+        .iter()
+        .map(|p| p.as_str().expect("a permission identifier").to_string())
+        .collect();
+    let expected: BTreeSet<String> = granted_by.keys().cloned().collect();
+    assert_eq!(listed, expected, "capabilities/default.json vs app.toml");
+    let capabilities =
+        std::fs::read_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("src-tauri/capabilities"))
+            .expect("capabilities folder")
+            .count();
+    assert_eq!(capabilities, 1, "only the default capability");
+}
+
+/// Messages the app sent over channels, by channel id.
+type Sent = Arc<Mutex<Vec<(u32, Value)>>>;
+
+struct App {
+    _app: tauri::App<MockRuntime>,
+    window: WebviewWindow<MockRuntime>,
+    sent: Sent,
+}
+
+impl App {
+    fn invoke(&self, cmd: &str, args: Value) -> Result<Value, Value> {
+        let request = InvokeRequest {
+            cmd: cmd.into(),
+            callback: CallbackFn(0),
+            error: CallbackFn(1),
+            url: "tauri://localhost".parse().expect("url"),
+            body: InvokeBody::Json(args),
+            headers: Default::default(),
+            invoke_key: INVOKE_KEY.to_string(),
+        };
+        get_ipc_response(&self.window, request)
+            .map(|body| body.deserialize::<Value>().expect("a JSON response"))
+    }
+
+    fn ok(&self, cmd: &str, args: Value) -> Value {
+        self.invoke(cmd, args)
+            .unwrap_or_else(|e| panic!("{cmd} failed: {e}"))
+    }
+
+    /// The events delivered on channel `id` so far.
+    fn events(&self, id: u32) -> Vec<Value> {
+        let sent = self.sent.lock().unwrap_or_else(|p| p.into_inner());
+        sent.iter()
+            .filter(|(channel, _)| *channel == id)
+            .map(|(_, v)| v.clone())
+            .collect()
+    }
+
+    fn wait_for(&self, id: u32, what: &str, done: impl Fn(&Value) -> bool) -> Vec<Value> {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let events = self.events(id);
+            if events.iter().any(&done) {
+                return events;
+            }
+            assert!(Instant::now() < deadline, "no {what} event: {events:#?}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+/// The app as `run` builds it, on the mock runtime, with the engine opened
+/// from `ARENA_DATA_DIR` / `ARENA_CONFIG` (set by the only test using this).
+fn app() -> App {
+    let sent: Sent = Arc::default();
+    let capture = sent.clone();
+    let app = crate::app_builder(mock_builder())
+        .channel_interceptor(move |_webview, channel, _index, body| {
+            if let InvokeResponseBody::Json(json) = body {
+                let value = serde_json::from_str(json).expect("channel JSON");
+                let mut sent = capture.lock().unwrap_or_else(|p| p.into_inner());
+                sent.push((channel.0, value));
+            }
+            true
+        })
+        .build(tauri::generate_context!())
+        .expect("the app builds");
+    let window = match app.get_webview_window("main") {
+        Some(window) => window,
+        None => tauri::WebviewWindowBuilder::new(&app, "main", Default::default())
+            .build()
+            .expect("the main window"),
+    };
+    App {
+        _app: app,
+        window,
+        sent,
+    }
+}
+
+#[test]
+fn a_battle_runs_streams_and_is_judged_through_ipc() {
+    let server = tauri::async_runtime::block_on(TestServer::start()).expect("test server");
+    server.set_model("alpha", ModelScript::tokens(150).rate(1500.0));
+    server.set_model(
+        "beta",
+        ModelScript::text("Lanes keep local models fair. ").reasoning(vec!["hm ".into(); 20]),
+    );
+    // Every judge call gets a well-formed verdict.
+    server.set_model(
+        "judge",
+        ModelScript::respond_with(|_| {
+            r#"{"winner": "A", "ranking": ["A", "B"], "reasons": {"A": "clear", "B": "vague"}}"#
+                .into()
+        }),
+    );
+    let data = tempfile::tempdir().expect("data dir");
+    let project = tempfile::tempdir().expect("project dir");
+    let config = data.path().join("arena.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "default_model = \"judge\"\n\n[[provider]]\nname = \"scripted\"\nkind = \"openai\"\n\
+             base_url = \"{}\"\nlane = \"cloud\"\n\n[limits]\ncoalesce_ms = 5\n",
+            server.base_url()
+        ),
+    )
+    .expect("config");
+    std::env::set_var("ARENA_DATA_DIR", data.path());
+    std::env::set_var("ARENA_CONFIG", &config);
+
+    let app = app();
+    // The capability is enforced: nothing of Tauri's core is granted.
+    let err = app
+        .invoke("plugin:app|version", json!({}))
+        .expect_err("core commands are not granted");
+    assert!(err.to_string().contains("not allowed"), "{err}");
+
+    let info = app.ok("app_info", json!({}));
+    assert_eq!(info["battles"], 0);
+    assert_eq!(info["startupError"], Value::Null);
+
+    // Bad input is refused with the engine's code, before anything is created.
+    let err = app
+        .invoke(
+            "start_battle",
+            json!({"request": {
+                "battleType": "qa", "project": project.path(), "prompt": "Why?",
+                "contestants": ["debugger@alpha"], "checkCommand": null
+            }}),
+        )
+        .expect_err("one contestant is too few");
+    assert_eq!(err["code"], "invalid_input", "{err}");
+    let err = app
+        .invoke("get_battle", json!({"id": "nope"}))
+        .expect_err("unknown battle");
+    assert_eq!(err["code"], "not_found", "{err}");
+
+    let battle = app.ok(
+        "start_battle",
+        json!({"request": {
+            "battleType": "qa", "project": project.path(), "prompt": "Explain lanes.",
+            "contestants": ["debugger@alpha", "explainer@beta"], "checkCommand": null
+        }}),
+    );
+    let battle_id = battle["id"].as_str().expect("battle id").to_string();
+    assert_eq!(battle["status"], "running");
+    assert_eq!(battle["contestants"][0]["position"], 1);
+
+    let channel = 4242;
+    let subscription = app.ok(
+        "subscribe_battle",
+        json!({"battleId": battle_id, "sinceSeq": 0, "onEvent": format!("__CHANNEL__:{channel}")}),
+    );
+    assert!(subscription.as_u64().is_some(), "{subscription}");
+
+    // The run and then the analysis, both started by start_battle.
+    let events = app.wait_for(channel, "analysis done", |e| {
+        e["type"] == "analysis_status" && e["status"] != "running"
+    });
+    let seqs: Vec<u64> = events.iter().filter_map(|e| e["seq"].as_u64()).collect();
+    assert_eq!(seqs.len(), events.len(), "every event has a seq");
+    assert!(seqs.windows(2).all(|w| w[0] < w[1]), "{seqs:?}");
+    assert!(events.iter().all(|e| e["battleId"] == battle_id.as_str()));
+
+    // Appending the (coalesced) deltas gives each contestant's output.
+    let detail = app.ok("get_battle", json!({"id": battle_id}));
+    assert_eq!(detail["battle"]["status"], "done");
+    for c in detail["battle"]["contestants"]
+        .as_array()
+        .expect("contestants")
+    {
+        let id = c["id"].as_str().expect("contestant id");
+        let streamed = |kind: &str| -> String {
+            events
+                .iter()
+                .filter(|e| e["type"] == kind && e["contestantId"] == id)
+                .filter_map(|e| e["text"].as_str())
+                .collect()
+        };
+        assert_eq!(c["output"].as_str(), Some(streamed("output").as_str()));
+        if c["identity"] == "Explainer" {
+            assert_eq!(
+                c["reasoning"].as_str(),
+                Some(streamed("reasoning").as_str())
+            );
+        }
+        assert_eq!(detail["rounds"][id], json!([]));
+    }
+    assert_eq!(
+        detail["analysis"]["status"], "done",
+        "{}",
+        detail["analysis"]
+    );
+    assert_eq!(detail["analysis"]["model"], "judge");
+    assert_eq!(detail["crossExaminations"], json!([]));
+
+    // Replayed after the fact, the journal arrives coalesced: fewer events.
+    let journal = {
+        let state = app.window.state::<AppState>();
+        let engine = state.engine().expect("engine").clone();
+        let id = battle_id.clone();
+        tauri::async_runtime::block_on(async move {
+            use futures::StreamExt;
+            let stream = engine.subscribe(&id, 0);
+            let mut stream = std::pin::pin!(stream);
+            let mut all = Vec::new();
+            while let Ok(Some(Ok(e))) =
+                tokio::time::timeout(Duration::from_millis(500), stream.next()).await
+            {
+                all.push(e);
+            }
+            all
+        })
+    };
+    let replay_channel = 4343;
+    let replay = app.ok(
+        "subscribe_battle",
+        json!({"battleId": battle_id, "sinceSeq": 0, "onEvent": format!("__CHANNEL__:{replay_channel}")}),
+    );
+    let last = journal.last().map(|e| e.seq).expect("a journal");
+    let replayed = app.wait_for(replay_channel, "the last event", |e| e["seq"] == last);
+    assert!(
+        replayed.len() < journal.len(),
+        "{} events replayed for a journal of {}",
+        replayed.len(),
+        journal.len()
+    );
+    let deltas = |events: &[Value]| events.iter().filter(|e| e["type"] == "output").count();
+    assert!(deltas(&replayed) < deltas(&events) || deltas(&events) <= 2);
+
+    // Unsubscribing ends the streams; unknown ids are fine.
+    app.ok(
+        "unsubscribe_battle",
+        json!({"subscriptionId": subscription}),
+    );
+    app.ok("unsubscribe_battle", json!({"subscriptionId": replay}));
+    app.ok("unsubscribe_battle", json!({"subscriptionId": 999_999}));
+    assert!(app.window.state::<AppState>().subscriptions.is_empty());
+
+    // The user's winner, and the rest of the read side.
+    let first = detail["battle"]["contestants"][0]["id"].clone();
+    let battle = app.ok(
+        "set_winner",
+        json!({"battleId": battle_id, "contestantId": first}),
+    );
+    assert_eq!(
+        battle["winner"],
+        json!({"contestantId": first, "source": "user"})
+    );
+    let list = app.ok("list_battles", json!({"limit": 10}));
+    assert_eq!(list.as_array().map(Vec::len), Some(1));
+    assert_eq!(list[0]["contestants"][0]["output"], Value::Null);
+    let standings = app.ok("leaderboard", json!({"battleType": "qa"}));
+    assert_eq!(standings.as_array().map(Vec::len), Some(2));
+    assert_eq!(standings[0]["wins"], 1);
+    let err = app
+        .invoke(
+            "apply_diff",
+            json!({"battleId": battle_id, "contestantId": null}),
+        )
+        .expect_err("a Q&A battle has no diff");
+    assert_eq!(err["code"], "invalid_input");
+
+    let providers = app.ok("providers", json!({}));
+    assert_eq!(providers[0]["name"], "scripted");
+    assert_eq!(providers[0]["reachable"], true);
+    assert!(providers[0]["models"]
+        .as_array()
+        .is_some_and(|m| m.contains(&json!("alpha"))));
+    let personas = app.ok("personas", json!({}));
+    assert!(personas["personas"]
+        .as_array()
+        .is_some_and(|p| p.iter().any(|p| p["name"] == "Debugger")));
+    let backends = app.ok("backends", json!({}));
+    assert_eq!(
+        backends[0],
+        json!({"name": "native", "program": null, "installed": true, "path": null,
+               "readOnly": false, "custom": false})
+    );
+    let settings = app.ok("settings", json!({}));
+    assert_eq!(settings["configPath"], json!(config));
+    assert_eq!(settings["configExists"], true);
+    assert_eq!(settings["defaultModel"], "judge");
+    assert_eq!(settings["providers"][0]["apiKeySet"], false);
+}
