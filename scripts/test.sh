@@ -12,7 +12,13 @@
 #   tests   cargo test --workspace --doc --locked, then
 #           cargo nextest run --workspace --locked (when cargo-nextest is
 #           installed; else cargo test --workspace --locked)
-#   e2e     (not yet: WebDriver end-to-end tests, tauri-driver under Xvfb)
+#   e2e     WebDriver end-to-end tests (crates/arena-e2e): cargo build the app
+#           and the CLI, then the e2e suite drives the real app window through
+#           tauri-driver + WebKitWebDriver under Xvfb (xvfb-run), one app at a
+#           time, with ARENA_REQUIRE_E2E=1 (a missing display or driver fails
+#           instead of skipping). Screenshots: target/e2e-screenshots/*.png,
+#           logs: target/e2e-logs/. Installs tauri-driver when missing.
+#           (In the tests step the e2e tests skip: no display there.)
 #
 # Quick local runs: skip steps with environment variables (CI runs everything;
 # .ci/run clears these):
@@ -24,7 +30,7 @@
 #   ARENA_TEST_SKIP_FMT=1
 #   ARENA_TEST_SKIP_CLIPPY=1
 #   ARENA_TEST_SKIP_TESTS=1
-#   ARENA_TEST_SKIP_E2E=1     (reserved for the e2e step)
+#   ARENA_TEST_SKIP_E2E=1
 #   ARENA_TEST_QUICK=1        shorthand for SKIP_SETUP, SKIP_UI and SKIP_CLIPPY
 #   ARENA_TEST_NO_NEXTEST=1   use plain cargo test even when nextest is installed
 # Arguments are passed to the test runner (nextest or cargo test), e.g.
@@ -140,6 +146,38 @@ step_tests() {
   fi
 }
 
+step_e2e() {
+  if ! command -v tauri-driver >/dev/null 2>&1; then
+    echo "+ cargo install tauri-driver --locked   (not found on PATH)"
+    cargo install tauri-driver --locked
+  fi
+  if ! command -v xvfb-run >/dev/null 2>&1; then
+    echo "test.sh: xvfb-run not found: install xvfb and xauth (scripts/setup.sh does)" >&2
+    return 1
+  fi
+  # Same package selection (--workspace) as the tests step, so cargo reuses
+  # its build instead of compiling the dependencies again with other features.
+  local tests=() file
+  for file in "$ROOT"/crates/arena-e2e/tests/*.rs; do
+    [[ -f "$file" ]] && tests+=(--test "$(basename "$file" .rs)")
+  done
+  if [[ ${#tests[@]} -eq 0 ]]; then
+    echo "test.sh: no e2e tests in crates/arena-e2e/tests/" >&2
+    return 1
+  fi
+  # The app binary the harness launches (target/debug/arena-app) and the CLI.
+  echo "+ cargo build --workspace --locked --bins ${tests[*]}"
+  cargo build --workspace --locked --bins "${tests[@]}"
+  echo "+ xvfb-run -a -s \"-screen 0 1280x1024x24\" env ARENA_REQUIRE_E2E=1 cargo test --workspace --locked ${tests[*]} -- --test-threads=1"
+  xvfb-run -a -s "-screen 0 1280x1024x24" env ARENA_REQUIRE_E2E=1 \
+    cargo test --workspace --locked "${tests[@]}" -- --test-threads=1
+  local shots="${CARGO_TARGET_DIR:-$ROOT/target}/e2e-screenshots"
+  if compgen -G "$shots/*.png" >/dev/null; then
+    echo "e2e screenshots in $shots:"
+    ls -1 "$shots"
+  fi
+}
+
 test_args=("$@")
 
 run_step setup "machine set-up (scripts/setup.sh)" step_setup
@@ -160,9 +198,4 @@ fi
 run_step fmt "cargo fmt --check" step_fmt
 run_step clippy "cargo clippy -D warnings" step_clippy
 run_step tests "cargo tests" step_tests
-
-# TODO(e2e): the WebDriver end-to-end step (a later issue adds it): build the
-# app, start tauri-driver (.ci/run installs it; WebKitWebDriver comes from
-# Debian's webkit2gtk-driver) under Xvfb (xvfb-run), run the e2e suite against
-# it, and honour ARENA_TEST_SKIP_E2E=1. Until then:
-summary+=("$(printf '%-8s not yet' e2e)")
+run_step e2e "end-to-end: the app window through WebDriver, under Xvfb" step_e2e

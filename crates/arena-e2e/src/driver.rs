@@ -11,7 +11,6 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::Tools;
 
@@ -23,6 +22,7 @@ const STOP_GRACE: Duration = Duration::from_secs(3);
 pub(crate) struct DriverProcess {
     child: Child,
     port: u16,
+    native_port: u16,
     log: PathBuf,
 }
 
@@ -86,6 +86,7 @@ impl DriverProcess {
         Ok(DriverProcess {
             child,
             port,
+            native_port,
             log: log.to_path_buf(),
         })
     }
@@ -99,21 +100,24 @@ impl DriverProcess {
         &self.log
     }
 
-    /// Waits until tauri-driver answers `GET /status` with 200 (it forwards
-    /// it to WebKitWebDriver, so both are up).
+    /// Waits until tauri-driver and WebKitWebDriver both listen. (Only TCP
+    /// connects: an HTTP request through tauri-driver would leave a pooled
+    /// connection to WebKitWebDriver behind that the session request may
+    /// then find closed.)
     pub(crate) async fn wait_ready(&mut self) -> Result<()> {
         let deadline = Instant::now() + STARTUP_TIMEOUT;
         loop {
             if let Some(status) = self.child.try_wait().context("polling tauri-driver")? {
                 bail!("tauri-driver exited early ({status})");
             }
-            if status_ok(self.port).await {
+            if listening(self.port).await && listening(self.native_port).await {
                 return Ok(());
             }
             if Instant::now() >= deadline {
                 bail!(
-                    "tauri-driver did not answer on port {} within {:?}",
+                    "tauri-driver (port {}) and WebKitWebDriver (port {}) were not both listening within {:?}",
                     self.port,
+                    self.native_port,
                     STARTUP_TIMEOUT
                 );
             }
@@ -175,20 +179,13 @@ fn free_port() -> Result<u16> {
     Ok(listener.local_addr().context("reading the port")?.port())
 }
 
-/// `GET /status` answered with 200.
-async fn status_ok(port: u16) -> bool {
-    let attempt = async {
-        let mut stream = tokio::net::TcpStream::connect((Ipv4Addr::LOCALHOST, port)).await?;
-        stream
-            .write_all(b"GET /status HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
-            .await?;
-        let mut head = Vec::new();
-        stream.read_to_end(&mut head).await?;
-        std::io::Result::Ok(head.starts_with(b"HTTP/1.1 200"))
-    };
-    tokio::time::timeout(Duration::from_secs(2), attempt)
-        .await
-        .is_ok_and(|r| r.unwrap_or(false))
+/// Something accepts connections on the loopback `port`.
+async fn listening(port: u16) -> bool {
+    let connect = tokio::net::TcpStream::connect((Ipv4Addr::LOCALHOST, port));
+    matches!(
+        tokio::time::timeout(Duration::from_secs(2), connect).await,
+        Ok(Ok(_))
+    )
 }
 
 /// The last `lines` lines of a log file, for error messages.

@@ -56,6 +56,7 @@ use arena_testserver::{ModelScript, TestServer};
 pub use app::App;
 pub use fantoccini::{self, Locator};
 pub use tools::{e2e_required, Tools};
+pub use {arena_core, arena_testserver};
 
 /// How long the `wait_*` helpers wait by default.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);

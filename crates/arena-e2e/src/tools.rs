@@ -50,7 +50,8 @@ impl Tools {
         .ok_or("WebKitWebDriver not found (ARENA_WEBKIT_DRIVER, PATH, /usr/bin): apt-get install webkit2gtk-driver")?;
 
         let (profile_dir, target_dir) = build_dirs();
-        let app = match std::env::var_os("ARENA_E2E_APP") {
+        let explicit_app = std::env::var_os("ARENA_E2E_APP");
+        let app = match &explicit_app {
             Some(app) => PathBuf::from(app),
             None => profile_dir.join("arena-app"),
         };
@@ -60,6 +61,20 @@ impl Tools {
                  (after `cd ui && npm run build`)",
                 app.display()
             ));
+        }
+        if explicit_app.is_none() {
+            if let Some(newer) = newer_source(&app) {
+                let why = format!(
+                    "the app binary {} is older than {}: rebuild it with `cargo build -p arena-app`",
+                    app.display(),
+                    newer.display()
+                );
+                if !e2e_required() {
+                    return Err(why);
+                }
+                // Required: a file edited during the run should not fail it.
+                let _ = writeln!(std::io::stderr(), "WARNING: {why}");
+            }
         }
         let app = app
             .canonicalize()
@@ -79,7 +94,7 @@ impl Tools {
 pub(crate) fn announce_skip(test: &str, why: &str) {
     let _ = writeln!(
         std::io::stderr(),
-        "SKIPPED e2e test {test}: {why} (set ARENA_REQUIRE_E2E=1 to fail instead)"
+        "\nSKIPPED e2e test {test}: {why} (set ARENA_REQUIRE_E2E=1 to fail instead)"
     );
 }
 
@@ -104,6 +119,34 @@ fn is_executable(path: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
     path.metadata()
         .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// A source file of the app (its Rust code, the engine's, the built UI,
+/// the manifests) modified after `app` was built, if any: a stale binary
+/// would test old code.
+fn newer_source(app: &Path) -> Option<PathBuf> {
+    let built = app.metadata().and_then(|m| m.modified()).ok()?;
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let roots = [
+        "Cargo.toml",
+        "tauri.conf.json",
+        "src-tauri",
+        "ui/dist",
+        "crates/arena-core/src",
+        "crates/arena-core/Cargo.toml",
+    ];
+    let mut stack: Vec<PathBuf> = roots.iter().map(|r| workspace.join(r)).collect();
+    while let Some(path) = stack.pop() {
+        let Ok(meta) = path.metadata() else { continue };
+        if meta.is_dir() {
+            if let Ok(entries) = std::fs::read_dir(&path) {
+                stack.extend(entries.flatten().map(|e| e.path()));
+            }
+        } else if meta.modified().is_ok_and(|m| m > built) {
+            return Some(path.canonicalize().unwrap_or(path));
+        }
+    }
+    None
 }
 
 /// `(target/<profile>, target)`, from where this test executable lives
