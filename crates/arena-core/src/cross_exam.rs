@@ -42,12 +42,7 @@ pub struct CrossVerdict {
 /// The arguments that confine a coding backend to reading, if it has an
 /// enforceable read-only mode. Agents without one are refused (fail closed).
 pub fn read_only_mode(backend: &str) -> Option<&'static [&'static str]> {
-    match backend {
-        "qwen" => Some(&["--approval-mode", "plan"]),
-        "codex" => Some(&["--sandbox", "read-only"]),
-        "claude-code" => Some(&["--permission-mode", "plan"]),
-        _ => None,
-    }
+    crate::agent::backends::read_only_swap(backend).map(|(_, read_only)| read_only)
 }
 
 /// The task for an agent examining the results folder it runs in.

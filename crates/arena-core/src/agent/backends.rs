@@ -261,6 +261,47 @@ pub fn plan(
     Ok(plan)
 }
 
+/// For agents that can be confined to reading: the flags of their edit
+/// plan and what replaces them for a read-only run. `None`: no read-only
+/// mode Arena can enforce.
+pub fn read_only_swap(backend: &str) -> Option<(&'static [&'static str], &'static [&'static str])> {
+    match backend {
+        "qwen" => Some((&["--yolo"], &["--approval-mode", "plan"])),
+        "codex" => Some((
+            &["--dangerously-bypass-approvals-and-sandbox"],
+            &["--sandbox", "read-only"],
+        )),
+        "claude-code" => Some((
+            &["--permission-mode", "acceptEdits"],
+            &["--permission-mode", "plan"],
+        )),
+        _ => None,
+    }
+}
+
+/// The launch plan for a read-only run (cross-examination): the edit plan
+/// with its edit flags swapped for the agent's read-only mode.
+pub fn read_only_plan(
+    backend: &str,
+    model: &str,
+    prompt: &str,
+    cwd: &Path,
+    scratch: &Path,
+    endpoint: Option<&Endpoint>,
+) -> Result<Plan, String> {
+    let (edit, read_only) = read_only_swap(backend)
+        .ok_or_else(|| format!("`{backend}` has no read-only mode Arena can enforce"))?;
+    let mut plan = plan(backend, None, model, prompt, cwd, scratch, endpoint)?;
+    let at = plan
+        .args
+        .windows(edit.len())
+        .position(|w| w.iter().zip(edit).all(|(a, b)| a == b))
+        .ok_or_else(|| format!("`{backend}`'s edit flags are missing from its plan"))?;
+    plan.args
+        .splice(at..at + edit.len(), read_only.iter().map(|a| a.to_string()));
+    Ok(plan)
+}
+
 /// One piece of an agent's output.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Piece {
@@ -405,6 +446,56 @@ mod tests {
         )
         .unwrap();
         assert!(p.files.is_empty() && p.args.contains(&"anthropic/claude".to_string()));
+    }
+
+    #[test]
+    fn read_only_plans_swap_the_edit_flags() {
+        let e = ep(ProviderKind::Openai);
+        let p = read_only_plan(
+            "qwen",
+            "m",
+            "look",
+            Path::new("/r"),
+            Path::new("/s"),
+            Some(&e),
+        )
+        .unwrap();
+        assert!(!p.args.contains(&"--yolo".to_string()));
+        assert!(p.args.windows(2).any(|w| w == ["--approval-mode", "plan"]));
+        let a = ep(ProviderKind::Anthropic);
+        let p = read_only_plan(
+            "claude-code",
+            "m",
+            "look",
+            Path::new("/r"),
+            Path::new("/s"),
+            Some(&a),
+        )
+        .unwrap();
+        assert!(p
+            .args
+            .windows(2)
+            .any(|w| w == ["--permission-mode", "plan"]));
+        let p = read_only_plan(
+            "codex",
+            "m",
+            "look",
+            Path::new("/r"),
+            Path::new("/s"),
+            Some(&e),
+        )
+        .unwrap();
+        assert!(p.args.windows(2).any(|w| w == ["--sandbox", "read-only"]));
+        assert!(!p.args.iter().any(|a| a.contains("dangerously")));
+        assert!(read_only_plan(
+            "aider",
+            "m",
+            "x",
+            Path::new("/r"),
+            Path::new("/s"),
+            Some(&e)
+        )
+        .is_err());
     }
 
     #[test]

@@ -577,38 +577,28 @@ async fn cross_examine_with_agent(
     spec: &crate::battle::ContestantSpec,
     question: Option<&str>,
 ) -> Result<CrossExamination> {
-    let Some(read_only) = cross_exam::read_only_mode(backend.name) else {
+    if cross_exam::read_only_mode(backend.name).is_none() {
         return Err(Invalid::Other(format!(
             "backend `{}` has no read-only mode Arena can enforce, so it cannot cross-examine; \
              use qwen, or a persona with a model",
             backend.name
         ))
         .into());
-    };
+    }
     if backend.name != "qwen" {
         return Err(Error::Unsupported(format!(
             "cross-examination by the `{}` agent (its adapter arrives with Coding battles); use qwen, or a persona with a model",
             backend.name
         )));
     }
-    let program = backend
-        .program
-        .and_then(crate::backend::which)
-        .ok_or_else(|| Invalid::BackendNotInstalled {
-            name: backend.name.to_string(),
-            program: backend.program.unwrap_or_default().to_string(),
-        })?;
     let target = engine.catalog().await.resolve(&spec.model)?;
-    let provider = engine.provider(&target.provider).ok_or_else(|| {
-        Invalid::Other(format!("provider `{}` is not configured", target.provider))
-    })?;
-    if provider.config.kind != crate::config::ProviderKind::Openai {
-        return Err(Invalid::Other(format!(
-            "qwen speaks the OpenAI chat API; `{}` is an {:?} provider",
-            target.provider, provider.config.kind
-        ))
-        .into());
-    }
+    let endpoint = engine
+        .provider(&target.provider)
+        .map(|p| crate::agent::backends::Endpoint {
+            kind: p.config.kind,
+            base_url: p.config.base_url.clone(),
+            api_key: p.config.api_key().unwrap_or_else(|| "arena-no-key".into()),
+        });
     let done: Vec<_> = battle
         .contestants
         .iter()
@@ -633,38 +623,16 @@ async fn cross_examine_with_agent(
         .filter(|q| !q.is_empty())
         .unwrap_or(cross_exam::DEFAULT_QUESTION);
     let prompt = cross_exam::agent_prompt(question, &files);
-    let mut args: Vec<String> = vec![
-        "--auth-type".into(),
-        "openai".into(),
-        "-m".into(),
-        target.model.clone(),
-    ];
-    args.extend(read_only.iter().map(|a| a.to_string()));
-    args.push(prompt);
-    let mut env = vec![
-        (
-            "OPENAI_BASE_URL".to_string(),
-            provider.config.base_url.clone(),
-        ),
-        ("OPENAI_MODEL".to_string(), target.model.clone()),
-        (
-            "OPENAI_API_KEY".to_string(),
-            provider
-                .config
-                .api_key()
-                .unwrap_or_else(|| "arena-no-key".into()),
-        ),
-    ];
-    if let Some(home) = std::env::var_os("ARENA_AGENT_HOME") {
-        env.push(("HOME".into(), home.to_string_lossy().into_owned()));
-    }
-    let launch = crate::agent::process::Launch {
-        program: program.clone(),
-        args,
-        cwd: battle.results_path.clone(),
-        env,
-        timeout: engine.config().limits.max_duration(),
-    };
+    let plan = crate::agent::backends::read_only_plan(
+        backend.name,
+        &target.model,
+        &prompt,
+        &battle.results_path,
+        &engine.data_dir().join("agents").join("cross-examination"),
+        endpoint.as_ref(),
+    )
+    .map_err(Invalid::Other)?;
+    let launch = super::coding::prepare(engine, backend.name, plan, &battle.results_path)?;
 
     let mut x = start_cross_exam(engine, battle, backend.name, &target, question).await?;
 

@@ -459,6 +459,18 @@ fn launch(
         endpoint.as_ref(),
     )
     .map_err(Invalid::Other)?;
+    let output = plan.output;
+    Ok((prepare(engine, &c.identity, plan, path)?, output))
+}
+
+/// Turns a launch plan into a process to start in `cwd`: writes its config
+/// files, adds `HOME` when `ARENA_AGENT_HOME` is set, finds the program.
+pub(super) fn prepare(
+    engine: &Engine,
+    backend: &str,
+    plan: backends::Plan,
+    cwd: &Path,
+) -> Result<Launch> {
     for (file, content) in &plan.files {
         if let Some(dir) = file.parent() {
             std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
@@ -472,19 +484,16 @@ fn launch(
     let program = crate::backend::which(&plan.program)
         .or_else(|| Some(PathBuf::from(&plan.program)).filter(|p| p.is_absolute() && p.exists()))
         .ok_or_else(|| Invalid::BackendNotInstalled {
-            name: c.identity.clone(),
+            name: backend.to_string(),
             program: plan.program.clone(),
         })?;
-    Ok((
-        Launch {
-            program,
-            args: plan.args,
-            cwd: path.to_path_buf(),
-            env,
-            timeout: engine.config().limits.max_duration(),
-        },
-        plan.output,
-    ))
+    Ok(Launch {
+        program,
+        args: plan.args,
+        cwd: cwd.to_path_buf(),
+        env,
+        timeout: engine.config().limits.max_duration(),
+    })
 }
 
 async fn run_cli(
