@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use arena_core::{ContestantSpec, Engine};
+use arena_core::ContestantSpec;
 use tauri::ipc::Channel;
 use tauri::{AppHandle, Manager, Runtime, State, Webview};
 
@@ -257,44 +257,13 @@ pub async fn personas(state: State<'_, AppState>) -> Result<PersonasDto, Error> 
 /// arena.toml, whether each is installed and which can cross-examine.
 #[tauri::command]
 pub async fn backends(state: State<'_, AppState>) -> Result<Vec<BackendDto>, Error> {
-    let engine = state.engine()?.clone();
-    blocking(move || Ok(backend_list(&engine))).await
-}
-
-fn backend_list(engine: &Engine) -> Vec<BackendDto> {
-    use arena_core::{backend, cross_exam};
-    let found = |program: &str| {
-        let direct = std::path::Path::new(program);
-        if direct.is_absolute() {
-            direct.exists().then(|| direct.to_path_buf())
-        } else {
-            backend::which(program)
-        }
-    };
-    let known = backend::BACKENDS.iter().map(|b| {
-        let path = b.program.and_then(found);
-        BackendDto {
-            name: b.name.to_string(),
-            program: b.program.map(str::to_string),
-            installed: b.program.is_none() || path.is_some(),
-            path: path.map(|p| p.display().to_string()),
-            read_only: cross_exam::read_only_mode(b.name).is_some(),
-            custom: false,
-        }
-    });
-    let custom = engine.config().backends.iter().map(|b| {
-        let program = b.command.first().cloned();
-        let path = program.as_deref().and_then(found);
-        BackendDto {
-            name: b.name.clone(),
-            installed: path.is_some(),
-            path: path.map(|p| p.display().to_string()),
-            program,
-            read_only: false,
-            custom: true,
-        }
-    });
-    known.chain(custom).collect()
+    let engine = state.engine()?;
+    Ok(engine
+        .backends()
+        .await?
+        .into_iter()
+        .map(BackendDto::from)
+        .collect())
 }
 
 /// The config file, the data directory, the judge model and the providers

@@ -949,6 +949,19 @@ pub struct BackendDto {
     pub custom: bool,
 }
 
+impl From<arena_core::backend::BackendStatus> for BackendDto {
+    fn from(b: arena_core::backend::BackendStatus) -> Self {
+        BackendDto {
+            name: b.name,
+            program: b.program,
+            installed: b.installed,
+            path: b.path.map(|p| p.display().to_string()),
+            read_only: b.read_only,
+            custom: b.custom,
+        }
+    }
+}
+
 /// A configured provider, without any key.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]

@@ -262,18 +262,11 @@ async fn run(cli: Cli) -> Result<(), Error> {
             }
         }
         Command::Backends(flags) => {
-            let rows: Vec<serde_json::Value> = arena_core::backend::BACKENDS
+            let rows: Vec<serde_json::Value> = engine
+                .backends()
+                .await?
                 .iter()
-                .map(|b| {
-                    let path = b.program.and_then(arena_core::backend::which);
-                    serde_json::json!({
-                        "name": b.name,
-                        "program": b.program,
-                        "installed": b.program.is_none() || path.is_some(),
-                        "path": path,
-                        "read_only": arena_core::cross_exam::read_only_mode(b.name).is_some(),
-                    })
-                })
+                .map(|b| serde_json::json!(b))
                 .collect();
             if flags.json {
                 print_json(&serde_json::Value::Array(rows));

@@ -52,6 +52,57 @@ pub fn names() -> Vec<&'static str> {
     BACKENDS.iter().map(|b| b.name).collect()
 }
 
+/// Where `program` is: an absolute path that exists, or found on `PATH`.
+pub fn locate(program: &str) -> Option<PathBuf> {
+    let direct = Path::new(program);
+    if direct.is_absolute() {
+        return is_executable(direct).then(|| direct.to_path_buf());
+    }
+    which(program)
+}
+
+/// A backend as the user can pick it: built in or from `[[backend]]`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BackendStatus {
+    pub name: String,
+    /// `None` for the built-in agent.
+    pub program: Option<String>,
+    pub installed: bool,
+    pub path: Option<PathBuf>,
+    /// Whether it can cross-examine (has an enforceable read-only mode).
+    pub read_only: bool,
+    /// Defined in arena.toml.
+    pub custom: bool,
+}
+
+/// Every backend, built-in ones first, with where each is installed.
+pub fn statuses(custom: &[crate::config::CustomBackend]) -> Vec<BackendStatus> {
+    let known = BACKENDS.iter().map(|b| {
+        let path = b.program.and_then(locate);
+        BackendStatus {
+            name: b.name.to_string(),
+            program: b.program.map(str::to_string),
+            installed: b.program.is_none() || path.is_some(),
+            path,
+            read_only: crate::cross_exam::read_only_mode(b.name).is_some(),
+            custom: false,
+        }
+    });
+    let custom = custom.iter().map(|b| {
+        let program = b.command.first().cloned();
+        let path = program.as_deref().and_then(locate);
+        BackendStatus {
+            name: b.name.clone(),
+            installed: path.is_some(),
+            path,
+            program,
+            read_only: false,
+            custom: true,
+        }
+    });
+    known.chain(custom).collect()
+}
+
 /// Looks `program` up on `PATH` like a shell would.
 pub fn which(program: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;

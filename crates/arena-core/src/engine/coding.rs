@@ -481,9 +481,8 @@ pub(super) fn prepare(
     if let Some(home) = std::env::var_os("ARENA_AGENT_HOME") {
         env.push(("HOME".into(), home.to_string_lossy().into_owned()));
     }
-    let program = crate::backend::which(&plan.program)
-        .or_else(|| Some(PathBuf::from(&plan.program)).filter(|p| p.is_absolute() && p.exists()))
-        .ok_or_else(|| Invalid::BackendNotInstalled {
+    let program =
+        crate::backend::locate(&plan.program).ok_or_else(|| Invalid::BackendNotInstalled {
             name: backend.to_string(),
             program: plan.program.clone(),
         })?;

@@ -185,6 +185,12 @@ impl Engine {
         Catalog::discover(&self.inner.providers, DISCOVERY_TIMEOUT).await
     }
 
+    /// Every Coding backend (built in and `[[backend]]`) and where it is installed.
+    pub async fn backends(&self) -> Result<Vec<crate::backend::BackendStatus>> {
+        let custom = self.inner.config.backends.clone();
+        Ok(tokio::task::spawn_blocking(move || crate::backend::statuses(&custom)).await?)
+    }
+
     /// The persona registry, seeded on first use.
     pub fn personas(&self) -> Result<Registry> {
         Registry::load_or_seed(&self.inner.data_dir)

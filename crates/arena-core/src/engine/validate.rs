@@ -93,9 +93,7 @@ pub(super) async fn create(engine: &Engine, request: BattleRequest) -> Result<Ba
                     },
                 };
                 if let Some(program) = program {
-                    let found = backend::which(&program).is_some()
-                        || (std::path::Path::new(&program).is_absolute()
-                            && std::path::Path::new(&program).exists());
+                    let found = backend::locate(&program).is_some();
                     if !found {
                         return Err(Invalid::BackendNotInstalled { name, program }.into());
                     }
