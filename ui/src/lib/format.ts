@@ -1,0 +1,50 @@
+// Small display helpers shared by the screens.
+
+/** `1.2 s`, `2 m 05 s`, `—` for unknown. */
+export function duration(ms: number | null | undefined): string {
+  if (ms === null || ms === undefined || !Number.isFinite(ms)) {
+    return '—';
+  }
+  if (ms < 1000) {
+    return `${String(Math.round(ms))} ms`;
+  }
+  const s = ms / 1000;
+  if (s < 60) {
+    return `${s.toFixed(1)} s`;
+  }
+  const m = Math.floor(s / 60);
+  const rest = Math.floor(s % 60);
+  return `${String(m)} m ${String(rest).padStart(2, '0')} s`;
+}
+
+/** Tokens per second with one decimal, `—` for unknown. */
+export function rate(tps: number | null | undefined): string {
+  if (tps === null || tps === undefined || !Number.isFinite(tps)) {
+    return '—';
+  }
+  return tps.toFixed(1);
+}
+
+/** A count, `—` for unknown. */
+export function count(n: number | null | undefined): string {
+  return n === null || n === undefined ? '—' : n.toLocaleString();
+}
+
+/** A local date and time from an RFC 3339 string. */
+export function when(iso: string | null | undefined): string {
+  if (!iso) {
+    return '—';
+  }
+  const d = new Date(iso);
+  return Number.isNaN(d.getTime()) ? iso : d.toLocaleString();
+}
+
+/** Milliseconds between two RFC 3339 instants (the second defaults to now). */
+export function elapsedMs(from: string | null, to: string | null, now: number): number | null {
+  if (!from) {
+    return null;
+  }
+  const start = Date.parse(from);
+  const end = to ? Date.parse(to) : now;
+  return Number.isNaN(start) || Number.isNaN(end) ? null : Math.max(0, end - start);
+}
