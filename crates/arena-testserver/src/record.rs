@@ -1,7 +1,7 @@
 //! Request recording.
 
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Instant;
+use std::time::{Instant, SystemTime};
 
 use crate::Fault;
 
@@ -29,12 +29,34 @@ pub struct RecordedRequest {
     pub stream_finished_at: Option<Instant>,
     /// Which fault was applied, if any.
     pub fault: Option<Fault>,
+    /// Every body frame of a streamed response that carried token deltas, in
+    /// order: how many deltas had been sent once it was handed to the HTTP
+    /// layer, and the wall-clock time of that (for latency measurements
+    /// against another process's clock, e.g. a webview's).
+    pub flushes: Vec<Flush>,
+}
+
+/// One body frame of a streamed response, see [`RecordedRequest::flushes`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Flush {
+    /// Token deltas sent so far, this frame's included (reasoning, content
+    /// and tool-call argument pieces, counted as the faults count them).
+    pub tokens: usize,
+    /// When the frame was handed to the HTTP layer.
+    pub at: SystemTime,
 }
 
 impl RecordedRequest {
     /// Whether this is a generation request: chat completions, messages or responses.
     pub fn is_generation(&self) -> bool {
         is_generation_path(&self.path)
+    }
+
+    /// When token delta `index` (0-based, in stream order) was sent: the
+    /// time of the first flush that included it; `None` if it never was.
+    pub fn token_sent_at(&self, index: usize) -> Option<SystemTime> {
+        let i = self.flushes.partition_point(|f| f.tokens <= index);
+        self.flushes.get(i).map(|f| f.at)
     }
 
     /// The value of header `name` (case-insensitive), if present.
@@ -142,6 +164,13 @@ impl ResponseGuard {
 
     pub(crate) fn set_fault(&self, fault: Option<Fault>) {
         self.log.update(self.seq, |r| r.fault = fault);
+    }
+
+    /// Records a body frame carrying tokens: `tokens` sent so far, now.
+    pub(crate) fn flushed(&self, tokens: usize) {
+        let at = SystemTime::now();
+        self.log
+            .update(self.seq, |r| r.flushes.push(Flush { tokens, at }));
     }
 }
 

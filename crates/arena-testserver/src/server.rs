@@ -272,6 +272,7 @@ async fn handle(State(state): State<Arc<AppState>>, req: Request) -> Response {
         stream_started_at: None,
         stream_finished_at: None,
         fault: None,
+        flushes: Vec::new(),
     });
     let mut guard = ResponseGuard::new(Arc::clone(&state.log), seq);
 

@@ -130,6 +130,7 @@ pub(crate) fn sse_stream(
         let mut first_sent: Option<Instant> = None;
         let mut last_sent: Option<Instant> = None;
         let mut batched = 0usize;
+        let mut sent = 0usize;
         for (i, (kind, text)) in tokens.enumerate() {
             if paced && i > 0 && !sleep_until(due(t0, interval, i), &cancel).await {
                 yield Err(shutdown_error());
@@ -140,6 +141,7 @@ pub(crate) fn sse_stream(
             first_sent.get_or_insert(now);
             last_sent = Some(now);
             batched += 1;
+            sent = i + 1;
             let next_not_due = paced && due(t0, interval, i + 1) > tokio::time::Instant::now();
             if next_not_due || batched >= BATCH_EVENTS || buf.len() >= BATCH_BYTES {
                 batched = 0;
@@ -147,8 +149,14 @@ pub(crate) fn sse_stream(
                     yield Err(shutdown_error());
                     return;
                 }
+                guard.flushed(sent);
                 yield Ok(buf.split().freeze());
             }
+        }
+        // Tokens still in the buffer go out with the next frame, whichever
+        // way the stream ends below (without an await before it).
+        if batched > 0 {
+            guard.flushed(sent);
         }
 
         match fault {

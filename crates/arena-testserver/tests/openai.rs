@@ -3,7 +3,7 @@
 
 mod common;
 
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use arena_testserver::{ModelScript, TestServer};
 use common::{chat_body, client, parse_sse, post_chat, Event};
@@ -253,6 +253,43 @@ async fn tokens_arrive_spread_out_when_paced() {
         arrivals[3] - arrivals[0] >= Duration::from_millis(75),
         "{since_start:?}"
     );
+}
+
+#[tokio::test]
+async fn token_flushes_are_recorded_with_wall_clock_times() {
+    let server = TestServer::start().await.unwrap();
+    server.set_model("paced", ModelScript::tokens(5).rate(50.0));
+    server.set_model("burst", ModelScript::tokens(300));
+    let before = SystemTime::now();
+    for m in ["paced", "burst"] {
+        post_chat(&server.base_url(), &chat_body(m, true, false))
+            .await
+            .text()
+            .await
+            .unwrap();
+    }
+    let after = SystemTime::now();
+
+    // Paced: one frame per token, in order, 20 ms apart.
+    let paced = common::eventually(2, || {
+        let r = server.requests_for("paced").into_iter().next()?;
+        r.stream_finished_at.map(|_| r)
+    })
+    .await;
+    let counts: Vec<usize> = paced.flushes.iter().map(|f| f.tokens).collect();
+    assert_eq!(counts, vec![1, 2, 3, 4, 5]);
+    let times: Vec<SystemTime> = (0..5).map(|i| paced.token_sent_at(i).unwrap()).collect();
+    assert!(times.windows(2).all(|w| w[0] <= w[1]), "{times:?}");
+    assert!(before <= times[0] && times[4] <= after);
+    assert!(times[4].duration_since(times[0]).unwrap() >= Duration::from_millis(60));
+    assert_eq!(paced.token_sent_at(5), None);
+
+    // Unpaced: batched frames, every token accounted for.
+    let burst = server.requests_for("burst").remove(0);
+    assert!(burst.flushes.len() < 300, "{} frames", burst.flushes.len());
+    assert_eq!(burst.flushes.last().map(|f| f.tokens), Some(300));
+    assert!(burst.token_sent_at(299).is_some());
+    assert_eq!(burst.token_sent_at(300), None);
 }
 
 #[tokio::test]
