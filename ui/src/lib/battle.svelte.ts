@@ -1,0 +1,583 @@
+// The live state of one battle, for the battle view.
+//
+// The view starts from a snapshot (`getBattle`) and then replays the battle's
+// journal from its first event and follows it live (`subscribeBattle(id, 0)`).
+// The snapshot carries what events do not (outputs once finished, diff
+// stats, check results, analysis reasons); the events carry what no snapshot
+// has (streaming text, live benchmarks, tool calls, changed files).
+//
+// `applyEvent` is the reducer: a plain function over plain data. It mutates
+// in place so that, on Svelte's reactive proxy, appending a delta updates one
+// text node and nothing else re-renders.
+//
+// Replayed events are older than the snapshot, so they must never move what
+// it shows backwards: a contestant's status only moves forward (see
+// `isLater`), a battle, analysis or cross-examination that finished stays
+// finished, and a winner event older than the snapshot is already in it.
+
+import {
+  getBattle,
+  setWinner,
+  subscribeBattle,
+  toIpcError,
+  type AnalysisStatusDto,
+  type BattleDetailDto,
+  type BattleEventDto,
+  type BattleStatusDto,
+  type BenchmarkDto,
+  type CheckResultDto,
+  type ContestantDto,
+  type ContestantStatusDto,
+  type DiffSummaryDto,
+  type IpcError,
+  type OutcomeDto,
+  type RoundDto,
+  type WinnerDto,
+} from '../ipc';
+import { elapsedMs } from './format';
+
+/** A tool call of a Coding agent, in the round it was made in. */
+export interface ToolCall {
+  name: string;
+  summary: string;
+  ok: boolean;
+  round: number;
+}
+
+/** The last retry of a contestant: which attempt comes next, when and why. */
+export interface RetryNote {
+  attempt: number;
+  delayMs: number;
+  reason: string;
+}
+
+/** A refinement round as seen in events. */
+export interface RoundLive {
+  /** `null` while it runs. */
+  status: ContestantStatusDto | null;
+  feedback: string | null;
+  /** Its streamed output. */
+  output: string;
+}
+
+export interface ContestantLive {
+  status: ContestantStatusDto;
+  /** How many times it started running (the engine's `attempts`). */
+  attempt: number;
+  error: string | null;
+  startedAt: string | null;
+  finishedAt: string | null;
+  /** Streamed answer of its own run (refinement rounds stream into `rounds`). */
+  output: string;
+  reasoning: string;
+  /** Why its streamed text was last discarded (a retry or a resume). */
+  resetReason: string | null;
+  retry: RetryNote | null;
+  /** The latest live figures. */
+  benchmark: BenchmarkDto | null;
+  tools: ToolCall[];
+  changedFiles: string[];
+  /** The refinement round streaming now. */
+  round: number | null;
+  rounds: Record<number, RoundLive>;
+}
+
+export interface AnalysisLive {
+  status: AnalysisStatusDto;
+  outcome: OutcomeDto | null;
+  winner: string | null;
+  error: string | null;
+  /** Streamed judge text by stage (`digest <contestant id>`, `judge 1`, …), in order. */
+  stages: Record<string, string>;
+}
+
+export interface CrossExamLive {
+  number: number;
+  status: AnalysisStatusDto;
+  error: string | null;
+  output: string;
+}
+
+export interface Live {
+  status: BattleStatusDto;
+  winner: WinnerDto | null;
+  contestants: Record<string, ContestantLive>;
+  analyses: Record<string, AnalysisLive>;
+  crossExams: Record<string, CrossExamLive>;
+}
+
+export function isTerminal(status: ContestantStatusDto | BattleStatusDto): boolean {
+  return status === 'done' || status === 'error' || status === 'cancelled';
+}
+
+/** `identity@model`, as contestants are named everywhere. */
+export function label(c: Pick<ContestantDto, 'identity' | 'model'>): string {
+  return `${c.identity}@${c.model}`;
+}
+
+/**
+ * Whether a contestant's status `next` (at `nextAttempt`) comes after
+ * `current` (at `currentAttempt`). Each start to `running` counts an
+ * attempt; within one attempt a contestant goes running → queued (put back
+ * by a resume) → a final status, and a contestant that never ran goes
+ * queued → cancelled at attempt 0.
+ */
+export function isLater(
+  current: ContestantStatusDto,
+  currentAttempt: number,
+  next: ContestantStatusDto,
+  nextAttempt: number,
+): boolean {
+  if (nextAttempt !== currentAttempt) {
+    return nextAttempt > currentAttempt;
+  }
+  const phase = (s: ContestantStatusDto): number =>
+    s === 'running' ? 0 : s === 'queued' ? 1 : 2;
+  return phase(next) > phase(current);
+}
+
+function contestantFrom(c: ContestantDto): ContestantLive {
+  return {
+    status: c.status,
+    attempt: c.attempts,
+    error: c.error,
+    startedAt: c.startedAt,
+    finishedAt: c.finishedAt,
+    output: '',
+    reasoning: '',
+    resetReason: null,
+    retry: null,
+    benchmark: null,
+    tools: [],
+    changedFiles: [],
+    round: null,
+    rounds: {},
+  };
+}
+
+/** The live state as a snapshot shows it, before any event. */
+export function liveFrom(detail: BattleDetailDto): Live {
+  const live: Live = {
+    status: detail.battle.status,
+    winner: detail.battle.winner,
+    contestants: {},
+    analyses: {},
+    crossExams: {},
+  };
+  for (const c of detail.battle.contestants) {
+    live.contestants[c.id] = contestantFrom(c);
+  }
+  return live;
+}
+
+/** Takes what a newer snapshot knows into `live`, never moving anything backwards. */
+export function mergeSnapshot(live: Live, detail: BattleDetailDto): void {
+  if (isTerminal(detail.battle.status)) {
+    live.status = detail.battle.status;
+  }
+  live.winner = detail.battle.winner;
+  for (const c of detail.battle.contestants) {
+    const current = live.contestants[c.id];
+    if (!current) {
+      live.contestants[c.id] = contestantFrom(c);
+    } else if (
+      isLater(current.status, current.attempt, c.status, c.attempts) ||
+      (current.status === c.status && current.attempt === c.attempts)
+    ) {
+      current.status = c.status;
+      current.attempt = c.attempts;
+      current.error = c.error;
+      current.startedAt = c.startedAt;
+      current.finishedAt = c.finishedAt;
+    }
+  }
+}
+
+/** What to do after an event. */
+export interface Followup {
+  /** Fetch the battle again: something the snapshot holds has changed. */
+  refetch: boolean;
+}
+
+/**
+ * Applies one event to `live`. `snapshotAt` is when the current snapshot
+ * was asked for (ms since the epoch): winner events from well before then
+ * are already in it, and replaying them would flicker through old winners.
+ * (The engine stamps events with the same system clock the webview reads.)
+ */
+export function applyEvent(live: Live, event: BattleEventDto, snapshotAt: number): Followup {
+  const id = event.contestantId;
+  const c = id === null ? undefined : live.contestants[id];
+  switch (event.type) {
+    case 'battle_status':
+      if (!isTerminal(live.status)) {
+        live.status = event.status;
+      }
+      return { refetch: isTerminal(event.status) };
+    case 'contestant_status':
+      if (c && isLater(c.status, c.attempt, event.status, event.attempt)) {
+        c.status = event.status;
+        c.attempt = event.attempt;
+        c.error = event.error;
+        if (event.status === 'running') {
+          c.startedAt = event.at;
+          c.finishedAt = null;
+          c.retry = null;
+        } else if (isTerminal(event.status)) {
+          c.finishedAt = event.at;
+        }
+      }
+      return { refetch: isTerminal(event.status) };
+    case 'output':
+      if (c) {
+        const round = c.round === null ? undefined : c.rounds[c.round];
+        if (round) {
+          round.output += event.text;
+        } else {
+          c.output += event.text;
+        }
+      }
+      return { refetch: false };
+    case 'reasoning':
+      if (c) {
+        c.reasoning += event.text;
+      }
+      return { refetch: false };
+    case 'reset':
+      if (c) {
+        const round = c.round === null ? undefined : c.rounds[c.round];
+        if (round) {
+          round.output = '';
+        } else {
+          c.output = '';
+          c.reasoning = '';
+        }
+        c.resetReason = event.reason;
+      }
+      return { refetch: false };
+    case 'retry':
+      if (c) {
+        c.retry = { attempt: event.attempt, delayMs: event.delayMs, reason: event.reason };
+      }
+      return { refetch: false };
+    case 'benchmark':
+      if (c) {
+        c.benchmark = event.benchmark;
+      }
+      return { refetch: false };
+    case 'tool':
+      if (c) {
+        c.tools.push({ name: event.name, summary: event.summary, ok: event.ok, round: c.round ?? 1 });
+      }
+      return { refetch: false };
+    case 'changed_files':
+      if (c) {
+        c.changedFiles = event.files;
+      }
+      return { refetch: false };
+    case 'round':
+      if (c) {
+        if (event.status === null) {
+          c.rounds[event.number] = { status: null, feedback: event.feedback, output: '' };
+          c.round = event.number;
+          c.changedFiles = [];
+        } else {
+          const round = c.rounds[event.number];
+          if (round) {
+            round.status = event.status;
+          } else {
+            c.rounds[event.number] = { status: event.status, feedback: null, output: '' };
+          }
+          if (c.round === event.number) {
+            c.round = null;
+          }
+        }
+      }
+      return { refetch: true };
+    case 'winner':
+      if (Date.parse(event.at) >= snapshotAt - WINNER_REPLAY_GRACE_MS) {
+        live.winner = event.winner;
+      }
+      return { refetch: true };
+    case 'analysis_status': {
+      const a = live.analyses[event.analysisId];
+      if (!a) {
+        live.analyses[event.analysisId] = {
+          status: event.status,
+          outcome: event.outcome,
+          winner: event.winner,
+          error: event.error,
+          stages: {},
+        };
+      } else if (a.status === 'running') {
+        a.status = event.status;
+        a.outcome = event.outcome;
+        a.winner = event.winner;
+        a.error = event.error;
+      }
+      return { refetch: true };
+    }
+    case 'analysis_output': {
+      const a = (live.analyses[event.analysisId] ??= {
+        status: 'running',
+        outcome: null,
+        winner: null,
+        error: null,
+        stages: {},
+      });
+      a.stages[event.stage] = (a.stages[event.stage] ?? '') + event.text;
+      return { refetch: false };
+    }
+    case 'cross_exam_status': {
+      const x = live.crossExams[event.crossExamId];
+      if (!x) {
+        live.crossExams[event.crossExamId] = {
+          number: event.number,
+          status: event.status,
+          error: event.error,
+          output: '',
+        };
+      } else if (x.status === 'running') {
+        x.status = event.status;
+        x.error = event.error;
+      }
+      return { refetch: true };
+    }
+    case 'cross_exam_output': {
+      const x = (live.crossExams[event.crossExamId] ??= {
+        number: 0,
+        status: 'running',
+        error: null,
+        output: '',
+      });
+      x.output += event.text;
+      return { refetch: false };
+    }
+    case 'result_written':
+      return { refetch: true };
+  }
+}
+
+/**
+ * How far a winner event may predate the snapshot and still be applied: an
+ * event only counts as "in the snapshot" once it has surely been committed.
+ */
+const WINNER_REPLAY_GRACE_MS = 2000;
+
+/** How long to gather events that call for a refetch before fetching once. */
+const REFETCH_DEBOUNCE_MS = 150;
+
+/** The winner the engine settles on when the user's choice is cleared. */
+export function analysisWinner(detail: BattleDetailDto): WinnerDto | null {
+  const a = detail.analysis;
+  if (a?.winner && (a.outcome === 'winner' || a.outcome === 'walkover')) {
+    return { contestantId: a.winner, source: 'analysis' };
+  }
+  return null;
+}
+
+/** One battle, loaded and followed live while the view is open. */
+export class BattleState {
+  readonly id: string;
+  /** The latest snapshot; replaced whole, never mutated. */
+  detail = $state.raw<BattleDetailDto | null>(null);
+  /** The live state on top of it (a deep proxy: the reducer mutates it). */
+  live = $state<Live | null>(null);
+  /** The battle could not be loaded (`not_found`, engine down, …). */
+  loadError = $state<IpcError | null>(null);
+  /** Following the battle failed: nothing updates live any more. */
+  streamError = $state<IpcError | null>(null);
+  /** Fetching the battle again failed: final figures may be out of date. */
+  refetchError = $state<IpcError | null>(null);
+  /** A winner chosen here and not yet confirmed by the engine. */
+  pendingWinner = $state<{ winner: WinnerDto | null } | null>(null);
+  winnerError = $state<IpcError | null>(null);
+
+  #snapshotAt = 0;
+  #refetchRequest = 0;
+  #winnerRequest = 0;
+  #refetchTimer: ReturnType<typeof setTimeout> | undefined;
+  #unsubscribe: (() => void) | undefined;
+  #stopped = false;
+
+  constructor(id: string) {
+    this.id = id;
+  }
+
+  /** The winner to show: the pending choice, else the engine's. */
+  get winner(): WinnerDto | null {
+    return this.pendingWinner ? this.pendingWinner.winner : (this.live?.winner ?? null);
+  }
+
+  /** Loads the snapshot, then follows the events. */
+  async start(): Promise<void> {
+    this.#snapshotAt = Date.now();
+    let detail: BattleDetailDto;
+    try {
+      detail = await getBattle(this.id);
+    } catch (e: unknown) {
+      this.loadError = toIpcError(e);
+      return;
+    }
+    if (this.#isStopped()) {
+      return;
+    }
+    this.detail = detail;
+    this.live = liveFrom(detail);
+    try {
+      const unsubscribe = await subscribeBattle(this.id, 0, (event) => {
+        this.#onEvent(event);
+      });
+      if (this.#isStopped()) {
+        unsubscribe();
+      } else {
+        this.#unsubscribe = unsubscribe;
+      }
+    } catch (e: unknown) {
+      this.streamError = toIpcError(e);
+    }
+  }
+
+  /** Stops following; nothing changes after this. */
+  stop(): void {
+    this.#stopped = true;
+    clearTimeout(this.#refetchTimer);
+    this.#unsubscribe?.();
+    this.#unsubscribe = undefined;
+  }
+
+  /** Fetches the snapshot again (soon, and once however often it is asked). */
+  refetch(): void {
+    clearTimeout(this.#refetchTimer);
+    this.#refetchTimer = setTimeout(() => {
+      void this.#refetchNow();
+    }, REFETCH_DEBOUNCE_MS);
+  }
+
+  /**
+   * Sets (or with `null` clears) the user's winner. The choice shows at
+   * once; on failure it is taken back and the error kept in `winnerError`.
+   */
+  async chooseWinner(contestantId: string | null): Promise<void> {
+    if (!this.detail) {
+      return;
+    }
+    this.#winnerRequest += 1;
+    const request = this.#winnerRequest;
+    this.pendingWinner = {
+      winner:
+        contestantId === null
+          ? analysisWinner(this.detail)
+          : { contestantId, source: 'user' },
+    };
+    this.winnerError = null;
+    try {
+      const battle = await setWinner(this.id, contestantId);
+      if (request === this.#winnerRequest && this.live) {
+        this.live.winner = battle.winner;
+      }
+    } catch (e: unknown) {
+      if (request === this.#winnerRequest) {
+        this.winnerError = toIpcError(e);
+      }
+    } finally {
+      if (request === this.#winnerRequest) {
+        this.pendingWinner = null;
+      }
+    }
+  }
+
+  // A method, not the field: the view may stop while a call is awaited.
+  #isStopped(): boolean {
+    return this.#stopped;
+  }
+
+  #onEvent(event: BattleEventDto): void {
+    if (this.live && applyEvent(this.live, event, this.#snapshotAt).refetch) {
+      this.refetch();
+    }
+  }
+
+  async #refetchNow(): Promise<void> {
+    this.#refetchRequest += 1;
+    const request = this.#refetchRequest;
+    const askedAt = Date.now();
+    let detail: BattleDetailDto;
+    try {
+      detail = await getBattle(this.id);
+    } catch (e: unknown) {
+      // The live state stays; the next event that calls for a refetch tries again.
+      this.refetchError = toIpcError(e);
+      return;
+    }
+    if (this.#isStopped() || request !== this.#refetchRequest || !this.live) {
+      return;
+    }
+    this.refetchError = null;
+    this.#snapshotAt = askedAt;
+    mergeSnapshot(this.live, detail);
+    this.detail = detail;
+  }
+}
+
+/**
+ * A contestant's speed figures: the final ones once the snapshot has them,
+ * else the latest live ones.
+ */
+export function figures(c: ContestantDto, live: ContestantLive): BenchmarkDto {
+  if (isTerminal(c.status) && isTerminal(live.status)) {
+    return c.benchmark;
+  }
+  return live.benchmark ?? c.benchmark;
+}
+
+/** Wall-clock time so far (running) or in all (finished), in ms. */
+export function elapsed(c: ContestantDto, live: ContestantLive, now: number): number | null {
+  const final = isTerminal(live.status) ? figures(c, live).durationMs : null;
+  if (final !== null) {
+    return final;
+  }
+  return elapsedMs(live.startedAt, live.finishedAt, now);
+}
+
+/** A refinement round, from the snapshot and the live events together. */
+export interface RoundView {
+  number: number;
+  /** `null` while it runs. */
+  status: ContestantStatusDto | null;
+  feedback: string;
+  /** The stored output once finished, else what has streamed. */
+  output: string;
+  error: string | null;
+  diff: DiffSummaryDto | null;
+  check: CheckResultDto | null;
+  durationMs: number | null;
+}
+
+/** A contestant's refinement rounds (2, 3, …), oldest first. */
+export function roundsOf(stored: RoundDto[] | undefined, live: ContestantLive): RoundView[] {
+  const byNumber: Record<number, RoundView> = {};
+  for (const r of stored ?? []) {
+    byNumber[r.number] = { ...r, output: r.status === null ? '' : r.output };
+  }
+  for (const [key, r] of Object.entries(live.rounds)) {
+    const number = Number(key);
+    const known = byNumber[number];
+    if (!known) {
+      byNumber[number] = {
+        number,
+        status: r.status,
+        feedback: r.feedback ?? '',
+        output: r.output,
+        error: null,
+        diff: null,
+        check: null,
+        durationMs: null,
+      };
+    } else if (known.status === null) {
+      known.status = r.status;
+      known.output = r.output;
+    }
+  }
+  return Object.values(byNumber).sort((a, b) => a.number - b.number);
+}
