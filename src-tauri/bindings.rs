@@ -45,6 +45,8 @@ fn export_into(dir: &Path) -> Result<(), ts_rs::ExportError> {
     PersonasDto::export_all(&cfg)?;
     BackendDto::export_all(&cfg)?;
     SettingsDto::export_all(&cfg)?;
+    SettingsUpdateDto::export_all(&cfg)?;
+    DiffViewDto::export_all(&cfg)?;
     write_index(dir)?;
     Ok(())
 }

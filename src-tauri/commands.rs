@@ -8,15 +8,17 @@
 
 use std::collections::BTreeMap;
 
-use arena_core::ContestantSpec;
+use arena_core::{ContestantSpec, Engine};
 use tauri::ipc::Channel;
-use tauri::{AppHandle, Manager, Runtime, State, Webview};
+use tauri::{AppHandle, Manager, Runtime, State, Webview, Window};
+use tauri_plugin_dialog::DialogExt;
+use tauri_plugin_opener::OpenerExt;
 
 use crate::background;
 use crate::dto::{
     AnalysisDto, AppInfo, ApplyResultDto, BackendDto, BattleDetailDto, BattleDto, BattleEventDto,
-    BattleTypeDto, CrossExaminationDto, PersonasDto, ProviderModelsDto, RoundDto, SettingsDto,
-    StandingDto, StartBattleRequest,
+    BattleTypeDto, CrossExaminationDto, DiffViewDto, PersonasDto, ProviderModelsDto,
+    ProviderSettingsDto, RoundDto, SettingsDto, SettingsUpdateDto, StandingDto, StartBattleRequest,
 };
 use crate::error::Error;
 use crate::events;
@@ -205,6 +207,78 @@ pub async fn apply_diff(
     })
 }
 
+/// A finished Coding contestant's latest diff (its last finished
+/// refinement round's, else its own), file by file and line by line.
+#[tauri::command]
+pub async fn contestant_diff(
+    state: State<'_, AppState>,
+    battle_id: String,
+    contestant_id: String,
+) -> Result<DiffViewDto, Error> {
+    let diff = state
+        .engine()?
+        .contestant_diff(&battle_id, &contestant_id)
+        .await?;
+    Ok(diff.into())
+}
+
+/// Shows a battle's results folder in the OS file manager.
+#[tauri::command]
+pub async fn open_results_folder<R: Runtime>(
+    app: AppHandle<R>,
+    state: State<'_, AppState>,
+    battle_id: String,
+) -> Result<(), Error> {
+    let folder = state.engine()?.results_folder(&battle_id).await?;
+    open_folder(&app, &folder)
+}
+
+/// Shows a Coding contestant's worktree in the OS file manager.
+#[tauri::command]
+pub async fn open_worktree<R: Runtime>(
+    app: AppHandle<R>,
+    state: State<'_, AppState>,
+    battle_id: String,
+    contestant_id: String,
+) -> Result<(), Error> {
+    let folder = state.engine()?.worktree(&battle_id, &contestant_id).await?;
+    open_folder(&app, &folder)
+}
+
+fn open_folder<R: Runtime>(app: &AppHandle<R>, folder: &std::path::Path) -> Result<(), Error> {
+    app.opener()
+        .open_path(folder.display().to_string(), None::<&str>)
+        .map_err(|e| Error::Open {
+            path: folder.display().to_string(),
+            reason: e.to_string(),
+        })
+}
+
+/// Asks the user for a folder with the OS dialog (over the calling
+/// window); `null` when they cancel.
+#[tauri::command]
+pub async fn pick_folder<R: Runtime>(
+    window: Window<R>,
+    title: Option<String>,
+) -> Result<Option<String>, Error> {
+    let mut dialog = window.dialog().file().set_parent(&window);
+    if let Some(title) = non_blank(title) {
+        dialog = dialog.set_title(title);
+    }
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    dialog.pick_folder(move |folder| {
+        // The receiver only goes away if the command was dropped.
+        let _ = tx.send(folder);
+    });
+    let folder = rx
+        .await
+        .map_err(|_| Error::Internal("the folder dialog ended without an answer".into()))?;
+    Ok(folder
+        .as_ref()
+        .and_then(|f| f.as_path())
+        .map(|p| p.display().to_string()))
+}
+
 /// Continues a finished Coding contestant in its worktree with the user's
 /// feedback, as a new round. Resolves when the round ends; it streams as
 /// `round` / `output` events of that contestant.
@@ -267,22 +341,67 @@ pub async fn backends(state: State<'_, AppState>) -> Result<Vec<BackendDto>, Err
 }
 
 /// The config file, the data directory, the judge model and the providers
-/// (with the name of each key's variable and whether it is set, never the key).
+/// (with where each key comes from, never the key).
 #[tauri::command]
 pub async fn settings(state: State<'_, AppState>) -> Result<SettingsDto, Error> {
-    let engine = state.engine()?.clone();
-    blocking(move || {
-        let (config_path, _) = arena_core::config::config_path();
-        let config = engine.config();
-        Ok(SettingsDto {
-            config_exists: config_path.as_deref().is_some_and(|p| p.is_file()),
-            config_path: config_path.map(|p| p.display().to_string()),
-            data_dir: engine.data_dir().display().to_string(),
-            default_model: config.default_model.clone(),
-            providers: config.providers.iter().map(Into::into).collect(),
+    settings_of(state.engine()?).await
+}
+
+/// Writes the judge model and the providers into arena.toml (comments and
+/// other sections are kept) and applies them to what starts from now on.
+/// Rejects invalid input with `invalid_input`, naming the field.
+#[tauri::command]
+pub async fn save_settings(
+    state: State<'_, AppState>,
+    update: SettingsUpdateDto,
+) -> Result<SettingsDto, Error> {
+    let engine = state.engine()?;
+    let update = update.into_engine()?;
+    let path = config_file()?;
+    engine.save_settings(&path, update).await?;
+    settings_of(engine).await
+}
+
+/// Stores a provider's API key in the OS keychain, or removes it with
+/// `key: null`. The key never comes back over IPC.
+#[tauri::command]
+pub async fn set_api_key(
+    state: State<'_, AppState>,
+    provider: String,
+    key: Option<String>,
+) -> Result<SettingsDto, Error> {
+    let engine = state.engine()?;
+    engine.set_api_key(&provider, key.as_deref()).await?;
+    settings_of(engine).await
+}
+
+/// Where the settings are saved: `ARENA_CONFIG`, else the OS config folder.
+fn config_file() -> Result<std::path::PathBuf, Error> {
+    arena_core::config::config_path().0.ok_or_else(|| {
+        Error::Engine(arena_core::Error::Config {
+            path: "ARENA_CONFIG".into(),
+            message: "this system has no config folder; set ARENA_CONFIG to the file to use".into(),
         })
     })
-    .await
+}
+
+async fn settings_of(engine: &Engine) -> Result<SettingsDto, Error> {
+    let (config_path, _) = arena_core::config::config_path();
+    let probe = config_path.clone();
+    let config_exists = blocking(move || Ok(probe.as_deref().is_some_and(|p| p.is_file()))).await?;
+    let config = engine.config();
+    let sources: BTreeMap<String, _> = engine.key_sources().await.into_iter().collect();
+    Ok(SettingsDto {
+        config_exists,
+        config_path: config_path.map(|p| p.display().to_string()),
+        data_dir: engine.data_dir().display().to_string(),
+        default_model: config.default_model.clone(),
+        providers: config
+            .providers
+            .iter()
+            .map(|p| ProviderSettingsDto::new(p, sources.get(&p.name).copied().flatten()))
+            .collect(),
+    })
 }
 
 /// Streams a battle's events with `seq > sinceSeq` (the journal first, then

@@ -83,6 +83,19 @@ wire_enum!(
     /// The API dialect a provider speaks.
     ProviderKindDto from core::config::ProviderKind { Openai, Anthropic }
 );
+wire_enum!(
+    /// Where a provider's API key comes from: its `api_key_env` variable or
+    /// the OS keychain.
+    KeySourceDto from core::provider::KeySource { Env, Keychain }
+);
+wire_enum!(
+    /// How a file changed in a Coding contestant's diff.
+    ChangeStatusDto from core::diff::ChangeStatus { Added, Modified, Deleted, Renamed }
+);
+wire_enum!(
+    /// A diff line: a hunk header, unchanged, added or deleted.
+    LineKindDto from core::patch::LineKind { Hunk, Context, Add, Delete }
+);
 
 /// Basic facts about the running app, shown in the UI shell.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -399,6 +412,78 @@ pub struct BattleDetailDto {
     pub cross_examinations: Vec<CrossExaminationDto>,
     /// Refinement rounds by contestant id (every contestant has an entry).
     pub rounds: BTreeMap<String, Vec<RoundDto>>,
+}
+
+/// One line of a file's diff.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[serde(rename_all = "camelCase")]
+pub struct DiffLineDto {
+    /// `context` also covers `\ No newline at end of file` (no numbers).
+    pub kind: LineKindDto,
+    /// Without the `+`/`-`/space marker; a hunk header in full.
+    pub text: String,
+    /// 1-based, in the old file (context and deleted lines).
+    pub old_line: Option<u32>,
+    /// 1-based, in the new file (context and added lines).
+    pub new_line: Option<u32>,
+}
+
+/// One changed file with its lines (none for a binary file).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[serde(rename_all = "camelCase")]
+pub struct DiffFileDto {
+    /// The new path (the old one for a deleted file).
+    pub path: String,
+    /// The path a renamed file had.
+    pub old_path: Option<String>,
+    pub status: ChangeStatusDto,
+    pub binary: bool,
+    pub insertions: usize,
+    pub deletions: usize,
+    pub lines: Vec<DiffLineDto>,
+}
+
+/// A Coding contestant's latest diff against the base commit.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[serde(rename_all = "camelCase")]
+pub struct DiffViewDto {
+    /// 1 for the contestant's own run; 2, 3, … for a refinement round
+    /// (whose diff includes the earlier rounds' work).
+    pub round: u32,
+    pub files: Vec<DiffFileDto>,
+}
+
+impl From<core::patch::ContestantDiff> for DiffViewDto {
+    fn from(d: core::patch::ContestantDiff) -> Self {
+        DiffViewDto {
+            round: d.round,
+            files: d
+                .files
+                .into_iter()
+                .map(|f| DiffFileDto {
+                    path: f.path,
+                    old_path: f.old_path,
+                    status: f.status.into(),
+                    binary: f.binary,
+                    insertions: f.insertions,
+                    deletions: f.deletions,
+                    lines: f
+                        .lines
+                        .into_iter()
+                        .map(|l| DiffLineDto {
+                            kind: l.kind.into(),
+                            text: l.text,
+                            old_line: l.old_line,
+                            new_line: l.new_line,
+                        })
+                        .collect(),
+                })
+                .collect(),
+        }
+    }
 }
 
 /// What `apply_diff` brought into the project.
@@ -973,23 +1058,110 @@ pub struct ProviderSettingsDto {
     pub lane: LaneDto,
     /// The environment variable holding its API key.
     pub api_key_env: Option<String>,
-    /// Whether that variable is set (the key itself never crosses IPC).
+    /// Whether it has a key (the key itself never crosses IPC).
     pub api_key_set: bool,
+    /// Where its key comes from: the `apiKeyEnv` variable when that is
+    /// set, else the OS keychain; `null` when it has none.
+    pub key_source: Option<KeySourceDto>,
     /// Models offered in addition to what it lists.
     pub models: Vec<String>,
 }
 
-impl From<&core::config::ProviderConfig> for ProviderSettingsDto {
-    fn from(p: &core::config::ProviderConfig) -> Self {
+impl ProviderSettingsDto {
+    pub fn new(
+        p: &core::config::ProviderConfig,
+        key_source: Option<core::provider::KeySource>,
+    ) -> Self {
         ProviderSettingsDto {
             name: p.name.clone(),
             kind: p.kind.into(),
             base_url: p.base_url.clone(),
             lane: p.lane.into(),
             api_key_env: p.api_key_env.clone(),
-            api_key_set: p.api_key().is_some(),
+            api_key_set: key_source.is_some(),
+            key_source: key_source.map(Into::into),
             models: p.models.clone(),
         }
+    }
+}
+
+/// A provider as the settings screen saves it.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[serde(rename_all = "camelCase")]
+pub struct ProviderInputDto {
+    pub name: String,
+    /// Checked by the engine, so a bad value is reported as `invalid_input`.
+    #[cfg_attr(test, ts(as = "ProviderKindDto"))]
+    pub kind: String,
+    pub base_url: String,
+    #[cfg_attr(test, ts(as = "LaneDto"))]
+    pub lane: String,
+    /// The environment variable holding its key (blank: none).
+    pub api_key_env: Option<String>,
+    /// Models to offer in addition to what it lists.
+    pub models: Vec<String>,
+}
+
+/// What `save_settings` writes into arena.toml: the judge model and the
+/// whole provider list (in order). Everything else in the file is kept.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[serde(rename_all = "camelCase")]
+pub struct SettingsUpdateDto {
+    /// `null`: no judge model (battles are not analysed automatically).
+    pub default_model: Option<String>,
+    pub providers: Vec<ProviderInputDto>,
+}
+
+impl SettingsUpdateDto {
+    /// The engine's update; fails on an unknown kind or lane, naming the provider.
+    pub fn into_engine(self) -> Result<core::config::SettingsUpdate, core::Invalid> {
+        let providers = self
+            .providers
+            .into_iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let field = |key: &str| match p.name.trim() {
+                    "" => format!("provider {} {key}", i + 1),
+                    name => format!("provider `{name}` {key}"),
+                };
+                let kind = match p.kind.as_str() {
+                    "openai" => core::config::ProviderKind::Openai,
+                    "anthropic" => core::config::ProviderKind::Anthropic,
+                    other => {
+                        return Err(core::Invalid::Setting {
+                            field: field("kind"),
+                            message: format!(
+                                "`{other}` is not a provider kind; use openai or anthropic"
+                            ),
+                        })
+                    }
+                };
+                let lane = match p.lane.as_str() {
+                    "local" => core::Lane::Local,
+                    "cloud" => core::Lane::Cloud,
+                    other => {
+                        return Err(core::Invalid::Setting {
+                            field: field("lane"),
+                            message: format!("`{other}` is not a lane; use local or cloud"),
+                        })
+                    }
+                };
+                Ok(core::config::ProviderConfig {
+                    name: p.name,
+                    kind,
+                    base_url: p.base_url,
+                    lane,
+                    api_key_env: p.api_key_env,
+                    models: p.models,
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(core::config::SettingsUpdate {
+            default_model: self.default_model,
+            providers,
+        })
     }
 }
 

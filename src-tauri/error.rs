@@ -18,6 +18,9 @@ pub enum Error {
     /// The engine could not open at start-up (the reason is in `app_info`).
     #[error("the engine is not running: {0}")]
     Unavailable(String),
+    /// The OS could not show a folder.
+    #[error("could not open {path}: {reason}")]
+    Open { path: String, reason: String },
     /// Any other unexpected failure.
     #[error("internal error: {0}")]
     Internal(String),
@@ -30,6 +33,7 @@ impl Error {
             Self::DataDir(_) => "data_dir",
             Self::Engine(e) => e.code(),
             Self::Unavailable(_) => "engine_unavailable",
+            Self::Open { .. } => "open_failed",
             Self::Internal(_) => "internal",
         }
     }

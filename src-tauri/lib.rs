@@ -48,6 +48,9 @@ pub fn app_builder<R: tauri::Runtime>(builder: tauri::Builder<R>) -> tauri::Buil
     let state = state::AppState::open();
     let engine = state.engine.clone();
     builder
+        // Driven from Rust only: the window is granted none of their commands.
+        .plugin(tauri_plugin_opener::init())
+        .plugin(tauri_plugin_dialog::init())
         .manage(state)
         .invoke_handler(tauri::generate_handler![
             commands::app_info,
@@ -60,12 +63,18 @@ pub fn app_builder<R: tauri::Runtime>(builder: tauri::Builder<R>) -> tauri::Buil
             commands::analyze,
             commands::cross_examine,
             commands::apply_diff,
+            commands::contestant_diff,
+            commands::open_results_folder,
+            commands::open_worktree,
+            commands::pick_folder,
             commands::refine,
             commands::leaderboard,
             commands::providers,
             commands::personas,
             commands::backends,
             commands::settings,
+            commands::save_settings,
+            commands::set_api_key,
             commands::subscribe_battle,
             commands::unsubscribe_battle,
         ])

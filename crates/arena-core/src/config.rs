@@ -12,7 +12,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::battle::Lane;
-use crate::error::{Error, Result};
+use crate::error::{Error, Invalid, Result};
 
 /// The app identifier from `tauri.conf.json`; names the data and config folders.
 pub const APP_IDENTIFIER: &str = "dev.arena.desktop";
@@ -69,8 +69,9 @@ pub struct ProviderConfig {
 }
 
 impl ProviderConfig {
-    /// The API key, from the provider's environment variable.
-    pub fn api_key(&self) -> Option<String> {
+    /// The API key from the provider's environment variable, when that is
+    /// set (the engine falls back to the keychain: [`crate::provider::Provider::api_key`]).
+    pub fn env_api_key(&self) -> Option<String> {
         self.api_key_env
             .as_deref()
             .and_then(|var| std::env::var(var).ok())
@@ -253,6 +254,201 @@ impl Config {
 
     pub fn provider(&self, name: &str) -> Option<&ProviderConfig> {
         self.providers.iter().find(|p| p.name == name)
+    }
+}
+
+/// What the settings screen changes in `arena.toml`: the judge model and
+/// the whole provider list. Everything else in the file stays as it is.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SettingsUpdate {
+    pub default_model: Option<String>,
+    pub providers: Vec<ProviderConfig>,
+}
+
+impl SettingsUpdate {
+    /// Trims the text fields, drops blank and repeated model names and
+    /// blank `api_key_env`s, then checks what is left. The error names the
+    /// field to fix.
+    pub fn validated(mut self) -> std::result::Result<SettingsUpdate, Invalid> {
+        let setting = |field: String, message: String| Invalid::Setting { field, message };
+        if let Some(model) = self.default_model.as_mut() {
+            *model = model.trim().to_string();
+            if model.is_empty() {
+                return Err(setting(
+                    "default_model".into(),
+                    "is empty; choose a model, or leave it unset (no analysis)".into(),
+                ));
+            }
+        }
+        let mut names = HashSet::new();
+        for (i, p) in self.providers.iter_mut().enumerate() {
+            p.name = p.name.trim().to_string();
+            p.base_url = p.base_url.trim().to_string();
+            let field = |name: &str, key: &str| match name {
+                "" => format!("provider {} {key}", i + 1),
+                name => format!("provider `{name}` {key}"),
+            };
+            if p.name.is_empty() {
+                return Err(setting(
+                    field("", "name"),
+                    "is empty; give the provider a name".into(),
+                ));
+            }
+            if !names.insert(p.name.clone()) {
+                return Err(setting(
+                    field(&p.name, "name"),
+                    "is used twice; provider names must be unique".into(),
+                ));
+            }
+            match reqwest::Url::parse(&p.base_url) {
+                Ok(url) if matches!(url.scheme(), "http" | "https") && url.has_host() => {}
+                Ok(_) => {
+                    return Err(setting(
+                        field(&p.name, "base_url"),
+                        format!(
+                            "`{}` must be an http:// or https:// address, e.g. http://127.0.0.1:8080/v1",
+                            p.base_url
+                        ),
+                    ))
+                }
+                Err(e) => {
+                    return Err(setting(
+                        field(&p.name, "base_url"),
+                        format!(
+                            "`{}` is not a URL ({e}); use e.g. http://127.0.0.1:8080/v1",
+                            p.base_url
+                        ),
+                    ))
+                }
+            }
+            p.api_key_env = p
+                .api_key_env
+                .take()
+                .map(|v| v.trim().to_string())
+                .filter(|v| !v.is_empty());
+            if let Some(var) = &p.api_key_env {
+                if !is_env_var_name(var) {
+                    return Err(setting(
+                        field(&p.name, "api_key_env"),
+                        format!(
+                            "`{var}` is not an environment variable name; use letters, digits \
+                             and `_`, not starting with a digit (e.g. OPENROUTER_API_KEY). It \
+                             names the variable holding the key, not the key itself"
+                        ),
+                    ));
+                }
+            }
+            let mut seen = HashSet::new();
+            p.models = std::mem::take(&mut p.models)
+                .into_iter()
+                .map(|m| m.trim().to_string())
+                .filter(|m| !m.is_empty() && seen.insert(m.clone()))
+                .collect();
+        }
+        Ok(self)
+    }
+}
+
+/// `NAME_2`: letters, digits and `_`, not starting with a digit.
+fn is_env_var_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// Writes `update` into the config file at `path` and returns the new
+/// configuration. The file is edited in place: comments, formatting, the
+/// other sections (`[limits]`, `[[backend]]`, …) and the other keys of a
+/// provider that keeps its name survive. The update is validated first
+/// and the result parsed as a whole before anything is written; the file
+/// is replaced atomically (its folder is created if needed). On any error
+/// the file is unchanged.
+pub fn save_settings(path: &Path, update: SettingsUpdate) -> Result<Config> {
+    let update = update.validated()?;
+    let config_error = |message: String| Error::Config {
+        path: path.to_path_buf(),
+        message,
+    };
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(config_error(format!("cannot read: {e}"))),
+    };
+    let mut doc: toml_edit::DocumentMut = text.parse().map_err(|e| {
+        config_error(format!(
+            "is not valid TOML, so it cannot be updated; fix it by hand first: {e}"
+        ))
+    })?;
+    edit(&mut doc, &update);
+    let new_text = doc.to_string();
+    let config = Config::parse(&new_text).map_err(config_error)?;
+    crate::results::write_atomic(path, new_text.as_bytes())?;
+    Ok(config)
+}
+
+/// Puts `update` into `doc`: `default_model` at the top, one
+/// `[[provider]]` per provider in the given order, reusing the table (and
+/// so the comments and extra keys) of a provider with the same name.
+fn edit(doc: &mut toml_edit::DocumentMut, update: &SettingsUpdate) {
+    use toml_edit::{value, Array, ArrayOfTables, Item, Table};
+
+    match &update.default_model {
+        Some(model) => doc["default_model"] = value(model.as_str()),
+        None => {
+            doc.remove("default_model");
+        }
+    }
+    let mut old: Vec<Table> = match doc.remove("provider") {
+        Some(Item::ArrayOfTables(tables)) => tables.into_iter().collect(),
+        _ => Vec::new(),
+    };
+    let mut providers = ArrayOfTables::new();
+    for p in &update.providers {
+        let reused = old
+            .iter()
+            .position(|t| t.get("name").and_then(|n| n.as_str()) == Some(p.name.as_str()))
+            .map(|i| old.remove(i));
+        let mut table = reused.unwrap_or_default();
+        let kind = match p.kind {
+            ProviderKind::Openai => "openai",
+            ProviderKind::Anthropic => "anthropic",
+        };
+        set_value(&mut table, "name", p.name.as_str().into());
+        set_value(&mut table, "kind", kind.into());
+        set_value(&mut table, "base_url", p.base_url.as_str().into());
+        set_value(&mut table, "lane", p.lane.as_str().into());
+        match &p.api_key_env {
+            Some(var) => set_value(&mut table, "api_key_env", var.as_str().into()),
+            None => {
+                table.remove("api_key_env");
+            }
+        }
+        if p.models.is_empty() {
+            table.remove("models");
+        } else {
+            let models: Array = p.models.iter().map(String::as_str).collect();
+            set_value(&mut table, "models", models.into());
+        }
+        providers.push(table);
+    }
+    if !providers.is_empty() {
+        doc.insert("provider", Item::ArrayOfTables(providers));
+    }
+}
+
+/// Sets `key` to `new`, keeping the comments around an existing value.
+fn set_value(table: &mut toml_edit::Table, key: &str, new: toml_edit::Value) {
+    match table.get_mut(key).and_then(|item| item.as_value_mut()) {
+        Some(old) => {
+            let decor = old.decor().clone();
+            *old = new;
+            *old.decor_mut() = decor;
+        }
+        None => {
+            table.insert(key, toml_edit::Item::Value(new));
+        }
     }
 }
 

@@ -42,6 +42,10 @@ pub enum Invalid {
     NotAGitRepository(PathBuf),
     #[error("unknown battle type `{0}`; use `qa` or `coding`")]
     BattleType(String),
+    /// A setting that cannot be saved; `field` names it (`default_model`,
+    /// `provider \`openrouter\` base_url`).
+    #[error("{field} {message}")]
+    Setting { field: String, message: String },
     #[error("{0}")]
     Other(String),
 }
@@ -82,6 +86,8 @@ pub enum Error {
     Git(String),
     #[error("background task failed: {0}")]
     Task(String),
+    #[error(transparent)]
+    Keychain(#[from] crate::keychain::KeychainError),
 }
 
 impl Error {
@@ -100,6 +106,7 @@ impl Error {
             Error::Json(_) => "json",
             Error::Git(_) => "git",
             Error::Task(_) => "internal",
+            Error::Keychain(_) => "keychain",
         }
     }
 

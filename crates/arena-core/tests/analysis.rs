@@ -85,7 +85,7 @@ fn judge_script(kind: Judge) -> ModelScript {
 async fn harness(judge: Judge) -> Harness {
     let mut h = Harness::new().await;
     h.cloud.set_model("judge", judge_script(judge));
-    let mut config = h.engine.config().clone();
+    let mut config = arena_core::config::Config::clone(&h.engine.config());
     config.default_model = Some("judge".into());
     config.limits = Limits { ..fast_limits() };
     h.engine = Engine::open(EngineOptions {

@@ -57,7 +57,7 @@ fn fake_agent() -> PathBuf {
 
 /// The harness engine, with a `fake` command backend.
 fn with_fake_backend(h: &mut Harness, args: &[&str]) {
-    let mut config = h.engine.config().clone();
+    let mut config = arena_core::config::Config::clone(&h.engine.config());
     let mut command = vec![fake_agent().to_string_lossy().into_owned()];
     command.extend(args.iter().map(|a| a.to_string()));
     config.backends = vec![CustomBackend {
@@ -334,7 +334,7 @@ async fn the_judge_sees_diffs_and_check_results() {
         "judge",
         ModelScript::respond_with(|_| r#"{"winner": "A"}"#.into()),
     );
-    let mut config = h.engine.config().clone();
+    let mut config = arena_core::config::Config::clone(&h.engine.config());
     config.default_model = Some("judge".into());
     h.engine = Engine::open(EngineOptions {
         data_dir: h.data.path().to_path_buf(),

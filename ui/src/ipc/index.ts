@@ -18,10 +18,12 @@ import type {
   BattleEventDto,
   BattleTypeDto,
   CrossExaminationDto,
+  DiffViewDto,
   PersonasDto,
   ProviderModelsDto,
   RoundDto,
   SettingsDto,
+  SettingsUpdateDto,
   StandingDto,
   StartBattleRequest,
 } from './bindings';
@@ -107,6 +109,31 @@ export function applyDiff(battleId: string, contestantId?: string | null): Promi
   return call<ApplyResultDto>('apply_diff', { battleId, contestantId: contestantId ?? null });
 }
 
+/**
+ * A finished Coding contestant's latest diff (its last finished refinement
+ * round's, else its own run's), file by file and line by line. Rejects with
+ * `invalid_input` for a Q&A battle, `conflict` while the contestant runs and
+ * `not_found` when it left no diff.
+ */
+export function contestantDiff(battleId: string, contestantId: string): Promise<DiffViewDto> {
+  return call<DiffViewDto>('contestant_diff', { battleId, contestantId });
+}
+
+/** Shows a battle's results folder in the OS file manager (`not_found` if it is gone). */
+export function openResultsFolder(battleId: string): Promise<void> {
+  return call<null>('open_results_folder', { battleId }).then(() => undefined);
+}
+
+/** Shows a Coding contestant's worktree in the OS file manager (`not_found` if it is gone). */
+export function openWorktree(battleId: string, contestantId: string): Promise<void> {
+  return call<null>('open_worktree', { battleId, contestantId }).then(() => undefined);
+}
+
+/** Asks for a folder with the OS dialog; resolves with `null` when the user cancels. */
+export function pickFolder(title?: string): Promise<string | null> {
+  return call<string | null>('pick_folder', { title: title ?? null });
+}
+
 /** Continues a finished Coding contestant with feedback, as a new round. Resolves when it ends. */
 export function refine(battleId: string, contestantId: string, feedback: string): Promise<RoundDto> {
   return call<RoundDto>('refine', { battleId, contestantId, feedback });
@@ -135,6 +162,25 @@ export function backends(): Promise<BackendDto[]> {
 /** Config file, data directory, default model and providers (never keys). */
 export function settings(): Promise<SettingsDto> {
   return call<SettingsDto>('settings');
+}
+
+/**
+ * Writes the default model and the provider list into arena.toml (comments
+ * and other sections are kept); what starts from now on uses them. Rejects
+ * with `invalid_input` (the message names the field) or `config`.
+ */
+export function saveSettings(update: SettingsUpdateDto): Promise<SettingsDto> {
+  return call<SettingsDto>('save_settings', { update });
+}
+
+/**
+ * Stores a provider's API key in the OS keychain, or removes it with `null`.
+ * The key is never sent back; `keySource` in the result says where each
+ * provider's key now comes from. Rejects with `keychain` when no keychain is
+ * available (the message suggests `apiKeyEnv` instead).
+ */
+export function setApiKey(provider: string, key: string | null): Promise<SettingsDto> {
+  return call<SettingsDto>('set_api_key', { provider, key });
 }
 
 /**

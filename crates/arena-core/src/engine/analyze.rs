@@ -49,7 +49,7 @@ async fn call(
     let limits = engine.config().limits.clone();
     let mut attempt = 1;
     loop {
-        match stream_text(engine, provider, req, stage, limits.stall_timeout()).await {
+        match stream_text(engine, &provider, req, stage, limits.stall_timeout()).await {
             Ok(text) => return Ok(text),
             Err(Error::Provider(e)) if e.is_retryable() && attempt < limits.max_attempts => {
                 let delay = decisions::backoff_delay(
@@ -592,13 +592,7 @@ async fn cross_examine_with_agent(
         )));
     }
     let target = engine.catalog().await.resolve(&spec.model)?;
-    let endpoint = engine
-        .provider(&target.provider)
-        .map(|p| crate::agent::backends::Endpoint {
-            kind: p.config.kind,
-            base_url: p.config.base_url.clone(),
-            api_key: p.config.api_key().unwrap_or_else(|| "arena-no-key".into()),
-        });
+    let endpoint = engine.agent_endpoint(&target.provider).await;
     let done: Vec<_> = battle
         .contestants
         .iter()

@@ -387,9 +387,9 @@ async fn run_native(
     let provider = engine
         .provider(&c.provider)
         .ok_or_else(|| Invalid::Other(format!("provider `{}` is not configured", c.provider)))?;
-    let limits = &engine.config().limits;
+    let limits = engine.config().limits.clone();
     let agent = NativeAgent {
-        provider,
+        provider: &provider,
         model: c.model.clone(),
         worktree: path.to_path_buf(),
         max_steps: limits.native_max_steps,
@@ -434,20 +434,13 @@ async fn run_native(
 /// How to launch a CLI backend for one task; writes its private config files.
 fn launch(
     engine: &Engine,
+    endpoint: Option<backends::Endpoint>,
     c: &Contestant,
     path: &Path,
     prompt: &str,
 ) -> Result<(Launch, backends::OutputFormat)> {
-    let endpoint = engine.provider(&c.provider).map(|p| backends::Endpoint {
-        kind: p.config.kind,
-        base_url: p.config.base_url.clone(),
-        api_key: p.config.api_key().unwrap_or_else(|| "arena-no-key".into()),
-    });
-    let custom = engine
-        .config()
-        .backends
-        .iter()
-        .find(|b| b.name == c.identity);
+    let config = engine.config();
+    let custom = config.backends.iter().find(|b| b.name == c.identity);
     let scratch = engine.data_dir().join("agents").join(&c.id);
     let plan = backends::plan(
         &c.identity,
@@ -502,7 +495,8 @@ async fn run_cli(
     prompt: &str,
     token: &CancellationToken,
 ) -> Result<AgentRun> {
-    let (launch, format) = launch(engine, c, path, prompt)?;
+    let endpoint = engine.agent_endpoint(&c.provider).await;
+    let (launch, format) = launch(engine, endpoint, c, path, prompt)?;
     let (tx, forward) = output_forwarder(engine, c);
     let mut final_answer: Option<String> = None;
     let exit = process::run(&launch, token, |line| {

@@ -197,7 +197,7 @@ async fn run_attempts(
     loop {
         let mut got = Collected::new();
         let stopped = stream_once(
-            engine, c, provider, &req, token, deadline, &limits, &mut got,
+            engine, c, &provider, &req, token, deadline, &limits, &mut got,
         )
         .await;
         let failure = match stopped {

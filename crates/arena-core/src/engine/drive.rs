@@ -136,6 +136,8 @@ async fn heartbeat(engine: Engine, battle_id: String, live: Arc<Live>) {
 }
 
 pub(super) async fn drive(engine: &Engine, battle_id: &str) -> Result<Battle> {
+    // The battle runs to its end with the configuration it started with.
+    let engine = &engine.pinned();
     let battle = engine.battle(battle_id).await?;
     if battle.status.is_terminal() {
         return Ok(battle);
@@ -308,6 +310,7 @@ pub(super) async fn resume_one(
     battle_id: &str,
     strict: bool,
 ) -> Result<Option<Battle>> {
+    let engine = &engine.pinned();
     let battle = engine.battle(battle_id).await?;
     if battle.status.is_terminal() {
         return Ok(Some(battle));

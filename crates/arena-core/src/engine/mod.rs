@@ -8,11 +8,12 @@ mod analyze;
 pub mod coding;
 mod contestant;
 mod drive;
+mod settings;
 mod validate;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use futures::Stream;
@@ -84,13 +85,17 @@ impl EngineOptions {
 #[derive(Clone)]
 pub struct Engine {
     inner: Arc<Inner>,
+    /// The settings this handle works with when they must not change under
+    /// it (a battle being driven keeps those it started with); else the
+    /// engine's current ones.
+    pinned: Option<Arc<Settings>>,
 }
 
 struct Inner {
     data_dir: PathBuf,
-    config: Config,
+    /// Replaced as a whole when the configuration changes.
+    settings: RwLock<Arc<Settings>>,
     store: Store,
-    providers: Vec<Provider>,
     clock: Arc<dyn Clock>,
     me: Me,
     /// Battles this process is driving.
@@ -121,29 +126,43 @@ impl Live {
     }
 }
 
-impl Engine {
-    /// Opens the database under `data_dir` and prepares the providers.
-    pub fn open(options: EngineOptions) -> Result<Engine> {
-        let store = Store::open(&options.data_dir.join(store::DATABASE_FILE))?;
+/// A configuration and the providers made from it (with their HTTP client
+/// and their cached API keys).
+struct Settings {
+    config: Arc<Config>,
+    providers: Vec<Provider>,
+}
+
+impl Settings {
+    fn new(config: Config) -> Result<Settings> {
         let http = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(
-                options.config.limits.connect_timeout_secs,
-            ))
+            .connect_timeout(Duration::from_secs(config.limits.connect_timeout_secs))
             .tcp_nodelay(true)
             .build()
             .map_err(|e| Error::Task(format!("http client: {e}")))?;
-        let providers = options
-            .config
+        let providers = config
             .providers
             .iter()
             .map(|p| Provider::new(p.clone(), http.clone()))
             .collect();
+        Ok(Settings {
+            config: Arc::new(config),
+            providers,
+        })
+    }
+}
+
+impl Engine {
+    /// Opens the database under `data_dir` and prepares the providers.
+    pub fn open(options: EngineOptions) -> Result<Engine> {
+        let store = Store::open(&options.data_dir.join(store::DATABASE_FILE))?;
+        let settings = Settings::new(options.config)?;
         Ok(Engine {
+            pinned: None,
             inner: Arc::new(Inner {
                 data_dir: options.data_dir,
-                config: options.config,
+                settings: RwLock::new(Arc::new(settings)),
                 store,
-                providers,
                 clock: options.clock,
                 me: Me {
                     owner: uuid::Uuid::new_v4().to_string(),
@@ -155,8 +174,43 @@ impl Engine {
         })
     }
 
-    pub fn config(&self) -> &Config {
-        &self.inner.config
+    /// The configuration in effect (a running battle keeps the one it
+    /// started with; see [`Engine::save_settings`]).
+    pub fn config(&self) -> Arc<Config> {
+        self.settings().config.clone()
+    }
+
+    fn settings(&self) -> Arc<Settings> {
+        match &self.pinned {
+            Some(settings) => settings.clone(),
+            None => self
+                .inner
+                .settings
+                .read()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone(),
+        }
+    }
+
+    /// This engine with its current settings fixed, for work that must not
+    /// see a configuration change half-way (driving a battle).
+    fn pinned(&self) -> Engine {
+        Engine {
+            inner: self.inner.clone(),
+            pinned: Some(self.settings()),
+        }
+    }
+
+    /// Makes `config` the configuration of everything that starts from now
+    /// on; providers are rebuilt (so API keys are looked up again).
+    fn replace_config(&self, config: Config) -> Result<()> {
+        let settings = Arc::new(Settings::new(config)?);
+        *self
+            .inner
+            .settings
+            .write()
+            .unwrap_or_else(|p| p.into_inner()) = settings;
+        Ok(())
     }
 
     pub fn data_dir(&self) -> &Path {
@@ -182,12 +236,12 @@ impl Engine {
 
     /// Every provider's models (asked live, in parallel).
     pub async fn catalog(&self) -> Catalog {
-        Catalog::discover(&self.inner.providers, DISCOVERY_TIMEOUT).await
+        Catalog::discover(&self.settings().providers, DISCOVERY_TIMEOUT).await
     }
 
     /// Every Coding backend (built in and `[[backend]]`) and where it is installed.
     pub async fn backends(&self) -> Result<Vec<crate::backend::BackendStatus>> {
-        let custom = self.inner.config.backends.clone();
+        let custom = self.config().backends.clone();
         Ok(tokio::task::spawn_blocking(move || crate::backend::statuses(&custom)).await?)
     }
 
@@ -196,8 +250,27 @@ impl Engine {
         Registry::load_or_seed(&self.inner.data_dir)
     }
 
-    fn provider(&self, name: &str) -> Option<&Provider> {
-        self.inner.providers.iter().find(|p| p.config.name == name)
+    fn provider(&self, name: &str) -> Option<Provider> {
+        self.settings()
+            .providers
+            .iter()
+            .find(|p| p.config.name == name)
+            .cloned()
+    }
+
+    /// How a CLI agent reaches `provider`: its URL and its key (or a
+    /// placeholder, which servers without authentication accept).
+    async fn agent_endpoint(&self, provider: &str) -> Option<crate::agent::backends::Endpoint> {
+        let p = self.provider(provider)?;
+        let api_key = match p.api_key().await {
+            Some((_, key)) => key.expose().to_string(),
+            None => "arena-no-key".into(),
+        };
+        Some(crate::agent::backends::Endpoint {
+            kind: p.config.kind,
+            base_url: p.config.base_url.clone(),
+            api_key,
+        })
     }
 
     pub async fn battle(&self, id: &str) -> Result<Battle> {
@@ -402,7 +475,7 @@ impl Engine {
     /// ends do after a run or a resume: it needs a judge model (`model`, else
     /// `default_model`) and at least one finished contestant.
     pub fn judging(&self, battle: &Battle, model: Option<&str>) -> Judging {
-        if model.is_none() && self.inner.config.default_model.is_none() {
+        if model.is_none() && self.config().default_model.is_none() {
             Judging::NoModel
         } else if !battle
             .contestants
@@ -524,31 +597,118 @@ impl Engine {
             .find(|c| c.id == id)
             .ok_or_else(|| Error::not_found("contestant", format!("{id} in battle {battle_id}")))?;
         // The latest round that finished carries all the work so far.
-        let latest_round = self
-            .rounds(&c.id)
-            .await?
-            .into_iter()
-            .rev()
-            .find(|r| r.status == Some(ContestantStatus::Done))
-            .and_then(|r| r.result_path);
-        let patch_path = latest_round
-            .as_ref()
-            .or(c.result_path.as_ref())
-            .and_then(|p| p.parent())
-            .map(|d| d.join(crate::results::DIFF_FILE))
-            .filter(|p| p.exists())
-            .ok_or_else(|| {
-                Error::Conflict(format!(
-                    "contestant {id} has no diff.patch (status {})",
-                    c.status
-                ))
-            })?;
+        let (_, patch_path) = self.latest_patch(c).await?.ok_or_else(|| {
+            Error::Conflict(format!(
+                "contestant {id} has no diff.patch (status {})",
+                c.status
+            ))
+        })?;
         let patch = std::fs::read_to_string(&patch_path).map_err(|e| Error::io(&patch_path, e))?;
         let project = battle.project.clone();
         let stats = tokio::task::spawn_blocking(move || crate::diff::apply(&project, &patch))
             .await?
             .map_err(|e| Error::Conflict(e.to_string()))?;
         Ok((id, stats))
+    }
+
+    /// A Coding contestant's changes, file by file and line by line: those
+    /// of its latest finished refinement round, else of its own run (the
+    /// diff `apply` takes), read from that round's `diff.patch`.
+    pub async fn contestant_diff(
+        &self,
+        battle_id: &str,
+        contestant_id: &str,
+    ) -> Result<crate::patch::ContestantDiff> {
+        let battle = self.battle(battle_id).await?;
+        if battle.battle_type != crate::battle::BattleType::Coding {
+            return Err(crate::error::Invalid::Other(format!(
+                "battle {battle_id} is a Q&A battle; only Coding battles have diffs"
+            ))
+            .into());
+        }
+        let c = battle
+            .contestants
+            .iter()
+            .find(|c| c.id == contestant_id)
+            .ok_or_else(|| {
+                Error::not_found(
+                    "contestant",
+                    format!("{contestant_id} in battle {battle_id}"),
+                )
+            })?;
+        if !c.status.is_terminal() {
+            return Err(Error::Conflict(format!(
+                "contestant {contestant_id} is still {}; its diff is ready when it finishes",
+                c.status
+            )));
+        }
+        let (round, path) = self
+            .latest_patch(c)
+            .await?
+            .ok_or_else(|| Error::not_found("diff of contestant", contestant_id))?;
+        let files = tokio::task::spawn_blocking(move || {
+            let bytes = std::fs::read(&path).map_err(|e| Error::io(&path, e))?;
+            Ok::<_, Error>(crate::patch::parse(&String::from_utf8_lossy(&bytes)))
+        })
+        .await??;
+        Ok(crate::patch::ContestantDiff { round, files })
+    }
+
+    /// The `diff.patch` with a contestant's latest work and its round
+    /// number: the latest refinement round that finished, else its own run
+    /// (round 1). `None` when that file was not written.
+    async fn latest_patch(&self, c: &crate::Contestant) -> Result<Option<(u32, PathBuf)>> {
+        let latest_round = self
+            .rounds(&c.id)
+            .await?
+            .into_iter()
+            .rev()
+            .find(|r| r.status == Some(ContestantStatus::Done))
+            .and_then(|r| Some((r.number, r.result_path?)));
+        let (round, result) = match latest_round {
+            Some((number, path)) => (number, Some(path)),
+            None => (1, c.result_path.clone()),
+        };
+        Ok(result
+            .as_ref()
+            .and_then(|p| p.parent())
+            .map(|d| d.join(crate::results::DIFF_FILE))
+            .filter(|p| p.exists())
+            .map(|p| (round, p)))
+    }
+
+    /// A battle's results folder (`PROJECT/Arena/<battle>`), when it exists.
+    pub async fn results_folder(&self, battle_id: &str) -> Result<PathBuf> {
+        let battle = self.battle(battle_id).await?;
+        existing_folder("results folder", battle.results_path).await
+    }
+
+    /// A Coding contestant's worktree, when it exists.
+    pub async fn worktree(&self, battle_id: &str, contestant_id: &str) -> Result<PathBuf> {
+        let battle = self.battle(battle_id).await?;
+        if battle.battle_type != crate::battle::BattleType::Coding {
+            return Err(crate::error::Invalid::Other(format!(
+                "battle {battle_id} is a Q&A battle; only Coding contestants have a worktree"
+            ))
+            .into());
+        }
+        let c = battle
+            .contestants
+            .into_iter()
+            .find(|c| c.id == contestant_id)
+            .ok_or_else(|| {
+                Error::not_found(
+                    "contestant",
+                    format!("{contestant_id} in battle {battle_id}"),
+                )
+            })?;
+        let path = c.worktree.ok_or_else(|| {
+            Error::Conflict(format!(
+                "contestant {contestant_id} has no worktree yet (it is {})",
+                c.status
+            ))
+        })?;
+        existing_folder("worktree", path).await
     }
 
     /// Continues a finished Coding contestant in its own worktree with the
@@ -790,6 +950,16 @@ fn orphans(
         }
     }
     out
+}
+
+/// `path` when it is a folder; else a `not_found` naming it.
+async fn existing_folder(what: &'static str, path: PathBuf) -> Result<PathBuf> {
+    let probe = path.clone();
+    if tokio::task::spawn_blocking(move || probe.is_dir()).await? {
+        Ok(path)
+    } else {
+        Err(Error::not_found(what, path.display().to_string()))
+    }
 }
 
 fn hostname() -> String {

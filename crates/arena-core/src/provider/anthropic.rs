@@ -35,7 +35,7 @@ pub(super) async fn stream_chat(
 ) -> Result<ChunkStream, ProviderError> {
     let url = provider.url("messages");
     let request = provider.client.post(&url).json(&request_body(req));
-    let response = send(provider.authorise(request), &url).await?;
+    let response = send(provider.authorise(request).await, &url).await?;
     let mut events = response.bytes_stream().eventsource();
 
     let stream = async_stream::try_stream! {

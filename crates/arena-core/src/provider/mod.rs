@@ -8,12 +8,14 @@ mod anthropic;
 mod openai;
 
 use std::pin::Pin;
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::Stream;
 use serde::{Deserialize, Serialize};
 
 use crate::config::{ProviderConfig, ProviderKind};
+use crate::keychain::{self, Secret};
 
 /// Why a provider call failed; [`ProviderError::is_retryable`] says whether
 /// another attempt may succeed.
@@ -151,16 +153,60 @@ pub struct Conversation {
 
 pub type ChunkStream = Pin<Box<dyn Stream<Item = Result<Chunk, ProviderError>> + Send>>;
 
+/// Where a provider's API key comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeySource {
+    /// The environment variable named by `api_key_env`.
+    Env,
+    /// The OS keychain (see [`crate::keychain`]).
+    Keychain,
+}
+
 /// A configured provider plus the HTTP client to reach it.
 #[derive(Debug, Clone)]
 pub struct Provider {
     pub config: ProviderConfig,
     client: reqwest::Client,
+    /// The keychain entry, looked up once (clones share it); a new
+    /// configuration makes new providers, hence a new lookup.
+    stored_key: Arc<tokio::sync::OnceCell<Option<Secret>>>,
 }
 
 impl Provider {
     pub fn new(config: ProviderConfig, client: reqwest::Client) -> Provider {
-        Provider { config, client }
+        Provider {
+            config,
+            client,
+            stored_key: Arc::default(),
+        }
+    }
+
+    /// The API key and where it came from: the `api_key_env` variable when
+    /// it is set, else the provider's keychain entry, else none. A keychain
+    /// that cannot be reached counts as no entry (logged once, at debug).
+    pub async fn api_key(&self) -> Option<(KeySource, Secret)> {
+        if let Some(key) = self.config.env_api_key() {
+            return Some((KeySource::Env, Secret::new(key)));
+        }
+        let stored = self
+            .stored_key
+            .get_or_init(|| async {
+                let name = self.config.name.clone();
+                let lookup = tokio::task::spawn_blocking(move || keychain::get(&name)).await;
+                match lookup {
+                    Ok(Ok(key)) => key,
+                    Ok(Err(err)) => {
+                        tracing::debug!(provider = %self.config.name, %err, "no key from the keychain");
+                        None
+                    }
+                    Err(err) => {
+                        tracing::debug!(provider = %self.config.name, %err, "keychain lookup failed");
+                        None
+                    }
+                }
+            })
+            .await;
+        stored.clone().map(|key| (KeySource::Keychain, key))
     }
 
     fn url(&self, path: &str) -> String {
@@ -194,8 +240,7 @@ impl Provider {
     /// The models the server reports, plus any listed in the config.
     pub async fn list_models(&self, timeout: Duration) -> Result<Vec<String>, ProviderError> {
         let url = self.url("models");
-        let mut request = self.client.get(&url).timeout(timeout);
-        request = self.authorise(request);
+        let request = self.authorise(self.client.get(&url).timeout(timeout)).await;
         let response = send(request, &url).await?;
         #[derive(Deserialize)]
         struct Listing {
@@ -218,14 +263,14 @@ impl Provider {
         Ok(models)
     }
 
-    fn authorise(&self, request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
-        let key = self.config.api_key();
+    async fn authorise(&self, request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        let key = self.api_key().await.map(|(_, key)| key);
         match (self.config.kind, key) {
-            (ProviderKind::Openai, Some(key)) => request.bearer_auth(key),
+            (ProviderKind::Openai, Some(key)) => request.bearer_auth(key.expose()),
             (ProviderKind::Anthropic, key) => {
                 let request = request.header("anthropic-version", "2023-06-01");
                 match key {
-                    Some(key) => request.header("x-api-key", key),
+                    Some(key) => request.header("x-api-key", key.expose()),
                     None => request,
                 }
             }

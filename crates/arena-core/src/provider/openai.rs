@@ -144,7 +144,7 @@ pub(super) async fn stream_body(
         .post(&url)
         .header(reqwest::header::ACCEPT, "text/event-stream")
         .json(body);
-    let response = send(provider.authorise(request), &url).await?;
+    let response = send(provider.authorise(request).await, &url).await?;
     let mut events = response.bytes_stream().eventsource();
 
     let stream = async_stream::try_stream! {

@@ -86,7 +86,7 @@ impl Harness {
     pub fn second_engine(&self) -> Engine {
         Engine::open(EngineOptions {
             data_dir: self.data.path().to_path_buf(),
-            config: self.engine.config().clone(),
+            config: Config::clone(&self.engine.config()),
             clock: Arc::new(SystemClock),
         })
         .expect("second engine")
