@@ -5,10 +5,11 @@ use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{anyhow, bail, ensure, Context, Result};
 use fantoccini::elements::Element;
 use fantoccini::{Client, ClientBuilder, Locator};
 use hyper_util::client::legacy::connect::HttpConnector;
+use serde::de::DeserializeOwned;
 
 use crate::driver::{log_tail, DriverProcess};
 use crate::{Tools, DEFAULT_TIMEOUT};
@@ -79,6 +80,12 @@ impl App {
     /// The WebDriver client, for anything the helpers don't cover.
     pub fn client(&self) -> &Client {
         &self.client
+    }
+
+    /// The process id of tauri-driver, whose process group holds
+    /// WebKitWebDriver, the app and the app's web processes.
+    pub fn driver_pid(&self) -> u32 {
+        self.driver.pid()
     }
 
     /// The log of this run: tauri-driver, WebKitWebDriver and the app's stderr.
@@ -185,6 +192,222 @@ impl App {
         Ok(text.trim().to_string())
     }
 
+    /// Runs `script` (a function body: `return …`, the arguments in
+    /// `arguments`) in the page and converts what it returns.
+    pub async fn js<T: DeserializeOwned>(
+        &self,
+        script: &str,
+        args: Vec<serde_json::Value>,
+    ) -> Result<T> {
+        let value = self
+            .client
+            .execute(script, args)
+            .await
+            .with_context(|| format!("running a script in the page: {}", first_line(script)))?;
+        serde_json::from_value(value.clone()).with_context(|| {
+            format!(
+                "unexpected result {value} from the script {}",
+                first_line(script)
+            )
+        })
+    }
+
+    /// The route part of the URL (`#/battle/…`; empty at the start page).
+    pub async fn hash(&self) -> Result<String> {
+        let url = self
+            .client
+            .current_url()
+            .await
+            .context("reading the window's URL")?;
+        Ok(url.fragment().map(|f| format!("#{f}")).unwrap_or_default())
+    }
+
+    /// Goes to a route of the app (`#/history`) the way a link does.
+    pub async fn goto(&self, hash: &str) -> Result<()> {
+        ensure!(
+            hash.starts_with("#/"),
+            "goto({hash:?}): a route starts with #/"
+        );
+        self.js::<serde_json::Value>(
+            "window.location.hash = arguments[0]; return null;",
+            vec![hash.into()],
+        )
+        .await?;
+        Ok(())
+    }
+
+    /// Waits for the element matching `css` and clicks it (see
+    /// [`App::click_element`]).
+    pub async fn click(&self, css: &str) -> Result<()> {
+        let element = self.wait_for(css).await?;
+        self.click_element(&element)
+            .await
+            .with_context(|| format!("clicking {css:?}"))
+    }
+
+    /// Scrolls `element` to the middle of the window (clear of the sticky
+    /// top bar) and clicks it.
+    pub async fn click_element(&self, element: &Element) -> Result<()> {
+        self.scroll_to(element).await?;
+        element
+            .click()
+            .await
+            .map_err(|err| self.with_log(anyhow!("click refused: {err:?}")))
+    }
+
+    /// Scrolls `element` to the middle of the window.
+    pub async fn scroll_to(&self, element: &Element) -> Result<()> {
+        self.js::<serde_json::Value>(
+            "arguments[0].scrollIntoView({block: 'center', inline: 'nearest'}); return null;",
+            vec![element_arg(element)?],
+        )
+        .await?;
+        Ok(())
+    }
+
+    /// Replaces the text of an input or textarea the way typing does.
+    pub async fn fill(&self, element: &Element, text: &str) -> Result<()> {
+        self.scroll_to(element).await?;
+        element.clear().await.context("clearing a field")?;
+        element
+            .send_keys(text)
+            .await
+            .with_context(|| format!("typing {text:?}"))
+    }
+
+    /// Chooses the option of a `<select>` whose value is `value` (or, when
+    /// no value matches, whose visible label is), waiting for it to be
+    /// offered (options often load after the select appears). Clicks it as
+    /// a user does, and checks that the select took it.
+    pub async fn choose(&self, select: &Element, value: &str) -> Result<()> {
+        let waited = poll_until(
+            &format!("an option {value:?} in a select"),
+            DEFAULT_TIMEOUT,
+            || async {
+                let found: Option<usize> = self
+                    .js(
+                        "const [select, wanted] = arguments;
+                             const options = [...select.options];
+                             let i = options.findIndex(o => o.value === wanted);
+                             if (i < 0) i = options.findIndex(o => o.label.trim() === wanted);
+                             return i < 0 ? null : i;",
+                        vec![element_arg(select)?, value.into()],
+                    )
+                    .await?;
+                Ok(found)
+            },
+        )
+        .await;
+        let option = match waited {
+            Ok(index) => index,
+            Err(err) => {
+                let offered = self.select_options(select).await;
+                return Err(self.with_log(anyhow!("{err:#}; the select offers {offered}")));
+            }
+        };
+        self.scroll_to(select).await?;
+        // `select.options` and the descendant options are both in tree
+        // order (optgroups included).
+        let options = select
+            .find_all(Locator::Css("option"))
+            .await
+            .context("listing a select's options")?;
+        let option = options
+            .get(option)
+            .ok_or_else(|| anyhow!("the select lost its option {value:?}"))?;
+        option
+            .click()
+            .await
+            .with_context(|| format!("choosing {value:?}"))?;
+        let chosen: String = self
+            .js(
+                "const s = arguments[0]; const o = s.options[s.selectedIndex]; return o ? o.value + ' / ' + o.label : '';",
+                vec![element_arg(select)?],
+            )
+            .await?;
+        ensure!(
+            chosen.split(" / ").any(|part| part.trim() == value),
+            "chose {value:?} but the select shows {chosen:?}"
+        );
+        Ok(())
+    }
+
+    /// `value / label` of each option of a select, for error messages.
+    async fn select_options(&self, select: &Element) -> String {
+        let Ok(arg) = element_arg(select) else {
+            return String::from("(unknown)");
+        };
+        self.js::<Vec<String>>(
+            "return [...arguments[0].options].map(o => o.value + ' / ' + o.label);",
+            vec![arg],
+        )
+        .await
+        .map(|options| format!("{options:?}"))
+        .unwrap_or_else(|err| format!("(could not list them: {err:#})"))
+    }
+
+    /// Every element matching `css` now (none is not an error).
+    pub async fn find_all(&self, css: &str) -> Result<Vec<Element>> {
+        self.client
+            .find_all(Locator::Css(css))
+            .await
+            .with_context(|| format!("finding {css:?}"))
+    }
+
+    /// How many elements match `css` now.
+    pub async fn count(&self, css: &str) -> Result<usize> {
+        Ok(self.find_all(css).await?.len())
+    }
+
+    /// Whether an element matching `css` exists and is displayed now.
+    pub async fn is_visible(&self, css: &str) -> Result<bool> {
+        match self.client.find(Locator::Css(css)).await {
+            Ok(element) => element
+                .is_displayed()
+                .await
+                .with_context(|| format!("checking whether {css:?} is displayed")),
+            Err(err) if err.is_no_such_element() => Ok(false),
+            Err(err) => Err(anyhow!(err).context(format!("finding {css:?}"))),
+        }
+    }
+
+    /// Waits until the element matching `css` has `attr` = `value`; the
+    /// error says what it had instead.
+    pub async fn wait_attr(
+        &self,
+        css: &str,
+        attr: &str,
+        value: &str,
+        timeout: Duration,
+    ) -> Result<()> {
+        let seen = std::sync::Mutex::new(None::<Option<String>>);
+        let waited = poll_until(
+            &format!("{css} to have {attr}={value:?}"),
+            timeout,
+            || async {
+                let element = match self.client.find(Locator::Css(css)).await {
+                    Ok(element) => element,
+                    Err(err) if err.is_no_such_element() => return Ok(None),
+                    Err(err) => return Err(anyhow!(err)),
+                };
+                let current = element.attr(attr).await?;
+                let matched = current.as_deref() == Some(value);
+                if let Ok(mut last) = seen.lock() {
+                    *last = Some(current);
+                }
+                Ok(matched.then_some(()))
+            },
+        )
+        .await;
+        waited.map_err(|err| {
+            let last = seen.lock().ok().and_then(|s| s.clone());
+            self.with_log(match last {
+                Some(current) => anyhow!("{err:#}; it had {attr}={current:?}"),
+                None => anyhow!("{err:#}; no element matched {css:?}"),
+            })
+        })
+    }
+
     /// Saves a PNG screenshot of the window to
     /// `target/e2e-screenshots/<name>.png` and returns its path.
     pub async fn screenshot(&self, name: &str) -> Result<PathBuf> {
@@ -213,13 +436,23 @@ impl App {
         closed.map_err(|err| with_log(anyhow!(err).context("ending the WebDriver session"), &log))
     }
 
-    fn with_log(&self, err: anyhow::Error) -> anyhow::Error {
+    /// The error followed by the tail of the log.
+    pub(crate) fn with_log(&self, err: anyhow::Error) -> anyhow::Error {
         with_log(err, self.driver.log_path())
     }
 }
 
+/// An element as a script argument (`arguments[i]` in the page).
+pub(crate) fn element_arg(element: &Element) -> Result<serde_json::Value> {
+    serde_json::to_value(element).context("passing an element to a script")
+}
+
+fn first_line(script: &str) -> &str {
+    script.lines().next().unwrap_or_default().trim()
+}
+
 /// Polls `check` every [`POLL`] until it gives `Some` or `timeout` passes.
-async fn poll_until<T, F, Fut>(what: &str, timeout: Duration, check: F) -> Result<T>
+pub(crate) async fn poll_until<T, F, Fut>(what: &str, timeout: Duration, check: F) -> Result<T>
 where
     F: Fn() -> Fut,
     Fut: Future<Output = Result<Option<T>>>,

@@ -96,6 +96,11 @@ impl DriverProcess {
         format!("http://127.0.0.1:{}", self.port)
     }
 
+    /// tauri-driver's process id (also its process group's).
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     pub(crate) fn log_path(&self) -> &Path {
         &self.log
     }

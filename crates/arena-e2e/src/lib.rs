@@ -39,8 +39,11 @@
 //! (nextest) never run two at once.
 
 mod app;
+mod battle;
 mod driver;
+mod launcher;
 mod lock;
+mod processes;
 mod tools;
 
 use std::ffi::OsString;
@@ -50,11 +53,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use arena_core::{Battle, BattleRequest, BattleType, ContestantSpec, Engine, EngineOptions};
+use arena_core::{Battle, BattleRequest, BattleType, ContestantSpec, Engine, EngineOptions, Lane};
 use arena_testserver::{ModelScript, TestServer};
 
 pub use app::App;
+pub use battle::{BattleSnapshot, OutputPane, RosterRow};
 pub use fantoccini::{self, Locator};
+pub use launcher::BattleForm;
+pub use processes::{process_tree_memory, Memory};
 pub use tools::{e2e_required, Tools};
 pub use {arena_core, arena_testserver};
 
@@ -110,7 +116,7 @@ impl Harness {
             .path()
             .canonicalize()
             .context("canonicalising the temp dir")?;
-        for sub in ["data", "project"] {
+        for sub in ["data", "project", "xdg/data", "xdg/config"] {
             std::fs::create_dir_all(root.join(sub))
                 .with_context(|| format!("creating {}", root.join(sub).display()))?;
         }
@@ -162,21 +168,7 @@ impl Harness {
     /// The default `arena.toml`: the scripted server as the only (local-lane)
     /// provider, [`MODEL`] as the judge, short retry and stall limits.
     pub fn default_config(&self) -> String {
-        format!(
-            r#"default_model = "{MODEL}"
-
-[[provider]]
-name = "{PROVIDER}"
-kind = "openai"
-base_url = "{}"
-lane = "local"
-
-[limits]
-backoff_base_ms = 20
-stall_timeout_secs = 5
-"#,
-            self.server.base_url()
-        )
+        config_toml(&[ProviderEntry::local(PROVIDER, &self.server)], Some(MODEL))
     }
 
     /// Replaces `arena.toml` (takes effect at the next launch).
@@ -185,12 +177,22 @@ stall_timeout_secs = 5
         std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))
     }
 
-    /// The environment every process of this test gets (`ARENA_DATA_DIR`,
-    /// `ARENA_CONFIG`).
+    /// The environment every process of this test gets: `ARENA_DATA_DIR`,
+    /// `ARENA_CONFIG`, and its own `XDG_DATA_HOME` and `XDG_CONFIG_HOME`, so
+    /// that what the webview keeps (local storage: the launcher's remembered
+    /// choices) and the window state do not leak from one test into another.
     pub fn env(&self) -> Vec<(OsString, OsString)> {
         vec![
             ("ARENA_DATA_DIR".into(), self.data_dir().into_os_string()),
             ("ARENA_CONFIG".into(), self.config_path().into_os_string()),
+            (
+                "XDG_DATA_HOME".into(),
+                self.root.join("xdg/data").into_os_string(),
+            ),
+            (
+                "XDG_CONFIG_HOME".into(),
+                self.root.join("xdg/config").into_os_string(),
+            ),
         ]
     }
 
@@ -259,10 +261,101 @@ stall_timeout_secs = 5
         Ok(cmd)
     }
 
+    /// Makes the project folder a git repository with `files` (path,
+    /// content) committed on `main`, for Coding battles.
+    pub fn git_project(&self, files: &[(&str, &str)]) -> Result<PathBuf> {
+        let dir = self.project_dir();
+        git(&dir, &["init", "-q", "-b", "main"])?;
+        git(&dir, &["config", "user.email", "arena-e2e@example.invalid"])?;
+        git(&dir, &["config", "user.name", "Arena e2e"])?;
+        for (path, content) in files {
+            let file = dir.join(path);
+            if let Some(parent) = file.parent() {
+                std::fs::create_dir_all(parent)
+                    .with_context(|| format!("creating {}", parent.display()))?;
+            }
+            std::fs::write(&file, content)
+                .with_context(|| format!("writing {}", file.display()))?;
+        }
+        git(&dir, &["add", "-A"])?;
+        git(&dir, &["commit", "-q", "-m", "initial"])?;
+        Ok(dir)
+    }
+
     /// Where screenshots go (`target/e2e-screenshots`).
     pub fn screenshot_dir(&self) -> PathBuf {
         screenshot_dir(&self.tools.target_dir)
     }
+}
+
+/// One `[[provider]]` of a test config (OpenAI-compatible).
+#[derive(Debug, Clone)]
+pub struct ProviderEntry {
+    pub name: String,
+    pub base_url: String,
+    pub lane: Lane,
+}
+
+impl ProviderEntry {
+    /// `server` as a local-lane provider (one contestant at a time).
+    pub fn local(name: &str, server: &TestServer) -> ProviderEntry {
+        ProviderEntry::at(name, &server.base_url(), Lane::Local)
+    }
+
+    /// `server` as a cloud-lane provider (contestants in parallel).
+    pub fn cloud(name: &str, server: &TestServer) -> ProviderEntry {
+        ProviderEntry::at(name, &server.base_url(), Lane::Cloud)
+    }
+
+    /// Any base URL (one nobody listens on, say).
+    pub fn at(name: &str, base_url: &str, lane: Lane) -> ProviderEntry {
+        ProviderEntry {
+            name: name.to_string(),
+            base_url: base_url.to_string(),
+            lane,
+        }
+    }
+}
+
+/// An `arena.toml` with these providers, `default_model` as the judge (none:
+/// battles are not judged), and short retry and stall limits.
+pub fn config_toml(providers: &[ProviderEntry], default_model: Option<&str>) -> String {
+    let mut text = String::new();
+    if let Some(model) = default_model {
+        text.push_str(&format!("default_model = {}\n", toml_string(model)));
+    }
+    for p in providers {
+        text.push_str(&format!(
+            "\n[[provider]]\nname = {}\nkind = \"openai\"\nbase_url = {}\nlane = \"{}\"\n",
+            toml_string(&p.name),
+            toml_string(&p.base_url),
+            p.lane
+        ));
+    }
+    text.push_str("\n[limits]\nbackoff_base_ms = 20\nstall_timeout_secs = 5\n");
+    text
+}
+
+/// A TOML basic string (JSON's escaping is valid TOML for these).
+fn toml_string(s: &str) -> String {
+    serde_json::Value::from(s).to_string()
+}
+
+/// Runs `git args` in `dir`; the error carries git's stderr.
+fn git(dir: &Path, args: &[&str]) -> Result<()> {
+    let out = std::process::Command::new("git")
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .with_context(|| format!("running git {args:?} (is git installed?)"))?;
+    if !out.status.success() {
+        bail!(
+            "git {args:?} in {} failed: {}",
+            dir.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(())
 }
 
 fn screenshot_dir(target_dir: &Path) -> PathBuf {
