@@ -175,6 +175,18 @@ impl App {
             .with_context(|| format!("reading the text of {css:?}"))
     }
 
+    /// The `textContent` of the element matching `css`, waiting for it.
+    /// (WebDriver's visible text skips some visible text, such as a
+    /// single-line ellipsised span, in WebKit.)
+    pub async fn text_content(&self, css: &str) -> Result<String> {
+        let element = self.wait_for(css).await?;
+        self.js(
+            "return arguments[0].textContent;",
+            vec![element_arg(&element)?],
+        )
+        .await
+    }
+
     /// The text of the `<dd>` that follows the `<dt>` reading `term` (a
     /// definition list such as the app-info card), waiting for it.
     pub async fn definition(&self, term: &str) -> Result<String> {
