@@ -1,0 +1,319 @@
+//! A Coding battle from the launcher: the built-in agent, scripted with
+//! tool calls, really edits a temp git repository; the battle view shows
+//! each contestant's diff with a file list and coloured lines.
+//!
+//! Needs a display and the drivers; see the crate docs.
+
+use std::time::Duration;
+
+use anyhow::{ensure, Context, Result};
+use arena_e2e::arena_testserver::{ModelScript, ToolCall, Turn};
+use arena_e2e::{config_toml, App, BattleForm, Harness, ProviderEntry};
+use serde::Deserialize;
+use serde_json::json;
+
+const BATTLE_TIMEOUT: Duration = Duration::from_secs(90);
+
+const NOTES: &str = "keep one\nchange me\nkeep two\nremove me\nkeep three\n";
+/// One line changed, one removed, one added (and a new file besides).
+const NOTES_A: &str = "keep one\nchanged by a\nkeep two\nkeep three\nadded by a\n";
+const NOTES_B: &str = "keep one\nchanged by b\nkeep two\nremove me\nkeep three\n";
+
+/// An agent that writes `files` in one turn, then says `summary`.
+fn agent(files: &[(&str, &str)], summary: &str) -> ModelScript {
+    let calls = files
+        .iter()
+        .map(|(path, content)| {
+            ToolCall::new("write_file", json!({"path": path, "content": content}))
+        })
+        .collect();
+    ModelScript::turns(vec![
+        Turn::ToolCalls { text: None, calls },
+        Turn::text(summary),
+    ])
+}
+
+/// What the diff view of one contestant shows.
+#[derive(Debug, Deserialize)]
+struct DiffShown {
+    files: Vec<FileShown>,
+    lines: Vec<LineShown>,
+}
+
+#[derive(Debug, Deserialize)]
+struct FileShown {
+    path: Option<String>,
+    status: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+struct LineShown {
+    /// `add`, `del`, `ctx` or `hunk` (from the class list), else `""`.
+    kind: String,
+    text: String,
+    background: String,
+    color: String,
+}
+
+const READ_DIFF: &str = r#"
+const view = document.querySelector(`[data-testid=diff-view][data-contestant-id="${arguments[0]}"]`);
+if (!view) return null;
+const kinds = ['add', 'del', 'ctx', 'hunk'];
+return {
+  files: [...view.querySelectorAll('[data-testid=diff-file]')].map(f => ({
+    path: f.getAttribute('data-path'),
+    status: f.getAttribute('data-status'),
+  })),
+  lines: [...view.querySelectorAll('[data-testid=diff-line]')].map(l => {
+    const style = getComputedStyle(l);
+    return {
+      kind: kinds.find(k => l.classList.contains(k)) ?? '',
+      text: l.textContent,
+      background: style.backgroundColor,
+      color: style.color,
+    };
+  }),
+};
+"#;
+
+async fn diff_shown(app: &App, contestant: &str, want_files: usize) -> Result<DiffShown> {
+    app.wait_until(
+        &format!("the diff view of {contestant} to list {want_files} files"),
+        Duration::from_secs(30),
+        || async {
+            let shown: Option<DiffShown> = app.js(READ_DIFF, vec![contestant.into()]).await?;
+            Ok(shown.filter(|d| d.files.len() == want_files && !d.lines.is_empty()))
+        },
+    )
+    .await
+}
+
+/// `(r, g, b, a)` of a CSS colour as computed (`rgb(…)` / `rgba(…)`).
+fn rgba(css: &str) -> Option<(f64, f64, f64, f64)> {
+    let inner = css.split_once('(')?.1.strip_suffix(')')?;
+    let parts: Vec<f64> = inner
+        .split(',')
+        .map(|p| p.trim().parse().ok())
+        .collect::<Option<_>>()?;
+    match parts.as_slice() {
+        [r, g, b] => Some((*r, *g, *b, 1.0)),
+        [r, g, b, a] => Some((*r, *g, *b, *a)),
+        _ => None,
+    }
+}
+
+/// The colours of `line` that differ from those of a context line, each
+/// checked with `hue` (e.g. green over red); at least one must differ.
+fn check_colours(
+    line: &LineShown,
+    ctx: &LineShown,
+    name: &str,
+    hue: fn(f64, f64, f64) -> bool,
+) -> Result<()> {
+    let mut differing = Vec::new();
+    if line.background != ctx.background {
+        differing.push(("background", &line.background));
+    }
+    if line.color != ctx.color {
+        differing.push(("text colour", &line.color));
+    }
+    ensure!(
+        !differing.is_empty(),
+        "{name} lines look like context lines: background {} and text {}",
+        line.background,
+        line.color
+    );
+    for (what, css) in differing {
+        let (r, g, b, a) = rgba(css).with_context(|| format!("unreadable colour {css:?}"))?;
+        ensure!(
+            a > 0.0 && hue(r, g, b),
+            "the {what} of {name} lines is {css}, which is not {name}-coloured"
+        );
+    }
+    Ok(())
+}
+
+/// The HSL hue of a colour in degrees; `None` for a grey.
+fn hue(r: f64, g: f64, b: f64) -> Option<f64> {
+    let max = r.max(g).max(b);
+    let min = r.min(g).min(b);
+    let d = max - min;
+    if d < 4.0 {
+        return None;
+    }
+    let h = if max == r {
+        ((g - b) / d).rem_euclid(6.0)
+    } else if max == g {
+        (b - r) / d + 2.0
+    } else {
+        (r - g) / d + 4.0
+    };
+    Some(h * 60.0)
+}
+
+/// Green: a hue between yellow-green and teal (pale tints included).
+fn greenish(r: f64, g: f64, b: f64) -> bool {
+    hue(r, g, b).is_some_and(|h| (75.0..=170.0).contains(&h))
+}
+
+/// Red: a hue between rose and orange-red.
+fn reddish(r: f64, g: f64, b: f64) -> bool {
+    hue(r, g, b).is_some_and(|h| !(25.0..330.0).contains(&h))
+}
+
+#[cfg(test)]
+mod colour_tests {
+    use super::*;
+
+    #[test]
+    fn hues() {
+        assert!(greenish(230.0, 246.0, 234.0)); // a pale green tint
+        assert!(greenish(22.0, 101.0, 52.0));
+        assert!(reddish(255.0, 235.0, 233.0)); // a pale red tint
+        assert!(reddish(153.0, 27.0, 27.0));
+        assert!(!greenish(240.0, 240.0, 240.0) && !reddish(240.0, 240.0, 240.0));
+        assert!(!greenish(153.0, 27.0, 27.0) && !reddish(22.0, 101.0, 52.0));
+        assert_eq!(rgba("rgba(1, 2, 3, 0.5)"), Some((1.0, 2.0, 3.0, 0.5)));
+        assert_eq!(rgba("rgb(1, 2, 3)"), Some((1.0, 2.0, 3.0, 1.0)));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn coding_battle_shows_a_coloured_diff() -> Result<()> {
+    let Some(h) = Harness::start("coding_battle_shows_a_coloured_diff").await? else {
+        return Ok(());
+    };
+    let project = h.git_project(&[("notes.txt", NOTES), ("README.md", "# Notes\n")])?;
+    let server = h.server();
+    server.set_model(
+        "coder-a",
+        agent(
+            &[("notes.txt", NOTES_A), ("new.txt", "brand new file\n")],
+            "Tidied notes.txt and added new.txt.",
+        ),
+    );
+    server.set_model(
+        "coder-b",
+        agent(&[("notes.txt", NOTES_B)], "Changed one line."),
+    );
+    h.write_config(&config_toml(
+        &[ProviderEntry::cloud("scripted", server)],
+        None,
+    ))?;
+    let app = h.launch().await?;
+    let mut form = BattleForm::coding(
+        &project,
+        "Tidy up notes.txt.",
+        &[("native", "coder-a"), ("native", "coder-b")],
+    );
+    form.check = Some("test -f new.txt");
+    let id = app.start_battle(&form).await?;
+    app.wait_for("[data-testid=battle-view][data-battle-type=coding]")
+        .await?;
+    app.wait_battle_status("done", BATTLE_TIMEOUT).await?;
+
+    let battle = h.engine()?.battle(&id).await?;
+    let id_of = |model: &str| {
+        battle
+            .contestants
+            .iter()
+            .find(|c| c.model == model)
+            .map(|c| c.id.clone())
+            .with_context(|| format!("no contestant with model {model}"))
+    };
+    let (a, b) = (id_of("coder-a")?, id_of("coder-b")?);
+
+    let shown = diff_shown(&app, &a, 2).await?;
+    let mut files: Vec<(String, String)> = shown
+        .files
+        .iter()
+        .map(|f| {
+            (
+                f.path.clone().unwrap_or_default(),
+                f.status.clone().unwrap_or_default(),
+            )
+        })
+        .collect();
+    files.sort();
+    ensure!(
+        files
+            == [
+                ("new.txt".to_string(), "added".to_string()),
+                ("notes.txt".to_string(), "modified".to_string())
+            ],
+        "coder-a's file list shows {files:?}"
+    );
+    let with = |kind: &str, text: &str| {
+        shown
+            .lines
+            .iter()
+            .find(|l| l.kind == kind && l.text.contains(text))
+            .cloned()
+            .with_context(|| {
+                let lines: Vec<String> = shown
+                    .lines
+                    .iter()
+                    .map(|l| format!("{}:{}", l.kind, l.text.trim()))
+                    .collect();
+                format!("no {kind} line with {text:?} in coder-a's diff: {lines:?}")
+            })
+    };
+    let changed = with("add", "changed by a")?;
+    with("add", "added by a")?;
+    with("add", "brand new file")?;
+    let removed = with("del", "change me")?;
+    with("del", "remove me")?;
+    let context = with("ctx", "keep two")?;
+    with("hunk", "@@")?;
+    check_colours(&changed, &context, "green", greenish)?;
+    check_colours(&removed, &context, "red", reddish)?;
+    ensure!(
+        changed.background != removed.background || changed.color != removed.color,
+        "added and removed lines have the same colours"
+    );
+
+    // The other contestant's diff is its own.
+    let other = diff_shown(&app, &b, 1).await?;
+    ensure!(
+        other
+            .lines
+            .iter()
+            .any(|l| l.kind == "add" && l.text.contains("changed by b")),
+        "coder-b's diff lacks its change: {other:?}"
+    );
+    ensure!(
+        !other.lines.iter().any(|l| l.text.contains("by a")),
+        "coder-b's diff shows coder-a's work"
+    );
+
+    // The check ran in each worktree; the actions are offered.
+    let passed: Vec<Option<String>> = app
+        .js(
+            "return [...document.querySelectorAll('[data-testid=check-result]')].map(c => c.getAttribute('data-passed'));",
+            Vec::new(),
+        )
+        .await?;
+    let mut passed = passed.into_iter().flatten().collect::<Vec<_>>();
+    passed.sort();
+    ensure!(
+        passed == ["false", "true"],
+        "check results shown: {passed:?} (coder-a creates new.txt, coder-b does not)"
+    );
+    for action in [
+        "button[data-testid=open-worktree]",
+        "button[data-testid=apply-diff]",
+        "textarea[data-testid=refine-feedback]",
+        "button[data-testid=refine-submit]",
+    ] {
+        app.wait_for(action).await?;
+    }
+
+    let view = app
+        .wait_for(&format!(
+            "[data-testid=diff-view][data-contestant-id=\"{a}\"]"
+        ))
+        .await?;
+    app.scroll_to(&view).await?;
+    app.screenshot("battle-coding").await?;
+    app.close().await
+}
