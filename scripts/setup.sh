@@ -18,9 +18,15 @@ set -euo pipefail
 
 # The one list of Debian packages the project needs (.ci/run reads it too).
 # xauth: xvfb-run needs it (xvfb only Recommends it).
+# libdbus-1-dev: the OS keychain (Secret Service) for API keys.
+# gnome-keyring, dbus-daemon: a real Secret Service for the keychain test
+# (it runs on a private session bus, so nothing touches the user's keyring).
 DEB_PACKAGES=(
   libwebkit2gtk-4.1-dev
   libgtk-3-dev
+  libdbus-1-dev
+  gnome-keyring
+  dbus-daemon
   libayatana-appindicator3-dev
   librsvg2-dev
   libssl-dev

@@ -392,10 +392,10 @@ pub fn save_settings(path: &Path, update: SettingsUpdate) -> Result<Config> {
 /// `[[provider]]` per provider in the given order, reusing the table (and
 /// so the comments and extra keys) of a provider with the same name.
 fn edit(doc: &mut toml_edit::DocumentMut, update: &SettingsUpdate) {
-    use toml_edit::{value, Array, ArrayOfTables, Item, Table};
+    use toml_edit::{Array, ArrayOfTables, Item, Table};
 
     match &update.default_model {
-        Some(model) => doc["default_model"] = value(model.as_str()),
+        Some(model) => set_value(doc.as_table_mut(), "default_model", model.as_str().into()),
         None => {
             doc.remove("default_model");
         }

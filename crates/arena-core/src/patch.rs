@@ -323,15 +323,14 @@ fn range(text: &str) -> Option<(u32, u32)> {
 }
 
 /// The path of a `---`/`+++` line (or a side of `Binary files … differ`):
-/// `None` for `/dev/null`, else without its `a/`/`b/` prefix and any
-/// trailing tab-separated timestamp.
+/// `None` for `/dev/null`, else without its `a/`/`b/` prefix and anything
+/// after a tab (git ends a path with spaces with one; plain diffs put a
+/// timestamp there).
 fn header_path(text: &str) -> Option<String> {
-    let text = if text.starts_with('"') {
-        text
-    } else {
-        text.split('\t').next().unwrap_or(text)
+    let path = match split_quoted(text) {
+        Some((path, _)) => path,
+        None => text.split('\t').next().unwrap_or(text).to_string(),
     };
-    let path = unquote(text);
     (path != "/dev/null").then(|| strip_side(&path).to_string())
 }
 
@@ -435,4 +434,291 @@ fn unquote(text: &str) -> String {
         }
     }
     String::from_utf8_lossy(&bytes).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(kind: LineKind, text: &str, old: Option<u32>, new: Option<u32>) -> PatchLine {
+        PatchLine {
+            kind,
+            text: text.into(),
+            old_line: old,
+            new_line: new,
+        }
+    }
+
+    #[test]
+    fn a_modified_file_gets_numbered_lines() {
+        let files = parse(
+            "diff --git a/src/lib.rs b/src/lib.rs\n\
+             index 1111111..2222222 100644\n\
+             --- a/src/lib.rs\n\
+             +++ b/src/lib.rs\n\
+             @@ -1,3 +1,3 @@ fn main\n\
+             \x20one\n\
+             -two\n\
+             +deux\n\
+             \x20three\n\
+             @@ -10 +10,2 @@\n\
+             \x20ten\n\
+             +eleven\n",
+        );
+        assert_eq!(files.len(), 1);
+        let f = &files[0];
+        assert_eq!(f.path, "src/lib.rs");
+        assert_eq!(f.old_path, None);
+        assert_eq!(f.status, ChangeStatus::Modified);
+        assert!(!f.binary);
+        assert_eq!((f.insertions, f.deletions), (2, 1));
+        use LineKind::*;
+        assert_eq!(
+            f.lines,
+            vec![
+                line(Hunk, "@@ -1,3 +1,3 @@ fn main", None, None),
+                line(Context, "one", Some(1), Some(1)),
+                line(Delete, "two", Some(2), None),
+                line(Add, "deux", None, Some(2)),
+                line(Context, "three", Some(3), Some(3)),
+                line(Hunk, "@@ -10 +10,2 @@", None, None),
+                line(Context, "ten", Some(10), Some(10)),
+                line(Add, "eleven", None, Some(11)),
+            ]
+        );
+    }
+
+    #[test]
+    fn new_deleted_and_renamed_files() {
+        let files = parse(
+            "diff --git a/new.txt b/new.txt\n\
+             new file mode 100644\n\
+             index 0000000..3b18e51\n\
+             --- /dev/null\n\
+             +++ b/new.txt\n\
+             @@ -0,0 +1 @@\n\
+             +hello\n\
+             diff --git a/gone.txt b/gone.txt\n\
+             deleted file mode 100644\n\
+             index 3b18e51..0000000\n\
+             --- a/gone.txt\n\
+             +++ /dev/null\n\
+             @@ -1,2 +0,0 @@\n\
+             -bye\n\
+             -now\n\
+             diff --git a/old name.txt b/new name.txt\n\
+             similarity index 90%\n\
+             rename from old name.txt\n\
+             rename to new name.txt\n\
+             index 1111111..2222222 100644\n\
+             --- a/old name.txt\n\
+             +++ b/new name.txt\n\
+             @@ -1 +1 @@\n\
+             -a\n\
+             +b\n\
+             diff --git a/moved.rs b/src/moved.rs\n\
+             similarity index 100%\n\
+             rename from moved.rs\n\
+             rename to src/moved.rs\n",
+        );
+        let summary: Vec<_> = files
+            .iter()
+            .map(|f| {
+                (
+                    f.path.as_str(),
+                    f.old_path.as_deref(),
+                    f.status,
+                    f.insertions,
+                    f.deletions,
+                )
+            })
+            .collect();
+        assert_eq!(
+            summary,
+            vec![
+                ("new.txt", None, ChangeStatus::Added, 1, 0),
+                ("gone.txt", None, ChangeStatus::Deleted, 0, 2),
+                (
+                    "new name.txt",
+                    Some("old name.txt"),
+                    ChangeStatus::Renamed,
+                    1,
+                    1
+                ),
+                (
+                    "src/moved.rs",
+                    Some("moved.rs"),
+                    ChangeStatus::Renamed,
+                    0,
+                    0
+                ),
+            ]
+        );
+        assert_eq!(
+            files[0].lines[1],
+            line(LineKind::Add, "hello", None, Some(1))
+        );
+        assert_eq!(
+            files[1].lines[2],
+            line(LineKind::Delete, "now", Some(2), None)
+        );
+        assert!(files[3].lines.is_empty());
+    }
+
+    #[test]
+    fn binary_files_have_no_lines() {
+        let files = parse(
+            "diff --git a/logo.png b/logo.png\n\
+             new file mode 100644\n\
+             index 0000000..d5c8e0a\n\
+             GIT binary patch\n\
+             literal 12\n\
+             TcmZ?wbhEHbWMp7uU|;|M2RH!w\n\
+             \n\
+             literal 0\n\
+             HcmV?d00001\n\
+             \n\
+             diff --git a/data.bin b/data.bin\n\
+             index 1111111..2222222 100644\n\
+             Binary files a/data.bin and b/data.bin differ\n\
+             diff --git a/old.bin b/old.bin\n\
+             deleted file mode 100644\n\
+             index 1111111..0000000\n\
+             Binary files a/old.bin and /dev/null differ\n",
+        );
+        let summary: Vec<_> = files
+            .iter()
+            .map(|f| (f.path.as_str(), f.status, f.binary, f.lines.len()))
+            .collect();
+        assert_eq!(
+            summary,
+            vec![
+                ("logo.png", ChangeStatus::Added, true, 0),
+                ("data.bin", ChangeStatus::Modified, true, 0),
+                ("old.bin", ChangeStatus::Deleted, true, 0),
+            ]
+        );
+    }
+
+    #[test]
+    fn no_newline_markers_are_context_without_numbers() {
+        let files = parse(
+            "diff --git a/a.txt b/a.txt\n\
+             --- a/a.txt\n\
+             +++ b/a.txt\n\
+             @@ -1 +1 @@\n\
+             -old\n\
+             \\ No newline at end of file\n\
+             +new\n\
+             \\ No newline at end of file\n",
+        );
+        let f = &files[0];
+        assert_eq!((f.insertions, f.deletions), (1, 1));
+        assert_eq!(
+            f.lines[2],
+            line(
+                LineKind::Context,
+                "\\ No newline at end of file",
+                None,
+                None
+            )
+        );
+        assert_eq!(f.lines[3], line(LineKind::Add, "new", None, Some(1)));
+        assert_eq!(f.lines.len(), 5);
+    }
+
+    #[test]
+    fn body_lines_that_look_like_headers_stay_in_their_hunk() {
+        // A deleted "-- x" and an added "++ y" line, then a new file.
+        let files = parse(
+            "diff --git a/notes.md b/notes.md\n\
+             --- a/notes.md\n\
+             +++ b/notes.md\n\
+             @@ -1,2 +1,2 @@\n\
+             --- x\n\
+             +++ y\n\
+             \n\
+             diff --git a/b.txt b/b.txt\n\
+             --- a/b.txt\n\
+             +++ b/b.txt\n\
+             @@ -1 +1 @@\n\
+             -1\n\
+             +2\n",
+        );
+        assert_eq!(files.len(), 2);
+        let kinds: Vec<_> = files[0]
+            .lines
+            .iter()
+            .map(|l| (l.kind, l.text.as_str()))
+            .collect();
+        assert_eq!(
+            kinds,
+            vec![
+                (LineKind::Hunk, "@@ -1,2 +1,2 @@"),
+                (LineKind::Delete, "-- x"),
+                (LineKind::Add, "++ y"),
+                // An empty context line whose space was stripped.
+                (LineKind::Context, ""),
+            ]
+        );
+        assert_eq!(files[1].path, "b.txt");
+    }
+
+    #[test]
+    fn quoted_paths_are_decoded() {
+        let files = parse(
+            "diff --git \"a/caf\\303\\251 \\\"menu\\\".txt\" \"b/caf\\303\\251 \\\"menu\\\".txt\"\n\
+             new file mode 100644\n\
+             --- /dev/null\n\
+             +++ \"b/caf\\303\\251 \\\"menu\\\".txt\"\n\
+             @@ -0,0 +1 @@\n\
+             +x\n\
+             diff --git \"a/tab\\there\" \"b/tab\\there\"\n\
+             deleted file mode 100644\n\
+             Binary files \"a/tab\\there\" and /dev/null differ\n",
+        );
+        assert_eq!(files[0].path, "café \"menu\".txt");
+        assert_eq!(files[0].status, ChangeStatus::Added);
+        assert_eq!(files[1].path, "tab\there");
+        assert_eq!(files[1].status, ChangeStatus::Deleted);
+    }
+
+    #[test]
+    fn plain_unified_diffs_and_crlf_are_read() {
+        let files = parse(
+            "Some preamble\r\n\
+             --- a/one.txt\t2024-01-01 00:00:00\r\n\
+             +++ b/one.txt\t2024-01-01 00:00:01\r\n\
+             @@ -1 +1 @@\r\n\
+             -a\r\n\
+             +b\r\n\
+             --- /dev/null\n\
+             +++ b/two.txt\n\
+             @@ -0,0 +1,2 @@\n\
+             +x\n\
+             +y\n",
+        );
+        let summary: Vec<_> = files
+            .iter()
+            .map(|f| (f.path.as_str(), f.status, f.insertions, f.deletions))
+            .collect();
+        assert_eq!(
+            summary,
+            vec![
+                ("one.txt", ChangeStatus::Modified, 1, 1),
+                ("two.txt", ChangeStatus::Added, 2, 0),
+            ]
+        );
+        assert_eq!(files[0].lines[2].text, "b", "no carriage return left");
+    }
+
+    #[test]
+    fn nothing_and_garbage_give_no_files() {
+        assert!(parse("").is_empty());
+        assert!(parse("hello\nworld\n").is_empty());
+        // A hunk header it cannot read still shows, with its lines.
+        let files = parse("diff --git a/x b/x\n@@ bogus @@\n+1\n-2\n");
+        assert_eq!(files[0].lines.len(), 3);
+        assert_eq!(files[0].lines[1].new_line, Some(1));
+    }
 }

@@ -899,3 +899,126 @@ fn odd_files_make_patches_git_accepts() {
         assert_eq!(mode & 0o111, 0o111, "run.sh should be executable");
     }
 }
+
+/// `git diff --numstat -z` as path → (insertions, deletions); `None` for
+/// a binary file.
+fn numstat(
+    project: &Path,
+    args: &[&str],
+) -> std::collections::BTreeMap<String, Option<(usize, usize)>> {
+    let mut all = vec!["diff", "--numstat", "-z"];
+    all.extend_from_slice(args);
+    let out = git(project, &all);
+    let mut fields = out.split('\0');
+    let mut stats = std::collections::BTreeMap::new();
+    while let Some(record) = fields.next().filter(|r| !r.is_empty()) {
+        let mut parts = record.splitn(3, '\t');
+        let (ins, del) = (parts.next().unwrap(), parts.next().unwrap());
+        let path = match parts.next().unwrap() {
+            // A rename: the old and new paths follow as fields of their own.
+            "" => {
+                fields.next();
+                fields.next().unwrap().to_string()
+            }
+            path => path.to_string(),
+        };
+        let counts = ins.parse().ok().zip(del.parse().ok());
+        stats.insert(path, counts);
+    }
+    stats
+}
+
+/// Every parsed line agrees with the files: context and deleted lines are
+/// the old file's lines at their numbers, context and added lines the new
+/// file's.
+fn check_lines(file: &arena_core::patch::FilePatch, old: &str, new: &str) {
+    use arena_core::patch::LineKind;
+    let old: Vec<&str> = old.lines().collect();
+    let new: Vec<&str> = new.lines().collect();
+    for line in &file.lines {
+        if line.kind == LineKind::Hunk || line.text.starts_with('\\') {
+            continue;
+        }
+        if let Some(n) = line.old_line {
+            assert_eq!(
+                old[n as usize - 1],
+                line.text,
+                "{}: old line {n}",
+                file.path
+            );
+        }
+        if let Some(n) = line.new_line {
+            assert_eq!(
+                new[n as usize - 1],
+                line.text,
+                "{}: new line {n}",
+                file.path
+            );
+        }
+    }
+}
+
+#[test]
+fn the_patch_parser_reads_what_git_and_the_diff_layer_write() {
+    use arena_core::patch;
+
+    let (_dir, project) = project();
+    let base = head(&project);
+    let old_lib = fs::read_to_string(project.join("src/lib.rs")).unwrap();
+    let new_lib = old_lib
+        .replace("lib line 2\n", "lib line two\n")
+        .replace("lib line 20\n", "")
+        + "lib line 31";
+    write(&project.join("src/lib.rs"), &new_lib);
+    write(&project.join("src/new file é.rs"), "fn main() {}\n");
+    fs::remove_file(project.join("doomed.txt")).unwrap();
+    let moved = numbered("moving", 25).replace("moving line 3\n", "moving line III\n");
+    fs::remove_file(project.join("old_name.txt")).unwrap();
+    write(&project.join("docs/new_name.txt"), &moved);
+    write(&project.join("image.bin"), binary_blob(2, 3000));
+    write(&project.join("logo.png"), binary_blob(3, 500));
+
+    // The diff layer's patch (what a contestant's diff.patch holds).
+    let ours = diff::diff_worktree(&project, &base).unwrap();
+    // git's own, from the index.
+    git(&project, &["add", "-A"]);
+    let theirs = git(&project, &["diff", "--cached", "--binary", "-M", &base]);
+    let expected = numstat(&project, &["--cached", "-M", &base]);
+
+    for (source, text) in [("diff layer", &ours.patch), ("git", &theirs)] {
+        let files = patch::parse(text);
+        let got: std::collections::BTreeMap<String, Option<(usize, usize)>> = files
+            .iter()
+            .map(|f| {
+                let counts = (!f.binary).then_some((f.insertions, f.deletions));
+                (f.path.clone(), counts)
+            })
+            .collect();
+        assert_eq!(
+            got, expected,
+            "{source}: files and counts as git counts them"
+        );
+
+        let by_path = |p: &str| files.iter().find(|f| f.path == p).unwrap();
+        let lib = by_path("src/lib.rs");
+        assert_eq!(lib.status, ChangeStatus::Modified);
+        check_lines(lib, &old_lib, &new_lib);
+        assert!(
+            lib.lines
+                .iter()
+                .any(|l| l.text == "\\ No newline at end of file"),
+            "{source}: the last line has no newline"
+        );
+        assert_eq!(by_path("src/new file é.rs").status, ChangeStatus::Added);
+        assert_eq!(by_path("doomed.txt").status, ChangeStatus::Deleted);
+        let renamed = by_path("docs/new_name.txt");
+        assert_eq!(renamed.status, ChangeStatus::Renamed, "{source}");
+        assert_eq!(renamed.old_path.as_deref(), Some("old_name.txt"));
+        check_lines(renamed, &numbered("moving", 25), &moved);
+        for binary in ["image.bin", "logo.png"] {
+            let f = by_path(binary);
+            assert!(f.binary && f.lines.is_empty(), "{source}: {binary}");
+        }
+        assert_eq!(by_path("logo.png").status, ChangeStatus::Added);
+    }
+}
