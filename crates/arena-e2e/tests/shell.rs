@@ -1,5 +1,6 @@
-//! The app shell: the window starts on an isolated data directory and shows
-//! the app info (version, data directory, battle count) from the engine.
+//! The app shell: the window starts on the launcher, on an isolated data
+//! directory, and Settings shows the app info (version, data directory,
+//! battle count) from the engine.
 //!
 //! Needs a display and the drivers; see the crate docs. Run with
 //! `xvfb-run -a -s "-screen 0 1280x1024x24" cargo test -p arena-e2e -- --test-threads=1`
@@ -20,7 +21,12 @@ async fn shell_shows_app_info() -> Result<()> {
     let title = app.text_of("header h1").await?;
     ensure!(title == "Arena", "header: {title:?}");
     app.wait_for_text("Run one prompt against").await?;
+    app.wait_for("[data-testid=launcher]").await?;
+    for nav in ["launcher", "history", "leaderboard", "settings"] {
+        app.wait_for(&format!("a[data-testid=nav-{nav}]")).await?;
+    }
 
+    app.click("a[data-testid=nav-settings]").await?;
     let version = app.definition("Version").await?;
     ensure!(
         version == env!("CARGO_PKG_VERSION"),
@@ -64,6 +70,7 @@ async fn restart_shows_battle_created_by_engine() -> Result<()> {
     };
 
     let app = h.launch().await?;
+    app.goto("#/settings").await?;
     let battles = app.definition("Battles").await?;
     ensure!(
         battles == "0",
@@ -87,6 +94,7 @@ async fn restart_shows_battle_created_by_engine() -> Result<()> {
     );
 
     let app = h.launch().await?;
+    app.goto("#/settings").await?;
     let battles = app.definition("Battles").await?;
     ensure!(battles == "1", "Battles shows {battles:?} after one battle");
     let shot = app.screenshot("shell-one-battle").await?;

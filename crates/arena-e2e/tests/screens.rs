@@ -1,0 +1,161 @@
+//! The settings screen (providers with their reachability, backends,
+//! personas, about) and the leaderboard (table and chart) after decided
+//! battles.
+//!
+//! Needs a display and the drivers; see the crate docs.
+
+use std::time::Duration;
+
+use anyhow::{ensure, Context, Result};
+use arena_core::Lane;
+use arena_e2e::arena_testserver::ModelScript;
+use arena_e2e::{config_toml, Harness, ProviderEntry, MODEL};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn settings_show_providers_backends_personas_and_about() -> Result<()> {
+    let Some(h) = Harness::start("settings_show_providers_backends_personas_and_about").await?
+    else {
+        return Ok(());
+    };
+    let closed = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").context("binding a port")?;
+        listener.local_addr()?.port()
+    };
+    h.write_config(&config_toml(
+        &[
+            ProviderEntry::local("scripted", h.server()),
+            ProviderEntry::at(
+                "offline",
+                &format!("http://127.0.0.1:{closed}/v1"),
+                Lane::Cloud,
+            ),
+        ],
+        Some(MODEL),
+    ))?;
+    let app = h.launch().await?;
+    app.goto("#/settings").await?;
+    app.wait_for("[data-testid=settings]").await?;
+
+    let reach = Duration::from_secs(30);
+    app.wait_attr(
+        "[data-testid=provider-row][data-name=scripted]",
+        "data-reachable",
+        "true",
+        reach,
+    )
+    .await?;
+    app.wait_attr(
+        "[data-testid=provider-row][data-name=offline]",
+        "data-reachable",
+        "false",
+        reach,
+    )
+    .await?;
+    app.wait_for("[data-testid=backend-row][data-name=native]")
+        .await?;
+    let personas = app.count("[data-testid=persona-row]").await?;
+    ensure!(
+        personas >= 4,
+        "settings list {personas} personas; AGENTS.md is seeded with at least 4"
+    );
+
+    let version = app.definition("Version").await?;
+    ensure!(
+        version == env!("CARGO_PKG_VERSION"),
+        "Version shows {version:?}, Cargo says {}",
+        env!("CARGO_PKG_VERSION")
+    );
+    let data_dir = app.definition("Data directory").await?;
+    ensure!(
+        data_dir == h.data_dir().display().to_string(),
+        "Data directory shows {data_dir:?}, the test set {}",
+        h.data_dir().display()
+    );
+    app.screenshot("settings").await?;
+    app.close().await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leaderboard_ranks_decided_battles() -> Result<()> {
+    let Some(h) = Harness::start("leaderboard_ranks_decided_battles").await? else {
+        return Ok(());
+    };
+    h.server()
+        .set_model("strong", ModelScript::text("A strong answer.").rate(40.0));
+    h.server()
+        .set_model("weak", ModelScript::text("A weak answer.").rate(40.0));
+    h.write_config(&config_toml(
+        &[ProviderEntry::cloud("scripted", h.server())],
+        None,
+    ))?;
+
+    // Three decided battles through the engine, the app closed: strong wins
+    // two, weak one.
+    let engine = h.engine()?;
+    for (n, winner) in ["strong", "weak", "strong"].into_iter().enumerate() {
+        let battle = h
+            .run_qa_battle(
+                &format!("Leaderboard question {n}"),
+                &["debugger@strong", "explainer@weak"],
+            )
+            .await?;
+        let id = battle
+            .contestants
+            .iter()
+            .find(|c| c.model == winner)
+            .map(|c| c.id.clone())
+            .with_context(|| format!("no contestant with model {winner}"))?;
+        engine.set_winner(&battle.id, Some(&id)).await?;
+    }
+    drop(engine);
+
+    let app = h.launch().await?;
+    app.goto("#/leaderboard").await?;
+    app.wait_for("[data-testid=leaderboard-table]").await?;
+    let rows = "[data-testid=leaderboard-row]";
+    app.wait_until(
+        "the leaderboard to rank 2 contestants",
+        Duration::from_secs(30),
+        || async { Ok((app.count(rows).await? == 2).then_some(())) },
+    )
+    .await?;
+    let first = app
+        .find_all(rows)
+        .await?
+        .first()
+        .context("no leaderboard row")?
+        .text()
+        .await?;
+    ensure!(
+        first.contains("strong"),
+        "the top row is {first:?}; strong won 2 of 3"
+    );
+    let points = app.count("[data-testid=leaderboard-chart] circle").await?;
+    let lines = app.count("[data-testid=leaderboard-chart] line").await?;
+    ensure!(
+        points == 2 && lines >= 2 * 3,
+        "the chart has {points} points and {lines} lines; expected a point and a whisker \
+         with two caps per contestant"
+    );
+    app.screenshot("leaderboard").await?;
+
+    // The type filter: no Coding battles, then Q&A again.
+    let filter = app
+        .wait_for("select[data-testid=leaderboard-filter-type]")
+        .await?;
+    app.choose(&filter, "coding").await?;
+    app.wait_until(
+        "the Coding leaderboard to be empty",
+        Duration::from_secs(10),
+        || async { Ok((app.count(rows).await? == 0).then_some(())) },
+    )
+    .await?;
+    app.choose(&filter, "qa").await?;
+    app.wait_until(
+        "the Q&A leaderboard to rank 2 contestants",
+        Duration::from_secs(10),
+        || async { Ok((app.count(rows).await? == 2).then_some(())) },
+    )
+    .await?;
+    app.close().await
+}
