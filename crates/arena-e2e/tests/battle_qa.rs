@@ -58,8 +58,9 @@ async fn qa_battle_runs_local_one_at_a_time_and_cloud_together() -> Result<()> {
         (&cloud, "cloud-b", 20.0),
     ] {
         let text = answer(model, 58);
-        server.set_model(model, ModelScript::text(&text).rate(rate));
-        expected.insert(model, text);
+        let script = ModelScript::text(&text).rate(rate);
+        expected.insert(model, (text, script.content.len()));
+        server.set_model(model, script);
     }
     h.write_config(&config_toml(
         &[
@@ -120,9 +121,33 @@ async fn qa_battle_runs_local_one_at_a_time_and_cloud_together() -> Result<()> {
             c.model,
             lengths
         );
-        let want = expected
+        let (want, tokens) = expected
             .get(c.model.as_str())
             .with_context(|| format!("unexpected model {}", c.model))?;
+        let cells = row_cells(&app, &c.id).await?;
+        ensure!(
+            cells.tokens.replace(|ch: char| !ch.is_ascii_digit(), "") == tokens.to_string(),
+            "the roster shows {:?} tokens for {}, the server sent {tokens}",
+            cells.tokens,
+            c.model
+        );
+        ensure!(
+            cells.status == "done" && cells.lane == c.lane.as_str(),
+            "the status and lane cells of {} read {:?} and {:?}",
+            c.model,
+            cells.status,
+            cells.lane
+        );
+        ensure!(
+            !cells.elapsed.is_empty()
+                && cells.elapsed != "—"
+                && !cells.tps.is_empty()
+                && cells.tps != "—",
+            "the roster shows no elapsed time ({:?}) or tok/s ({:?}) for {}",
+            cells.elapsed,
+            cells.tps,
+            c.model
+        );
         let shown = final_snap.output(&c.id);
         ensure!(
             normalise(shown) == normalise(want),
@@ -135,6 +160,15 @@ async fn qa_battle_runs_local_one_at_a_time_and_cloud_together() -> Result<()> {
             c.model
         );
     }
+    ensure!(
+        watched.cancel_offered,
+        "no cancel-battle button was seen while the battle ran"
+    );
+    app.wait_for("[data-testid=bench-chart]").await?;
+    ensure!(
+        app.count("[data-testid=bench-chart] rect").await? >= 2 * 4,
+        "the speed chart lacks a duration and a tok/s bar per contestant"
+    );
     ensure!(
         cloud_ids.len() == 2,
         "expected 2 cloud contestants, the engine has {cloud_ids:?}"
@@ -160,6 +194,30 @@ struct Watched {
     cloud_together: Option<BTreeSet<String>>,
     /// Each distinct set of running contestants, in order, for messages.
     running_sets: Vec<Vec<String>>,
+    /// Whether the cancel-battle button was seen while the battle ran.
+    cancel_offered: bool,
+}
+
+/// The text of one roster row's cells.
+#[derive(Debug, serde::Deserialize)]
+struct Cells {
+    status: String,
+    lane: String,
+    elapsed: String,
+    tokens: String,
+    tps: String,
+}
+
+async fn row_cells(app: &App, id: &str) -> Result<Cells> {
+    app.js(
+        "const row = document.querySelector(`[data-testid=roster-row][data-contestant-id=\"${arguments[0]}\"]`);
+         if (!row) return null;
+         const cell = name => (row.querySelector(`[data-testid=cell-${name}]`)?.textContent ?? '').trim();
+         return { status: cell('status'), lane: cell('lane'), elapsed: cell('elapsed'), tokens: cell('tokens'), tps: cell('tps') };",
+        vec![id.into()],
+    )
+    .await
+    .with_context(|| format!("reading the roster cells of {id}"))
 }
 
 /// Polls the battle view until it reads done; fails at once if two local
@@ -169,12 +227,16 @@ async fn watch_battle(app: &App) -> Result<Watched> {
         lengths_while_running: BTreeMap::new(),
         cloud_together: None,
         running_sets: Vec::new(),
+        cancel_offered: false,
     };
     let deadline = Instant::now() + BATTLE_TIMEOUT;
     let mut shot = false;
     loop {
         let snap = app.battle_snapshot().await?;
         check_lanes(&snap, &mut watched)?;
+        if !watched.cancel_offered && snap.status.as_deref() == Some("running") {
+            watched.cancel_offered = app.is_visible("button[data-testid=cancel-battle]").await?;
+        }
         if watched.cloud_together.is_some() && !shot {
             shot = true;
             app.screenshot("battle-qa-running").await?;
