@@ -1,20 +1,37 @@
-//! Work the app starts and does not wait for: driving a battle to its end
-//! and then judging it, and finishing battles an earlier run left running.
-//! Failures are logged; the window follows progress through the events.
+//! Work the app starts and does not wait for: driving a battle to its end,
+//! judging it and telling the user (an OS notification), and finishing
+//! battles an earlier run left running. Failures are logged; the window
+//! follows progress through the events.
 
 use arena_core::{Battle, Engine, Judging};
+use tauri::{AppHandle, Runtime};
 
-/// Drives a freshly created battle, then judges it (see [`judge`]).
-pub async fn run_and_judge(engine: Engine, battle_id: String) {
+use crate::notification;
+
+/// Drives a freshly created battle, judges it (see [`judge`]) and sends
+/// the battle-finished notification.
+pub async fn run_and_judge<R: Runtime>(app: AppHandle<R>, engine: Engine, battle_id: String) {
     match engine.run_battle(&battle_id).await {
-        Ok(battle) => judge(&engine, &battle).await,
+        Ok(battle) => {
+            judge(&engine, &battle).await;
+            finished(&app, &engine, &battle.id).await;
+        }
         Err(err) => tracing::warn!(battle = %battle_id, %err, "running the battle failed"),
     }
 }
 
-/// Resumes every battle left running (each as soon as it can, in parallel)
-/// and judges each one that finishes without an analysis.
-pub async fn resume_all(engine: Engine) {
+/// Notifies the user that a battle ended, with its winner when known.
+async fn finished<R: Runtime>(app: &AppHandle<R>, engine: &Engine, battle_id: &str) {
+    match engine.battle(battle_id).await {
+        Ok(battle) => notification::battle_finished(app, &battle),
+        Err(err) => tracing::warn!(battle = %battle_id, %err, "reading the finished battle failed"),
+    }
+}
+
+/// Resumes every battle left running (each as soon as it can, in parallel),
+/// judges each one that finishes without an analysis, and notifies about
+/// each one that ends now.
+pub async fn resume_all<R: Runtime>(app: AppHandle<R>, engine: Engine) {
     let store = engine.store().clone();
     let ids = match tokio::task::spawn_blocking(move || store.running_battles()).await {
         Ok(Ok(ids)) => ids,
@@ -26,11 +43,11 @@ pub async fn resume_all(engine: Engine) {
     }
     let resumes = ids
         .into_iter()
-        .map(|id| resume_and_judge(engine.clone(), id));
+        .map(|id| resume_and_judge(&app, engine.clone(), id));
     futures::future::join_all(resumes).await;
 }
 
-async fn resume_and_judge(engine: Engine, battle_id: String) {
+async fn resume_and_judge<R: Runtime>(app: &AppHandle<R>, engine: Engine, battle_id: String) {
     let finished = match engine.resume(Some(&battle_id)).await {
         Ok(finished) => finished,
         Err(err @ arena_core::Error::Conflict(_)) => {
@@ -45,6 +62,7 @@ async fn resume_and_judge(engine: Engine, battle_id: String) {
             Ok(Some(_)) => {}
             Err(err) => tracing::warn!(battle = %battle.id, %err, "reading the analysis failed"),
         }
+        self::finished(app, &engine, &battle.id).await;
     }
 }
 

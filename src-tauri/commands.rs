@@ -105,13 +105,18 @@ pub async fn get_battle(state: State<'_, AppState>, id: String) -> Result<Battle
 /// `default_model` is configured) in the background. Returns the battle as
 /// created; follow it with `subscribe_battle`.
 #[tauri::command]
-pub async fn start_battle(
+pub async fn start_battle<R: Runtime>(
+    app: AppHandle<R>,
     state: State<'_, AppState>,
     request: StartBattleRequest,
 ) -> Result<BattleDto, Error> {
     let engine = state.engine()?;
     let battle = engine.create_battle(request.into_engine()?).await?;
-    tauri::async_runtime::spawn(background::run_and_judge(engine.clone(), battle.id.clone()));
+    tauri::async_runtime::spawn(background::run_and_judge(
+        app,
+        engine.clone(),
+        battle.id.clone(),
+    ));
     Ok(BattleDto::from(&battle))
 }
 

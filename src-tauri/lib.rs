@@ -8,6 +8,16 @@
 //! - [`background`]: running and judging battles without blocking a command,
 //!   and resuming battles an earlier run left behind.
 //! - [`state`]: the engine and the live subscriptions.
+//! - [`notification`]: the OS notification when a battle ends.
+//!
+//! # Plugins
+//!
+//! The opener (show a folder in the file manager), dialog (folder picker)
+//! and notification plugins are driven from Rust, by commands and
+//! [`background`]; the window is granted none of their commands. The
+//! window-state plugin remembers the window's size and position (in the data
+//! directory); the window starts hidden and is shown once they are restored,
+//! so it does not jump.
 //!
 //! # TypeScript bindings
 //!
@@ -30,6 +40,7 @@ pub mod error;
 pub mod events;
 #[cfg(test)]
 mod ipc_tests;
+pub mod notification;
 pub mod state;
 
 pub use error::Error;
@@ -51,6 +62,7 @@ pub fn app_builder<R: tauri::Runtime>(builder: tauri::Builder<R>) -> tauri::Buil
         // Driven from Rust only: the window is granted none of their commands.
         .plugin(tauri_plugin_opener::init())
         .plugin(tauri_plugin_dialog::init())
+        .plugin(tauri_plugin_notification::init())
         .manage(state)
         .invoke_handler(tauri::generate_handler![
             commands::app_info,
@@ -87,12 +99,19 @@ pub fn app_builder<R: tauri::Runtime>(builder: tauri::Builder<R>) -> tauri::Buil
                 }
             }
         })
-        .setup(move |_app| {
+        .setup(move |app| {
+            // Hidden until the window-state plugin (see `run`) has put it
+            // back where it was.
+            if let Some(window) = app.get_webview_window(MAIN_WINDOW) {
+                if let Err(err) = window.show() {
+                    tracing::warn!(%err, "could not show the main window");
+                }
+            }
             if let Some(engine) = engine {
                 tracing::info!(data_dir = %engine.data_dir().display(), "Arena starting");
                 // Battles left running by an earlier run (or a crash) are
                 // reconciled, finished and judged in the background.
-                tauri::async_runtime::spawn(background::resume_all(engine));
+                tauri::async_runtime::spawn(background::resume_all(app.handle().clone(), engine));
             }
             Ok(())
         })
@@ -102,8 +121,32 @@ pub fn app_builder<R: tauri::Runtime>(builder: tauri::Builder<R>) -> tauri::Buil
 pub fn run() {
     init_tracing();
     app_builder(tauri::Builder::default())
+        // Only in the real app: tests on the mock runtime keep no state.
+        .plugin(window_state())
         .run(tauri::generate_context!())
         .expect("error while running the Arena app");
+}
+
+/// The label of the app's window (tauri.conf.json).
+const MAIN_WINDOW: &str = "main";
+/// Where the window-state plugin keeps the window's geometry, in the data
+/// directory (so `ARENA_DATA_DIR` gives tests their own).
+const WINDOW_STATE_FILE: &str = "window-state.json";
+
+/// Remembers the window's size, position, maximised and full-screen state
+/// (not its visibility: the app shows its window itself).
+fn window_state<R: tauri::Runtime>() -> tauri::plugin::TauriPlugin<R> {
+    use tauri_plugin_window_state::{Builder, StateFlags};
+    let builder = Builder::default().with_state_flags(StateFlags::all() - StateFlags::VISIBLE);
+    match arena_core::config::data_dir() {
+        // An absolute path replaces the plugin's default folder.
+        Ok(dir) => builder.with_filename(dir.join(WINDOW_STATE_FILE).display().to_string()),
+        Err(err) => {
+            tracing::warn!(%err, "the window state is kept in the app's config folder");
+            builder
+        }
+    }
+    .build()
 }
 
 /// Logs to stderr, filtered by `RUST_LOG` (default: `info`).
