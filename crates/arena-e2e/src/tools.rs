@@ -55,9 +55,16 @@ impl Tools {
             Some(app) => PathBuf::from(app),
             None => profile_dir.join("arena-app"),
         };
+        // The same profile as the tests: `cargo test --release` launches
+        // `target/release/arena-app`.
+        let build = if profile_dir.ends_with("release") {
+            "cargo build --release -p arena-app"
+        } else {
+            "cargo build -p arena-app"
+        };
         if !is_executable(&app) {
             return Err(format!(
-                "the app binary {} is missing: build it with `cargo build -p arena-app` \
+                "the app binary {} is missing: build it with `{build}` \
                  (after `cd ui && npm run build`)",
                 app.display()
             ));
@@ -65,7 +72,7 @@ impl Tools {
         if explicit_app.is_none() {
             if let Some(newer) = newer_source(&app) {
                 let why = format!(
-                    "the app binary {} is older than {}: rebuild it with `cargo build -p arena-app`",
+                    "the app binary {} is older than {}: rebuild it with `{build}`",
                     app.display(),
                     newer.display()
                 );

@@ -1,0 +1,216 @@
+//! Benchmark (ignored by default): how long a token takes from the scripted
+//! server to the battle view's DOM with six contestants streaming at once,
+//! and how much memory the app (all its processes) uses meanwhile.
+//!
+//! ```sh
+//! (cd ui && npm run build) && cargo build --release -p arena-app
+//! xvfb-run -a -s "-screen 0 1280x1024x24" \
+//!     cargo test -p arena-e2e --release --test bench -- --ignored bench_dom_latency --nocapture
+//! ```
+//!
+//! Every token carries a unique marker (`m<contestant>x<index>`). The test
+//! server records the wall-clock time each frame of tokens was handed to
+//! the HTTP layer; a `MutationObserver` in the page records when each marker
+//! first appears in an `[data-testid=output-body]` (epoch milliseconds,
+//! `performance.timeOrigin + performance.now()`). Same machine, same clock.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::{ensure, Context, Result};
+use arena_e2e::arena_testserver::ModelScript;
+use arena_e2e::{config_toml, process_tree_memory, BattleForm, Harness, Memory, ProviderEntry};
+
+const CONTESTANTS: usize = 6;
+const TOKENS_PER_SEC: f64 = 200.0;
+/// 10 s of streaming per contestant.
+const TOKENS: usize = 2000;
+const BATTLE_TIMEOUT: Duration = Duration::from_secs(180);
+const MEMORY_EVERY: Duration = Duration::from_millis(250);
+
+/// Records the first time each marker shows in an output body.
+const OBSERVE: &str = r#"
+const marks = {};
+window.__arenaMarks = marks;
+const scanned = new WeakMap();
+const re = /m\dx\d{5}/g;
+const scan = () => {
+  const now = performance.timeOrigin + performance.now();
+  for (const body of document.querySelectorAll('[data-testid=output-body]')) {
+    const text = body.textContent;
+    let from = scanned.get(body) ?? 0;
+    if (text.length < from) from = 0;
+    re.lastIndex = Math.max(0, from - 8);
+    for (let m = re.exec(text); m !== null; m = re.exec(text)) {
+      if (!(m[0] in marks)) marks[m[0]] = now;
+    }
+    scanned.set(body, text.length);
+  }
+};
+new MutationObserver(scan).observe(document.body, { subtree: true, childList: true, characterData: true });
+return true;
+"#;
+
+fn marker(contestant: usize, index: usize) -> String {
+    format!("m{contestant}x{index:05}")
+}
+
+fn epoch_ms(t: SystemTime) -> f64 {
+    t.duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs_f64() * 1000.0)
+        .unwrap_or(0.0)
+}
+
+/// The value at quantile `q` of sorted `values` (nearest rank).
+fn quantile(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let rank = (q * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+fn mib(kib: u64) -> f64 {
+    kib as f64 / 1024.0
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "benchmark: run with --ignored bench_dom_latency --nocapture (see the file's docs)"]
+async fn bench_dom_latency() -> Result<()> {
+    let Some(h) = Harness::start("bench_dom_latency").await? else {
+        return Ok(());
+    };
+    let models: Vec<String> = (0..CONTESTANTS).map(|c| format!("bench-{c}")).collect();
+    for (c, model) in models.iter().enumerate() {
+        let tokens: Vec<String> = (0..TOKENS).map(|i| format!("{} ", marker(c, i))).collect();
+        h.server().set_model(
+            model,
+            ModelScript::text(&tokens.concat()).rate(TOKENS_PER_SEC),
+        );
+    }
+    h.write_config(&config_toml(
+        &[ProviderEntry::cloud("scripted", h.server())],
+        None,
+    ))?;
+
+    let app = h.launch().await?;
+    let project = h.project_dir();
+    let contestants: Vec<(&str, &str)> = models.iter().map(|m| ("Debugger", m.as_str())).collect();
+    app.open_launcher().await?;
+    app.fill_launcher(&BattleForm::qa(&project, "Count for me.", &contestants))
+        .await?;
+    let app_pid = app.app_pid()?;
+    let idle = process_tree_memory(app_pid);
+
+    // The page is one document (hash routes): the observer outlives the
+    // navigation to the battle view.
+    let installed: bool = app.js(OBSERVE, Vec::new()).await?;
+    ensure!(installed, "the observer script did not run");
+    let stop = Arc::new(AtomicBool::new(false));
+    let sampler = {
+        let stop = Arc::clone(&stop);
+        tokio::spawn(async move {
+            let mut samples = Vec::new();
+            while !stop.load(Ordering::Relaxed) {
+                samples.push(process_tree_memory(app_pid));
+                tokio::time::sleep(MEMORY_EVERY).await;
+            }
+            samples
+        })
+    };
+    app.press_start().await?;
+    let done = app.wait_battle_status("done", BATTLE_TIMEOUT).await;
+    stop.store(true, Ordering::Relaxed);
+    let samples = sampler.await.context("the memory sampler failed")?;
+    done?;
+    app.screenshot("bench-six-streams").await?;
+
+    let marks: HashMap<String, f64> = app
+        .js("return window.__arenaMarks;", Vec::new())
+        .await
+        .context("reading the observed markers")?;
+    let mut all = Vec::new();
+    let mut per_contestant = Vec::new();
+    let mut missing = 0usize;
+    for (c, model) in models.iter().enumerate() {
+        let request = h
+            .server()
+            .requests_for(model)
+            .into_iter()
+            .next()
+            .with_context(|| format!("the server got no request for {model}"))?;
+        let mut delays = Vec::with_capacity(TOKENS);
+        for i in 0..TOKENS {
+            let sent = request
+                .token_sent_at(i)
+                .with_context(|| format!("{model}: token {i} was never sent"))?;
+            match marks.get(&marker(c, i)) {
+                Some(seen) => delays.push(seen - epoch_ms(sent)),
+                None => missing += 1,
+            }
+        }
+        delays.sort_by(f64::total_cmp);
+        per_contestant.push(quantile(&delays, 0.95));
+        all.extend(delays);
+    }
+    all.sort_by(f64::total_cmp);
+
+    let peak = |f: fn(&Memory) -> Option<u64>| samples.iter().filter_map(f).max().unwrap_or(0);
+    let mean = |f: fn(&Memory) -> Option<u64>| {
+        let values: Vec<u64> = samples.iter().filter_map(f).collect();
+        values.iter().sum::<u64>() as f64 / values.len().max(1) as f64
+    };
+    let rss = |m: &Memory| Some(m.rss_kib);
+    let pss = |m: &Memory| m.pss_kib;
+    let processes = samples.iter().map(|m| m.processes).max().unwrap_or(0);
+    let build = if h
+        .tools()
+        .app
+        .components()
+        .any(|c| c.as_os_str() == "release")
+    {
+        "release"
+    } else {
+        "debug"
+    };
+
+    println!();
+    println!(
+        "bench_dom_latency: {CONTESTANTS} cloud contestants x {TOKENS} tokens at {TOKENS_PER_SEC} tok/s each, {build} app"
+    );
+    println!(
+        "token -> DOM delay over {} tokens: p50 {:.1} ms, p95 {:.1} ms, p99 {:.1} ms, max {:.1} ms, min {:.1} ms ({missing} never seen)",
+        all.len(),
+        quantile(&all, 0.50),
+        quantile(&all, 0.95),
+        quantile(&all, 0.99),
+        all.last().copied().unwrap_or(f64::NAN),
+        all.first().copied().unwrap_or(f64::NAN),
+    );
+    let per: Vec<String> = per_contestant.iter().map(|p| format!("{p:.1}")).collect();
+    println!("p95 per contestant (ms): {}", per.join(", "));
+    println!(
+        "app memory ({processes} processes, {} samples every {MEMORY_EVERY:?}): RSS peak {:.0} MiB, mean {:.0} MiB; PSS peak {:.0} MiB, mean {:.0} MiB",
+        samples.len(),
+        mib(peak(rss)),
+        mean(rss) / 1024.0,
+        mib(peak(pss)),
+        mean(pss) / 1024.0,
+    );
+    println!(
+        "app memory before the battle ({} processes): RSS {:.0} MiB, PSS {}",
+        idle.processes,
+        mib(idle.rss_kib),
+        idle.pss_kib
+            .map_or("unreadable".to_string(), |p| format!("{:.0} MiB", mib(p)))
+    );
+
+    ensure!(
+        missing == 0,
+        "{missing} of {} tokens never showed in the DOM",
+        CONTESTANTS * TOKENS
+    );
+    app.close().await
+}
