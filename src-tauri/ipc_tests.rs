@@ -127,8 +127,20 @@ impl App {
     }
 }
 
+/// Held by a test while it points `ARENA_DATA_DIR` / `ARENA_CONFIG` at its
+/// own folder (the engine and the settings commands read them).
+static ENV: Mutex<()> = Mutex::new(());
+
+/// Points the app at `data` and `config` for as long as the guard lives.
+fn environment(data: &Path, config: &Path) -> std::sync::MutexGuard<'static, ()> {
+    let guard = ENV.lock().unwrap_or_else(|p| p.into_inner());
+    std::env::set_var("ARENA_DATA_DIR", data);
+    std::env::set_var("ARENA_CONFIG", config);
+    guard
+}
+
 /// The app as `run` builds it, on the mock runtime, with the engine opened
-/// from `ARENA_DATA_DIR` / `ARENA_CONFIG` (set by the only test using this).
+/// from `ARENA_DATA_DIR` / `ARENA_CONFIG` (see [`environment`]).
 fn app() -> App {
     let sent: Sent = Arc::default();
     let capture = sent.clone();
@@ -184,8 +196,7 @@ fn a_battle_runs_streams_and_is_judged_through_ipc() {
         ),
     )
     .expect("config");
-    std::env::set_var("ARENA_DATA_DIR", data.path());
-    std::env::set_var("ARENA_CONFIG", &config);
+    let _env = environment(data.path(), &config);
 
     let app = app();
     // The capability is enforced: nothing of Tauri's core is granted.
@@ -339,6 +350,13 @@ fn a_battle_runs_streams_and_is_judged_through_ipc() {
         )
         .expect_err("a Q&A battle has no diff");
     assert_eq!(err["code"], "invalid_input");
+    let err = app
+        .invoke(
+            "contestant_diff",
+            json!({"battleId": battle_id, "contestantId": first}),
+        )
+        .expect_err("a Q&A battle has no diff");
+    assert_eq!(err["code"], "invalid_input", "{err}");
 
     let providers = app.ok("providers", json!({}));
     assert_eq!(providers[0]["name"], "scripted");
@@ -361,4 +379,196 @@ fn a_battle_runs_streams_and_is_judged_through_ipc() {
     assert_eq!(settings["configExists"], true);
     assert_eq!(settings["defaultModel"], "judge");
     assert_eq!(settings["providers"][0]["apiKeySet"], false);
+    assert_eq!(settings["providers"][0]["keySource"], Value::Null);
+}
+
+/// Runs `git` in `dir` with no user or system config.
+fn git(dir: &Path, args: &[&str]) {
+    let status = std::process::Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_AUTHOR_NAME", "Arena Test")
+        .env("GIT_AUTHOR_EMAIL", "test@arena.invalid")
+        .env("GIT_COMMITTER_NAME", "Arena Test")
+        .env("GIT_COMMITTER_EMAIL", "test@arena.invalid")
+        .status()
+        .expect("run git");
+    assert!(status.success(), "git {args:?} failed");
+}
+
+/// A Coding battle whose agent is a `[[backend]]` shell command appending a
+/// line to README.md; its diff, the folders, and saving settings.
+#[test]
+fn coding_diffs_folders_and_settings_through_ipc() {
+    let server = tauri::async_runtime::block_on(TestServer::start()).expect("test server");
+    server.set_model("m1", ModelScript::tokens(1));
+    server.set_model("m2", ModelScript::tokens(1));
+    let data = tempfile::tempdir().expect("data dir");
+    let project = tempfile::tempdir().expect("project dir");
+    git(project.path(), &["init", "-q", "-b", "main"]);
+    std::fs::write(project.path().join("README.md"), "# Demo\n").expect("README");
+    git(project.path(), &["add", "."]);
+    git(project.path(), &["commit", "-q", "-m", "initial"]);
+    let config = data.path().join("arena.toml");
+    let original = format!(
+        "# Written by the test.\n\n[[provider]]\nname = \"scripted\"\nkind = \"openai\"\n\
+         base_url = \"{}\"\nlane = \"cloud\" # the test server\n\n[[backend]]\nname = \"shell\"\n\
+         command = [\"sh\", \"-c\", \"printf 'hello from %s\\\\n' \\\"$1\\\" >> README.md\", \
+         \"agent\", \"{{model}}\", \"{{prompt}}\"]\n",
+        server.base_url()
+    );
+    std::fs::write(&config, &original).expect("config");
+    let _env = environment(data.path(), &config);
+    let app = app();
+
+    let battle = app.ok(
+        "start_battle",
+        json!({"request": {
+            "battleType": "coding", "project": project.path(), "prompt": "Say hello.",
+            "contestants": ["shell@m1", "shell@m2"], "checkCommand": null
+        }}),
+    );
+    let battle_id = battle["id"].as_str().expect("battle id").to_string();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let battle = loop {
+        let detail = app.ok("get_battle", json!({"id": battle_id}));
+        if detail["battle"]["status"] != "running" {
+            break detail["battle"].clone();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the battle did not end: {detail:#}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(battle["status"], "done", "{battle:#}");
+    let ids: Vec<String> = battle["contestants"]
+        .as_array()
+        .expect("contestants")
+        .iter()
+        .map(|c| c["id"].as_str().expect("id").to_string())
+        .collect();
+
+    // The diff: README.md modified, one added line after the old one.
+    let diff = app.ok(
+        "contestant_diff",
+        json!({"battleId": battle_id, "contestantId": ids[0]}),
+    );
+    assert_eq!(diff["round"], 1);
+    assert_eq!(
+        diff["files"],
+        json!([{
+            "path": "README.md", "oldPath": null, "status": "modified", "binary": false,
+            "insertions": 1, "deletions": 0,
+            "lines": [
+                {"kind": "hunk", "text": "@@ -1 +1,2 @@", "oldLine": null, "newLine": null},
+                {"kind": "context", "text": "# Demo", "oldLine": 1, "newLine": 1},
+                {"kind": "add", "text": "hello from m1", "oldLine": null, "newLine": 2}
+            ]
+        }])
+    );
+    let err = app
+        .invoke(
+            "contestant_diff",
+            json!({"battleId": battle_id, "contestantId": "nobody"}),
+        )
+        .expect_err("unknown contestant");
+    assert_eq!(err["code"], "not_found", "{err}");
+
+    // Opening a folder that is gone says which one (nothing is opened).
+    let worktree = battle["contestants"][1]["worktree"]
+        .as_str()
+        .expect("a worktree")
+        .to_string();
+    std::fs::remove_dir_all(&worktree).expect("remove the worktree");
+    let err = app
+        .invoke(
+            "open_worktree",
+            json!({"battleId": battle_id, "contestantId": ids[1]}),
+        )
+        .expect_err("the worktree is gone");
+    assert_eq!(err["code"], "not_found", "{err}");
+    assert!(
+        err["message"]
+            .as_str()
+            .is_some_and(|m| m.contains(&worktree)),
+        "{err}"
+    );
+    let results = battle["resultsPath"].as_str().expect("results").to_string();
+    std::fs::remove_dir_all(&results).expect("remove the results folder");
+    let err = app
+        .invoke("open_results_folder", json!({"battleId": battle_id}))
+        .expect_err("the results folder is gone");
+    assert_eq!(err["code"], "not_found", "{err}");
+    assert!(
+        err["message"]
+            .as_str()
+            .is_some_and(|m| m.contains(&results)),
+        "{err}"
+    );
+    let err = app
+        .invoke("open_results_folder", json!({"battleId": "nope"}))
+        .expect_err("unknown battle");
+    assert_eq!(err["code"], "not_found", "{err}");
+
+    // Settings: invalid input is refused, naming the field, file untouched.
+    let provider = |kind: &str, base_url: &str| {
+        json!({"name": "scripted", "kind": kind, "baseUrl": base_url, "lane": "cloud",
+               "apiKeyEnv": null, "models": []})
+    };
+    for (bad, field) in [
+        (
+            provider("gemini", &server.base_url()),
+            "provider `scripted` kind",
+        ),
+        (
+            provider("openai", "127.0.0.1:1"),
+            "provider `scripted` base_url",
+        ),
+    ] {
+        let err = app
+            .invoke(
+                "save_settings",
+                json!({"update": {"defaultModel": null, "providers": [bad]}}),
+            )
+            .expect_err("invalid settings");
+        assert_eq!(err["code"], "invalid_input", "{err}");
+        assert!(
+            err["message"]
+                .as_str()
+                .is_some_and(|m| m.starts_with(field)),
+            "{err}"
+        );
+        assert_eq!(std::fs::read_to_string(&config).expect("config"), original);
+    }
+
+    // A valid update is written (comments and [[backend]] kept) and used.
+    let saved = app.ok(
+        "save_settings",
+        json!({"update": {"defaultModel": "m2", "providers": [
+            provider("openai", &server.base_url()),
+            {"name": "spare", "kind": "anthropic", "baseUrl": "http://127.0.0.1:9/v1",
+             "lane": "local", "apiKeyEnv": "SPARE_KEY", "models": ["claude-x"]}
+        ]}}),
+    );
+    assert_eq!(saved["defaultModel"], "m2");
+    assert_eq!(saved["providers"][1]["name"], "spare");
+    assert_eq!(saved["providers"][1]["kind"], "anthropic");
+    assert_eq!(saved["providers"][1]["apiKeyEnv"], "SPARE_KEY");
+    assert_eq!(saved["providers"][1]["models"], json!(["claude-x"]));
+    assert_eq!(app.ok("settings", json!({})), saved);
+    let text = std::fs::read_to_string(&config).expect("config");
+    for kept in [
+        "# Written by the test.",
+        "# the test server",
+        "[[backend]]",
+        "name = \"shell\"",
+    ] {
+        assert!(text.contains(kept), "lost {kept:?}:\n{text}");
+    }
+    let providers = app.ok("providers", json!({}));
+    assert_eq!(providers[1]["name"], "spare");
+    assert_eq!(providers[1]["reachable"], false);
 }
