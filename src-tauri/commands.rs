@@ -81,24 +81,8 @@ pub async fn list_battles(
 /// and every contestant's refinement rounds.
 #[tauri::command]
 pub async fn get_battle(state: State<'_, AppState>, id: String) -> Result<BattleDetailDto, Error> {
-    let engine = state.engine()?;
-    let battle = engine.battle(&id).await?;
-    let analysis = engine.analysis(&battle.id).await?;
-    let cross_examinations = engine.cross_examinations(&battle.id).await?;
-    let mut rounds = BTreeMap::new();
-    for c in &battle.contestants {
-        let list = engine.rounds(&c.id).await?;
-        rounds.insert(c.id.clone(), list.iter().map(RoundDto::from).collect());
-    }
-    Ok(BattleDetailDto {
-        battle: BattleDto::from(&battle),
-        analysis: analysis.as_ref().map(AnalysisDto::from),
-        cross_examinations: cross_examinations
-            .iter()
-            .map(CrossExaminationDto::from)
-            .collect(),
-        rounds,
-    })
+    let detail = state.engine()?.battle_detail(&id).await?;
+    Ok(BattleDetailDto::from(&detail))
 }
 
 /// Validates and records a battle, then runs it (and judges it, when a

@@ -412,6 +412,29 @@ pub struct BattleDetailDto {
     pub cross_examinations: Vec<CrossExaminationDto>,
     /// Refinement rounds by contestant id (every contestant has an entry).
     pub rounds: BTreeMap<String, Vec<RoundDto>>,
+    /// The battle's newest event when this was read: the replayed journal
+    /// up to here is already reflected in the fields above.
+    pub last_seq: u64,
+}
+
+impl From<&core::store::BattleDetail> for BattleDetailDto {
+    fn from(d: &core::store::BattleDetail) -> Self {
+        BattleDetailDto {
+            battle: BattleDto::from(&d.battle),
+            analysis: d.analysis.as_ref().map(AnalysisDto::from),
+            cross_examinations: d
+                .cross_examinations
+                .iter()
+                .map(CrossExaminationDto::from)
+                .collect(),
+            rounds: d
+                .rounds
+                .iter()
+                .map(|(id, list)| (id.clone(), list.iter().map(RoundDto::from).collect()))
+                .collect(),
+            last_seq: d.last_seq,
+        }
+    }
 }
 
 /// One line of a file's diff.

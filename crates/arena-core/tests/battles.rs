@@ -431,6 +431,22 @@ async fn events_replay_from_any_seq_then_follow_live() {
     }
     let reasoning = &finished.contestants[1].reasoning;
     assert_eq!(reasoning.as_deref(), Some("hmm ok "));
+
+    // The battle view's snapshot says which events it already reflects.
+    let detail = h.engine.battle_detail(&battle.id).await.unwrap();
+    assert_eq!(detail.last_seq, journal.len() as u64);
+    assert_eq!(detail.battle.status, BattleStatus::Done);
+    assert_eq!(detail.rounds.len(), 2, "an entry per contestant");
+    assert!(detail.rounds.values().all(Vec::is_empty));
+    let fresh = h
+        .engine
+        .create_battle(h.request("go", &["debugger@a", "debugger@b"]))
+        .await
+        .unwrap();
+    let created = h.engine.battle_detail(&fresh.id).await.unwrap();
+    let first = h.engine.store().events_since(&fresh.id, 0, 100).unwrap();
+    assert_eq!(created.last_seq, first.len() as u64);
+    h.engine.cancel_battle(&fresh.id).await.unwrap();
 }
 
 #[tokio::test]

@@ -10,10 +10,13 @@
 // in place so that, on Svelte's reactive proxy, appending a delta updates one
 // text node and nothing else re-renders.
 //
-// Replayed events are older than the snapshot, so they must never move what
-// it shows backwards: a contestant's status only moves forward (see
-// `isLater`), a battle, analysis or cross-examination that finished stays
-// finished, and a winner event older than the snapshot is already in it.
+// Replayed events may be older than the snapshot, which must never move
+// backwards: every snapshot carries `lastSeq`, the newest event it already
+// reflects, and a state that can change back and forth (a contestant's
+// status, the winner) remembers the `seq` it is as of and only takes newer
+// events or newer snapshots. Text events (output, reasoning, tool calls …)
+// build what no snapshot holds, so they always apply; a battle, analysis or
+// cross-examination that finished stays finished.
 
 import {
   getBattle,
@@ -62,6 +65,8 @@ export interface RoundLive {
 
 export interface ContestantLive {
   status: ContestantStatusDto;
+  /** The event (or snapshot) `seq` that `status`, `error` and the times are as of. */
+  seq: number;
   /** How many times it started running (the engine's `attempts`). */
   attempt: number;
   error: string | null;
@@ -101,6 +106,8 @@ export interface CrossExamLive {
 export interface Live {
   status: BattleStatusDto;
   winner: WinnerDto | null;
+  /** The event (or snapshot) `seq` that `winner` is as of. */
+  winnerSeq: number;
   contestants: Record<string, ContestantLive>;
   analyses: Record<string, AnalysisLive>;
   crossExams: Record<string, CrossExamLive>;
@@ -115,30 +122,10 @@ export function label(c: Pick<ContestantDto, 'identity' | 'model'>): string {
   return `${c.identity}@${c.model}`;
 }
 
-/**
- * Whether a contestant's status `next` (at `nextAttempt`) comes after
- * `current` (at `currentAttempt`). Each start to `running` counts an
- * attempt; within one attempt a contestant goes running → queued (put back
- * by a resume) → a final status, and a contestant that never ran goes
- * queued → cancelled at attempt 0.
- */
-export function isLater(
-  current: ContestantStatusDto,
-  currentAttempt: number,
-  next: ContestantStatusDto,
-  nextAttempt: number,
-): boolean {
-  if (nextAttempt !== currentAttempt) {
-    return nextAttempt > currentAttempt;
-  }
-  const phase = (s: ContestantStatusDto): number =>
-    s === 'running' ? 0 : s === 'queued' ? 1 : 2;
-  return phase(next) > phase(current);
-}
-
-function contestantFrom(c: ContestantDto): ContestantLive {
+function contestantFrom(c: ContestantDto, seq: number): ContestantLive {
   return {
     status: c.status,
+    seq,
     attempt: c.attempts,
     error: c.error,
     startedAt: c.startedAt,
@@ -160,30 +147,33 @@ export function liveFrom(detail: BattleDetailDto): Live {
   const live: Live = {
     status: detail.battle.status,
     winner: detail.battle.winner,
+    winnerSeq: detail.lastSeq,
     contestants: {},
     analyses: {},
     crossExams: {},
   };
   for (const c of detail.battle.contestants) {
-    live.contestants[c.id] = contestantFrom(c);
+    live.contestants[c.id] = contestantFrom(c, detail.lastSeq);
   }
   return live;
 }
 
 /** Takes what a newer snapshot knows into `live`, never moving anything backwards. */
 export function mergeSnapshot(live: Live, detail: BattleDetailDto): void {
+  const seq = detail.lastSeq;
   if (isTerminal(detail.battle.status)) {
     live.status = detail.battle.status;
   }
-  live.winner = detail.battle.winner;
+  if (seq >= live.winnerSeq) {
+    live.winner = detail.battle.winner;
+    live.winnerSeq = seq;
+  }
   for (const c of detail.battle.contestants) {
     const current = live.contestants[c.id];
     if (!current) {
-      live.contestants[c.id] = contestantFrom(c);
-    } else if (
-      isLater(current.status, current.attempt, c.status, c.attempts) ||
-      (current.status === c.status && current.attempt === c.attempts)
-    ) {
+      live.contestants[c.id] = contestantFrom(c, seq);
+    } else if (seq >= current.seq) {
+      current.seq = seq;
       current.status = c.status;
       current.attempt = c.attempts;
       current.error = c.error;
@@ -199,13 +189,8 @@ export interface Followup {
   refetch: boolean;
 }
 
-/**
- * Applies one event to `live`. `snapshotAt` is when the current snapshot
- * was asked for (ms since the epoch): winner events from well before then
- * are already in it, and replaying them would flicker through old winners.
- * (The engine stamps events with the same system clock the webview reads.)
- */
-export function applyEvent(live: Live, event: BattleEventDto, snapshotAt: number): Followup {
+/** Applies one event to `live`. */
+export function applyEvent(live: Live, event: BattleEventDto): Followup {
   const id = event.contestantId;
   const c = id === null ? undefined : live.contestants[id];
   switch (event.type) {
@@ -215,7 +200,8 @@ export function applyEvent(live: Live, event: BattleEventDto, snapshotAt: number
       }
       return { refetch: isTerminal(event.status) };
     case 'contestant_status':
-      if (c && isLater(c.status, c.attempt, event.status, event.attempt)) {
+      if (c && event.seq > c.seq) {
+        c.seq = event.seq;
         c.status = event.status;
         c.attempt = event.attempt;
         c.error = event.error;
@@ -295,8 +281,9 @@ export function applyEvent(live: Live, event: BattleEventDto, snapshotAt: number
       }
       return { refetch: true };
     case 'winner':
-      if (Date.parse(event.at) >= snapshotAt - WINNER_REPLAY_GRACE_MS) {
+      if (event.seq > live.winnerSeq) {
         live.winner = event.winner;
+        live.winnerSeq = event.seq;
       }
       return { refetch: true };
     case 'analysis_status': {
@@ -358,12 +345,6 @@ export function applyEvent(live: Live, event: BattleEventDto, snapshotAt: number
   }
 }
 
-/**
- * How far a winner event may predate the snapshot and still be applied: an
- * event only counts as "in the snapshot" once it has surely been committed.
- */
-const WINNER_REPLAY_GRACE_MS = 2000;
-
 /** How long to gather events that call for a refetch before fetching once. */
 const REFETCH_DEBOUNCE_MS = 150;
 
@@ -393,7 +374,6 @@ export class BattleState {
   pendingWinner = $state<{ winner: WinnerDto | null } | null>(null);
   winnerError = $state<IpcError | null>(null);
 
-  #snapshotAt = 0;
   #refetchRequest = 0;
   #winnerRequest = 0;
   #refetchTimer: ReturnType<typeof setTimeout> | undefined;
@@ -411,7 +391,6 @@ export class BattleState {
 
   /** Loads the snapshot, then follows the events. */
   async start(): Promise<void> {
-    this.#snapshotAt = Date.now();
     let detail: BattleDetailDto;
     try {
       detail = await getBattle(this.id);
@@ -493,7 +472,7 @@ export class BattleState {
   }
 
   #onEvent(event: BattleEventDto): void {
-    if (this.live && applyEvent(this.live, event, this.#snapshotAt).refetch) {
+    if (this.live && applyEvent(this.live, event).refetch) {
       this.refetch();
     }
   }
@@ -501,7 +480,6 @@ export class BattleState {
   async #refetchNow(): Promise<void> {
     this.#refetchRequest += 1;
     const request = this.#refetchRequest;
-    const askedAt = Date.now();
     let detail: BattleDetailDto;
     try {
       detail = await getBattle(this.id);
@@ -514,7 +492,6 @@ export class BattleState {
       return;
     }
     this.refetchError = null;
-    this.#snapshotAt = askedAt;
     mergeSnapshot(this.live, detail);
     this.detail = detail;
   }

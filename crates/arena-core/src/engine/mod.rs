@@ -278,6 +278,13 @@ impl Engine {
         self.db(move |s| s.battle(&id)).await
     }
 
+    /// A battle with its newest analysis, cross-examinations and rounds,
+    /// read consistently, and the `seq` of its newest event at that moment.
+    pub async fn battle_detail(&self, id: &str) -> Result<crate::store::BattleDetail> {
+        let id = id.to_string();
+        self.db(move |s| s.battle_detail(&id)).await
+    }
+
     /// Battles, newest first, without contestants' outputs.
     pub async fn battles(&self, limit: usize) -> Result<Vec<Battle>> {
         self.db(move |s| s.battles(limit)).await

@@ -8,7 +8,7 @@
 
 mod rows;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -27,10 +27,6 @@ use crate::error::{Error, Result};
 use crate::event::{BattleEvent, EventKind};
 
 pub use rows::ms;
-
-fn rows_time(v: i64) -> DateTime<Utc> {
-    DateTime::from_timestamp_millis(v).unwrap_or_default()
-}
 
 /// A unit enum's serde name (`"no_clear_winner"`), as stored in a TEXT column.
 fn serde_plain<T: serde::Serialize>(v: &T) -> Result<String> {
@@ -82,6 +78,18 @@ pub struct NewBattle {
     pub contestants: Vec<NewContestant>,
     pub base_commit: Option<String>,
     pub check_command: Option<String>,
+}
+
+/// A battle as the battle view shows it (see [`Store::battle_detail`]).
+#[derive(Debug, Clone)]
+pub struct BattleDetail {
+    pub battle: Battle,
+    pub analysis: Option<Analysis>,
+    pub cross_examinations: Vec<CrossExamination>,
+    /// Refinement rounds by contestant id (every contestant has an entry).
+    pub rounds: BTreeMap<String, Vec<Round>>,
+    /// The battle's newest event when this was read (0 when none).
+    pub last_seq: u64,
 }
 
 impl Store {
@@ -234,34 +242,29 @@ impl Store {
 
     /// A contestant's refinement rounds (2, 3, …), in order.
     pub fn rounds(&self, contestant_id: &str) -> Result<Vec<Round>> {
-        self.read(|c| {
-            let mut stmt = c.prepare_cached(
-                "SELECT id, contestant_id, number, feedback, status, output, error, diff_stats, check_result,
-                        duration_ms, result_path, created_at, finished_at
-                 FROM rounds WHERE contestant_id = ?1 ORDER BY number",
-            )?;
-            let rows = stmt
-                .query_map([contestant_id], |r| {
-                    let status: String = r.get(4)?;
-                    Ok(Round {
-                        id: r.get(0)?,
-                        contestant_id: r.get(1)?,
-                        number: r.get(2)?,
-                        feedback: r.get(3)?,
-                        status: if status == "running" { None } else { status.parse().ok() },
-                        output: r.get(5)?,
-                        error: r.get(6)?,
-                        diff: r.get::<_, Option<String>>(7)?.and_then(|t| serde_json::from_str(&t).ok()),
-                        check: r.get::<_, Option<String>>(8)?.and_then(|t| serde_json::from_str(&t).ok()),
-                        duration_ms: r.get::<_, Option<i64>>(9)?.map(|v| v.max(0) as u64),
-                        result_path: r.get::<_, Option<String>>(10)?.map(PathBuf::from),
-                        created_at: rows_time(r.get(11)?),
-                        finished_at: r.get::<_, Option<i64>>(12)?.map(rows_time),
-                    })
-                })?
-                .collect::<rusqlite::Result<Vec<_>>>()?;
-            Ok(rows)
-        })
+        self.read(|c| rows::rounds(c, contestant_id))
+    }
+
+    /// Everything the battle view shows, read in one transaction, with the
+    /// `seq` of the battle's newest event at that moment: a viewer applies
+    /// state events only when newer than that.
+    pub fn battle_detail(&self, id: &str) -> Result<BattleDetail> {
+        let mut conn = self.lock();
+        let tx = conn.transaction()?;
+        let battle = rows::battle(&tx, id)?.ok_or_else(|| Error::not_found("battle", id))?;
+        let mut rounds = BTreeMap::new();
+        for c in &battle.contestants {
+            rounds.insert(c.id.clone(), rows::rounds(&tx, &c.id)?);
+        }
+        let detail = BattleDetail {
+            analysis: rows::latest_analysis(&tx, id)?,
+            cross_examinations: rows::cross_examinations(&tx, id)?,
+            rounds,
+            last_seq: rows::last_seq(&tx, id)?,
+            battle,
+        };
+        tx.commit()?;
+        Ok(detail)
     }
 
     /// A battle's cross-examinations, in order.

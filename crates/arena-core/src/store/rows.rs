@@ -6,7 +6,7 @@ use chrono::{DateTime, TimeZone, Utc};
 use rusqlite::{params, Connection, OptionalExtension, Row};
 
 use crate::analysis::Analysis;
-use crate::battle::{Battle, Benchmark, Contestant, Winner};
+use crate::battle::{Battle, Benchmark, Contestant, Round, Winner};
 use crate::cross_exam::CrossExamination;
 use crate::decisions::Lease;
 use crate::error::Result;
@@ -15,6 +15,10 @@ use crate::event::BattleEvent;
 /// Milliseconds since the epoch, as stored.
 pub fn ms(t: DateTime<Utc>) -> i64 {
     t.timestamp_millis()
+}
+
+fn time_ms(v: i64) -> DateTime<Utc> {
+    DateTime::from_timestamp_millis(v).unwrap_or_default()
 }
 
 fn time(v: Option<i64>) -> Option<DateTime<Utc>> {
@@ -273,4 +277,52 @@ pub fn cross_examinations(c: &Connection, battle_id: &str) -> Result<Vec<CrossEx
         })?
         .collect::<rusqlite::Result<Vec<_>>>()?;
     Ok(rows)
+}
+
+/// A contestant's refinement rounds (2, 3, …), in order.
+pub fn rounds(c: &Connection, contestant_id: &str) -> Result<Vec<Round>> {
+    let mut stmt = c.prepare_cached(
+            "SELECT id, contestant_id, number, feedback, status, output, error, diff_stats, check_result,
+                    duration_ms, result_path, created_at, finished_at
+             FROM rounds WHERE contestant_id = ?1 ORDER BY number",
+        )?;
+    let rows = stmt
+        .query_map([contestant_id], |r| {
+            let status: String = r.get(4)?;
+            Ok(Round {
+                id: r.get(0)?,
+                contestant_id: r.get(1)?,
+                number: r.get(2)?,
+                feedback: r.get(3)?,
+                status: if status == "running" {
+                    None
+                } else {
+                    status.parse().ok()
+                },
+                output: r.get(5)?,
+                error: r.get(6)?,
+                diff: r
+                    .get::<_, Option<String>>(7)?
+                    .and_then(|t| serde_json::from_str(&t).ok()),
+                check: r
+                    .get::<_, Option<String>>(8)?
+                    .and_then(|t| serde_json::from_str(&t).ok()),
+                duration_ms: r.get::<_, Option<i64>>(9)?.map(|v| v.max(0) as u64),
+                result_path: r.get::<_, Option<String>>(10)?.map(PathBuf::from),
+                created_at: time_ms(r.get(11)?),
+                finished_at: r.get::<_, Option<i64>>(12)?.map(time_ms),
+            })
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(rows)
+}
+
+/// The `seq` of a battle's newest event (0 when it has none).
+pub fn last_seq(c: &Connection, battle_id: &str) -> Result<u64> {
+    let seq: Option<i64> = c.query_row(
+        "SELECT MAX(seq) FROM events WHERE battle_id = ?1",
+        [battle_id],
+        |r| r.get(0),
+    )?;
+    Ok(seq.unwrap_or(0).max(0) as u64)
 }

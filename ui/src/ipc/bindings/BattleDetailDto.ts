@@ -12,4 +12,9 @@ export type BattleDetailDto = { battle: BattleDto, analysis: AnalysisDto | null,
 /**
  * Refinement rounds by contestant id (every contestant has an entry).
  */
-rounds: { [key in string]: Array<RoundDto> }, };
+rounds: { [key in string]: Array<RoundDto> }, 
+/**
+ * The battle's newest event when this was read: the replayed journal
+ * up to here is already reflected in the fields above.
+ */
+lastSeq: number, };
