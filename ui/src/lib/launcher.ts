@@ -166,7 +166,7 @@ function rowError(
   if (available.identities && !available.identities.has(identity)) {
     return battleType === 'qa'
       ? `There is no persona “${identity}” in AGENTS.md any more — pick another`
-      : `The backend “${identity}” is not available here — pick another`;
+      : `The backend “${identity}” is not installed here — install it or pick another`;
   }
   // A CLI agent may use a model from its own configuration; the built-in
   // agent and personas need a model a provider serves.
