@@ -9,12 +9,15 @@ export interface HistoryFilter {
   status: BattleStatusDto | '';
 }
 
-export const BATTLE_STATUSES: readonly BattleStatusDto[] = ['running', 'done', 'error', 'cancelled'];
+export const BATTLE_STATUSES: readonly BattleStatusDto[] = [
+  'running',
+  'done',
+  'error',
+  'cancelled',
+];
 
 function haystack(battle: BattleDto): string {
-  const contestants = battle.contestants.map(
-    (c) => `${c.identity}@${c.model} ${c.provider}`,
-  );
+  const contestants = battle.contestants.map((c) => `${c.identity}@${c.model} ${c.provider}`);
   return [battle.prompt, ...contestants].join('\n').toLowerCase();
 }
 
@@ -40,6 +43,10 @@ export function filterBattles(battles: readonly BattleDto[], filter: HistoryFilt
 
 /** The first non-empty line of a prompt, cut to `max` characters. */
 export function promptHeadline(prompt: string, max = 140): string {
-  const line = prompt.split('\n').find((l) => l.trim() !== '')?.trim() ?? '';
+  const line =
+    prompt
+      .split('\n')
+      .find((l) => l.trim() !== '')
+      ?.trim() ?? '';
   return line.length > max ? `${line.slice(0, max - 1)}…` : line;
 }

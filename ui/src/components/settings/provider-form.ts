@@ -41,7 +41,12 @@ function local(name: string, baseUrl: string): ProviderDraft {
   return { name, kind: 'openai', baseUrl, lane: 'local', apiKeyEnv: '', models: '' };
 }
 
-function cloud(name: string, kind: ProviderKindDto, baseUrl: string, apiKeyEnv: string): ProviderDraft {
+function cloud(
+  name: string,
+  kind: ProviderKindDto,
+  baseUrl: string,
+  apiKeyEnv: string,
+): ProviderDraft {
   return { name, kind, baseUrl, lane: 'cloud', apiKeyEnv, models: '' };
 }
 
@@ -83,7 +88,14 @@ export function toInput(d: ProviderDraft): ProviderInputDto {
     baseUrl: d.baseUrl.trim(),
     lane: d.lane,
     apiKeyEnv: apiKeyEnv === '' ? null : apiKeyEnv,
-    models: [...new Set(d.models.split(/[\n,]/).map((m) => m.trim()).filter(Boolean))],
+    models: [
+      ...new Set(
+        d.models
+          .split(/[\n,]/)
+          .map((m) => m.trim())
+          .filter(Boolean),
+      ),
+    ],
   };
 }
 
@@ -100,7 +112,10 @@ export function isLoopback(url: string): boolean {
 const ENV_VAR = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 /** What is wrong with the draft; `otherNames` are the other providers' names. */
-export function validateDraft(d: ProviderDraft, otherNames: readonly string[]): ProviderDraftErrors {
+export function validateDraft(
+  d: ProviderDraft,
+  otherNames: readonly string[],
+): ProviderDraftErrors {
   const name = d.name.trim();
   const apiKeyEnv = d.apiKeyEnv.trim();
   return {
