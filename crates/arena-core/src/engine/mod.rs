@@ -575,6 +575,19 @@ impl Engine {
         )
     }
 
+    /// A battle that must be a Coding battle; `what` ends the error for a
+    /// Q&A one ("only Coding battles {what}").
+    async fn coding_battle(&self, battle_id: &str, what: &str) -> Result<Battle> {
+        let battle = self.battle(battle_id).await?;
+        if battle.battle_type != crate::battle::BattleType::Coding {
+            return Err(crate::error::Invalid::Other(format!(
+                "battle {battle_id} is a Q&A battle; only Coding battles {what}"
+            ))
+            .into());
+        }
+        Ok(battle)
+    }
+
     /// Brings a Coding contestant's diff (by default the winner's) into the
     /// project's working tree. Refuses on a dirty project or a patch that
     /// does not apply, changing nothing.
@@ -583,13 +596,9 @@ impl Engine {
         battle_id: &str,
         contestant_id: Option<&str>,
     ) -> Result<(String, crate::diff::DiffStats)> {
-        let battle = self.battle(battle_id).await?;
-        if battle.battle_type != crate::battle::BattleType::Coding {
-            return Err(crate::error::Invalid::Other(format!(
-                "battle {battle_id} is a Q&A battle; only Coding battles have a diff to apply"
-            ))
-            .into());
-        }
+        let battle = self
+            .coding_battle(battle_id, "have a diff to apply")
+            .await?;
         let id = match contestant_id {
             Some(id) => id.to_string(),
             None => battle.winner.as_ref().map(|w| w.contestant_id.clone()).ok_or_else(|| {
@@ -598,11 +607,7 @@ impl Engine {
                 ))
             })?,
         };
-        let c = battle
-            .contestants
-            .iter()
-            .find(|c| c.id == id)
-            .ok_or_else(|| Error::not_found("contestant", format!("{id} in battle {battle_id}")))?;
+        let c = contestant_of(&battle, &id)?;
         // The latest round that finished carries all the work so far.
         let (_, patch_path) = self.latest_patch(c).await?.ok_or_else(|| {
             Error::Conflict(format!(
@@ -626,23 +631,8 @@ impl Engine {
         battle_id: &str,
         contestant_id: &str,
     ) -> Result<crate::patch::ContestantDiff> {
-        let battle = self.battle(battle_id).await?;
-        if battle.battle_type != crate::battle::BattleType::Coding {
-            return Err(crate::error::Invalid::Other(format!(
-                "battle {battle_id} is a Q&A battle; only Coding battles have diffs"
-            ))
-            .into());
-        }
-        let c = battle
-            .contestants
-            .iter()
-            .find(|c| c.id == contestant_id)
-            .ok_or_else(|| {
-                Error::not_found(
-                    "contestant",
-                    format!("{contestant_id} in battle {battle_id}"),
-                )
-            })?;
+        let battle = self.coding_battle(battle_id, "have diffs").await?;
+        let c = contestant_of(&battle, contestant_id)?;
         if !c.status.is_terminal() {
             return Err(Error::Conflict(format!(
                 "contestant {contestant_id} is still {}; its diff is ready when it finishes",
@@ -692,23 +682,8 @@ impl Engine {
 
     /// A Coding contestant's worktree, when it exists.
     pub async fn worktree(&self, battle_id: &str, contestant_id: &str) -> Result<PathBuf> {
-        let battle = self.battle(battle_id).await?;
-        if battle.battle_type != crate::battle::BattleType::Coding {
-            return Err(crate::error::Invalid::Other(format!(
-                "battle {battle_id} is a Q&A battle; only Coding contestants have a worktree"
-            ))
-            .into());
-        }
-        let c = battle
-            .contestants
-            .into_iter()
-            .find(|c| c.id == contestant_id)
-            .ok_or_else(|| {
-                Error::not_found(
-                    "contestant",
-                    format!("{contestant_id} in battle {battle_id}"),
-                )
-            })?;
+        let battle = self.coding_battle(battle_id, "have a worktree").await?;
+        let c = contestant_of(&battle, contestant_id)?.clone();
         let path = c.worktree.ok_or_else(|| {
             Error::Conflict(format!(
                 "contestant {contestant_id} has no worktree yet (it is {})",
@@ -733,29 +708,13 @@ impl Engine {
             )
             .into());
         }
-        let battle = self.battle(battle_id).await?;
-        if battle.battle_type != crate::battle::BattleType::Coding {
-            return Err(crate::error::Invalid::Other(format!(
-                "battle {battle_id} is a Q&A battle; only Coding contestants can be refined"
-            ))
-            .into());
-        }
+        let battle = self.coding_battle(battle_id, "can be refined").await?;
         if !battle.status.is_terminal() {
             return Err(Error::Conflict(format!(
                 "battle {battle_id} is still running; refine a contestant when it has finished"
             )));
         }
-        let c = battle
-            .contestants
-            .iter()
-            .find(|c| c.id == contestant_id)
-            .cloned()
-            .ok_or_else(|| {
-                Error::not_found(
-                    "contestant",
-                    format!("{contestant_id} in battle {battle_id}"),
-                )
-            })?;
+        let c = contestant_of(&battle, contestant_id)?.clone();
         if !c.worktree.as_ref().is_some_and(|p| p.exists()) {
             return Err(Error::Conflict(format!(
                 "contestant {contestant_id} has no worktree any more (pruned?); it cannot be refined"
@@ -995,4 +954,18 @@ pub(crate) fn pid_alive(pid: u32) -> bool {
         let _ = pid;
         true // fall back to lease expiry
     }
+}
+
+/// One of a battle's contestants, by id.
+fn contestant_of<'a>(battle: &'a Battle, contestant_id: &str) -> Result<&'a crate::Contestant> {
+    battle
+        .contestants
+        .iter()
+        .find(|c| c.id == contestant_id)
+        .ok_or_else(|| {
+            Error::not_found(
+                "contestant",
+                format!("{contestant_id} in battle {}", battle.id),
+            )
+        })
 }
