@@ -95,7 +95,28 @@ async fn qa_battle_runs_local_one_at_a_time_and_cloud_together() -> Result<()> {
         "the engine has {} contestants",
         battle.contestants.len()
     );
-    let final_snap = app.wait_battle_status("done", BATTLE_TIMEOUT).await?;
+    app.wait_battle_status("done", BATTLE_TIMEOUT).await?;
+    // The finished outputs render as Markdown and the final figures land
+    // (possibly a moment after the status).
+    let final_snap = app
+        .wait_until(
+            "every output rendered and every token count shown",
+            Duration::from_secs(10),
+            || async {
+                let snap = app.battle_snapshot().await?;
+                let mut settled =
+                    snap.outputs.len() == 4 && snap.outputs.iter().all(|o| o.markdown);
+                for c in &battle.contestants {
+                    settled &= row_cells(&app, &c.id)
+                        .await?
+                        .tokens
+                        .chars()
+                        .any(|ch| ch.is_ascii_digit());
+                }
+                Ok(settled.then_some(snap))
+            },
+        )
+        .await?;
     app.screenshot("battle-qa").await?;
 
     let mut cloud_ids = BTreeSet::new();

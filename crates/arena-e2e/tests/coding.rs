@@ -287,14 +287,24 @@ async fn coding_battle_shows_a_coloured_diff() -> Result<()> {
     );
 
     // The check ran in each worktree; the actions are offered.
-    let passed: Vec<Option<String>> = app
-        .js(
-            "return [...document.querySelectorAll('[data-testid=check-result]')].map(c => c.getAttribute('data-passed'));",
-            Vec::new(),
+    let passed = app
+        .wait_until(
+            "a check result for each contestant",
+            Duration::from_secs(30),
+            || async {
+                let passed: Vec<Option<String>> = app
+                    .js(
+                        "return [...document.querySelectorAll('[data-testid=check-result]')]\
+                         .map(c => c.getAttribute('data-passed'));",
+                        Vec::new(),
+                    )
+                    .await?;
+                let mut passed: Vec<String> = passed.into_iter().flatten().collect();
+                passed.sort();
+                Ok((passed.len() == 2).then_some(passed))
+            },
         )
         .await?;
-    let mut passed = passed.into_iter().flatten().collect::<Vec<_>>();
-    passed.sort();
     ensure!(
         passed == ["false", "true"],
         "check results shown: {passed:?} (coder-a creates new.txt, coder-b does not)"
