@@ -20,6 +20,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{ensure, Context, Result};
+use arena_core::EventKind;
 use arena_e2e::arena_testserver::ModelScript;
 use arena_e2e::{config_toml, process_tree_memory, BattleForm, Harness, Memory, ProviderEntry};
 
@@ -34,6 +35,7 @@ const MEMORY_EVERY: Duration = Duration::from_millis(250);
 const OBSERVE: &str = r#"
 const marks = {};
 window.__arenaMarks = marks;
+window.__arenaScan = { calls: 0, ms: 0 };
 const scanned = new WeakMap();
 const re = /m\dx\d{5}/g;
 const scan = () => {
@@ -48,6 +50,8 @@ const scan = () => {
     }
     scanned.set(body, text.length);
   }
+  window.__arenaScan.calls += 1;
+  window.__arenaScan.ms += performance.timeOrigin + performance.now() - now;
 };
 new MutationObserver(scan).observe(document.body, { subtree: true, childList: true, characterData: true });
 return true;
@@ -74,6 +78,41 @@ fn quantile(sorted: &[f64], q: f64) -> f64 {
 
 fn mib(kib: u64) -> f64 {
     kib as f64 / 1024.0
+}
+
+/// When the engine flushed each marker as an output event (its `at`, epoch
+/// ms), from the battle's journal.
+async fn engine_flush_times(h: &Harness, battle_id: &str) -> Result<HashMap<String, f64>> {
+    let store = h.engine()?.store().clone();
+    let id = battle_id.to_string();
+    let events = tokio::task::spawn_blocking(move || store.events_since(&id, 0, usize::MAX))
+        .await
+        .context("the journal reader failed")?
+        .context("reading the battle's journal")?;
+    let battle = h.engine()?.battle(battle_id).await?;
+    let mut times = HashMap::new();
+    for event in events {
+        let EventKind::Output { text } = &event.kind else {
+            continue;
+        };
+        // Contestant `bench-<n>` streams the markers `m<n>x…`.
+        let Some(n) = event
+            .contestant_id
+            .as_deref()
+            .and_then(|cid| battle.contestants.iter().find(|c| c.id == cid))
+            .and_then(|c| c.model.strip_prefix("bench-"))
+        else {
+            continue;
+        };
+        let at = event.at.timestamp_micros() as f64 / 1000.0;
+        let prefix = format!("m{n}x");
+        for word in text.split_whitespace() {
+            if word.starts_with(&prefix) {
+                times.entry(word.to_string()).or_insert(at);
+            }
+        }
+    }
+    Ok(times)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -127,11 +166,25 @@ async fn bench_dom_latency() -> Result<()> {
     done?;
     app.screenshot("bench-six-streams").await?;
 
+    let hash = app.hash().await?;
+    let battle_id = hash
+        .strip_prefix("#/battle/")
+        .with_context(|| format!("the window shows {hash}, not the battle"))?
+        .to_string();
     let marks: HashMap<String, f64> = app
         .js("return window.__arenaMarks;", Vec::new())
         .await
         .context("reading the observed markers")?;
+    let (scan_calls, scan_ms): (u64, f64) = app
+        .js(
+            "return [window.__arenaScan.calls, window.__arenaScan.ms];",
+            Vec::new(),
+        )
+        .await?;
+    let engine_at = engine_flush_times(&h, &battle_id).await?;
     let mut all = Vec::new();
+    let mut to_engine = Vec::new();
+    let mut from_engine = Vec::new();
     let mut per_contestant = Vec::new();
     let mut missing = 0usize;
     for (c, model) in models.iter().enumerate() {
@@ -146,16 +199,24 @@ async fn bench_dom_latency() -> Result<()> {
             let sent = request
                 .token_sent_at(i)
                 .with_context(|| format!("{model}: token {i} was never sent"))?;
-            match marks.get(&marker(c, i)) {
-                Some(seen) => delays.push(seen - epoch_ms(sent)),
+            let sent = epoch_ms(sent);
+            let seen = marks.get(&marker(c, i));
+            match seen {
+                Some(seen) => delays.push(seen - sent),
                 None => missing += 1,
+            }
+            if let (Some(seen), Some(flushed)) = (seen, engine_at.get(&marker(c, i))) {
+                to_engine.push(flushed - sent);
+                from_engine.push(seen - flushed);
             }
         }
         delays.sort_by(f64::total_cmp);
         per_contestant.push(quantile(&delays, 0.95));
         all.extend(delays);
     }
-    all.sort_by(f64::total_cmp);
+    for list in [&mut all, &mut to_engine, &mut from_engine] {
+        list.sort_by(f64::total_cmp);
+    }
 
     let peak = |f: fn(&Memory) -> Option<u64>| samples.iter().filter_map(f).max().unwrap_or(0);
     let mean = |f: fn(&Memory) -> Option<u64>| {
@@ -188,6 +249,18 @@ async fn bench_dom_latency() -> Result<()> {
         quantile(&all, 0.99),
         all.last().copied().unwrap_or(f64::NAN),
         all.first().copied().unwrap_or(f64::NAN),
+    );
+    println!(
+        "  of which server -> engine output event: p50 {:.1} ms, p95 {:.1} ms; \
+         engine output event -> DOM: p50 {:.1} ms, p95 {:.1} ms ({} tokens matched)",
+        quantile(&to_engine, 0.50),
+        quantile(&to_engine, 0.95),
+        quantile(&from_engine, 0.50),
+        quantile(&from_engine, 0.95),
+        from_engine.len(),
+    );
+    println!(
+        "  (the observer itself: {scan_calls} callbacks, {scan_ms:.0} ms of the page's time in all)"
     );
     let per: Vec<String> = per_contestant.iter().map(|p| format!("{p:.1}")).collect();
     println!("p95 per contestant (ms): {}", per.join(", "));
