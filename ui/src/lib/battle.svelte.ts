@@ -37,7 +37,7 @@ import {
   type RoundDto,
   type WinnerDto,
 } from '../ipc';
-import { elapsedMs } from './format';
+import { elapsedMs, numberedName } from './format';
 
 /** A tool call of a Coding agent, in the round it was made in. */
 export interface ToolCall {
@@ -117,9 +117,26 @@ export function isTerminal(status: ContestantStatusDto | BattleStatusDto): boole
   return status === 'done' || status === 'error' || status === 'cancelled';
 }
 
-/** `identity@model`, as contestants are named everywhere. */
-export function label(c: Pick<ContestantDto, 'identity' | 'model'>): string {
-  return `${c.identity}@${c.model}`;
+/** Names contestants by id as `#position identity@model`; an unknown id stays as it is. */
+export function namesById(
+  contestants: readonly ContestantDto[],
+): (id: string | null | undefined) => string {
+  return (id) => {
+    const c = contestants.find((x) => x.id === id);
+    return c ? numberedName(c) : (id ?? '—');
+  };
+}
+
+/**
+ * The status of an analysis or cross-examination from the snapshot and the
+ * events together: the events may be ahead of the snapshot, so a finished
+ * status seen in them wins.
+ */
+export function newestStatus(
+  stored: AnalysisStatusDto | undefined,
+  live: AnalysisStatusDto | undefined,
+): AnalysisStatusDto | undefined {
+  return live !== undefined && live !== 'running' ? live : (stored ?? live);
 }
 
 function contestantFrom(c: ContestantDto, seq: number): ContestantLive {

@@ -39,6 +39,21 @@ export function when(iso: string | null | undefined): string {
   return Number.isNaN(d.getTime()) ? iso : d.toLocaleString();
 }
 
+/** `identity@model`, as contestants (and leaderboard entries) are named everywhere. */
+export function contestantName(c: { identity: string; model: string }): string {
+  return `${c.identity}@${c.model}`;
+}
+
+/** `#position identity@model`: a contestant within its battle. */
+export function numberedName(c: { position: number; identity: string; model: string }): string {
+  return `#${String(c.position)} ${contestantName(c)}`;
+}
+
+/** `text` cut to at most `max` characters, ending in `…` when cut. */
+export function clip(text: string, max: number): string {
+  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
+}
+
 /** Milliseconds between two RFC 3339 instants (the second defaults to now). */
 export function elapsedMs(from: string | null, to: string | null, now: number): number | null {
   if (!from) {

@@ -1,6 +1,7 @@
 // Which battles the history shows: a text search over the prompt and the
 // contestants, and filters by type and status. Pure, so the screen stays thin.
 import type { BattleDto, BattleStatusDto, BattleTypeDto } from '../../ipc';
+import { clip, contestantName } from '../../lib/format';
 
 export interface HistoryFilter {
   /** Words that must all appear in the prompt or a contestant's identity, model or provider. */
@@ -17,7 +18,7 @@ export const BATTLE_STATUSES: readonly BattleStatusDto[] = [
 ];
 
 function haystack(battle: BattleDto): string {
-  const contestants = battle.contestants.map((c) => `${c.identity}@${c.model} ${c.provider}`);
+  const contestants = battle.contestants.map((c) => `${contestantName(c)} ${c.provider}`);
   return [battle.prompt, ...contestants].join('\n').toLowerCase();
 }
 
@@ -48,5 +49,5 @@ export function promptHeadline(prompt: string, max = 140): string {
       .split('\n')
       .find((l) => l.trim() !== '')
       ?.trim() ?? '';
-  return line.length > max ? `${line.slice(0, max - 1)}…` : line;
+  return clip(line, max);
 }
