@@ -394,7 +394,8 @@ async fn settings_of(engine: &Engine) -> Result<SettingsDto, Error> {
 }
 
 /// Streams a battle's events with `seq > sinceSeq` (the journal first, then
-/// live) to `onEvent`, text deltas coalesced every ~50 ms. Returns the
+/// live) to `onEvent`, in batches at most every ~50 ms with text deltas
+/// coalesced (see `events`). Returns the
 /// subscription id for `unsubscribe_battle`. Fails with `not_found` for an
 /// unknown battle.
 #[tauri::command]
@@ -403,7 +404,7 @@ pub async fn subscribe_battle<R: Runtime>(
     state: State<'_, AppState>,
     battle_id: String,
     since_seq: u64,
-    on_event: Channel<BattleEventDto>,
+    on_event: Channel<Vec<BattleEventDto>>,
 ) -> Result<u64, Error> {
     let engine = state.engine()?.clone();
     let battle = engine.battle(&battle_id).await?;

@@ -3,10 +3,14 @@
 //!
 //! `subscribe_battle` hands a Tauri [`Channel`] to [`follow`], which replays
 //! the battle's journal from `since_seq` and then follows it live through
-//! [`Engine::subscribe`]. Events are gathered for [`COALESCE_WINDOW`], then
-//! [`coalesce`] merges text deltas and the result is sent over the channel
-//! in `seq` order. A subscription ends when the webview is gone (a send
-//! fails), when it is unsubscribed, or when its webview loads a new page.
+//! [`Engine::subscribe`]. Deliveries are at least [`COALESCE_WINDOW`] apart:
+//! an event after a quiet spell goes out at once, events that arrive sooner
+//! wait for the window to pass; [`coalesce`] merges their text deltas and the
+//! whole batch crosses into the webview as one channel message, in `seq`
+//! order. Six fast streams thus cost the webview ~20 messages a second, not
+//! one per contestant per flush. A subscription ends when the webview is gone
+//! (a send fails), when it is unsubscribed, or when its webview loads a new
+//! page.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -20,7 +24,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::dto::BattleEventDto;
 
-/// How long events are gathered before they cross into the webview.
+/// The least time between two deliveries to the webview.
 pub const COALESCE_WINDOW: Duration = Duration::from_millis(50);
 /// How long to wait before following again after the event stream failed.
 const RETRY_DELAY: Duration = Duration::from_secs(1);
@@ -98,54 +102,68 @@ pub enum RelayEnd {
     Failed(arena_core::Error),
 }
 
-/// Moves events from `events` to `sink` in batches: the first event of a
-/// batch opens a `window`, everything that arrives within it is
-/// [`coalesce`]d and delivered in order when it closes. `sink` returns false
-/// when it can take no more.
+/// Most events in one delivery (a long journal replays in several).
+const MAX_BATCH: usize = 2048;
+
+/// Moves events from `events` to `sink` in batches, deliveries at least
+/// `window` apart: the first event after a quiet spell goes out with
+/// whatever else is ready at that moment; later ones gather until `window`
+/// has passed since the last delivery. Each batch is [`coalesce`]d and
+/// handed to `sink` whole, in order; `sink` returns false when it can take
+/// no more.
 pub async fn relay<S>(
     events: S,
     window: Duration,
     cancel: &CancellationToken,
-    mut sink: impl FnMut(BattleEvent) -> bool,
+    mut sink: impl FnMut(Vec<BattleEvent>) -> bool,
 ) -> RelayEnd
 where
     S: Stream<Item = arena_core::Result<BattleEvent>>,
 {
     let mut events = std::pin::pin!(events);
     let mut batch: Vec<BattleEvent> = Vec::new();
-    let mut deliver =
-        |batch: &mut Vec<BattleEvent>| coalesce(std::mem::take(batch)).into_iter().all(&mut sink);
-    let flush_at = tokio::time::sleep(window);
+    let mut last_delivery: Option<tokio::time::Instant> = None;
+    let mut deliver = |batch: &mut Vec<BattleEvent>, last: &mut Option<tokio::time::Instant>| {
+        if batch.is_empty() {
+            return true;
+        }
+        *last = Some(tokio::time::Instant::now());
+        sink(coalesce(std::mem::take(batch)))
+    };
+    let flush_at = tokio::time::sleep(Duration::ZERO);
     let mut flush_at = std::pin::pin!(flush_at);
     loop {
         tokio::select! {
             biased;
             () = cancel.cancelled() => return RelayEnd::Cancelled,
-            () = &mut flush_at, if !batch.is_empty() => {
-                if !deliver(&mut batch) {
-                    return RelayEnd::SinkClosed;
-                }
-            }
-            next = events.next() => match next {
+            // What is ready now joins the batch before it goes out.
+            next = events.next(), if batch.len() < MAX_BATCH => match next {
                 Some(Ok(event)) => {
                     if batch.is_empty() {
-                        flush_at.as_mut().reset(tokio::time::Instant::now() + window);
+                        let now = tokio::time::Instant::now();
+                        let due = last_delivery.map_or(now, |at| (at + window).max(now));
+                        flush_at.as_mut().reset(due);
                     }
                     batch.push(event);
                 }
                 Some(Err(err)) => {
-                    if !deliver(&mut batch) {
+                    if !deliver(&mut batch, &mut last_delivery) {
                         return RelayEnd::SinkClosed;
                     }
                     return RelayEnd::Failed(err);
                 }
                 None => {
-                    if !deliver(&mut batch) {
+                    if !deliver(&mut batch, &mut last_delivery) {
                         return RelayEnd::SinkClosed;
                     }
                     return RelayEnd::StreamEnded;
                 }
             },
+            () = &mut flush_at, if !batch.is_empty() => {
+                if !deliver(&mut batch, &mut last_delivery) {
+                    return RelayEnd::SinkClosed;
+                }
+            }
         }
     }
 }
@@ -158,15 +176,15 @@ pub async fn follow(
     engine: Engine,
     battle_id: String,
     since_seq: u64,
-    channel: Channel<BattleEventDto>,
+    channel: Channel<Vec<BattleEventDto>>,
     cancel: CancellationToken,
 ) {
     let mut last = since_seq;
     loop {
         let stream = engine.subscribe(&battle_id, last);
-        let end = relay(stream, COALESCE_WINDOW, &cancel, |event| {
-            let seq = event.seq;
-            match channel.send(BattleEventDto::from(event)) {
+        let end = relay(stream, COALESCE_WINDOW, &cancel, |batch| {
+            let seq = batch.last().map_or(last, |e| e.seq);
+            match channel.send(batch.into_iter().map(BattleEventDto::from).collect()) {
                 Ok(()) => {
                     last = seq;
                     true
@@ -425,42 +443,61 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
-    async fn relay_delivers_coalesced_batches_in_order() {
+    async fn relay_delivers_batches_at_most_once_a_window() {
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
         let stream = tokio_stream_from(rx);
         let cancel = CancellationToken::new();
+        let start = tokio::time::Instant::now();
         let mut got = Vec::new();
+        let ms = Duration::from_millis;
         let sender = async {
-            for e in [out(1, "a", "x"), out(2, "a", "y")] {
+            // Ready together after a quiet spell: out at once, as one batch.
+            for e in [out(1, "a", "x"), out(2, "a", "y"), status(3, "b")] {
                 tx.send(Ok(e)).expect("open");
             }
-            // After the window closed: a new batch.
-            tokio::time::sleep(COALESCE_WINDOW * 2).await;
-            tx.send(Ok(out(3, "a", "z"))).expect("open");
+            // Soon after: they wait until a window after that delivery.
+            tokio::time::sleep(ms(10)).await;
+            tx.send(Ok(out(4, "a", "z"))).expect("open");
+            tokio::time::sleep(ms(10)).await;
+            tx.send(Ok(out(5, "a", "w"))).expect("open");
+            // Quiet again: out at once.
+            tokio::time::sleep(ms(200)).await;
+            tx.send(Ok(out(6, "a", "v"))).expect("open");
             drop(tx);
         };
         let (end, ()) = tokio::join!(
-            relay(stream, COALESCE_WINDOW, &cancel, |e| {
-                got.push(e);
+            relay(stream, COALESCE_WINDOW, &cancel, |batch| {
+                let owned: Vec<(u64, Option<String>, String)> = summary(&batch)
+                    .into_iter()
+                    .map(|(seq, c, what)| (seq, c.map(str::to_string), what))
+                    .collect();
+                got.push((start.elapsed(), owned));
                 true
             }),
             sender
         );
         assert!(matches!(end, RelayEnd::StreamEnded), "{end:?}");
+        let text = |seq: u64, c: &str, t: &str| (seq, Some(c.to_string()), t.to_string());
         assert_eq!(
-            summary(&got),
+            got,
             vec![
-                (2, Some("a"), "out:xy".into()),
-                (3, Some("a"), "out:z".into())
+                (
+                    ms(0),
+                    vec![text(2, "a", "out:xy"), text(3, "b", "contestant_status")]
+                ),
+                (COALESCE_WINDOW, vec![text(5, "a", "out:zw")]),
+                (ms(220), vec![text(6, "a", "out:v")]),
             ]
         );
     }
 
     #[tokio::test(start_paused = true)]
     async fn relay_stops_when_the_sink_is_gone_or_cancelled() {
-        let events = futures::stream::iter((1..=5).map(|seq| Ok(status(seq, "a"))));
         let cancel = CancellationToken::new();
         let mut sent = 0;
+        // More than one batch: a long replay is cut at MAX_BATCH events.
+        let events =
+            futures::stream::iter((1..=2 * MAX_BATCH as u64).map(|seq| Ok(status(seq, "a"))));
         let end = relay(events, COALESCE_WINDOW, &cancel, |_| {
             sent += 1;
             sent < 2
@@ -485,10 +522,15 @@ mod tests {
             Err(arena_core::Error::Task("db".into())),
         ]);
         let mut got = Vec::new();
-        let end = relay(events, COALESCE_WINDOW, &CancellationToken::new(), |e| {
-            got.push(e);
-            true
-        })
+        let end = relay(
+            events,
+            COALESCE_WINDOW,
+            &CancellationToken::new(),
+            |batch| {
+                got.extend(batch);
+                true
+            },
+        )
         .await;
         assert!(matches!(end, RelayEnd::Failed(_)), "{end:?}");
         assert_eq!(got.len(), 1);

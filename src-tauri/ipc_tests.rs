@@ -108,9 +108,10 @@ impl App {
     /// The events delivered on channel `id` so far.
     fn events(&self, id: u32) -> Vec<Value> {
         let sent = self.sent.lock().unwrap_or_else(|p| p.into_inner());
+        // Each message is a batch of events.
         sent.iter()
             .filter(|(channel, _)| *channel == id)
-            .map(|(_, v)| v.clone())
+            .flat_map(|(_, batch)| batch.as_array().cloned().unwrap_or_default())
             .collect()
     }
 
