@@ -366,7 +366,7 @@ export function applyEvent(live: Live, event: BattleEventDto): Followup {
 const REFETCH_DEBOUNCE_MS = 150;
 
 /** The winner the engine settles on when the user's choice is cleared. */
-export function analysisWinner(detail: BattleDetailDto): WinnerDto | null {
+function analysisWinner(detail: BattleDetailDto): WinnerDto | null {
   const a = detail.analysis;
   if (a?.winner && (a.outcome === 'winner' || a.outcome === 'walkover')) {
     return { contestantId: a.winner, source: 'analysis' };
@@ -443,7 +443,7 @@ export class BattleState {
   }
 
   /** Fetches the snapshot again (soon, and once however often it is asked). */
-  refetch(): void {
+  #refetch(): void {
     clearTimeout(this.#refetchTimer);
     this.#refetchTimer = setTimeout(() => {
       void this.#refetchNow();
@@ -483,14 +483,15 @@ export class BattleState {
     }
   }
 
-  // A method, not the field: the view may stop while a call is awaited.
+  // A method, not the field: after one check TypeScript would take the field
+  // as still `false` after an await, though the view may stop meanwhile.
   #isStopped(): boolean {
     return this.#stopped;
   }
 
   #onEvent(event: BattleEventDto): void {
     if (this.live && applyEvent(this.live, event).refetch) {
-      this.refetch();
+      this.#refetch();
     }
   }
 

@@ -13,8 +13,15 @@ export function duration(ms: number | null | undefined): string {
     return `${s.toFixed(1)} s`;
   }
   const m = Math.floor(s / 60);
-  const rest = Math.floor(s % 60);
-  return `${String(m)} m ${String(rest).padStart(2, '0')} s`;
+  if (m < 60) {
+    return `${String(m)} m ${String(Math.floor(s % 60)).padStart(2, '0')} s`;
+  }
+  return `${String(Math.floor(m / 60))} h ${String(m % 60).padStart(2, '0')} m`;
+}
+
+/** `1 file`, `2 files`: a count with its noun (plural by `s`). */
+export function plural(n: number, noun: string): string {
+  return `${n.toLocaleString()} ${noun}${n === 1 ? '' : 's'}`;
 }
 
 /** Tokens per second with one decimal, `—` for unknown. */

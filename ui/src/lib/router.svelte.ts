@@ -24,7 +24,8 @@ function parse(hash: string): Route {
   }
 }
 
-function format(route: Route): string {
+/** The link target for `route`, for `<a href>`. */
+export function href(route: Route): string {
   switch (route.name) {
     case 'battle':
       return `#/battle/${encodeURIComponent(route.id)}`;
@@ -43,14 +44,9 @@ window.addEventListener('hashchange', () => {
 
 /** Shows `route` (and records it in the history). */
 export function navigate(route: Route): void {
-  const hash = format(route);
+  const hash = href(route);
   if (window.location.hash !== hash) {
     window.location.hash = hash;
   }
   router.route = route;
-}
-
-/** The link target for `route`, for `<a href>`. */
-export function href(route: Route): string {
-  return format(route);
 }
