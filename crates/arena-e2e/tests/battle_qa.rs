@@ -450,6 +450,8 @@ async fn winner_picker_overrides_the_analysis_at_once() -> Result<()> {
         Duration::from_secs(10),
     )
     .await?;
+    let outcome = app.text_content("[data-testid=analysis-outcome]").await?;
+    ensure!(!outcome.trim().is_empty(), "the analysis outcome is empty");
     let reason = app
         .text_of(&format!(
             "[data-testid=analysis-reason][data-contestant-id=\"{good}\"]"
@@ -484,6 +486,30 @@ async fn winner_picker_overrides_the_analysis_at_once() -> Result<()> {
             .is_some_and(|w| w.contestant_id == good && w.source == WinnerSource::Analysis),
         "after choosing \"Analysis decides\" the engine has winner {winner:?}"
     );
+
+    // Analyse again: a new analysis runs to the end, the panel follows, the
+    // winner stays.
+    let before = h.engine()?.analysis(&id).await?.map(|a| a.id);
+    app.click("button[data-testid=analyze]").await?;
+    app.wait_until(
+        "a new analysis to finish in the engine",
+        BATTLE_TIMEOUT,
+        || async {
+            let latest = h.engine()?.analysis(&id).await?;
+            Ok(latest
+                .filter(|a| Some(&a.id) != before.as_ref() && a.finished_at.is_some())
+                .map(|_| ()))
+        },
+    )
+    .await?;
+    app.wait_attr(
+        "[data-testid=analysis-panel]",
+        "data-status",
+        "done",
+        BATTLE_TIMEOUT,
+    )
+    .await?;
+    wait_winner(&app, &good, "analysis", BATTLE_TIMEOUT).await?;
     app.close().await
 }
 
