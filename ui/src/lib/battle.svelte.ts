@@ -270,7 +270,12 @@ export function applyEvent(live: Live, event: BattleEventDto): Followup {
       return { refetch: false };
     case 'tool':
       if (c) {
-        c.tools.push({ name: event.name, summary: event.summary, ok: event.ok, round: c.round ?? 1 });
+        c.tools.push({
+          name: event.name,
+          summary: event.summary,
+          ok: event.ok,
+          round: c.round ?? 1,
+        });
       }
       return { refetch: false };
     case 'changed_files':
@@ -462,9 +467,7 @@ export class BattleState {
     const request = this.#winnerRequest;
     this.pendingWinner = {
       winner:
-        contestantId === null
-          ? analysisWinner(this.detail)
-          : { contestantId, source: 'user' },
+        contestantId === null ? analysisWinner(this.detail) : { contestantId, source: 'user' },
     };
     this.winnerError = null;
     try {

@@ -2,9 +2,7 @@
 import { toIpcError, type IpcError } from '../ipc';
 
 export type Load<T> =
-  | { state: 'loading' }
-  | { state: 'ready'; value: T }
-  | { state: 'error'; error: IpcError };
+  { state: 'loading' } | { state: 'ready'; value: T } | { state: 'error'; error: IpcError };
 
 /** Calls `fetch` and settles its answer into a `Load`. */
 export async function load<T>(fetch: () => Promise<T>): Promise<Load<T>> {

@@ -31,7 +31,26 @@ purifier.addHook('afterSanitizeAttributes', (node) => {
 });
 
 const CONFIG = {
-  FORBID_TAGS: ['style', 'form', 'input', 'button', 'textarea', 'select', 'iframe', 'object', 'embed', 'video', 'audio', 'source', 'picture', 'link', 'meta', 'base', 'svg', 'math'],
+  FORBID_TAGS: [
+    'style',
+    'form',
+    'input',
+    'button',
+    'textarea',
+    'select',
+    'iframe',
+    'object',
+    'embed',
+    'video',
+    'audio',
+    'source',
+    'picture',
+    'link',
+    'meta',
+    'base',
+    'svg',
+    'math',
+  ],
   FORBID_ATTR: ['style', 'srcset', 'action', 'formaction', 'background', 'poster', 'xlink:href'],
   ALLOW_DATA_ATTR: false,
 };
