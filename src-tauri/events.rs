@@ -25,7 +25,7 @@ use tokio_util::sync::CancellationToken;
 use crate::dto::BattleEventDto;
 
 /// The least time between two deliveries to the webview.
-pub const COALESCE_WINDOW: Duration = Duration::from_millis(50);
+pub const COALESCE_WINDOW: Duration = Duration::from_millis(25);
 /// How long to wait before following again after the event stream failed.
 const RETRY_DELAY: Duration = Duration::from_secs(1);
 
