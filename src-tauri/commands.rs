@@ -394,7 +394,7 @@ async fn settings_of(engine: &Engine) -> Result<SettingsDto, Error> {
 }
 
 /// Streams a battle's events with `seq > sinceSeq` (the journal first, then
-/// live) to `onEvent`, in batches at most every ~50 ms with text deltas
+/// live) to `onEvent`, in batches at most every ~25 ms with text deltas
 /// coalesced (see `events`). Returns the
 /// subscription id for `unsubscribe_battle`. Fails with `not_found` for an
 /// unknown battle.

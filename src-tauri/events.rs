@@ -7,7 +7,7 @@
 //! an event after a quiet spell goes out at once, events that arrive sooner
 //! wait for the window to pass; [`coalesce`] merges their text deltas and the
 //! whole batch crosses into the webview as one channel message, in `seq`
-//! order. Six fast streams thus cost the webview ~20 messages a second, not
+//! order. Six fast streams thus cost the webview ≤ 40 messages a second, not
 //! one per contestant per flush. A subscription ends when the webview is gone
 //! (a send fails), when it is unsubscribed, or when its webview loads a new
 //! page.

@@ -196,7 +196,7 @@ export async function subscribeBattle(
   onEvent: (event: BattleEventDto) => void,
 ): Promise<() => void> {
   let active = true;
-  // The backend sends batches (at most one every ~50 ms); they are handed
+  // The backend sends batches (at most one every ~25 ms); they are handed
   // on one by one, within one task, so the view updates once per batch.
   const channel = new Channel<BattleEventDto[]>((batch) => {
     for (const event of batch) {
