@@ -116,7 +116,7 @@ impl Default for Limits {
             connect_timeout_secs: 10,
             max_output_bytes: 2 * 1024 * 1024,
             max_duration_secs: 30 * 60,
-            coalesce_ms: 40,
+            coalesce_ms: 25,
             max_resume_attempts: 3,
             check_timeout_secs: 600,
             native_max_steps: 30,
