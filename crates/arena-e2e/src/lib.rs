@@ -361,3 +361,13 @@ fn git(dir: &Path, args: &[&str]) -> Result<()> {
 fn screenshot_dir(target_dir: &Path) -> PathBuf {
     target_dir.join("e2e-screenshots")
 }
+
+/// The id of `battle`'s contestant that runs `model`.
+pub fn contestant_with_model(battle: &Battle, model: &str) -> Result<String> {
+    battle
+        .contestants
+        .iter()
+        .find(|c| c.model == model)
+        .map(|c| c.id.clone())
+        .with_context(|| format!("no contestant with model {model}"))
+}

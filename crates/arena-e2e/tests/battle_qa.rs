@@ -11,7 +11,9 @@ use anyhow::{bail, ensure, Context, Result};
 use arena_core::battle::WinnerSource;
 use arena_core::{Battle, Lane};
 use arena_e2e::arena_testserver::{ModelScript, TestServer};
-use arena_e2e::{config_toml, App, BattleForm, BattleSnapshot, Harness, ProviderEntry};
+use arena_e2e::{
+    config_toml, contestant_with_model, App, BattleForm, BattleSnapshot, Harness, ProviderEntry,
+};
 
 /// How long a whole battle may take in the window.
 const BATTLE_TIMEOUT: Duration = Duration::from_secs(90);
@@ -429,14 +431,7 @@ async fn winner_picker_overrides_the_analysis_at_once() -> Result<()> {
         .await?;
     app.wait_battle_status("done", BATTLE_TIMEOUT).await?;
     let battle = engine_battle(&h, &id).await?;
-    let by_model = |model: &str| {
-        battle
-            .contestants
-            .iter()
-            .find(|c| c.model == model)
-            .map(|c| c.id.clone())
-            .with_context(|| format!("no contestant with model {model}"))
-    };
+    let by_model = |model: &str| contestant_with_model(&battle, model);
     let (good, bad) = (by_model("good")?, by_model("bad")?);
 
     // The app judges the finished battle; the analysis names the winner.

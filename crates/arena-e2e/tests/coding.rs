@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::{ensure, Context, Result};
 use arena_e2e::arena_testserver::{ModelScript, ToolCall, Turn};
-use arena_e2e::{config_toml, App, BattleForm, Harness, ProviderEntry};
+use arena_e2e::{config_toml, contestant_with_model, App, BattleForm, Harness, ProviderEntry};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -213,14 +213,7 @@ async fn coding_battle_shows_a_coloured_diff() -> Result<()> {
     app.wait_battle_status("done", BATTLE_TIMEOUT).await?;
 
     let battle = h.engine()?.battle(&id).await?;
-    let id_of = |model: &str| {
-        battle
-            .contestants
-            .iter()
-            .find(|c| c.model == model)
-            .map(|c| c.id.clone())
-            .with_context(|| format!("no contestant with model {model}"))
-    };
+    let id_of = |model: &str| contestant_with_model(&battle, model);
     let (a, b) = (id_of("coder-a")?, id_of("coder-b")?);
 
     let shown = diff_shown(&app, &a, 2).await?;
