@@ -6,7 +6,8 @@
 #   peers   scripts/peers.sh: the real llama.cpp server + a small gguf model in
 #           .peers/; sources .peers/env and sets ARENA_REQUIRE_PEERS=1, so the
 #           tests that need the real server fail instead of skipping
-#   ui      cd ui && npm ci && npm run check && npm run lint && npm run build
+#   ui      cd ui && npm ci && npm run check && npm run lint && npm test (vitest:
+#           unit tests of the UI's pure logic) && npm run build
 #   fmt     cargo fmt --all -- --check
 #   clippy  cargo clippy --workspace --all-targets --locked -- -D warnings
 #   tests   cargo test --workspace --doc --locked, then
@@ -118,6 +119,7 @@ step_ui() {
     npm ci --no-audit --no-fund
     npm run check
     npm run lint
+    npm test
     npm run build
   )
 }
@@ -190,7 +192,7 @@ if [[ "${ARENA_TEST_SKIP_PEERS:-0}" == 1 && -f "$ROOT/.peers/env" ]]; then
 fi
 run_step peers "real test peers (scripts/peers.sh)" step_peers
 
-run_step ui "UI: npm ci, check, lint, build" step_ui
+run_step ui "UI: npm ci, check, lint, unit tests, build" step_ui
 if [[ ! -f "$ROOT/ui/dist/index.html" ]]; then
   echo "test.sh: WARNING: ui/dist/index.html is missing; the app crate embeds ui/dist and may fail to build" >&2
 fi

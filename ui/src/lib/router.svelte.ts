@@ -8,7 +8,8 @@ export type Route =
   | { name: 'leaderboard' }
   | { name: 'settings' };
 
-function parse(hash: string): Route {
+/** The route a location hash shows; anything unknown is the launcher. */
+export function parse(hash: string): Route {
   const parts = hash.replace(/^#\/?/, '').split('/');
   switch (parts[0]) {
     case 'battle':
