@@ -474,6 +474,9 @@ export class BattleState {
       const battle = await setWinner(this.id, contestantId);
       if (request === this.#winnerRequest && this.live) {
         this.live.winner = battle.winner;
+        // A snapshot asked for before the change would show the old winner;
+        // a fresh one supersedes it (only the newest refetch is taken).
+        void this.#refetchNow();
       }
     } catch (e: unknown) {
       if (request === this.#winnerRequest) {

@@ -24,6 +24,9 @@ describe('duration', () => {
     expect(duration(999)).toBe('999 ms');
     expect(duration(1000)).toBe('1.0 s');
     expect(duration(1234)).toBe('1.2 s');
+    // The unit follows the value as shown, after rounding.
+    expect(duration(999.6)).toBe('1.0 s');
+    expect(duration(59_960)).toBe('1 m 00 s');
     expect(duration(59_900)).toBe('59.9 s');
     expect(duration(60_000)).toBe('1 m 00 s');
     expect(duration(125_400)).toBe('2 m 05 s');

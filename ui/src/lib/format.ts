@@ -5,16 +5,18 @@ export function duration(ms: number | null | undefined): string {
   if (ms === null || ms === undefined || !Number.isFinite(ms)) {
     return '—';
   }
-  if (ms < 1000) {
+  // Each unit is chosen by the value as it will be shown, after rounding.
+  if (Math.round(ms) < 1000) {
     return `${String(Math.round(ms))} ms`;
   }
-  const s = ms / 1000;
-  if (s < 60) {
-    return `${s.toFixed(1)} s`;
+  const tenths = Math.round(ms / 100);
+  if (tenths < 600) {
+    return `${(tenths / 10).toFixed(1)} s`;
   }
+  const s = Math.round(ms / 1000);
   const m = Math.floor(s / 60);
   if (m < 60) {
-    return `${String(m)} m ${String(Math.floor(s % 60)).padStart(2, '0')} s`;
+    return `${String(m)} m ${String(s % 60).padStart(2, '0')} s`;
   }
   return `${String(Math.floor(m / 60))} h ${String(m % 60).padStart(2, '0')} m`;
 }

@@ -230,7 +230,7 @@ describe('modelGroups', () => {
 
   it('does not count a model twice when one provider lists it twice', () => {
     const groups = modelGroups([provider('llama-swap', ['qwen3', 'qwen3'])]);
-    expect(groups[0]?.options.every((o) => o.value === 'qwen3')).toBe(true);
+    expect(groups[0]?.options.map((o) => o.value)).toEqual(['qwen3']);
   });
 });
 

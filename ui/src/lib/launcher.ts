@@ -101,7 +101,7 @@ export function modelGroups(providers: readonly ProviderModelsDto[]): ModelGroup
     reachable: p.reachable,
     error: p.error,
     options: p.reachable
-      ? p.models.map((m) => {
+      ? [...new Set(p.models)].map((m) => {
           const shared = (servedBy.get(m) ?? 0) > 1;
           return {
             value: shared ? `${p.name}/${m}` : m,

@@ -9,11 +9,20 @@ export type Route =
   | { name: 'settings' };
 
 /** The route a location hash shows; anything unknown is the launcher. */
+/** A battle's route from its escaped id; history when the id is garbled. */
+function battleRoute(escaped: string): Route {
+  try {
+    return { name: 'battle', id: decodeURIComponent(escaped) };
+  } catch {
+    return { name: 'history' };
+  }
+}
+
 export function parse(hash: string): Route {
   const parts = hash.replace(/^#\/?/, '').split('/');
   switch (parts[0]) {
     case 'battle':
-      return parts[1] ? { name: 'battle', id: decodeURIComponent(parts[1]) } : { name: 'history' };
+      return parts[1] ? battleRoute(parts[1]) : { name: 'history' };
     case 'history':
       return { name: 'history' };
     case 'leaderboard':

@@ -40,6 +40,7 @@ describe('parse', () => {
     ['#/battle/a%2Fb%20c', { name: 'battle', id: 'a/b c' }],
     ['#/battle/', { name: 'history' }],
     ['#/battle', { name: 'history' }],
+    ['#/battle/%', { name: 'history' }],
   ])('%s shows %o', (hash, route) => {
     expect(parse(hash)).toEqual(route);
   });
