@@ -320,3 +320,103 @@ async fn coding_battle_shows_a_coloured_diff() -> Result<()> {
     app.screenshot("battle-coding").await?;
     app.close().await
 }
+
+/// A CLI agent may run a model from its own configuration: the launcher
+/// lets the user type it, and the agent gets it as given.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cli_agent_runs_a_model_typed_in_the_launcher() -> Result<()> {
+    let Some(h) = Harness::start("a_cli_agent_runs_a_model_typed_in_the_launcher").await? else {
+        return Ok(());
+    };
+    let project = h.git_project(&[("README.md", "# Models\n")])?;
+    h.server().set_model(
+        "coder-a",
+        agent(&[("a.txt", "from native\n")], "Wrote a.txt."),
+    );
+    // A command backend that writes down the model it was given.
+    let mut config = config_toml(&[ProviderEntry::cloud("scripted", h.server())], None);
+    config.push_str(
+        "\n[[backend]]\nname = \"recorder\"\n\
+         command = [\"sh\", \"-c\", \"printf '%s\\\\n' \\\"$1\\\" > model.txt\", \"sh\", \"{model}\", \"{prompt}\"]\n",
+    );
+    h.write_config(&config)?;
+    let app = h.launch().await?;
+    let form = BattleForm::coding(
+        &project,
+        "Say which model you are.",
+        &[("native", "coder-a")],
+    );
+    app.open_launcher().await?;
+    app.fill_launcher(&form).await?;
+
+    // A second row: the recorder with a model no provider serves, typed in.
+    app.set_contestant_rows(2).await?;
+    let rows = app.find_all("[data-testid=contestant-row]").await?;
+    let row = rows.get(1).context("the second contestant row")?;
+    let identity = row
+        .find(arena_e2e::Locator::Css(
+            "select[data-testid=contestant-identity]",
+        ))
+        .await?;
+    app.choose(&identity, "recorder").await?;
+    let model = row
+        .find(arena_e2e::Locator::Css(
+            "select[data-testid=contestant-model]",
+        ))
+        .await?;
+    // Picking this option swaps the select for a text field (so `choose`,
+    // which reads the select back, does not apply).
+    let type_it = model
+        .find(arena_e2e::Locator::Css("option[value=__type_model__]"))
+        .await
+        .context("the select's \"Type a model id\" option")?;
+    type_it
+        .click()
+        .await
+        .context("picking \"Type a model id\"")?;
+    let typed = app
+        .wait_for("[data-testid=contestant-row] input[data-testid=contestant-model-typed]")
+        .await?;
+    app.fill(&typed, "my-own-model").await?;
+    app.press_start().await?;
+    let id = app
+        .wait_until(
+            "the battle view to open",
+            Duration::from_secs(30),
+            || async {
+                Ok(app
+                    .hash()
+                    .await?
+                    .strip_prefix("#/battle/")
+                    .map(str::to_string))
+            },
+        )
+        .await?;
+    app.wait_battle_status("done", BATTLE_TIMEOUT).await?;
+
+    let battle = h.engine()?.battle(&id).await?;
+    let recorder = battle
+        .contestants
+        .iter()
+        .find(|c| c.identity == "recorder")
+        .context("the recorder contestant")?;
+    ensure!(
+        recorder.model == "my-own-model",
+        "model {:?}",
+        recorder.model
+    );
+    ensure!(
+        recorder.status == arena_e2e::arena_core::ContestantStatus::Done,
+        "recorder ended {:?}: {:?}",
+        recorder.status,
+        recorder.error
+    );
+    let worktree = recorder.worktree.as_ref().context("a worktree")?;
+    let written = std::fs::read_to_string(worktree.join("model.txt"))
+        .with_context(|| format!("reading model.txt in {}", worktree.display()))?;
+    ensure!(
+        written.trim() == "my-own-model",
+        "the agent got {written:?}"
+    );
+    Ok(())
+}
