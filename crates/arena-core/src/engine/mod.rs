@@ -95,6 +95,9 @@ struct Inner {
     data_dir: PathBuf,
     /// Replaced as a whole when the configuration changes.
     settings: RwLock<Arc<Settings>>,
+    /// Held while the configuration is being changed (the config file
+    /// written, a key stored), so two changes cannot undo each other.
+    changing: tokio::sync::Mutex<()>,
     store: Store,
     clock: Arc<dyn Clock>,
     me: Me,
@@ -162,6 +165,7 @@ impl Engine {
             inner: Arc::new(Inner {
                 data_dir: options.data_dir,
                 settings: RwLock::new(Arc::new(settings)),
+                changing: tokio::sync::Mutex::new(()),
                 store,
                 clock: options.clock,
                 me: Me {
@@ -202,7 +206,8 @@ impl Engine {
     }
 
     /// Makes `config` the configuration of everything that starts from now
-    /// on; providers are rebuilt (so API keys are looked up again).
+    /// on; providers are rebuilt (so API keys are looked up again). Callers
+    /// hold `inner.changing`.
     fn replace_config(&self, config: Config) -> Result<()> {
         let settings = Arc::new(Settings::new(config)?);
         *self
@@ -615,11 +620,13 @@ impl Engine {
                 c.status
             ))
         })?;
-        let patch = std::fs::read_to_string(&patch_path).map_err(|e| Error::io(&patch_path, e))?;
         let project = battle.project.clone();
-        let stats = tokio::task::spawn_blocking(move || crate::diff::apply(&project, &patch))
-            .await?
-            .map_err(|e| Error::Conflict(e.to_string()))?;
+        let stats = tokio::task::spawn_blocking(move || {
+            let patch =
+                std::fs::read_to_string(&patch_path).map_err(|e| Error::io(&patch_path, e))?;
+            crate::diff::apply(&project, &patch).map_err(|e| Error::Conflict(e.to_string()))
+        })
+        .await??;
         Ok((id, stats))
     }
 
@@ -666,12 +673,16 @@ impl Engine {
             Some((number, path)) => (number, Some(path)),
             None => (1, c.result_path.clone()),
         };
-        Ok(result
+        let Some(patch) = result
             .as_ref()
             .and_then(|p| p.parent())
             .map(|d| d.join(crate::results::DIFF_FILE))
-            .filter(|p| p.exists())
-            .map(|p| (round, p)))
+        else {
+            return Ok(None);
+        };
+        let probe = patch.clone();
+        let exists = tokio::task::spawn_blocking(move || probe.is_file()).await?;
+        Ok(exists.then_some((round, patch)))
     }
 
     /// A battle's results folder (`PROJECT/Arena/<battle>`), when it exists.

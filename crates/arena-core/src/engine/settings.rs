@@ -16,6 +16,7 @@ impl Engine {
     /// [`config::save_settings`]: validated, comments and other sections
     /// kept, atomic) and makes the result the engine's configuration.
     pub async fn save_settings(&self, path: &Path, update: SettingsUpdate) -> Result<Arc<Config>> {
+        let _changing = self.inner.changing.lock().await;
         let path = path.to_path_buf();
         let config =
             tokio::task::spawn_blocking(move || config::save_settings(&path, update)).await??;
@@ -27,6 +28,7 @@ impl Engine {
     /// `None`. The provider's key is looked up again on its next use (a
     /// set `api_key_env` variable still wins over the keychain).
     pub async fn set_api_key(&self, provider: &str, key: Option<&str>) -> Result<()> {
+        let _changing = self.inner.changing.lock().await;
         let config = self.config();
         if config.provider(provider).is_none() {
             return Err(Error::not_found("provider", provider));
