@@ -101,3 +101,24 @@ async fn restart_shows_battle_created_by_engine() -> Result<()> {
     eprintln!("screenshot: {}", shot.display());
     app.close().await
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_broken_config_is_explained_on_every_screen() -> Result<()> {
+    let Some(h) = Harness::start("a_broken_config_is_explained_on_every_screen").await? else {
+        return Ok(());
+    };
+    h.write_config(
+        "[[provider]]\nname = \"x\"\nkind = \"telepathy\"\nbase_url = \"http://127.0.0.1:9/v1\"\n",
+    )?;
+    let app = h.launch().await?;
+    for screen in ["#/new", "#/history", "#/settings"] {
+        app.goto(screen).await?;
+        let shown = app.text_of("[data-testid=startup-error]").await?;
+        ensure!(
+            shown.contains("arena.toml") && shown.contains("telepathy"),
+            "{screen}: the banner says {shown:?}"
+        );
+    }
+    app.screenshot("startup-error").await?;
+    app.close().await
+}
