@@ -330,11 +330,11 @@ impl SettingsUpdate {
                 if !is_env_var_name(var) {
                     return Err(setting(
                         field(&p.name, "api_key_env"),
-                        format!(
-                            "`{var}` is not an environment variable name; use letters, digits \
-                             and `_`, not starting with a digit (e.g. OPENROUTER_API_KEY). It \
-                             names the variable holding the key, not the key itself"
-                        ),
+                        // Not echoed: it may be a key pasted in the wrong field.
+                        "is not an environment variable name; use letters, digits and `_`, \
+                         not starting with a digit (e.g. OPENROUTER_API_KEY). It names the \
+                         variable holding the key, not the key itself"
+                            .into(),
                     ));
                 }
             }
@@ -358,20 +358,33 @@ fn is_env_var_name(name: &str) -> bool {
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
-/// Writes `update` into the config file at `path` and returns the new
-/// configuration. The file is edited in place: comments, formatting, the
-/// other sections (`[limits]`, `[[backend]]`, …) and the other keys of a
-/// provider that keeps its name survive. The update is validated first
-/// and the result parsed as a whole before anything is written; the file
-/// is replaced atomically (its folder is created if needed). On any error
-/// the file is unchanged.
-pub fn save_settings(path: &Path, update: SettingsUpdate) -> Result<Config> {
+/// What [`save_settings`] wrote.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Saved {
+    pub config: Config,
+    /// Providers renamed, as `(old name, new name)`: see [`save_settings`].
+    pub renamed: Vec<(String, String)>,
+}
+
+/// Writes `update`, made against the configuration `before`, into the
+/// config file at `path` and returns the new configuration. The file is
+/// edited in place: comments, formatting, the other sections (`[limits]`,
+/// `[[backend]]`, …) and the other keys of a provider survive, and the
+/// providers come out in the update's order. A provider whose name is new,
+/// at the place of one of `before` whose name the update no longer has, is
+/// that provider renamed (the settings screen edits a provider in place):
+/// it keeps its table. The update is validated first and the result parsed
+/// as a whole before anything is written; the file is replaced atomically
+/// (through a symlink, the file it points to; its folder is created if
+/// needed). On any error the file is unchanged.
+pub fn save_settings(path: &Path, before: &Config, update: SettingsUpdate) -> Result<Saved> {
     let update = update.validated()?;
+    let path = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
     let config_error = |message: String| Error::Config {
-        path: path.to_path_buf(),
+        path: path.clone(),
         message,
     };
-    let text = match std::fs::read_to_string(path) {
+    let text = match std::fs::read_to_string(&path) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
         Err(e) => return Err(config_error(format!("cannot read: {e}"))),
@@ -381,17 +394,32 @@ pub fn save_settings(path: &Path, update: SettingsUpdate) -> Result<Config> {
             "is not valid TOML, so it cannot be updated; fix it by hand first: {e}"
         ))
     })?;
-    edit(&mut doc, &update);
+    let renamed = renames(before, &update);
+    edit(&mut doc, &update, &renamed);
     let new_text = doc.to_string();
     let config = Config::parse(&new_text).map_err(config_error)?;
-    crate::results::write_atomic(path, new_text.as_bytes())?;
-    Ok(config)
+    crate::results::write_atomic(&path, new_text.as_bytes())?;
+    Ok(Saved { config, renamed })
+}
+
+/// The providers `update` renames (see [`save_settings`]), as `(old name,
+/// new name)`.
+fn renames(before: &Config, update: &SettingsUpdate) -> Vec<(String, String)> {
+    let kept = |name: &str| update.providers.iter().any(|p| p.name == name);
+    update
+        .providers
+        .iter()
+        .zip(&before.providers)
+        .filter(|(new, old)| before.provider(&new.name).is_none() && !kept(&old.name))
+        .map(|(new, old)| (old.name.clone(), new.name.clone()))
+        .collect()
 }
 
 /// Puts `update` into `doc`: `default_model` at the top, one
 /// `[[provider]]` per provider in the given order, reusing the table (and
-/// so the comments and extra keys) of a provider with the same name.
-fn edit(doc: &mut toml_edit::DocumentMut, update: &SettingsUpdate) {
+/// so the comments and place) of the provider with the same name, or of
+/// the one it renames.
+fn edit(doc: &mut toml_edit::DocumentMut, update: &SettingsUpdate, renamed: &[(String, String)]) {
     use toml_edit::{Array, ArrayOfTables, Item, Table};
 
     match &update.default_model {
@@ -404,13 +432,30 @@ fn edit(doc: &mut toml_edit::DocumentMut, update: &SettingsUpdate) {
         Some(Item::ArrayOfTables(tables)) => tables.into_iter().collect(),
         _ => Vec::new(),
     };
+    let tables: Vec<Table> = update
+        .providers
+        .iter()
+        .map(|p| {
+            let name = renamed
+                .iter()
+                .find(|(_, to)| *to == p.name)
+                .map_or(&p.name, |(from, _)| from);
+            old.iter()
+                .position(|t| t.get("name").and_then(|n| n.as_str()) == Some(name.as_str()))
+                .map(|i| old.remove(i))
+                .unwrap_or_default()
+        })
+        .collect();
+    // In the update's order: a table keeps its place in the file unless
+    // that would put it before the one ahead of it; a new table goes just
+    // after the one ahead of it (or before the first kept one).
+    let mut floor = tables.iter().find_map(Table::position);
     let mut providers = ArrayOfTables::new();
-    for p in &update.providers {
-        let reused = old
-            .iter()
-            .position(|t| t.get("name").and_then(|n| n.as_str()) == Some(p.name.as_str()))
-            .map(|i| old.remove(i));
-        let mut table = reused.unwrap_or_default();
+    for (mut table, p) in tables.into_iter().zip(&update.providers) {
+        floor = table.position().max(floor);
+        if let Some(at) = floor {
+            table.set_position(at);
+        }
         let kind = match p.kind {
             ProviderKind::Openai => "openai",
             ProviderKind::Anthropic => "anthropic",

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use arena_core::battle::Lane;
 use arena_core::clock::SystemClock;
-use arena_core::config::{Config, ProviderConfig, ProviderKind};
+use arena_core::config::{Config, ProviderConfig, ProviderKind, SettingsUpdate};
 use arena_core::provider::KeySource;
 use arena_core::{keychain, Engine, EngineOptions, Error};
 use arena_testserver::TestServer;
@@ -207,6 +207,34 @@ fn inner_round_trip() {
         std::env::set_var(KEY_VAR, "sk-from-env");
         assert_eq!(source(&engine).await, Some(KeySource::Env));
         std::env::remove_var(KEY_VAR);
+
+        // Renamed in the settings, the provider keeps its key.
+        let mut renamed = engine.config().providers[0].clone();
+        renamed.name = "cloud-2".into();
+        engine
+            .save_settings(
+                &data.path().join("arena.toml"),
+                SettingsUpdate {
+                    default_model: None,
+                    providers: vec![renamed.clone()],
+                },
+            )
+            .await
+            .expect("rename");
+        assert_eq!(source(&engine).await, Some(KeySource::Keychain));
+        assert!(keychain::get("cloud").expect("read").is_none());
+        renamed.name = "cloud".into();
+        engine
+            .save_settings(
+                &data.path().join("arena.toml"),
+                SettingsUpdate {
+                    default_model: None,
+                    providers: vec![renamed],
+                },
+            )
+            .await
+            .expect("rename back");
+        assert_eq!(source(&engine).await, Some(KeySource::Keychain));
 
         engine.set_api_key("cloud", None).await.expect("clear");
         assert_eq!(source(&engine).await, None);

@@ -14,13 +14,21 @@ use crate::provider::KeySource;
 impl Engine {
     /// Writes `update` into the config file at `path` (see
     /// [`config::save_settings`]: validated, comments and other sections
-    /// kept, atomic) and makes the result the engine's configuration.
+    /// kept, atomic) and makes the result the engine's configuration. A
+    /// renamed provider's keychain entry moves to its new name.
     pub async fn save_settings(&self, path: &Path, update: SettingsUpdate) -> Result<Arc<Config>> {
         let _changing = self.inner.changing.lock().await;
         let path = path.to_path_buf();
-        let config =
-            tokio::task::spawn_blocking(move || config::save_settings(&path, update)).await??;
-        self.replace_config(config)?;
+        let before = self.config();
+        let saved = tokio::task::spawn_blocking(move || {
+            let saved = config::save_settings(&path, &before, update)?;
+            for (from, to) in &saved.renamed {
+                move_key(from, to);
+            }
+            Ok::<_, Error>(saved)
+        })
+        .await??;
+        self.replace_config(saved.config)?;
         Ok(self.config())
     }
 
@@ -64,5 +72,25 @@ impl Engine {
             (p.config.name.clone(), source)
         });
         futures::future::join_all(lookups).await
+    }
+}
+
+/// Moves a renamed provider's key in the keychain, if it has one there. The
+/// settings are saved by then, so a keychain that fails is only logged:
+/// the provider then has no key until it is set again.
+fn move_key(from: &str, to: &str) {
+    let moved = keychain::get(from).and_then(|key| match key {
+        Some(key) => keychain::set(to, &key).and_then(|()| keychain::clear(from)),
+        None => Ok(()),
+    });
+    match moved {
+        Ok(()) => {}
+        Err(err @ keychain::KeychainError::Unavailable { .. }) => {
+            tracing::debug!(%err, from, to, "no keychain: no API key to move");
+        }
+        Err(err) => tracing::warn!(
+            %err, from, to,
+            "could not move the renamed provider's API key in the keychain; set it again"
+        ),
     }
 }
