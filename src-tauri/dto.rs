@@ -487,12 +487,12 @@ impl From<core::patch::ContestantDiff> for DiffViewDto {
                 .files
                 .into_iter()
                 .map(|f| DiffFileDto {
-                    path: f.path,
-                    old_path: f.old_path,
-                    status: f.status.into(),
-                    binary: f.binary,
-                    insertions: f.insertions,
-                    deletions: f.deletions,
+                    path: f.file.path,
+                    old_path: f.file.old_path,
+                    status: f.file.status.into(),
+                    binary: f.file.binary,
+                    insertions: f.file.insertions,
+                    deletions: f.file.deletions,
                     lines: f
                         .lines
                         .into_iter()

@@ -10,7 +10,7 @@
 //! `GIT binary patch`), quoted paths (`"a/caf\303\251.txt"`) and
 //! `\ No newline at end of file`.
 
-use crate::diff::ChangeStatus;
+use crate::diff::{ChangeStatus, FileChange};
 
 /// What a line of a file's diff is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,18 +36,11 @@ pub struct PatchLine {
     pub new_line: Option<u32>,
 }
 
-/// One file of a patch.
+/// One file of a patch: how it changed (as [`crate::diff::diff_worktree`]
+/// lists it) and its lines (none for binary data).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FilePatch {
-    /// The new path (the old one for a deleted file), without `a/`/`b/`.
-    pub path: String,
-    /// The path a renamed file had.
-    pub old_path: Option<String>,
-    pub status: ChangeStatus,
-    /// Binary data, shown without lines.
-    pub binary: bool,
-    pub insertions: usize,
-    pub deletions: usize,
+    pub file: FileChange,
     pub lines: Vec<PatchLine>,
 }
 
@@ -63,7 +56,8 @@ pub struct ContestantDiff {
 pub fn parse(patch: &str) -> Vec<FilePatch> {
     let mut files = Vec::new();
     let mut current: Option<Section> = None;
-    let mut lines = patch.lines().map(|l| l.strip_suffix('\r').unwrap_or(l));
+    // `lines` also takes the `\r` of a CRLF line ending.
+    let mut lines = patch.lines();
     let mut pending: Option<&str> = None;
     while let Some(line) = pending.take().or_else(|| lines.next()) {
         if let Some(rest) = line.strip_prefix("diff --git ") {
@@ -216,12 +210,14 @@ impl Section {
         };
         let count = |kind| self.lines.iter().filter(|l| l.kind == kind).count();
         FilePatch {
-            path: if deleted { old.clone() } else { new },
-            old_path: renamed.then_some(old),
-            status,
-            binary: self.binary,
-            insertions: count(LineKind::Add),
-            deletions: count(LineKind::Delete),
+            file: FileChange {
+                path: if deleted { old.clone() } else { new },
+                old_path: renamed.then_some(old),
+                status,
+                binary: self.binary,
+                insertions: count(LineKind::Add),
+                deletions: count(LineKind::Delete),
+            },
             lines: self.lines,
         }
     }
@@ -467,11 +463,11 @@ mod tests {
         );
         assert_eq!(files.len(), 1);
         let f = &files[0];
-        assert_eq!(f.path, "src/lib.rs");
-        assert_eq!(f.old_path, None);
-        assert_eq!(f.status, ChangeStatus::Modified);
-        assert!(!f.binary);
-        assert_eq!((f.insertions, f.deletions), (2, 1));
+        assert_eq!(f.file.path, "src/lib.rs");
+        assert_eq!(f.file.old_path, None);
+        assert_eq!(f.file.status, ChangeStatus::Modified);
+        assert!(!f.file.binary);
+        assert_eq!((f.file.insertions, f.file.deletions), (2, 1));
         use LineKind::*;
         assert_eq!(
             f.lines,
@@ -525,11 +521,11 @@ mod tests {
             .iter()
             .map(|f| {
                 (
-                    f.path.as_str(),
-                    f.old_path.as_deref(),
-                    f.status,
-                    f.insertions,
-                    f.deletions,
+                    f.file.path.as_str(),
+                    f.file.old_path.as_deref(),
+                    f.file.status,
+                    f.file.insertions,
+                    f.file.deletions,
                 )
             })
             .collect();
@@ -588,7 +584,14 @@ mod tests {
         );
         let summary: Vec<_> = files
             .iter()
-            .map(|f| (f.path.as_str(), f.status, f.binary, f.lines.len()))
+            .map(|f| {
+                (
+                    f.file.path.as_str(),
+                    f.file.status,
+                    f.file.binary,
+                    f.lines.len(),
+                )
+            })
             .collect();
         assert_eq!(
             summary,
@@ -613,7 +616,7 @@ mod tests {
              \\ No newline at end of file\n",
         );
         let f = &files[0];
-        assert_eq!((f.insertions, f.deletions), (1, 1));
+        assert_eq!((f.file.insertions, f.file.deletions), (1, 1));
         assert_eq!(
             f.lines[2],
             line(
@@ -661,7 +664,7 @@ mod tests {
                 (LineKind::Context, ""),
             ]
         );
-        assert_eq!(files[1].path, "b.txt");
+        assert_eq!(files[1].file.path, "b.txt");
     }
 
     #[test]
@@ -677,10 +680,10 @@ mod tests {
              deleted file mode 100644\n\
              Binary files \"a/tab\\there\" and /dev/null differ\n",
         );
-        assert_eq!(files[0].path, "café \"menu\".txt");
-        assert_eq!(files[0].status, ChangeStatus::Added);
-        assert_eq!(files[1].path, "tab\there");
-        assert_eq!(files[1].status, ChangeStatus::Deleted);
+        assert_eq!(files[0].file.path, "café \"menu\".txt");
+        assert_eq!(files[0].file.status, ChangeStatus::Added);
+        assert_eq!(files[1].file.path, "tab\there");
+        assert_eq!(files[1].file.status, ChangeStatus::Deleted);
     }
 
     #[test]
@@ -700,7 +703,14 @@ mod tests {
         );
         let summary: Vec<_> = files
             .iter()
-            .map(|f| (f.path.as_str(), f.status, f.insertions, f.deletions))
+            .map(|f| {
+                (
+                    f.file.path.as_str(),
+                    f.file.status,
+                    f.file.insertions,
+                    f.file.deletions,
+                )
+            })
             .collect();
         assert_eq!(
             summary,

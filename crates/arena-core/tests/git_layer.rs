@@ -931,11 +931,11 @@ fn numstat(
 /// Every parsed line agrees with the files: context and deleted lines are
 /// the old file's lines at their numbers, context and added lines the new
 /// file's.
-fn check_lines(file: &arena_core::patch::FilePatch, old: &str, new: &str) {
+fn check_lines(patch: &arena_core::patch::FilePatch, old: &str, new: &str) {
     use arena_core::patch::LineKind;
     let old: Vec<&str> = old.lines().collect();
     let new: Vec<&str> = new.lines().collect();
-    for line in &file.lines {
+    for line in &patch.lines {
         if line.kind == LineKind::Hunk || line.text.starts_with('\\') {
             continue;
         }
@@ -944,7 +944,7 @@ fn check_lines(file: &arena_core::patch::FilePatch, old: &str, new: &str) {
                 old[n as usize - 1],
                 line.text,
                 "{}: old line {n}",
-                file.path
+                patch.file.path
             );
         }
         if let Some(n) = line.new_line {
@@ -952,7 +952,7 @@ fn check_lines(file: &arena_core::patch::FilePatch, old: &str, new: &str) {
                 new[n as usize - 1],
                 line.text,
                 "{}: new line {n}",
-                file.path
+                patch.file.path
             );
         }
     }
@@ -990,8 +990,8 @@ fn the_patch_parser_reads_what_git_and_the_diff_layer_write() {
         let got: std::collections::BTreeMap<String, Option<(usize, usize)>> = files
             .iter()
             .map(|f| {
-                let counts = (!f.binary).then_some((f.insertions, f.deletions));
-                (f.path.clone(), counts)
+                let counts = (!f.file.binary).then_some((f.file.insertions, f.file.deletions));
+                (f.file.path.clone(), counts)
             })
             .collect();
         assert_eq!(
@@ -999,9 +999,9 @@ fn the_patch_parser_reads_what_git_and_the_diff_layer_write() {
             "{source}: files and counts as git counts them"
         );
 
-        let by_path = |p: &str| files.iter().find(|f| f.path == p).unwrap();
+        let by_path = |p: &str| files.iter().find(|f| f.file.path == p).unwrap();
         let lib = by_path("src/lib.rs");
-        assert_eq!(lib.status, ChangeStatus::Modified);
+        assert_eq!(lib.file.status, ChangeStatus::Modified);
         check_lines(lib, &old_lib, &new_lib);
         assert!(
             lib.lines
@@ -1009,16 +1009,19 @@ fn the_patch_parser_reads_what_git_and_the_diff_layer_write() {
                 .any(|l| l.text == "\\ No newline at end of file"),
             "{source}: the last line has no newline"
         );
-        assert_eq!(by_path("src/new file é.rs").status, ChangeStatus::Added);
-        assert_eq!(by_path("doomed.txt").status, ChangeStatus::Deleted);
+        assert_eq!(
+            by_path("src/new file é.rs").file.status,
+            ChangeStatus::Added
+        );
+        assert_eq!(by_path("doomed.txt").file.status, ChangeStatus::Deleted);
         let renamed = by_path("docs/new_name.txt");
-        assert_eq!(renamed.status, ChangeStatus::Renamed, "{source}");
-        assert_eq!(renamed.old_path.as_deref(), Some("old_name.txt"));
+        assert_eq!(renamed.file.status, ChangeStatus::Renamed, "{source}");
+        assert_eq!(renamed.file.old_path.as_deref(), Some("old_name.txt"));
         check_lines(renamed, &numbered("moving", 25), &moved);
         for binary in ["image.bin", "logo.png"] {
             let f = by_path(binary);
-            assert!(f.binary && f.lines.is_empty(), "{source}: {binary}");
+            assert!(f.file.binary && f.lines.is_empty(), "{source}: {binary}");
         }
-        assert_eq!(by_path("logo.png").status, ChangeStatus::Added);
+        assert_eq!(by_path("logo.png").file.status, ChangeStatus::Added);
     }
 }
