@@ -16,15 +16,19 @@ pub const SERVICE: &str = APP_IDENTIFIER;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum KeychainError {
     /// No keychain service answered (on Linux: no Secret Service on the
-    /// session bus, e.g. no GNOME Keyring or KWallet running).
+    /// session bus, e.g. no GNOME Keyring or KWallet running), or it is
+    /// locked.
     #[error(
-        "the OS keychain is not available ({detail}); start a keychain service (on Linux one \
-         that provides the Secret Service, such as GNOME Keyring or KWallet), or keep the key \
-         in an environment variable and name it in the provider's `api_key_env`"
+        "the OS keychain is not available ({detail}); start or unlock a keychain service (on \
+         Linux one that provides the Secret Service, such as GNOME Keyring or KWallet), or keep \
+         the key in an environment variable and name it in the provider's `api_key_env`"
     )]
     Unavailable { detail: String },
     /// The keychain answered but refused or failed.
-    #[error("the OS keychain failed for provider `{provider}`: {detail}")]
+    #[error(
+        "the OS keychain failed for provider `{provider}`: {detail}; try again, or keep the key \
+         in an environment variable and name it in the provider's `api_key_env`"
+    )]
     Failed { provider: String, detail: String },
 }
 
