@@ -337,8 +337,9 @@ pub async fn settings(state: State<'_, AppState>) -> Result<SettingsDto, Error> 
 }
 
 /// Writes the judge model and the providers into arena.toml (comments and
-/// other sections are kept) and applies them to what starts from now on.
-/// Rejects invalid input with `invalid_input`, naming the field.
+/// other sections are kept; a provider renamed in place keeps its table and
+/// its keychain key) and applies them to what starts from now on. Rejects
+/// invalid input with `invalid_input`, naming the field.
 #[tauri::command]
 pub async fn save_settings(
     state: State<'_, AppState>,

@@ -694,8 +694,8 @@ impl Engine {
     /// A Coding contestant's worktree, when it exists.
     pub async fn worktree(&self, battle_id: &str, contestant_id: &str) -> Result<PathBuf> {
         let battle = self.coding_battle(battle_id, "have a worktree").await?;
-        let c = contestant_of(&battle, contestant_id)?.clone();
-        let path = c.worktree.ok_or_else(|| {
+        let c = contestant_of(&battle, contestant_id)?;
+        let path = c.worktree.clone().ok_or_else(|| {
             Error::Conflict(format!(
                 "contestant {contestant_id} has no worktree yet (it is {})",
                 c.status
