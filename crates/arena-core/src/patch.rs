@@ -723,6 +723,37 @@ mod tests {
     }
 
     #[test]
+    fn mode_changes_and_empty_files_have_no_lines() {
+        let files = parse(
+            "diff --git a/run.sh b/run.sh\n\
+             old mode 100644\n\
+             new mode 100755\n\
+             diff --git a/empty.txt b/empty.txt\n\
+             new file mode 100644\n\
+             index 0000000..e69de29\n\
+             diff --git a/was empty b/was empty\n\
+             deleted file mode 100644\n\
+             index e69de29..0000000\n\
+             diff --git \"a/tab\\there\" \"b/tab\\there\"\n\
+             old mode 100644\n\
+             new mode 100755\n",
+        );
+        let summary: Vec<_> = files
+            .iter()
+            .map(|f| (f.file.path.as_str(), f.file.status, f.lines.len()))
+            .collect();
+        assert_eq!(
+            summary,
+            vec![
+                ("run.sh", ChangeStatus::Modified, 0),
+                ("empty.txt", ChangeStatus::Added, 0),
+                ("was empty", ChangeStatus::Deleted, 0),
+                ("tab\there", ChangeStatus::Modified, 0),
+            ]
+        );
+    }
+
+    #[test]
     fn nothing_and_garbage_give_no_files() {
         assert!(parse("").is_empty());
         assert!(parse("hello\nworld\n").is_empty());
