@@ -35,8 +35,13 @@ fn registered_commands() -> BTreeSet<String> {
         .collect()
 }
 
+/// Links in rendered Markdown open through the opener plugin, limited to
+/// its default URL scope (http, https, mailto, tel).
+const PLUGIN_PERMISSIONS: [&str; 2] = ["opener:allow-open-url", "opener:allow-default-urls"];
+
 /// Every registered command has exactly one permission, the main window's
-/// capability grants exactly those, and there is no other capability.
+/// capability grants exactly those plus [`PLUGIN_PERMISSIONS`], and there is
+/// no other capability.
 #[test]
 fn the_window_may_call_exactly_the_registered_commands() {
     let commands = registered_commands();
@@ -67,7 +72,11 @@ fn the_window_may_call_exactly_the_registered_commands() {
         .iter()
         .map(|p| p.as_str().expect("a permission identifier").to_string())
         .collect();
-    let expected: BTreeSet<String> = granted_by.keys().cloned().collect();
+    let expected: BTreeSet<String> = granted_by
+        .keys()
+        .cloned()
+        .chain(PLUGIN_PERMISSIONS.map(String::from))
+        .collect();
     assert_eq!(listed, expected, "capabilities/default.json vs app.toml");
     let capabilities =
         std::fs::read_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("src-tauri/capabilities"))
@@ -205,6 +214,17 @@ fn a_battle_runs_streams_and_is_judged_through_ipc() {
         .invoke("plugin:app|version", json!({}))
         .expect_err("core commands are not granted");
     assert!(err.to_string().contains("not allowed"), "{err}");
+    // Links may open only the default URL schemes.
+    for url in [
+        "file:///etc/passwd",
+        "javascript:alert(1)",
+        "smb://host/share",
+    ] {
+        let err = app
+            .invoke("plugin:opener|open_url", json!({"url": url}))
+            .expect_err("only http(s), mailto and tel may be opened");
+        assert!(err.to_string().contains("Not allowed"), "{url}: {err}");
+    }
 
     let info = app.ok("app_info", json!({}));
     assert_eq!(info["battles"], 0);

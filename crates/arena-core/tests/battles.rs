@@ -520,10 +520,15 @@ async fn results_folder_holds_manifest_and_result_files() {
 #[tokio::test]
 async fn model_names_cannot_escape_the_results_root() {
     let h = Harness::new().await;
-    h.cloud.set_model("../../x", ModelScript::text("sneaky"));
+    // A name nothing else in the temp folder has, so "not written" means it.
+    let escape = format!("arena-escape-{}", std::process::id());
+    let sneaky = format!("../../{escape}");
+    h.cloud.set_model(&sneaky, ModelScript::text("sneaky"));
     h.cloud
         .set_model("/etc/passwd", ModelScript::text("sneakier"));
-    let battle = h.run(&["debugger@../../x", "debugger@/etc/passwd"]).await;
+    let battle = h
+        .run(&[&format!("debugger@{sneaky}"), "debugger@/etc/passwd"])
+        .await;
     assert_eq!(battle.status, BattleStatus::Done);
     let root = h.results_root();
     for c in &battle.contestants {
@@ -537,7 +542,7 @@ async fn model_names_cannot_escape_the_results_root() {
     }
     // Nothing was written next to the project.
     let parent = h.project.path().parent().unwrap();
-    assert!(!parent.join("x").exists());
+    assert!(!parent.join(&escape).exists());
 }
 
 #[tokio::test]

@@ -6,8 +6,11 @@ import { Marked } from 'marked';
 
 const marked = new Marked({ gfm: true, breaks: false, async: false });
 
-// Links may only leave the app as plain text targets; images only as inline data.
-const SAFE_LINK = /^(?:https?:|mailto:|#)/i;
+// Links open in the OS's browser or mail app (the opener plugin handles
+// `target=_blank` clicks; the window may open only these schemes). In-page
+// `#` links are dropped: the app's router owns the hash. Images only as
+// inline data.
+const SAFE_LINK = /^(?:https?:|mailto:)/i;
 const SAFE_IMAGE = /^data:image\/(?:png|gif|jpeg|webp);/i;
 
 const purifier = DOMPurify();
