@@ -1145,40 +1145,15 @@ impl SettingsUpdateDto {
             .into_iter()
             .enumerate()
             .map(|(i, p)| {
-                let field = |key: &str| match p.name.trim() {
-                    "" => format!("provider {} {key}", i + 1),
-                    name => format!("provider `{name}` {key}"),
-                };
-                let kind = match p.kind.as_str() {
-                    "openai" => core::config::ProviderKind::Openai,
-                    "anthropic" => core::config::ProviderKind::Anthropic,
-                    other => {
-                        return Err(core::Invalid::Setting {
-                            field: field("kind"),
-                            message: format!(
-                                "`{other}` is not a provider kind; use openai or anthropic"
-                            ),
-                        })
-                    }
-                };
-                let lane = match p.lane.as_str() {
-                    "local" => core::Lane::Local,
-                    "cloud" => core::Lane::Cloud,
-                    other => {
-                        return Err(core::Invalid::Setting {
-                            field: field("lane"),
-                            message: format!("`{other}` is not a lane; use local or cloud"),
-                        })
-                    }
-                };
-                Ok(core::config::ProviderConfig {
+                core::config::ProviderInput {
                     name: p.name,
-                    kind,
+                    kind: p.kind,
                     base_url: p.base_url,
-                    lane,
+                    lane: p.lane,
                     api_key_env: p.api_key_env,
                     models: p.models,
-                })
+                }
+                .into_config(i)
             })
             .collect::<Result<Vec<_>, _>>()?;
         Ok(core::config::SettingsUpdate {

@@ -257,6 +257,62 @@ impl Config {
     }
 }
 
+/// How a setting of the `index`-th provider (0-based) is named in errors:
+/// by its name, or by its place while it has none.
+fn provider_field(index: usize, name: &str, key: &str) -> String {
+    match name.trim() {
+        "" => format!("provider {} {key}", index + 1),
+        name => format!("provider `{name}` {key}"),
+    }
+}
+
+/// One provider as a front end's form sends it: kind and lane still as
+/// text, checked by [`ProviderInput::into_config`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProviderInput {
+    pub name: String,
+    pub kind: String,
+    pub base_url: String,
+    pub lane: String,
+    pub api_key_env: Option<String>,
+    pub models: Vec<String>,
+}
+
+impl ProviderInput {
+    /// The provider, when its kind and lane are known; `index` (0-based)
+    /// names it in the error while it has no name.
+    pub fn into_config(self, index: usize) -> std::result::Result<ProviderConfig, Invalid> {
+        let setting = |key: &str, message: String| Invalid::Setting {
+            field: provider_field(index, &self.name, key),
+            message,
+        };
+        let kind = match self.kind.as_str() {
+            "openai" => ProviderKind::Openai,
+            "anthropic" => ProviderKind::Anthropic,
+            other => {
+                return Err(setting(
+                    "kind",
+                    format!("`{other}` is not a provider kind; use openai or anthropic"),
+                ))
+            }
+        };
+        let lane = self.lane.parse::<Lane>().map_err(|_| {
+            setting(
+                "lane",
+                format!("`{}` is not a lane; use local or cloud", self.lane),
+            )
+        })?;
+        Ok(ProviderConfig {
+            name: self.name,
+            kind,
+            base_url: self.base_url,
+            lane,
+            api_key_env: self.api_key_env,
+            models: self.models,
+        })
+    }
+}
+
 /// What the settings screen changes in `arena.toml`: the judge model and
 /// the whole provider list. Everything else in the file stays as it is.
 #[derive(Debug, Clone, PartialEq)]
@@ -284,10 +340,7 @@ impl SettingsUpdate {
         for (i, p) in self.providers.iter_mut().enumerate() {
             p.name = p.name.trim().to_string();
             p.base_url = p.base_url.trim().to_string();
-            let field = |name: &str, key: &str| match name {
-                "" => format!("provider {} {key}", i + 1),
-                name => format!("provider `{name}` {key}"),
-            };
+            let field = |name: &str, key: &str| provider_field(i, name, key);
             if p.name.is_empty() {
                 return Err(setting(
                     field("", "name"),
@@ -500,6 +553,30 @@ fn set_value(table: &mut toml_edit::Table, key: &str, new: toml_edit::Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn provider_input_names_a_bad_kind_or_lane() {
+        let input = |kind: &str, lane: &str, name: &str| ProviderInput {
+            name: name.into(),
+            kind: kind.into(),
+            base_url: "http://127.0.0.1:8080/v1".into(),
+            lane: lane.into(),
+            api_key_env: None,
+            models: vec![],
+        };
+        let ok = input("anthropic", "cloud", "claude")
+            .into_config(0)
+            .unwrap();
+        assert_eq!((ok.kind, ok.lane), (ProviderKind::Anthropic, Lane::Cloud));
+        let field = |e: Invalid| match e {
+            Invalid::Setting { field, .. } => field,
+            other => panic!("{other:?}"),
+        };
+        let err = input("telepathy", "local", "x").into_config(0).unwrap_err();
+        assert_eq!(field(err), "provider `x` kind");
+        let err = input("openai", "moon", "").into_config(2).unwrap_err();
+        assert_eq!(field(err), "provider 3 lane");
+    }
 
     #[test]
     fn parses_the_documented_example() {
