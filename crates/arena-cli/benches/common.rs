@@ -18,14 +18,7 @@ pub struct Bench {
 }
 
 fn provider(name: &str, base_url: String, lane: Lane) -> ProviderConfig {
-    ProviderConfig {
-        name: name.into(),
-        kind: ProviderKind::Openai,
-        base_url,
-        lane,
-        api_key_env: None,
-        models: Vec::new(),
-    }
+    ProviderConfig::new(name, ProviderKind::Openai, &base_url, lane)
 }
 
 impl Bench {

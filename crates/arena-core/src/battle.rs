@@ -211,6 +211,9 @@ pub struct Contestant {
     pub worktree: Option<PathBuf>,
     pub diff: Option<DiffSummary>,
     pub check: Option<CheckResult>,
+    /// While `queued`: why it has not started (its lane is busy, and who
+    /// holds it). `None` otherwise.
+    pub waiting: Option<String>,
 }
 
 /// A refinement round of a Coding contestant: the user's feedback, and what
@@ -246,6 +249,15 @@ pub struct Benchmark {
     pub rate_source: Option<RateSource>,
     /// Prompt tokens the server answered from its cache (llama.cpp `cache_n`).
     pub cached_tokens: Option<u64>,
+    /// Prompt processing speed (tokens/s), when the server reports it
+    /// (llama.cpp `prompt_per_second`); generation is `tokens_per_sec`.
+    #[serde(default)]
+    pub prompt_per_sec: Option<f64>,
+    /// The local lane served another model just before this contestant, so
+    /// the server loaded this one first: its time to first token includes
+    /// the model load.
+    #[serde(default)]
+    pub model_switched: bool,
 }
 
 /// Everything needed to (re)run a Q&A contestant without re-reading config.

@@ -58,6 +58,10 @@ pub fn compute(m: &Measurement) -> Benchmark {
         tokens_per_sec,
         rate_source,
         cached_tokens: timings.cache_n,
+        prompt_per_sec: timings
+            .prompt_per_second
+            .filter(|r| r.is_finite() && *r > 0.0),
+        model_switched: false,
     }
 }
 

@@ -66,9 +66,37 @@ pub struct ProviderConfig {
     /// Models to offer in addition to what `/models` reports (for servers without discovery).
     #[serde(default)]
     pub models: Vec<String>,
+    /// Cloud lane: how many requests may run at once (across every battle
+    /// and process). A local server always takes one at a time.
+    #[serde(default = "default_max_concurrency")]
+    pub max_concurrency: u32,
+    /// Cloud lane: at most this many requests start in any 60 seconds.
+    #[serde(default)]
+    pub requests_per_minute: Option<u32>,
+}
+
+/// A cloud provider's `max_concurrency` when none is set.
+pub const DEFAULT_MAX_CONCURRENCY: u32 = 8;
+
+fn default_max_concurrency() -> u32 {
+    DEFAULT_MAX_CONCURRENCY
 }
 
 impl ProviderConfig {
+    /// A provider with the default lane limits.
+    pub fn new(name: &str, kind: ProviderKind, base_url: &str, lane: Lane) -> ProviderConfig {
+        ProviderConfig {
+            name: name.to_string(),
+            kind,
+            base_url: base_url.to_string(),
+            lane,
+            api_key_env: None,
+            models: Vec::new(),
+            max_concurrency: DEFAULT_MAX_CONCURRENCY,
+            requests_per_minute: None,
+        }
+    }
+
     /// The API key from the provider's environment variable, when that is
     /// set (the engine falls back to the keychain: [`crate::provider::Provider::api_key`]).
     pub fn env_api_key(&self) -> Option<String> {
@@ -164,14 +192,12 @@ impl Default for Config {
     fn default() -> Self {
         Config {
             default_model: None,
-            providers: vec![ProviderConfig {
-                name: "llama-swap".into(),
-                kind: ProviderKind::Openai,
-                base_url: "http://127.0.0.1:8080/v1".into(),
-                lane: Lane::Local,
-                api_key_env: None,
-                models: Vec::new(),
-            }],
+            providers: vec![ProviderConfig::new(
+                "llama-swap",
+                ProviderKind::Openai,
+                "http://127.0.0.1:8080/v1",
+                Lane::Local,
+            )],
             limits: Limits::default(),
             backends: Vec::new(),
         }
@@ -228,6 +254,18 @@ impl Config {
                     p.name
                 ));
             }
+            if p.max_concurrency == 0 {
+                return Err(format!(
+                    "provider `{}`: max_concurrency must be at least 1",
+                    p.name
+                ));
+            }
+            if p.requests_per_minute == Some(0) {
+                return Err(format!(
+                    "provider `{}`: requests_per_minute must be at least 1 (or left out for no limit)",
+                    p.name
+                ));
+            }
         }
         for b in &self.backends {
             if b.command.is_empty() || b.command[0].trim().is_empty() {
@@ -276,6 +314,8 @@ pub struct ProviderInput {
     pub lane: String,
     pub api_key_env: Option<String>,
     pub models: Vec<String>,
+    pub max_concurrency: u32,
+    pub requests_per_minute: Option<u32>,
 }
 
 impl ProviderInput {
@@ -309,6 +349,8 @@ impl ProviderInput {
             lane,
             api_key_env: self.api_key_env,
             models: self.models,
+            max_concurrency: self.max_concurrency,
+            requests_per_minute: self.requests_per_minute,
         })
     }
 }
@@ -397,6 +439,18 @@ impl SettingsUpdate {
                 .map(|m| m.trim().to_string())
                 .filter(|m| !m.is_empty() && seen.insert(m.clone()))
                 .collect();
+            if p.max_concurrency == 0 {
+                return Err(setting(
+                    field(&p.name, "max_concurrency"),
+                    format!("must be at least 1 (the default is {DEFAULT_MAX_CONCURRENCY})"),
+                ));
+            }
+            if p.requests_per_minute == Some(0) {
+                return Err(setting(
+                    field(&p.name, "requests_per_minute"),
+                    "must be at least 1; leave it empty for no limit".into(),
+                ));
+            }
         }
         Ok(self)
     }
@@ -529,6 +583,22 @@ fn edit(doc: &mut toml_edit::DocumentMut, update: &SettingsUpdate, renamed: &[(S
             let models: Array = p.models.iter().map(String::as_str).collect();
             set_value(&mut table, "models", models.into());
         }
+        // Defaults stay out of the file, so a later change of default applies.
+        if p.max_concurrency == DEFAULT_MAX_CONCURRENCY {
+            table.remove("max_concurrency");
+        } else {
+            set_value(
+                &mut table,
+                "max_concurrency",
+                i64::from(p.max_concurrency).into(),
+            );
+        }
+        match p.requests_per_minute {
+            Some(rpm) => set_value(&mut table, "requests_per_minute", i64::from(rpm).into()),
+            None => {
+                table.remove("requests_per_minute");
+            }
+        }
         providers.push(table);
     }
     if !providers.is_empty() {
@@ -563,6 +633,8 @@ mod tests {
             lane: lane.into(),
             api_key_env: None,
             models: vec![],
+            max_concurrency: DEFAULT_MAX_CONCURRENCY,
+            requests_per_minute: None,
         };
         let ok = input("anthropic", "cloud", "claude")
             .into_config(0)

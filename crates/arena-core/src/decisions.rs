@@ -1,4 +1,4 @@
-//! Pure decisions: which contestant may start, whether a status change is
+//! Pure decisions: whose turn it is on a lane, whether a status change is
 //! allowed, when a battle is over, what to do after a restart, how long to
 //! wait before a retry, and whether a battle's lease can be taken. No I/O
 //! here; the runner in `engine` applies these.
@@ -6,14 +6,7 @@
 use std::time::Duration;
 
 use crate::battle::{BattleStatus, ContestantStatus, Lane};
-
-/// The scheduling view of one contestant, in battle order.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Slot<'a> {
-    pub id: &'a str,
-    pub lane: Lane,
-    pub status: ContestantStatus,
-}
+use crate::config::ProviderConfig;
 
 /// Whether a contestant may move from `from` to `to`. Terminal statuses are
 /// final; `running → queued` is the resume path that re-runs lost work.
@@ -29,33 +22,6 @@ pub fn can_transition(from: ContestantStatus, to: ContestantStatus) -> bool {
             | (Running, Cancelled)
             | (Running, Queued)
     )
-}
-
-/// The next local contestant to run: none while one is running, else the
-/// first queued one in battle order.
-pub fn next_local<'a>(slots: &[Slot<'a>]) -> Option<&'a str> {
-    let busy = slots
-        .iter()
-        .any(|s| s.lane == Lane::Local && s.status == ContestantStatus::Running);
-    if busy {
-        return None;
-    }
-    slots
-        .iter()
-        .find(|s| s.lane == Lane::Local && s.status == ContestantStatus::Queued)
-        .map(|s| s.id)
-}
-
-/// Every contestant that should start now: all queued cloud contestants and
-/// at most one local one.
-pub fn to_start<'a>(slots: &[Slot<'a>]) -> Vec<&'a str> {
-    let mut ids: Vec<&str> = slots
-        .iter()
-        .filter(|s| s.lane == Lane::Cloud && s.status == ContestantStatus::Queued)
-        .map(|s| s.id)
-        .collect();
-    ids.extend(next_local(slots));
-    ids
 }
 
 /// The battle's final status once every contestant is terminal, else `None`.
@@ -135,6 +101,182 @@ pub fn backoff_delay(
     }
 }
 
+/// A lane: one model server as a shared resource of the whole machine.
+/// Every local server (scheme, host, port) is its own lane with one slot,
+/// however many providers point at it; a cloud provider is a lane with
+/// `max_concurrency` slots and an optional start rate.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LaneSpec {
+    /// Identifies the lane across processes: `local:http://127.0.0.1:8080`, `cloud:openai`.
+    pub key: String,
+    /// How waiting messages name it: `llama-swap (127.0.0.1:8080)`, `openai`.
+    pub label: String,
+    pub slots: u32,
+    pub requests_per_minute: Option<u32>,
+    pub local: bool,
+}
+
+/// The lane a provider's requests run in.
+pub fn lane_of(p: &ProviderConfig) -> LaneSpec {
+    match p.lane {
+        Lane::Local => {
+            let (key, address) = match reqwest::Url::parse(&p.base_url) {
+                Ok(url) => {
+                    let host = match url.host_str().unwrap_or("").to_ascii_lowercase() {
+                        h if h == "localhost" => "127.0.0.1".to_string(),
+                        h => h,
+                    };
+                    let port = url.port_or_known_default().unwrap_or(0);
+                    (
+                        format!("local:{}://{host}:{port}", url.scheme()),
+                        format!("{host}:{port}"),
+                    )
+                }
+                // Config validation refuses such URLs; keep them apart anyway.
+                Err(_) => (format!("local:{}", p.base_url), p.base_url.clone()),
+            };
+            LaneSpec {
+                key,
+                label: format!("{} ({address})", p.name),
+                slots: 1,
+                requests_per_minute: None,
+                local: true,
+            }
+        }
+        Lane::Cloud => LaneSpec {
+            key: format!("cloud:{}", p.name),
+            label: p.name.clone(),
+            slots: p.max_concurrency.max(1),
+            requests_per_minute: p.requests_per_minute,
+            local: false,
+        },
+    }
+}
+
+/// One place in a lane's queue, as stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ticket {
+    pub id: i64,
+    /// When the work became ready (ms); earlier goes first.
+    pub ready_at_ms: i64,
+    /// Its place in its battle; breaks ties.
+    pub position: u32,
+    /// "battle 1a2b3c4d, contestant 2".
+    pub holder: String,
+    pub granted: bool,
+    /// The process that holds or waits with it.
+    pub lease: Lease,
+}
+
+/// Whether a ticket's process is gone: its lease expired, or it was a
+/// process on this host that no longer exists.
+pub fn ticket_is_stale(
+    t: &Ticket,
+    my_host: &str,
+    now_ms: i64,
+    pid_alive: impl Fn(u32) -> bool,
+) -> bool {
+    t.lease.expires_at_ms <= now_ms || (t.lease.host == my_host && !pid_alive(t.lease.pid))
+}
+
+/// Whether the holder of ticket `me` may take a slot of the lane now.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Turn {
+    Go,
+    Wait {
+        /// Who holds the lane's slots now.
+        holders: Vec<String>,
+        /// Tickets waiting ahead of `me`.
+        ahead: usize,
+        /// The start rate is used up until this time (ms).
+        rate_limited_until: Option<i64>,
+    },
+}
+
+/// First come, first served: `me` goes when fewer tickets wait ahead of it
+/// than slots are free (and, with a start rate, when it is not used up).
+/// `tickets` are the lane's live tickets (stale ones removed), in any
+/// order; `recent_starts` the grant times (ms) of the last 60 seconds.
+pub fn lane_turn(
+    tickets: &[Ticket],
+    me: i64,
+    spec: &LaneSpec,
+    recent_starts: &[i64],
+    now_ms: i64,
+) -> Turn {
+    let mut waiting: Vec<&Ticket> = tickets.iter().filter(|t| !t.granted).collect();
+    waiting.sort_by_key(|t| (t.ready_at_ms, t.position, t.id));
+    let ahead = waiting
+        .iter()
+        .position(|t| t.id == me)
+        .unwrap_or(waiting.len());
+    let granted: Vec<&Ticket> = tickets.iter().filter(|t| t.granted).collect();
+    let free = (spec.slots as usize).saturating_sub(granted.len());
+    let in_window: Vec<i64> = recent_starts
+        .iter()
+        .copied()
+        .filter(|at| *at > now_ms - 60_000)
+        .collect();
+    let rate_limited_until = match spec.requests_per_minute {
+        Some(rpm) if in_window.len() + ahead >= rpm as usize => {
+            let mut sorted = in_window.clone();
+            sorted.sort_unstable();
+            // The start that must leave the window before ours fits.
+            let index = (in_window.len() + ahead + 1).saturating_sub(rpm as usize) - 1;
+            Some(sorted.get(index).map_or(now_ms, |at| at + 60_000))
+        }
+        _ => None,
+    };
+    if ahead < free && rate_limited_until.is_none() {
+        return Turn::Go;
+    }
+    Turn::Wait {
+        holders: granted.iter().map(|t| t.holder.clone()).collect(),
+        ahead,
+        rate_limited_until,
+    }
+}
+
+/// What a waiting contestant shows: "waiting for llama-swap
+/// (127.0.0.1:8080): battle 1a2b3c4d, contestant 2".
+pub fn waiting_reason(spec: &LaneSpec, turn: &Turn, now_ms: i64) -> Option<String> {
+    let Turn::Wait {
+        holders,
+        ahead,
+        rate_limited_until,
+    } = turn
+    else {
+        return None;
+    };
+    let mut parts = Vec::new();
+    if !holders.is_empty() {
+        const SHOWN: usize = 3;
+        let mut named = holders
+            .iter()
+            .take(SHOWN)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("; ");
+        if holders.len() > SHOWN {
+            named.push_str(&format!(" and {} more", holders.len() - SHOWN));
+        }
+        parts.push(named);
+    }
+    if *ahead > 0 {
+        parts.push(format!("{ahead} ahead in the queue"));
+    }
+    if let (Some(until), Some(rpm)) = (rate_limited_until, spec.requests_per_minute) {
+        let secs = ((until - now_ms).max(0) + 999) / 1000;
+        parts.push(format!(
+            "{rpm} requests per minute reached, next start in {secs} s"
+        ));
+    }
+    if parts.is_empty() {
+        parts.push("its turn is next".into());
+    }
+    Some(format!("waiting for {}: {}", spec.label, parts.join(", ")))
+}
+
 /// A battle's lease as stored.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Lease {
@@ -166,16 +308,164 @@ pub fn lease_is_free(
 mod tests {
     use super::*;
     use ContestantStatus::*;
-    use Lane::*;
 
-    fn slots<'a>(v: &'a [(&'a str, Lane, ContestantStatus)]) -> Vec<Slot<'a>> {
-        v.iter()
-            .map(|(id, lane, status)| Slot {
-                id,
-                lane: *lane,
-                status: *status,
-            })
-            .collect()
+    fn lease(pid: u32, expires_at_ms: i64) -> Lease {
+        Lease {
+            owner: format!("p{pid}"),
+            host: "h".into(),
+            pid,
+            expires_at_ms,
+        }
+    }
+
+    fn ticket(id: i64, ready_at_ms: i64, position: u32, granted: bool) -> Ticket {
+        Ticket {
+            id,
+            ready_at_ms,
+            position,
+            holder: format!("battle b, contestant {}", position + 1),
+            granted,
+            lease: lease(1, i64::MAX),
+        }
+    }
+
+    fn provider(name: &str, url: &str, lane: Lane) -> ProviderConfig {
+        ProviderConfig::new(name, crate::config::ProviderKind::Openai, url, lane)
+    }
+
+    #[test]
+    fn a_local_lane_is_the_server_address_and_a_cloud_lane_the_provider() {
+        let a = lane_of(&provider("swap", "http://127.0.0.1:8080/v1", Lane::Local));
+        let b = lane_of(&provider(
+            "ollama",
+            "http://localhost:8080/api/v1",
+            Lane::Local,
+        ));
+        assert_eq!(a.key, b.key, "one server reached two ways is one lane");
+        assert_eq!(a.key, "local:http://127.0.0.1:8080");
+        assert_eq!(a.label, "swap (127.0.0.1:8080)");
+        assert_eq!(a.slots, 1);
+        let other = lane_of(&provider("gpu2", "http://10.0.0.2:8080/v1", Lane::Local));
+        assert_ne!(a.key, other.key);
+        let https = lane_of(&provider("remote", "https://box.lan/v1", Lane::Local));
+        assert_eq!(https.key, "local:https://box.lan:443");
+        let mut cloud = provider("openai", "https://api.example.com/v1", Lane::Cloud);
+        cloud.max_concurrency = 2;
+        cloud.requests_per_minute = Some(30);
+        let c = lane_of(&cloud);
+        assert_eq!(
+            (c.key.as_str(), c.slots, c.requests_per_minute),
+            ("cloud:openai", 2, Some(30))
+        );
+        assert!(!c.local);
+    }
+
+    #[test]
+    fn the_first_ready_goes_first_then_battle_position() {
+        let spec = lane_of(&provider("l", "http://127.0.0.1:1/v1", Lane::Local));
+        // Ticket 3 arrived last but became ready first.
+        let queue = [
+            ticket(1, 200, 0, false),
+            ticket(2, 200, 1, false),
+            ticket(3, 100, 5, false),
+        ];
+        assert_eq!(lane_turn(&queue, 3, &spec, &[], 0), Turn::Go);
+        assert!(matches!(
+            lane_turn(&queue, 1, &spec, &[], 0),
+            Turn::Wait { ahead: 1, .. }
+        ));
+        assert!(matches!(
+            lane_turn(&queue, 2, &spec, &[], 0),
+            Turn::Wait { ahead: 2, .. }
+        ));
+        // Same readiness: battle position decides.
+        let queue = [ticket(1, 100, 1, false), ticket(2, 100, 0, false)];
+        assert_eq!(lane_turn(&queue, 2, &spec, &[], 0), Turn::Go);
+    }
+
+    #[test]
+    fn a_busy_lane_makes_everyone_wait_and_names_the_holder() {
+        let spec = lane_of(&provider("swap", "http://127.0.0.1:8080/v1", Lane::Local));
+        let queue = [ticket(1, 100, 1, true), ticket(2, 50, 0, false)];
+        let turn = lane_turn(&queue, 2, &spec, &[], 0);
+        assert_eq!(
+            waiting_reason(&spec, &turn, 0).unwrap(),
+            "waiting for swap (127.0.0.1:8080): battle b, contestant 2"
+        );
+        assert_eq!(waiting_reason(&spec, &Turn::Go, 0), None);
+    }
+
+    #[test]
+    fn a_cloud_lane_fills_its_slots_in_order() {
+        let mut p = provider("cloud", "https://x/v1", Lane::Cloud);
+        p.max_concurrency = 2;
+        let spec = lane_of(&p);
+        let queue = [
+            ticket(1, 0, 0, true),
+            ticket(2, 0, 1, false),
+            ticket(3, 0, 2, false),
+        ];
+        assert_eq!(lane_turn(&queue, 2, &spec, &[], 0), Turn::Go);
+        let turn = lane_turn(&queue, 3, &spec, &[], 0);
+        assert!(matches!(turn, Turn::Wait { ahead: 1, .. }), "{turn:?}");
+        let reason = waiting_reason(&spec, &turn, 0).unwrap();
+        assert_eq!(
+            reason,
+            "waiting for cloud: battle b, contestant 1, 1 ahead in the queue"
+        );
+    }
+
+    #[test]
+    fn a_start_rate_waits_for_the_oldest_start_to_leave_the_window() {
+        let mut p = provider("cloud", "https://x/v1", Lane::Cloud);
+        p.requests_per_minute = Some(2);
+        let spec = lane_of(&p);
+        let queue = [ticket(1, 0, 0, false)];
+        assert_eq!(lane_turn(&queue, 1, &spec, &[10_000], 20_000), Turn::Go);
+        let turn = lane_turn(&queue, 1, &spec, &[10_000, 15_000], 20_000);
+        assert_eq!(
+            turn,
+            Turn::Wait {
+                holders: vec![],
+                ahead: 0,
+                rate_limited_until: Some(70_000)
+            }
+        );
+        assert_eq!(
+            waiting_reason(&spec, &turn, 20_000).unwrap(),
+            "waiting for cloud: 2 requests per minute reached, next start in 50 s"
+        );
+        // Starts older than a minute no longer count.
+        assert_eq!(
+            lane_turn(&queue, 1, &spec, &[1_000, 15_000], 70_000),
+            Turn::Go
+        );
+        // The second in the queue waits for the second-oldest start.
+        let queue = [ticket(1, 0, 0, false), ticket(2, 0, 1, false)];
+        let turn = lane_turn(&queue, 2, &spec, &[10_000], 20_000);
+        assert!(
+            matches!(
+                turn,
+                Turn::Wait {
+                    rate_limited_until: Some(70_000),
+                    ..
+                }
+            ),
+            "{turn:?}"
+        );
+    }
+
+    #[test]
+    fn a_ticket_of_a_dead_or_silent_process_is_stale() {
+        let t = ticket(1, 0, 0, true);
+        assert!(!ticket_is_stale(&t, "h", 0, |_| true));
+        assert!(ticket_is_stale(&t, "h", 0, |_| false));
+        assert!(!ticket_is_stale(&t, "other-host", 0, |_| false));
+        let silent = Ticket {
+            lease: lease(1, 500),
+            ..t
+        };
+        assert!(ticket_is_stale(&silent, "other-host", 500, |_| true));
     }
 
     #[test]
@@ -189,33 +479,6 @@ mod tests {
         assert!(can_transition(Running, Queued));
         assert!(!can_transition(Queued, Done));
         assert!(!can_transition(Running, Running));
-    }
-
-    #[test]
-    fn start_all_cloud_and_one_local() {
-        let s = [
-            ("l1", Local, Queued),
-            ("c1", Cloud, Queued),
-            ("l2", Local, Queued),
-            ("c2", Cloud, Queued),
-        ];
-        assert_eq!(to_start(&slots(&s)), vec!["c1", "c2", "l1"]);
-    }
-
-    #[test]
-    fn local_lane_waits_for_the_running_one() {
-        let s = [("l1", Local, Running), ("l2", Local, Queued)];
-        assert_eq!(next_local(&slots(&s)), None);
-        let s = [
-            ("l1", Local, Error),
-            ("l2", Local, Queued),
-            ("l3", Local, Queued),
-        ];
-        assert_eq!(next_local(&slots(&s)), Some("l2"));
-        let s = [("l1", Local, Done), ("l2", Local, Cancelled)];
-        assert_eq!(next_local(&slots(&s)), None);
-        let s = [("c1", Cloud, Running), ("l1", Local, Queued)];
-        assert_eq!(to_start(&slots(&s)), vec!["l1"]);
     }
 
     #[test]

@@ -61,6 +61,11 @@ pub enum EventKind {
     Reset {
         reason: String,
     },
+    /// A queued contestant waits for its lane: why, and who holds it
+    /// (`None` once it no longer waits).
+    Waiting {
+        reason: Option<String>,
+    },
     Retry {
         attempt: u32,
         delay_ms: u64,
@@ -108,6 +113,7 @@ impl EventKind {
             EventKind::Output { .. } => "output",
             EventKind::Reasoning { .. } => "reasoning",
             EventKind::Reset { .. } => "reset",
+            EventKind::Waiting { .. } => "waiting",
             EventKind::Tool { .. } => "tool",
             EventKind::ChangedFiles { .. } => "changed_files",
             EventKind::Round { .. } => "round",

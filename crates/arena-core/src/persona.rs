@@ -42,7 +42,18 @@ impl Registry {
         let path = data_dir.join(REGISTRY_FILE);
         if !path.exists() {
             std::fs::create_dir_all(data_dir).map_err(|e| Error::io(data_dir, e))?;
-            std::fs::write(&path, DEFAULT_REGISTRY).map_err(|e| Error::io(&path, e))?;
+            // Written whole beside it, then linked into place unless another
+            // process seeded it first: nobody reads a half-written registry,
+            // and a registry that exists is never overwritten.
+            let mut seed =
+                tempfile::NamedTempFile::new_in(data_dir).map_err(|e| Error::io(data_dir, e))?;
+            std::io::Write::write_all(&mut seed, DEFAULT_REGISTRY.as_bytes())
+                .map_err(|e| Error::io(seed.path(), e))?;
+            match seed.persist_noclobber(&path) {
+                Ok(_) => {}
+                Err(e) if e.error.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(Error::io(&path, e.error)),
+            }
         }
         let text = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
         Registry::parse(&path, &text)

@@ -27,12 +27,8 @@ const KEY_VAR: &str = "ARENA_KEYCHAIN_TEST_KEY";
 fn engine(data: &Path, base_url: String) -> Engine {
     let config = Config {
         providers: vec![ProviderConfig {
-            name: "cloud".into(),
-            kind: ProviderKind::Openai,
-            base_url,
-            lane: Lane::Cloud,
             api_key_env: Some(KEY_VAR.into()),
-            models: Vec::new(),
+            ..ProviderConfig::new("cloud", ProviderKind::Openai, &base_url, Lane::Cloud)
         }],
         ..Config::default()
     };

@@ -35,14 +35,7 @@ command = ["my-agent", "--task", "{prompt}"]
 "#;
 
 fn provider(name: &str, base_url: &str, lane: Lane) -> ProviderConfig {
-    ProviderConfig {
-        name: name.into(),
-        kind: ProviderKind::Openai,
-        base_url: base_url.into(),
-        lane,
-        api_key_env: None,
-        models: Vec::new(),
-    }
+    ProviderConfig::new(name, ProviderKind::Openai, base_url, lane)
 }
 
 #[test]

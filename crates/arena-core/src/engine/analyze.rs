@@ -10,7 +10,7 @@ use rand::seq::SliceRandom;
 use crate::analysis::{
     self, Analysis, AnalysisStatus, Digest, Fence, JudgeItem, JudgeRun, Outcome,
 };
-use crate::battle::{Battle, ContestantStatus, Lane, Winner, WinnerSource};
+use crate::battle::{Battle, ContestantStatus, Winner, WinnerSource};
 use crate::catalog::Resolved;
 use crate::cross_exam::{self, CrossExamination};
 use crate::decisions;
@@ -19,6 +19,7 @@ use crate::event::EventKind;
 use crate::provider::{ChatRequest, Chunk, ProviderError};
 use crate::results;
 
+use super::lane::{self, LaneSlot};
 use super::Engine;
 
 /// How often streamed analysis text is flushed as an event.
@@ -35,17 +36,58 @@ enum StageKind<'a> {
     CrossExam { id: &'a str },
 }
 
-/// One streamed completion with retries and a stall timeout; its text goes
-/// to the battle's event stream as it arrives.
+impl Stage<'_> {
+    /// How the lane's other waiters see this call.
+    fn holder(&self) -> String {
+        let battle = lane::battle_name(self.battle_id);
+        match &self.kind {
+            StageKind::Analysis { stage, .. } => match stage.split_once(' ') {
+                Some(("digest", _)) => format!("{battle}, analysis (digest)"),
+                _ => format!("{battle}, analysis ({stage})"),
+            },
+            StageKind::CrossExam { .. } => format!("{battle}, cross-examination"),
+        }
+    }
+}
+
+/// Waits for the lane of `target`'s provider, as `holder`; `position`
+/// orders calls that became ready together.
+async fn take_lane(
+    engine: &Engine,
+    target: &Resolved,
+    battle_id: &str,
+    holder: String,
+    position: u32,
+) -> Result<LaneSlot> {
+    let want = lane::Want {
+        provider: &target.provider,
+        model: &target.model,
+        holder,
+        battle_id: Some(battle_id),
+        contestant_id: None,
+        ready_at: engine.now(),
+        position,
+    };
+    // Nothing cancels an analysis yet, so the wait ends with a slot.
+    let never = tokio_util::sync::CancellationToken::new();
+    lane::take(engine, want, &never)
+        .await?
+        .ok_or_else(|| Error::Task("waiting for the lane was cancelled".into()))
+}
+
+/// One streamed completion with retries and a stall timeout, in its turn on
+/// the model's lane; its text goes to the battle's event stream as it arrives.
 async fn call(
     engine: &Engine,
     target: &Resolved,
     req: &ChatRequest,
     stage: &Stage<'_>,
+    position: u32,
 ) -> Result<String> {
     let provider = engine.provider(&target.provider).ok_or_else(|| {
         Invalid::Other(format!("provider `{}` is not configured", target.provider))
     })?;
+    let _slot = take_lane(engine, target, stage.battle_id, stage.holder(), position).await?;
     let limits = engine.config().limits.clone();
     let mut attempt = 1;
     loop {
@@ -236,7 +278,8 @@ async fn judge(
     }
     let fence = Fence::new(&uuid::Uuid::new_v4().simple().to_string());
 
-    // Stage 1: digests. A local analysis model takes them one at a time.
+    // Stage 1: digests, all asked at once: the model's lane takes them in
+    // turn (one at a time on a local server).
     let digest_one = |i: usize| {
         let c = survivors[i];
         let output = result_text(battle, c);
@@ -251,7 +294,7 @@ async fn judge(
                     stage: format!("digest {}", c.id),
                 },
             };
-            let text = call(engine, target, &req, &stage).await?;
+            let text = call(engine, target, &req, &stage, i as u32).await?;
             Ok::<_, Error>(Digest {
                 contestant_id: c.id.clone(),
                 text,
@@ -259,16 +302,7 @@ async fn judge(
             })
         }
     };
-    let digests: Vec<Digest> = if target.lane == Lane::Local {
-        let mut out = Vec::new();
-        for i in 0..survivors.len() {
-            out.push(digest_one(i).await?);
-        }
-        out
-    } else {
-        futures::future::try_join_all((0..survivors.len()).map(digest_one)).await?
-    };
-    a.digests = digests;
+    a.digests = futures::future::try_join_all((0..survivors.len()).map(digest_one)).await?;
 
     // Stage 2: the judge, twice, the second time in reverse order.
     let mut order: Vec<String> = survivors.iter().map(|c| c.id.clone()).collect();
@@ -306,6 +340,7 @@ async fn judge(
             target,
             &request(target, system.clone(), prompt.clone(), 1000),
             &stage,
+            0,
         )
         .await?;
         let mut run = JudgeRun {
@@ -325,6 +360,7 @@ async fn judge(
                     target,
                     &request(target, system, repair, 1000),
                     &stage,
+                    0,
                 )
                 .await?;
                 run.raw = again.clone();
@@ -555,7 +591,7 @@ pub(super) async fn cross_examine(
         battle_id: &battle.id,
         kind: StageKind::CrossExam { id: &x.id },
     };
-    match call(engine, &target, &req, &stage).await {
+    match call(engine, &target, &req, &stage, 0).await {
         Ok(text) => {
             x.verdict = cross_exam::parse_verdict(&text, &order);
             x.output = text;
@@ -656,12 +692,21 @@ async fn cross_examine_with_agent(
         })
     };
     let token = tokio_util::sync::CancellationToken::new();
-    let exit = crate::agent::process::run(&launch, &token, |line| {
-        if let crate::agent::process::Line::Stdout(l) = line {
-            let _ = lines_tx.send(l);
-        }
-    })
-    .await;
+    let stage = Stage {
+        battle_id: &battle.id,
+        kind: StageKind::CrossExam { id: &x.id },
+    };
+    let slot = take_lane(engine, &target, &battle.id, stage.holder(), 0).await;
+    let exit = match slot {
+        Ok(_slot) => crate::agent::process::run(&launch, &token, |line| {
+            if let crate::agent::process::Line::Stdout(l) = line {
+                let _ = lines_tx.send(l);
+            }
+        })
+        .await
+        .map_err(|e| e.to_string()),
+        Err(e) => Err(e.to_string()),
+    };
     drop(lines_tx);
     let output = forward.await?;
     match exit {
@@ -676,7 +721,7 @@ async fn cross_examine_with_agent(
         }
         Err(e) => {
             x.status = AnalysisStatus::Error;
-            x.error = Some(e.to_string());
+            x.error = Some(e);
         }
     }
     x.output = output;

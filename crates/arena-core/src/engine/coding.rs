@@ -22,6 +22,7 @@ use crate::event::EventKind;
 use crate::provider::Usage;
 use crate::{diff, results, worktree};
 
+use super::lane::{self, LaneSlot};
 use super::Engine;
 
 /// What an agent run produced.
@@ -40,9 +41,20 @@ pub fn runnable(engine: &Engine, name: &str) -> bool {
         || engine.config().backends.iter().any(|b| b.name == name)
 }
 
-pub(super) async fn run(engine: &Engine, battle: &Battle, c: Contestant, token: CancellationToken) {
+/// Runs a Coding contestant the scheduler moved to `running`; `slot` is its
+/// lane, held while the agent works (not during the diff and the check).
+pub(super) async fn run(
+    engine: &Engine,
+    battle: &Battle,
+    c: Contestant,
+    token: CancellationToken,
+    slot: LaneSlot,
+) {
     let span = tracing::info_span!("coding", battle = %battle.id, contestant = %c.id, backend = %c.identity);
-    if let Err(e) = run_inner(engine, battle, &c, &token).instrument(span).await {
+    if let Err(e) = run_inner(engine, battle, &c, &token, slot)
+        .instrument(span)
+        .await
+    {
         tracing::error!(contestant = %c.id, error = %e, "coding contestant failed");
         let message = e.to_string();
         let _ = record(
@@ -76,19 +88,22 @@ async fn run_inner(
     battle: &Battle,
     c: &Contestant,
     token: &CancellationToken,
+    slot: LaneSlot,
 ) -> Result<()> {
     let started = Instant::now();
+    let model_switched = slot.model_switched;
     let base = battle
         .base_commit
         .clone()
         .ok_or_else(|| Error::Task(format!("battle {} has no base commit", battle.id)))?;
     let path = ensure_worktree(engine, battle, c, &base).await?;
     let Work { run, diff, check } =
-        work(engine, battle, c, &path, &battle.prompt, &base, token).await?;
+        work(engine, battle, c, &path, &battle.prompt, &base, token, slot).await?;
     let bench = Benchmark {
         duration_ms: Some(started.elapsed().as_millis() as u64),
         prompt_tokens: run.usage.and_then(|u| u.prompt_tokens),
         completion_tokens: run.usage.and_then(|u| u.completion_tokens),
+        model_switched,
         ..Default::default()
     };
     let status = if run.cancelled {
@@ -122,7 +137,9 @@ struct Work {
 }
 
 /// Runs the agent on `prompt` in `path` while watching the files it
-/// touches, then takes the diff against `base` and runs the check.
+/// touches, then gives the lane back, takes the diff against `base` and
+/// runs the check.
+#[allow(clippy::too_many_arguments)]
 async fn work(
     engine: &Engine,
     battle: &Battle,
@@ -131,12 +148,14 @@ async fn work(
     prompt: &str,
     base: &str,
     token: &CancellationToken,
+    slot: LaneSlot,
 ) -> Result<Work> {
     let watch = watch_changes(engine, c, path);
     let run = match c.identity.as_str() {
         "native" => run_native(engine, c, path, prompt, token).await,
         _ => run_cli(engine, c, path, prompt, token).await,
     };
+    drop(slot);
     if let Some(watch) = watch {
         watch.finish().await;
     }
@@ -708,10 +727,33 @@ pub(super) async fn refine(
         ))
     })?;
     let prompt = refine_prompt(&battle.prompt, previous, &round.feedback);
-    let outcome = work(engine, battle, c, &path, &prompt, &base, token).await;
+    let want = lane::Want {
+        provider: &c.provider,
+        model: &c.model,
+        holder: format!(
+            "{}, contestant {} (refine round {})",
+            lane::battle_name(&battle.id),
+            c.position + 1,
+            round.number
+        ),
+        battle_id: Some(&battle.id),
+        contestant_id: None,
+        ready_at: engine.now(),
+        position: c.position,
+    };
+    let outcome = match lane::take(engine, want, token).await {
+        Ok(Some(slot)) => Some(work(engine, battle, c, &path, &prompt, &base, token, slot).await),
+        Ok(None) => None,
+        Err(e) => Some(Err(e)),
+    };
     round.duration_ms = Some(started.elapsed().as_millis() as u64);
     let diff = match outcome {
-        Ok(Work { run, diff, check }) => {
+        // Cancelled while waiting for its lane.
+        None => {
+            round.status = Some(ContestantStatus::Cancelled);
+            None
+        }
+        Some(Ok(Work { run, diff, check })) => {
             round.status = Some(if run.cancelled {
                 ContestantStatus::Cancelled
             } else if run.error.is_some() {
@@ -729,7 +771,7 @@ pub(super) async fn refine(
             round.check = check;
             Some(diff)
         }
-        Err(e) => {
+        Some(Err(e)) => {
             round.status = Some(ContestantStatus::Error);
             round.error = Some(e.to_string());
             None

@@ -20,6 +20,7 @@ use crate::event::EventKind;
 use crate::provider::{ChatRequest, Chunk, Provider, ProviderError, Timings, Usage};
 use crate::results;
 
+use super::lane::LaneSlot;
 use super::Engine;
 
 /// Live benchmark updates go out at most this often.
@@ -145,25 +146,47 @@ fn request(battle: &Battle, c: &Contestant) -> ChatRequest {
     }
 }
 
-/// Runs a contestant that the scheduler moved to `running`, to a terminal status.
-pub(super) async fn run(engine: &Engine, battle: &Battle, c: Contestant, token: CancellationToken) {
+/// How a run ended.
+struct Ended {
+    status: ContestantStatus,
+    error: Option<String>,
+    got: Collected,
+}
+
+impl Ended {
+    fn new(status: ContestantStatus, error: Option<String>, got: Collected) -> Ended {
+        Ended { status, error, got }
+    }
+}
+
+/// Runs a contestant that the scheduler moved to `running`, to a terminal
+/// status, holding its lane's slot until the model has answered.
+pub(super) async fn run(
+    engine: &Engine,
+    battle: &Battle,
+    c: Contestant,
+    token: CancellationToken,
+    slot: LaneSlot,
+) {
     let span = tracing::info_span!("contestant", battle = %battle.id, contestant = %c.id, model = %c.model);
-    if let Err(e) = run_attempts(engine, battle, &c, &token)
+    let run_started = Instant::now();
+    let ended = run_attempts(engine, battle, &c, &token, run_started)
         .instrument(span)
-        .await
-    {
-        tracing::error!(contestant = %c.id, error = %e, "contestant failed internally");
-        let message = format!("internal error: {e}");
-        let _ = record(
-            engine,
-            battle,
-            &c,
-            ContestantStatus::Error,
-            Some(message),
-            &Collected::new(),
-            Instant::now(),
-        )
         .await;
+    let model_switched = slot.model_switched;
+    drop(slot);
+    let ended = ended.unwrap_or_else(|e| {
+        tracing::error!(contestant = %c.id, error = %e, "contestant failed internally");
+        Ended::new(
+            ContestantStatus::Error,
+            Some(format!("internal error: {e}")),
+            Collected::new(),
+        )
+    });
+    let mut bench = benchmark::compute(&ended.got.measurement(run_started));
+    bench.model_switched = model_switched;
+    if let Err(e) = record(engine, battle, &c, ended, bench).await {
+        tracing::error!(contestant = %c.id, error = %e, "could not record the contestant's end");
     }
 }
 
@@ -172,25 +195,20 @@ async fn run_attempts(
     battle: &Battle,
     c: &Contestant,
     token: &CancellationToken,
-) -> Result<()> {
+    run_started: Instant,
+) -> Result<Ended> {
     let limits = engine.config().limits.clone();
-    let run_started = Instant::now();
     let deadline = run_started + limits.max_duration();
     let Some(provider) = engine.provider(&c.provider) else {
         let message = format!(
             "provider `{}` is no longer in the config; add it back or cancel this contestant",
             c.provider
         );
-        return record(
-            engine,
-            battle,
-            c,
+        return Ok(Ended::new(
             ContestantStatus::Error,
             Some(message),
-            &Collected::new(),
-            run_started,
-        )
-        .await;
+            Collected::new(),
+        ));
     };
     let req = request(battle, c);
     let mut attempt = 1;
@@ -201,43 +219,12 @@ async fn run_attempts(
         )
         .await;
         let failure = match stopped {
-            Ok(()) => {
-                return record(
-                    engine,
-                    battle,
-                    c,
-                    ContestantStatus::Done,
-                    None,
-                    &got,
-                    run_started,
-                )
-                .await
-            }
-            Err(Stop::Cancelled) => {
-                return record(
-                    engine,
-                    battle,
-                    c,
-                    ContestantStatus::Cancelled,
-                    None,
-                    &got,
-                    run_started,
-                )
-                .await
-            }
+            Ok(()) => return Ok(Ended::new(ContestantStatus::Done, None, got)),
+            Err(Stop::Cancelled) => return Ok(Ended::new(ContestantStatus::Cancelled, None, got)),
             Err(Stop::Internal(e)) => return Err(e),
             Err(Stop::TooLong(d)) => {
                 let message = format!("stopped after {} s (limits.max_duration_secs)", d.as_secs());
-                return record(
-                    engine,
-                    battle,
-                    c,
-                    ContestantStatus::Error,
-                    Some(message),
-                    &got,
-                    run_started,
-                )
-                .await;
+                return Ok(Ended::new(ContestantStatus::Error, Some(message), got));
             }
             Err(Stop::Provider(e)) => e,
         };
@@ -247,16 +234,7 @@ async fn run_attempts(
             } else {
                 failure.to_string()
             };
-            return record(
-                engine,
-                battle,
-                c,
-                ContestantStatus::Error,
-                Some(message),
-                &got,
-                run_started,
-            )
-            .await;
+            return Ok(Ended::new(ContestantStatus::Error, Some(message), got));
         }
         let delay = decisions::backoff_delay(
             attempt,
@@ -296,11 +274,11 @@ async fn run_attempts(
             .await?;
         tokio::select! {
             _ = token.cancelled() => {
-                return record(engine, battle, c, ContestantStatus::Cancelled, None, &Collected::new(), run_started).await;
+                return Ok(Ended::new(ContestantStatus::Cancelled, None, Collected::new()));
             }
             _ = tokio::time::sleep_until(deadline) => {
                 let message = format!("stopped after {} s (limits.max_duration_secs) while waiting to retry: {failure}", limits.max_duration_secs);
-                return record(engine, battle, c, ContestantStatus::Error, Some(message), &Collected::new(), run_started).await;
+                return Ok(Ended::new(ContestantStatus::Error, Some(message), Collected::new()));
             }
             _ = tokio::time::sleep(delay) => {}
         }
@@ -455,15 +433,11 @@ async fn record(
     engine: &Engine,
     battle: &Battle,
     c: &Contestant,
-    status: ContestantStatus,
-    error: Option<String>,
-    got: &Collected,
-    run_started: Instant,
+    ended: Ended,
+    bench: Benchmark,
 ) -> Result<()> {
-    let bench = benchmark::compute(&got.measurement(run_started));
     let (c2, at) = (c.clone(), engine.now());
-    let (content, reasoning, truncated) =
-        (got.content.clone(), got.reasoning.clone(), got.truncated);
+    let Ended { status, error, got } = ended;
     let recorded = engine
         .db(move |s| {
             s.transact(|tx| {
@@ -471,9 +445,9 @@ async fn record(
                     &c2,
                     status,
                     error.as_deref(),
-                    &content,
-                    &reasoning,
-                    truncated,
+                    &got.content,
+                    &got.reasoning,
+                    got.truncated,
                     &bench,
                     at,
                 )

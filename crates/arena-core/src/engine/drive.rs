@@ -7,14 +7,14 @@ use std::sync::Arc;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use crate::battle::{Battle, BattleType, ContestantStatus};
-use crate::decisions::{self, ResumeAction, Slot};
+use crate::battle::{Battle, BattleType, Contestant, ContestantStatus};
+use crate::decisions::{self, ResumeAction};
 use crate::error::{Error, Result};
 use crate::event::EventKind;
 use crate::results;
 use crate::store;
 
-use super::{contestant, pid_alive, Engine, Live, HEARTBEAT};
+use super::{contestant, lane, pid_alive, Engine, Live, HEARTBEAT};
 
 /// Holds a battle's lease and its live handles; gives both back on drop.
 pub(super) struct Held {
@@ -147,100 +147,36 @@ pub(super) async fn drive(engine: &Engine, battle_id: &str) -> Result<Battle> {
     finish(engine, battle_id, held.live.cancel.is_cancelled()).await
 }
 
-/// Starts contestants as the lanes allow until every one is terminal.
+/// Starts every queued contestant: each waits for its lane (machine-wide,
+/// see `lane::take`), runs, and gives the lane back; returns when every one
+/// is terminal.
 async fn schedule(engine: &Engine, battle: &Battle, live: &Arc<Live>) -> Result<()> {
     let mut running: JoinSet<()> = JoinSet::new();
     // Task id → contestant id, for the contestants started here.
     let mut in_flight: HashMap<tokio::task::Id, String> = HashMap::new();
     loop {
         let id = battle.id.clone();
-        let mut contestants = engine
+        let contestants = engine
             .db(move |s| s.transact(|tx| tx.contestants(&id)))
             .await?;
-
-        // Queued contestants whose cancellation was asked never start.
-        for c in contestants
-            .iter_mut()
-            .filter(|c| c.status == ContestantStatus::Queued)
-        {
-            if live.contestant_token(&c.id).is_cancelled() {
-                let (c2, at) = (c.clone(), engine.now());
-                engine
-                    .db(move |s| {
-                        s.transact(|tx| {
-                            tx.move_contestant(
-                                &c2,
-                                ContestantStatus::Queued,
-                                ContestantStatus::Cancelled,
-                                None,
-                                at,
-                            )
-                        })
-                    })
-                    .await?;
-                c.status = ContestantStatus::Cancelled;
-            }
-        }
-
-        let slots: Vec<Slot<'_>> = contestants
-            .iter()
-            .map(|c| Slot {
-                id: &c.id,
-                lane: c.lane,
-                status: c.status,
+        // Everyone queued now became ready now; battle order breaks the tie.
+        let ready_at = engine.now();
+        let waiting: Vec<Contestant> = contestants
+            .into_iter()
+            .filter(|c| {
+                c.status == ContestantStatus::Queued && !in_flight.values().any(|id| id == &c.id)
             })
             .collect();
-        let starting: Vec<String> = decisions::to_start(&slots)
-            .into_iter()
-            .map(String::from)
-            .collect();
-        for id in starting {
-            let Some(mut c) = contestants.iter().find(|c| c.id == id).cloned() else {
-                continue;
-            };
+        for c in waiting {
             let token = live.contestant_token(&c.id);
-            let (moved_c, at) = (c.clone(), engine.now());
-            let moved = engine
-                .db(move |s| {
-                    s.transact(|tx| {
-                        tx.move_contestant(
-                            &moved_c,
-                            ContestantStatus::Queued,
-                            ContestantStatus::Running,
-                            None,
-                            at,
-                        )
-                    })
-                })
-                .await?;
-            if !moved {
-                continue;
-            }
-            c.status = ContestantStatus::Running;
-            c.attempts += 1;
-            let (engine, battle) = (engine.clone(), battle.clone());
+            let (engine, battle, id) = (engine.clone(), battle.clone(), c.id.clone());
             let handle = running.spawn(async move {
-                match battle.battle_type {
-                    BattleType::Qa => contestant::run(&engine, &battle, c, token).await,
-                    BattleType::Coding => super::coding::run(&engine, &battle, c, token).await,
-                }
+                take_part(&engine, &battle, c, token, ready_at).await;
             });
             in_flight.insert(handle.id(), id);
         }
-
         if running.is_empty() {
-            let stuck = contestants
-                .iter()
-                .filter(|c| !c.status.is_terminal())
-                .count();
-            if stuck == 0 {
-                return Ok(());
-            }
-            // Only reachable if the lane decisions and the store disagree.
-            return Err(Error::Task(format!(
-                "battle {} has {stuck} contestants that cannot start",
-                battle.id
-            )));
+            return Ok(());
         }
         tokio::select! {
             joined = running.join_next_with_id() => {
@@ -258,6 +194,109 @@ async fn schedule(engine: &Engine, battle: &Battle, live: &Arc<Live>) -> Result<
             }
             _ = live.wake.notified() => {}
         }
+    }
+}
+
+/// One contestant's part: wait for its lane (`queued`, with the reason
+/// shown), then run (`running`) while holding it. Cancelled while waiting,
+/// it never starts.
+async fn take_part(
+    engine: &Engine,
+    battle: &Battle,
+    mut c: Contestant,
+    token: CancellationToken,
+    ready_at: chrono::DateTime<chrono::Utc>,
+) {
+    let want = lane::Want {
+        provider: &c.provider,
+        model: &c.model,
+        holder: format!(
+            "{}, contestant {}",
+            lane::battle_name(&battle.id),
+            c.position + 1
+        ),
+        battle_id: Some(&battle.id),
+        contestant_id: Some(&c.id),
+        ready_at,
+        position: c.position,
+    };
+    let slot = match lane::take(engine, want, &token).await {
+        Ok(Some(slot)) => slot,
+        Ok(None) => {
+            let (c2, at) = (c.clone(), engine.now());
+            let cancelled = engine
+                .db(move |s| {
+                    s.transact(|tx| {
+                        tx.move_contestant(
+                            &c2,
+                            ContestantStatus::Queued,
+                            ContestantStatus::Cancelled,
+                            None,
+                            at,
+                        )
+                    })
+                })
+                .await;
+            match cancelled {
+                Ok(true) => {
+                    if let Ok(fresh) = engine.battle(&battle.id).await {
+                        if let Some(c) = fresh.contestants.iter().find(|x| x.id == c.id) {
+                            let _ = contestant::write_result(engine, &fresh, c).await;
+                        }
+                    }
+                }
+                Ok(false) => {}
+                Err(e) => {
+                    tracing::error!(contestant = %c.id, error = %e, "could not record a cancellation")
+                }
+            }
+            return;
+        }
+        Err(e) => {
+            tracing::error!(contestant = %c.id, error = %e, "could not wait for the lane");
+            let (c2, at, message) = (
+                c.clone(),
+                engine.now(),
+                format!("internal error while waiting for the lane: {e}"),
+            );
+            let _ = engine
+                .db(move |s| {
+                    s.transact(|tx| {
+                        tx.move_contestant(
+                            &c2,
+                            ContestantStatus::Queued,
+                            ContestantStatus::Error,
+                            Some(&message),
+                            at,
+                        )
+                    })
+                })
+                .await;
+            return;
+        }
+    };
+    let (moved_c, at) = (c.clone(), engine.now());
+    let moved = engine
+        .db(move |s| {
+            s.transact(|tx| {
+                tx.move_contestant(
+                    &moved_c,
+                    ContestantStatus::Queued,
+                    ContestantStatus::Running,
+                    None,
+                    at,
+                )
+            })
+        })
+        .await;
+    if !matches!(moved, Ok(true)) {
+        return;
+    }
+    c.status = ContestantStatus::Running;
+    c.attempts += 1;
+    match battle.battle_type {
+        BattleType::Qa => contestant::run(engine, battle, c, token, slot).await,
+        BattleType::Coding => super::coding::run(engine, battle, c, token, slot).await,
     }
 }
 

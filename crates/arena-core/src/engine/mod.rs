@@ -8,6 +8,7 @@ mod analyze;
 pub mod coding;
 mod contestant;
 mod drive;
+mod lane;
 mod settings;
 mod validate;
 
@@ -103,6 +104,7 @@ struct Inner {
     me: Me,
     /// Battles this process is driving.
     live: Mutex<HashMap<String, Arc<Live>>>,
+    lanes: lane::Lanes,
 }
 
 /// This process, as a lease holder.
@@ -174,6 +176,7 @@ impl Engine {
                     pid: std::process::id(),
                 },
                 live: Mutex::new(HashMap::new()),
+                lanes: lane::Lanes::default(),
             }),
         })
     }

@@ -237,6 +237,7 @@ fn in_memory(b: &NewBattle) -> Battle {
                 benchmark: Default::default(),
                 output: None,
                 reasoning: None,
+                waiting: None,
                 truncated: false,
                 result_path: None,
                 run: c.run.clone(),

@@ -88,6 +88,8 @@ pub struct Timings {
     pub predicted_n: Option<u64>,
     pub predicted_ms: Option<f64>,
     pub predicted_per_second: Option<f64>,
+    /// Prompt processing speed, kept apart from generation.
+    pub prompt_per_second: Option<f64>,
     pub cache_n: Option<u64>,
 }
 

@@ -8,7 +8,7 @@ use rusqlite::{params, Connection, OptionalExtension, Row};
 use crate::analysis::Analysis;
 use crate::battle::{Battle, Benchmark, Contestant, Round, Winner};
 use crate::cross_exam::CrossExamination;
-use crate::decisions::Lease;
+use crate::decisions::{Lease, Ticket};
 use crate::error::Result;
 use crate::event::BattleEvent;
 
@@ -59,7 +59,7 @@ fn battle_row(r: &Row<'_>) -> rusqlite::Result<Battle> {
     })
 }
 
-const CONTESTANT_COLUMNS: &str = "id, battle_id, position, identity, model, provider, lane, status, error, attempts, run_spec, started_at, finished_at, duration_ms, ttft_ms, prompt_tokens, completion_tokens, cached_tokens, tokens_per_sec, rate_source, output, reasoning, truncated, result_path, worktree, diff_stats, check_result";
+const CONTESTANT_COLUMNS: &str = "id, battle_id, position, identity, model, provider, lane, status, error, attempts, run_spec, started_at, finished_at, duration_ms, ttft_ms, prompt_tokens, completion_tokens, cached_tokens, tokens_per_sec, rate_source, output, reasoning, truncated, result_path, worktree, diff_stats, check_result, waiting, prompt_per_sec, model_switched";
 
 fn contestant_row(r: &Row<'_>) -> rusqlite::Result<Contestant> {
     let u = |i: usize| -> rusqlite::Result<Option<u64>> {
@@ -89,6 +89,8 @@ fn contestant_row(r: &Row<'_>) -> rusqlite::Result<Contestant> {
             cached_tokens: u(17)?,
             tokens_per_sec: r.get(18)?,
             rate_source: rate_source.map(|s| parse(19, s)).transpose()?,
+            prompt_per_sec: r.get(28)?,
+            model_switched: r.get(29)?,
         },
         output: r.get(20)?,
         reasoning: r.get(21)?,
@@ -101,6 +103,7 @@ fn contestant_row(r: &Row<'_>) -> rusqlite::Result<Contestant> {
         check: r
             .get::<_, Option<String>>(26)?
             .and_then(|t| serde_json::from_str(&t).ok()),
+        waiting: r.get(27)?,
     })
 }
 
@@ -325,4 +328,39 @@ pub fn last_seq(c: &Connection, battle_id: &str) -> Result<u64> {
         |r| r.get(0),
     )?;
     Ok(seq.unwrap_or(0).max(0) as u64)
+}
+
+/// A lane's tickets, holding and waiting.
+pub fn tickets(c: &Connection, lane: &str) -> Result<Vec<Ticket>> {
+    let mut stmt = c.prepare_cached(
+        "SELECT id, ready_at, position, holder, granted_at IS NOT NULL, owner, host, pid, expires_at
+         FROM lane_tickets WHERE lane = ?1",
+    )?;
+    let rows = stmt
+        .query_map([lane], |r| {
+            Ok(Ticket {
+                id: r.get(0)?,
+                ready_at_ms: r.get(1)?,
+                position: r.get(2)?,
+                holder: r.get(3)?,
+                granted: r.get(4)?,
+                lease: Lease {
+                    owner: r.get(5)?,
+                    host: r.get(6)?,
+                    pid: r.get(7)?,
+                    expires_at_ms: r.get(8)?,
+                },
+            })
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(rows)
+}
+
+/// When the lane granted slots in the minute before `now_ms`.
+pub fn lane_starts(c: &Connection, lane: &str, now_ms: i64) -> Result<Vec<i64>> {
+    let mut stmt = c.prepare_cached("SELECT at FROM lane_grants WHERE lane = ?1 AND at > ?2")?;
+    let rows = stmt
+        .query_map(params![lane, now_ms - 60_000], |r| r.get(0))?
+        .collect::<rusqlite::Result<Vec<i64>>>()?;
+    Ok(rows)
 }

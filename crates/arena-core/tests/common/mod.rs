@@ -37,14 +37,7 @@ pub fn fast_limits() -> Limits {
 }
 
 pub fn provider(name: &str, kind: ProviderKind, base_url: String, lane: Lane) -> ProviderConfig {
-    ProviderConfig {
-        name: name.into(),
-        kind,
-        base_url,
-        lane,
-        api_key_env: None,
-        models: Vec::new(),
-    }
+    ProviderConfig::new(name, kind, &base_url, lane)
 }
 
 impl Harness {

@@ -1,0 +1,299 @@
+//! Taking a turn on a lane. A lane is one model server as a resource of
+//! the whole machine (see `decisions::lane_of`): whoever calls a model —
+//! a contestant, a Coding agent, the judge, an examiner — takes a ticket in
+//! the database's queue for its lane and waits until
+//! `decisions::lane_turn` says it may go. Tickets are leases: this
+//! process renews its own (`renew`), and a waiter drops the tickets of
+//! processes that are gone, so nothing waits for a dead holder.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+use crate::decisions::{self, LaneSpec, Turn};
+use crate::error::Result;
+use crate::store::{self, NewTicket, TakeTurn};
+
+use super::{pid_alive, Engine, Inner, LEASE_TTL};
+
+/// How often a waiter that is next in line looks again (it is also woken at
+/// once when a slot is given back in this process); the others look less
+/// often, since someone goes before them anyway.
+const POLL_NEXT: Duration = Duration::from_millis(20);
+const POLL_BEHIND: Duration = Duration::from_millis(200);
+/// How often this process renews the leases of its tickets.
+const RENEW_EVERY: Duration = Duration::from_secs(2);
+
+/// This process's side of the lanes: a wake-up per lane for waiters here,
+/// and whether the renewal task runs.
+#[derive(Default)]
+pub(super) struct Lanes {
+    wake: Mutex<HashMap<String, Arc<Notify>>>,
+    renewing: AtomicBool,
+}
+
+impl Lanes {
+    fn wake(&self, key: &str) -> Arc<Notify> {
+        let mut map = self.wake.lock().unwrap_or_else(|p| p.into_inner());
+        map.entry(key.to_string()).or_default().clone()
+    }
+}
+
+/// Who wants a lane, for what, and since when.
+pub(super) struct Want<'a> {
+    pub provider: &'a str,
+    pub model: &'a str,
+    /// How waiters elsewhere see it: "battle 1a2b3c4d, contestant 2".
+    pub holder: String,
+    pub battle_id: Option<&'a str>,
+    /// A contestant's waiting reason is recorded and announced.
+    pub contestant_id: Option<&'a str>,
+    /// When the work became ready; earlier goes first.
+    pub ready_at: DateTime<Utc>,
+    /// Breaks ties: the contestant's place in its battle.
+    pub position: u32,
+}
+
+/// How a battle is named to other waiters: its id's first eight characters.
+pub(super) fn battle_name(battle_id: &str) -> String {
+    format!("battle {}", battle_id.chars().take(8).collect::<String>())
+}
+
+/// A slot of a lane, held until dropped.
+pub(super) struct LaneSlot {
+    held: Option<(Engine, String, i64)>,
+    /// The local server served another model just before: this one's first
+    /// token waits for the model to load.
+    pub model_switched: bool,
+}
+
+impl LaneSlot {
+    /// No lane to wait for (the provider is not one of Arena's).
+    fn free() -> LaneSlot {
+        LaneSlot {
+            held: None,
+            model_switched: false,
+        }
+    }
+}
+
+impl Drop for LaneSlot {
+    fn drop(&mut self) {
+        if let Some((engine, key, ticket)) = self.held.take() {
+            leave(engine, key, ticket);
+        }
+    }
+}
+
+/// Gives a ticket back and wakes this process's waiters for its lane.
+fn leave(engine: Engine, key: String, ticket: i64) {
+    let release = move || {
+        if let Err(e) = engine.inner.store.transact(|tx| tx.release_ticket(ticket)) {
+            tracing::warn!(lane = %key, error = %e, "could not give back a lane slot; it expires");
+        }
+        engine.inner.lanes.wake(&key).notify_waiters();
+    };
+    match tokio::runtime::Handle::try_current() {
+        Ok(handle) => {
+            handle.spawn_blocking(release);
+        }
+        Err(_) => release(),
+    }
+}
+
+/// Waits for a slot of the lane that serves `want.provider`. `None` when
+/// `token` was cancelled first (the ticket is given back).
+pub(super) async fn take(
+    engine: &Engine,
+    want: Want<'_>,
+    token: &CancellationToken,
+) -> Result<Option<LaneSlot>> {
+    let Some(spec) = engine
+        .provider(want.provider)
+        .map(|p| decisions::lane_of(&p.config))
+    else {
+        return Ok(Some(LaneSlot::free()));
+    };
+    if token.is_cancelled() {
+        return Ok(None);
+    }
+    start_renewing(engine);
+    let wake = engine.inner.lanes.wake(&spec.key);
+    let mut ticket = enqueue(engine, &spec, &want).await?;
+    // Gives the ticket back if this future is dropped or cancelled.
+    let mut guard = LaneSlot {
+        held: Some((engine.clone(), spec.key.clone(), ticket)),
+        model_switched: false,
+    };
+    let mut shown: Option<String> = None;
+    loop {
+        let notified = wake.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        let now = store::ms(engine.now());
+        let turn = match peek(engine, &spec, ticket, now).await? {
+            Peek::MayGo => match try_take(engine, &spec, ticket, want.model, now).await? {
+                TakeTurn::Granted { previous_model } => {
+                    guard.model_switched =
+                        spec.local && previous_model.is_some_and(|m| m != want.model);
+                    if let (Some(b), Some(c)) = (want.battle_id, want.contestant_id) {
+                        if shown.is_some() {
+                            show_waiting(engine, b, c, None).await?;
+                        }
+                    }
+                    return Ok(Some(guard));
+                }
+                TakeTurn::Wait(turn) => turn,
+                TakeTurn::Lost => {
+                    tracing::warn!(lane = %spec.key, "lane ticket expired while waiting; queueing again");
+                    guard.held = None;
+                    ticket = enqueue(engine, &spec, &want).await?;
+                    guard.held = Some((engine.clone(), spec.key.clone(), ticket));
+                    continue;
+                }
+            },
+            Peek::Wait(turn) => turn,
+        };
+        let reason = decisions::waiting_reason(&spec, &turn, now);
+        if reason != shown {
+            if let (Some(b), Some(c)) = (want.battle_id, want.contestant_id) {
+                show_waiting(engine, b, c, reason.as_deref()).await?;
+            }
+            tracing::debug!(lane = %spec.key, holder = %want.holder, reason = ?reason, "waiting for the lane");
+            shown = reason;
+        }
+        let poll = match turn {
+            Turn::Wait { ahead: 0, .. } => POLL_NEXT,
+            _ => POLL_BEHIND,
+        };
+        tokio::select! {
+            biased;
+            _ = token.cancelled() => return Ok(None),
+            _ = &mut notified => {}
+            _ = tokio::time::sleep(poll) => {}
+        }
+    }
+}
+
+async fn enqueue(engine: &Engine, spec: &LaneSpec, want: &Want<'_>) -> Result<i64> {
+    let lease = engine.lease_for_now();
+    let (lane, holder, model) = (
+        spec.key.clone(),
+        want.holder.clone(),
+        want.model.to_string(),
+    );
+    let (battle_id, contestant_id) = (
+        want.battle_id.map(str::to_string),
+        want.contestant_id.map(str::to_string),
+    );
+    let (ready_at_ms, position) = (store::ms(want.ready_at), want.position);
+    engine
+        .db(move |s| {
+            s.transact(|tx| {
+                tx.enqueue_ticket(&NewTicket {
+                    lane: &lane,
+                    ready_at_ms,
+                    position,
+                    holder: &holder,
+                    battle_id: battle_id.as_deref(),
+                    contestant_id: contestant_id.as_deref(),
+                    model: &model,
+                    lease: &lease,
+                })
+            })
+        })
+        .await
+}
+
+enum Peek {
+    /// It may be our turn (or a ticket of a dead process is in the way):
+    /// worth taking the write lock for.
+    MayGo,
+    Wait(Turn),
+}
+
+/// Reads the queue without taking the database's write lock.
+async fn peek(engine: &Engine, spec: &LaneSpec, ticket: i64, now: i64) -> Result<Peek> {
+    let key = spec.key.clone();
+    let (tickets, starts) = engine.db(move |s| s.lane_queue(&key, now)).await?;
+    let host = engine.inner.me.host.clone();
+    let (stale, live): (Vec<_>, Vec<_>) = tickets
+        .into_iter()
+        .partition(|t| decisions::ticket_is_stale(t, &host, now, pid_alive));
+    if !stale.is_empty() || !live.iter().any(|t| t.id == ticket) {
+        return Ok(Peek::MayGo);
+    }
+    Ok(
+        match decisions::lane_turn(&live, ticket, spec, &starts, now) {
+            Turn::Go => Peek::MayGo,
+            wait => Peek::Wait(wait),
+        },
+    )
+}
+
+async fn try_take(
+    engine: &Engine,
+    spec: &LaneSpec,
+    ticket: i64,
+    model: &str,
+    now: i64,
+) -> Result<TakeTurn> {
+    let (spec, model, host) = (
+        spec.clone(),
+        model.to_string(),
+        engine.inner.me.host.clone(),
+    );
+    engine
+        .db(move |s| s.transact(|tx| tx.take_turn(ticket, &spec, &model, now, &host, pid_alive)))
+        .await
+}
+
+async fn show_waiting(
+    engine: &Engine,
+    battle_id: &str,
+    contestant_id: &str,
+    reason: Option<&str>,
+) -> Result<()> {
+    let (b, c, r, at) = (
+        battle_id.to_string(),
+        contestant_id.to_string(),
+        reason.map(str::to_string),
+        engine.now(),
+    );
+    engine
+        .db(move |s| s.transact(|tx| tx.set_waiting(&b, &c, r.as_deref(), at)))
+        .await
+}
+
+/// Starts (once per engine) the task that renews this process's tickets.
+fn start_renewing(engine: &Engine) {
+    if engine.inner.lanes.renewing.swap(true, Ordering::SeqCst) {
+        return;
+    }
+    let weak: Weak<Inner> = Arc::downgrade(&engine.inner);
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(RENEW_EVERY);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            let Some(inner) = weak.upgrade() else { return };
+            let engine = Engine {
+                inner,
+                pinned: None,
+            };
+            let owner = engine.inner.me.owner.clone();
+            let expires = store::ms(engine.now()) + LEASE_TTL.as_millis() as i64;
+            if let Err(e) = engine
+                .db(move |s| s.transact(|tx| tx.renew_tickets(&owner, expires)))
+                .await
+            {
+                tracing::warn!(error = %e, "could not renew lane tickets");
+            }
+        }
+    });
+}
