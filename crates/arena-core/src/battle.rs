@@ -103,6 +103,15 @@ impl ContestantStatus {
     }
 }
 
+/// A battle's short name: the last eight letters and digits of its id.
+/// Ids are time-ordered (UUID v7), so their beginnings repeat from one
+/// battle to the next within a minute; their ends are random. Commands
+/// that take a battle id accept it (see `Store::resolve_battle_id`).
+pub fn short_id(id: &str) -> String {
+    let tail: Vec<char> = id.chars().filter(|c| c.is_ascii_alphanumeric()).collect();
+    tail[tail.len().saturating_sub(8)..].iter().collect()
+}
+
 /// One `IDENTITY@MODEL` as the user wrote it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ContestantSpec {

@@ -83,11 +83,7 @@ pub fn battle_slug(
         .collect::<Vec<_>>()
         .join(" ");
     let topic = safe_component(&words, 40);
-    let short_id: String = id
-        .chars()
-        .filter(|c| c.is_ascii_alphanumeric())
-        .take(8)
-        .collect();
+    let short_id = crate::battle::short_id(id);
     let mut slug = format!("{}-{}", created_at.format("%Y-%m-%d-%H%M%S"), battle_type);
     if !topic.is_empty() && topic != "x" {
         slug.push('-');
@@ -296,13 +292,20 @@ pub fn render_result(battle: &Battle, c: &Contestant) -> String {
         c.lane,
         c.provider,
     );
-    md.push_str("## Benchmark\n\n| Duration | Time to first token | Prompt tokens | Completion tokens | Tokens/s |\n|---|---|---|---|---|\n");
+    let ttft = match (b.ttft_ms, b.model_switched) {
+        (Some(ms), true) => format!("{ms} ms (includes model load)"),
+        (ttft, _) => fmt_opt(ttft, " ms"),
+    };
+    md.push_str("## Benchmark\n\n| Duration | Time to first token | Prompt tokens | Completion tokens | Prompt tokens/s | Tokens/s |\n|---|---|---|---|---|---|\n");
     md.push_str(&format!(
-        "| {} | {} | {} | {} | {} |\n\n",
+        "| {} | {} | {} | {} | {} | {} |\n\n",
         duration,
-        fmt_opt(b.ttft_ms, " ms"),
+        ttft,
         fmt_opt(b.prompt_tokens, ""),
         fmt_opt(b.completion_tokens, ""),
+        b.prompt_per_sec
+            .map(|r| format!("{r:.1}"))
+            .unwrap_or_else(|| "—".into()),
         rate
     ));
     if let Some(error) = &c.error {
@@ -386,7 +389,12 @@ mod tests {
     fn slug_and_dir_names() {
         let t = Utc.with_ymd_and_hms(2026, 11, 21, 9, 15, 3).unwrap();
         assert_eq!(
-            battle_slug("1a2b3c4d-ffff", BattleType::Qa, "Why is the sky blue?", t),
+            battle_slug(
+                "ffff0000-1a2b3c4d",
+                BattleType::Qa,
+                "Why is the sky blue?",
+                t
+            ),
             "2026-11-21-091503-qa-why-is-the-sky-blue-1a2b3c4d"
         );
         assert_eq!(

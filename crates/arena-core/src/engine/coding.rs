@@ -185,12 +185,7 @@ async fn ensure_worktree(
     }
     let root = worktrees_root(engine, battle);
     // Git names worktrees by their folder: make it unique across battles.
-    let tail: Vec<char> = battle
-        .id
-        .chars()
-        .filter(|ch| ch.is_ascii_alphanumeric())
-        .collect();
-    let short: String = tail[tail.len().saturating_sub(8)..].iter().collect();
+    let short = crate::battle::short_id(&battle.id);
     let name = format!(
         "{short}-{}",
         results::contestant_dir_name(c.position, &c.identity, &c.model)

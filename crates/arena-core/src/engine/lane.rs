@@ -59,9 +59,9 @@ pub(super) struct Want<'a> {
     pub position: u32,
 }
 
-/// How a battle is named to other waiters: its id's first eight characters.
+/// How a battle is named to other waiters: "battle 1a2b3c4d".
 pub(super) fn battle_name(battle_id: &str) -> String {
-    format!("battle {}", battle_id.chars().take(8).collect::<String>())
+    format!("battle {}", crate::battle::short_id(battle_id))
 }
 
 /// A slot of a lane, held until dropped.

@@ -181,15 +181,18 @@ impl Store {
         })
     }
 
-    /// The full id of the battle whose id is or starts with `key`.
+    /// The full id of the battle whose id is, starts with, or ends with
+    /// `key` (the short name of `battle::short_id`).
     pub fn resolve_battle_id(&self, key: &str) -> Result<String> {
         let key = key.trim();
-        let pattern = format!("{}%", key.replace(['%', '_'], ""));
+        let bare = key.replace(['%', '_'], "");
+        let (prefix, suffix) = (format!("{bare}%"), format!("%{bare}"));
         let ids: Vec<String> = self.read(|c| {
-            let mut stmt =
-                c.prepare("SELECT id FROM battles WHERE id = ?1 OR id LIKE ?2 LIMIT 3")?;
+            let mut stmt = c.prepare(
+                "SELECT id FROM battles WHERE id = ?1 OR id LIKE ?2 OR id LIKE ?3 LIMIT 3",
+            )?;
             let ids = stmt
-                .query_map(params![key, pattern], |r| r.get(0))?
+                .query_map(params![key, prefix, suffix], |r| r.get(0))?
                 .collect::<rusqlite::Result<Vec<String>>>()?;
             Ok(ids)
         })?;
