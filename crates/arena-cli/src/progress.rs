@@ -18,6 +18,8 @@ struct Line {
     tokens: u64,
     rate: Option<f64>,
     tail: String,
+    /// Why it is still queued (its lane is busy), shown instead of output.
+    waiting: Option<String>,
 }
 
 impl Line {
@@ -35,13 +37,17 @@ impl Line {
             .into_iter()
             .rev()
             .collect();
+        let tail = match &self.waiting {
+            Some(reason) => reason.clone(),
+            None => tail.replace(['\n', '\r', '\t'], " "),
+        };
         self.bar.set_message(format!(
             "[{}] {:<9} {:>6} tok {:>12}  {}",
             self.lane,
             self.status.as_str(),
             self.tokens,
             rate,
-            tail.replace(['\n', '\r', '\t'], " ")
+            tail
         ));
     }
 }
@@ -78,6 +84,7 @@ impl Bars {
                     tokens: 0,
                     rate: None,
                     tail: String::new(),
+                    waiting: c.waiting.clone(),
                 };
                 line.render();
                 (c.id.clone(), line)
@@ -97,6 +104,7 @@ impl Bars {
         match &event.kind {
             EventKind::ContestantStatus { status, .. } => {
                 line.status = *status;
+                line.waiting = None;
                 match status {
                     ContestantStatus::Running => {
                         line.bar.reset_elapsed();
@@ -116,6 +124,7 @@ impl Bars {
                     line.tail.drain(..cut);
                 }
             }
+            EventKind::Waiting { reason } => line.waiting = reason.clone(),
             EventKind::Reset { .. } => {
                 line.tail.clear();
                 line.tokens = 0;

@@ -29,6 +29,9 @@ pub fn contestant_json(c: &Contestant, with_output: bool) -> Value {
         "cached_tokens": b.cached_tokens,
         "tokens_per_sec": b.tokens_per_sec,
         "tokens_per_sec_source": b.rate_source,
+        "prompt_per_sec": b.prompt_per_sec,
+        "model_switched": b.model_switched,
+        "waiting": c.waiting,
         "truncated": c.truncated,
         "result_path": c.result_path,
         "worktree": c.worktree,
@@ -211,14 +214,14 @@ pub fn battle_text(b: &Battle, analysis: Option<&Analysis>, with_output: bool) -
         b.results_path.display()
     );
     out.push_str(&format!(
-        "  {:<3} {:<28} {:<6} {:<10} {:>8} {:>8} {:>7} {:>8}\n",
-        "#", "contestant", "lane", "status", "duration", "ttft", "tokens", "tok/s"
+        "  {:<3} {:<28} {:<6} {:<10} {:>8} {:>8} {:>7} {:>8} {:>8}\n",
+        "#", "contestant", "lane", "status", "duration", "ttft", "tokens", "pp t/s", "tok/s"
     ));
     for c in &b.contestants {
         let winner = b.winner.as_ref().is_some_and(|w| w.contestant_id == c.id);
         let name = format!("{}@{}", c.identity, c.model);
         out.push_str(&format!(
-            "{} {:<3} {:<28} {:<6} {:<10} {:>8} {:>8} {:>7} {:>8}\n",
+            "{} {:<3} {:<28} {:<6} {:<10} {:>8} {:>8} {:>7} {:>8} {:>8}\n",
             if winner { "🏆" } else { " " },
             c.position + 1,
             name,
@@ -230,10 +233,22 @@ pub fn battle_text(b: &Battle, analysis: Option<&Analysis>, with_output: bool) -
                 .completion_tokens
                 .map(|t| t.to_string())
                 .unwrap_or_else(|| "—".into()),
+            c.benchmark
+                .prompt_per_sec
+                .map(|r| format!("{r:.1}"))
+                .unwrap_or_else(|| "—".into()),
             fmt_rate(c),
         ));
         if let Some(e) = &c.error {
             out.push_str(&format!("      error: {e}\n"));
+        }
+        if let Some(reason) = &c.waiting {
+            out.push_str(&format!("      {reason}\n"));
+        }
+        if c.benchmark.model_switched {
+            out.push_str(
+                "      time to first token includes model load (the lane switched model)\n",
+            );
         }
     }
     let name = |id: &str| {

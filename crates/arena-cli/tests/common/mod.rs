@@ -1,0 +1,130 @@
+//! The `arena` binary as a user runs it: a temp data directory and config
+//! pointing at two scripted servers on loopback (one local lane, one cloud).
+
+#![allow(dead_code)]
+
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use arena_testserver::TestServer;
+use serde_json::Value;
+
+pub struct Setup {
+    pub local: TestServer,
+    pub cloud: TestServer,
+    pub dir: tempfile::TempDir,
+}
+
+impl Setup {
+    pub async fn new() -> Setup {
+        let local = TestServer::start().await.unwrap();
+        let cloud = TestServer::start().await.unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("project/.git")).unwrap();
+        std::fs::write(
+            dir.path().join("arena.toml"),
+            format!(
+                r#"
+default_model = "judge"
+
+[[provider]]
+name = "local"
+kind = "openai"
+base_url = "{}"
+lane = "local"
+
+[[provider]]
+name = "cloud"
+kind = "openai"
+base_url = "{}"
+lane = "cloud"
+
+[limits]
+backoff_base_ms = 20
+stall_timeout_secs = 2
+"#,
+                local.base_url(),
+                cloud.base_url()
+            ),
+        )
+        .unwrap();
+        Setup { local, cloud, dir }
+    }
+
+    pub fn project(&self) -> std::path::PathBuf {
+        self.dir.path().join("project")
+    }
+
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_arena"));
+        cmd.args(args)
+            .env("ARENA_CONFIG", self.dir.path().join("arena.toml"))
+            .env("ARENA_DATA_DIR", self.dir.path().join("data"))
+            .env_remove("RUST_LOG");
+        cmd
+    }
+
+    pub async fn arena(&self, args: &[&str]) -> Output {
+        let mut cmd = self.command(args);
+        tokio::task::spawn_blocking(move || cmd.output().unwrap())
+            .await
+            .unwrap()
+    }
+
+    /// Starts `arena battle run --json` in the background with these contestants.
+    pub fn spawn_run(&self, contestants: &[&str], output: fn() -> Stdio) -> std::process::Child {
+        let project = self.project();
+        let mut args = vec![
+            "battle",
+            "run",
+            "--type",
+            "qa",
+            "--json",
+            "--prompt",
+            "go",
+            "--project",
+        ];
+        args.push(project.to_str().unwrap());
+        for c in contestants {
+            args.extend(["-c", c]);
+        }
+        self.command(&args)
+            .stdout(output())
+            .stderr(output())
+            .spawn()
+            .unwrap()
+    }
+
+    /// Polls `battle list` until the newest battle satisfies `ready`; returns its id.
+    pub async fn wait_for_latest(&self, what: &str, ready: impl Fn(&Value) -> bool) -> String {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            assert!(Instant::now() < deadline, "timed out waiting: {what}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            let list = self.arena(&["battle", "list", "--json"]).await;
+            let Ok(list) = serde_json::from_slice::<Value>(&list.stdout) else {
+                continue;
+            };
+            if let Some(b) = list.as_array().and_then(|l| l.first()) {
+                if ready(b) {
+                    return b["id"].as_str().unwrap().to_string();
+                }
+            }
+        }
+    }
+
+    pub async fn json(&self, args: &[&str]) -> Value {
+        let out = self.arena(args).await;
+        assert!(
+            out.status.success(),
+            "arena {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!(
+                "arena {args:?}: not JSON ({e}): {}",
+                String::from_utf8_lossy(&out.stdout)
+            )
+        })
+    }
+}
