@@ -184,6 +184,12 @@ pub struct BenchmarkDto {
     pub rate_source: Option<RateSourceDto>,
     /// Prompt tokens the server answered from its cache.
     pub cached_tokens: Option<u64>,
+    /// Prompt processing speed (tokens/s), when the server reports it;
+    /// generation is `tokensPerSec`.
+    pub prompt_per_sec: Option<f64>,
+    /// The local server loaded this model first (it served another one just
+    /// before): the time to first token includes the model load.
+    pub model_switched: bool,
 }
 
 impl From<&core::battle::Benchmark> for BenchmarkDto {
@@ -196,6 +202,8 @@ impl From<&core::battle::Benchmark> for BenchmarkDto {
             tokens_per_sec: b.tokens_per_sec,
             rate_source: b.rate_source.map(Into::into),
             cached_tokens: b.cached_tokens,
+            prompt_per_sec: b.prompt_per_sec,
+            model_switched: b.model_switched,
         }
     }
 }
@@ -288,6 +296,9 @@ pub struct ContestantDto {
     pub worktree: Option<String>,
     pub diff: Option<DiffSummaryDto>,
     pub check: Option<CheckResultDto>,
+    /// While queued: why it has not started ("waiting for llama-swap
+    /// (127.0.0.1:8080): battle 1a2b3c4d, contestant 2").
+    pub waiting: Option<String>,
 }
 
 impl From<&core::Contestant> for ContestantDto {
@@ -312,6 +323,7 @@ impl From<&core::Contestant> for ContestantDto {
             worktree: c.worktree.as_deref().map(path),
             diff: c.diff.as_ref().map(Into::into),
             check: c.check.as_ref().map(Into::into),
+            waiting: c.waiting.clone(),
         }
     }
 }
@@ -762,6 +774,10 @@ pub enum EventKindDto {
     Reset {
         reason: String,
     },
+    /// A queued contestant waits for its lane: why (`null` once it no longer does).
+    Waiting {
+        reason: Option<String>,
+    },
     Retry {
         attempt: u32,
         delay_ms: u64,
@@ -831,6 +847,7 @@ impl From<core::EventKind> for EventKindDto {
             },
             K::ChangedFiles { files } => EventKindDto::ChangedFiles { files },
             K::Reset { reason } => EventKindDto::Reset { reason },
+            K::Waiting { reason } => EventKindDto::Waiting { reason },
             K::Retry {
                 attempt,
                 delay_ms,
@@ -1088,6 +1105,10 @@ pub struct ProviderSettingsDto {
     pub key_source: Option<KeySourceDto>,
     /// Models offered in addition to what it lists.
     pub models: Vec<String>,
+    /// Cloud lane: requests at once, across every battle and process.
+    pub max_concurrency: u32,
+    /// Cloud lane: at most this many starts a minute (`null`: no limit).
+    pub requests_per_minute: Option<u32>,
 }
 
 impl ProviderSettingsDto {
@@ -1104,6 +1125,8 @@ impl ProviderSettingsDto {
             api_key_set: key_source.is_some(),
             key_source: key_source.map(Into::into),
             models: p.models.clone(),
+            max_concurrency: p.max_concurrency,
+            requests_per_minute: p.requests_per_minute,
         }
     }
 }
@@ -1124,6 +1147,10 @@ pub struct ProviderInputDto {
     pub api_key_env: Option<String>,
     /// Models to offer in addition to what it lists.
     pub models: Vec<String>,
+    /// Cloud lane: requests at once (at least 1; a local server takes one).
+    pub max_concurrency: u32,
+    /// Cloud lane: starts a minute (`null`: no limit).
+    pub requests_per_minute: Option<u32>,
 }
 
 /// What `save_settings` writes into arena.toml: the judge model and the
@@ -1152,6 +1179,8 @@ impl SettingsUpdateDto {
                     lane: p.lane,
                     api_key_env: p.api_key_env,
                     models: p.models,
+                    max_concurrency: p.max_concurrency,
+                    requests_per_minute: p.requests_per_minute,
                 }
                 .into_config(i)
             })
@@ -1231,6 +1260,8 @@ mod tests {
                 tokens_per_sec: Some(81.5),
                 rate_source: Some(core::battle::RateSource::Server),
                 cached_tokens: None,
+                prompt_per_sec: Some(512.0),
+                model_switched: true,
             },
             output: Some("done".into()),
             reasoning: None,
@@ -1251,6 +1282,7 @@ mod tests {
                 duration_ms: 900,
                 output_tail: "ok".into(),
             }),
+            waiting: None,
         };
         core::Battle {
             id: "b1".into(),
@@ -1299,9 +1331,11 @@ mod tests {
             json!({
                 "durationMs": 5000, "ttftMs": 120, "promptTokens": 40,
                 "completionTokens": 400, "tokensPerSec": 81.5,
-                "rateSource": "server", "cachedTokens": null
+                "rateSource": "server", "cachedTokens": null,
+                "promptPerSec": 512.0, "modelSwitched": true
             })
         );
+        assert_eq!(c["waiting"], serde_json::Value::Null);
         assert_eq!(c["resultPath"], "/p/Arena/b/01-native-qwen3-8b/result.md");
         assert_eq!(c["worktree"], "/p/.worktrees/c1");
         assert_eq!(

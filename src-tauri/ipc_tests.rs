@@ -537,7 +537,7 @@ fn coding_diffs_folders_and_settings_through_ipc() {
     // Settings: invalid input is refused, naming the field, file untouched.
     let provider = |kind: &str, base_url: &str| {
         json!({"name": "scripted", "kind": kind, "baseUrl": base_url, "lane": "cloud",
-               "apiKeyEnv": null, "models": []})
+               "apiKeyEnv": null, "models": [], "maxConcurrency": 8, "requestsPerMinute": null})
     };
     for (bad, field) in [
         (
@@ -571,7 +571,8 @@ fn coding_diffs_folders_and_settings_through_ipc() {
         json!({"update": {"defaultModel": "m2", "providers": [
             provider("openai", &server.base_url()),
             {"name": "spare", "kind": "anthropic", "baseUrl": "http://127.0.0.1:9/v1",
-             "lane": "local", "apiKeyEnv": "SPARE_KEY", "models": ["claude-x"]}
+             "lane": "cloud", "apiKeyEnv": "SPARE_KEY", "models": ["claude-x"],
+             "maxConcurrency": 3, "requestsPerMinute": 60}
         ]}}),
     );
     assert_eq!(saved["defaultModel"], "m2");
@@ -579,6 +580,9 @@ fn coding_diffs_folders_and_settings_through_ipc() {
     assert_eq!(saved["providers"][1]["kind"], "anthropic");
     assert_eq!(saved["providers"][1]["apiKeyEnv"], "SPARE_KEY");
     assert_eq!(saved["providers"][1]["models"], json!(["claude-x"]));
+    assert_eq!(saved["providers"][1]["maxConcurrency"], 3);
+    assert_eq!(saved["providers"][1]["requestsPerMinute"], 60);
+    assert_eq!(saved["providers"][0]["maxConcurrency"], 8);
     assert_eq!(app.ok("settings", json!({})), saved);
     let text = std::fs::read_to_string(&config).expect("config");
     for kept in [

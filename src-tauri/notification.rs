@@ -87,6 +87,7 @@ mod tests {
             worktree: None,
             diff: None,
             check: None,
+            waiting: None,
         };
         Battle {
             id: "b".into(),

@@ -6,49 +6,15 @@
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use arena_testserver::{ModelScript, RecordedRequest};
+use arena_testserver::{most_at_once, ModelScript};
 use serde_json::Value;
 
 mod common;
 use common::Setup;
 
-/// The most generation requests that were streaming at the same moment.
-fn most_at_once(requests: &[RecordedRequest]) -> usize {
-    let mut edges: Vec<(Instant, i32)> = Vec::new();
-    for r in requests.iter().filter(|r| r.is_generation()) {
-        let start = r.stream_started_at.expect("stream started");
-        let end = r.stream_finished_at.expect("stream finished");
-        edges.push((start, 1));
-        edges.push((end, -1));
-    }
-    edges.sort_by_key(|(at, delta)| (*at, *delta));
-    let (mut now, mut most) = (0, 0);
-    for (_, delta) in edges {
-        now += delta;
-        most = most.max(now);
-    }
-    most as usize
-}
-
 /// `arena battle run --json --no-analysis` with these contestants, in the background.
 fn spawn(s: &Setup, prompt: &str, contestants: &[&str]) -> Child {
-    let project = s.project();
-    let mut args = vec![
-        "battle",
-        "run",
-        "--type",
-        "qa",
-        "--json",
-        "--no-analysis",
-        "--prompt",
-        prompt,
-        "--project",
-        project.to_str().unwrap(),
-    ];
-    for c in contestants {
-        args.extend(["-c", c]);
-    }
-    s.command(&args)
+    s.battle_run(prompt, contestants, &["--no-analysis"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

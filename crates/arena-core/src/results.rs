@@ -179,7 +179,9 @@ pub fn ensure_gitignored(project: &Path) -> Result<()> {
         new.push('\n');
     }
     new.push_str("# Arena battle results\n/Arena/\n");
-    std::fs::write(&path, new).map_err(|e| Error::io(&path, e))
+    // Replaced whole, never truncated in place: a battle starting in
+    // another process at the same moment reads either file, never half of one.
+    write_atomic(&path, new.as_bytes())
 }
 
 pub fn rfc3339(t: DateTime<Utc>) -> String {

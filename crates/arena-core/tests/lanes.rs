@@ -14,27 +14,9 @@ use arena_core::battle::{BattleStatus, ContestantStatus, Lane};
 use arena_core::clock::SystemClock;
 use arena_core::config::{Config, ProviderConfig, ProviderKind};
 use arena_core::{Battle, Engine, EngineOptions, EventKind};
-use arena_testserver::{ModelScript, RecordedRequest, TestServer};
+use arena_testserver::{most_at_once, ModelScript, RecordedRequest, TestServer};
 use common::*;
 use serde_json::Value;
-
-/// The most requests that were streaming at the same moment.
-fn most_at_once(requests: &[RecordedRequest]) -> usize {
-    let mut edges: Vec<(Instant, i32)> = Vec::new();
-    for r in requests.iter().filter(|r| r.is_generation()) {
-        let (start, end) = interval(r);
-        edges.push((start, 1));
-        edges.push((end, -1));
-    }
-    // Ends before starts at the same instant: touching is not overlapping.
-    edges.sort_by_key(|(at, delta)| (*at, *delta));
-    let (mut now, mut most) = (0, 0);
-    for (_, delta) in edges {
-        now += delta;
-        most = most.max(now);
-    }
-    most as usize
-}
 
 /// The prompt a generation request carried (its last message).
 fn prompt_of(r: &RecordedRequest) -> String {
@@ -46,9 +28,14 @@ fn prompt_of(r: &RecordedRequest) -> String {
         .to_string()
 }
 
-fn engine_with(providers: Vec<ProviderConfig>, data: &std::path::Path) -> Engine {
-    Engine::open(EngineOptions {
-        data_dir: data.to_path_buf(),
+/// An engine over `providers` alone, with a battle of `contestants` created in it.
+async fn battle_on(
+    providers: Vec<ProviderConfig>,
+    dirs: &(tempfile::TempDir, tempfile::TempDir),
+    contestants: &[&str],
+) -> (Engine, Battle) {
+    let engine = Engine::open(EngineOptions {
+        data_dir: dirs.0.path().to_path_buf(),
         config: Config {
             default_model: None,
             providers,
@@ -57,7 +44,26 @@ fn engine_with(providers: Vec<ProviderConfig>, data: &std::path::Path) -> Engine
         },
         clock: Arc::new(SystemClock),
     })
-    .expect("engine")
+    .expect("engine");
+    let battle = engine
+        .create_battle(arena_core::BattleRequest {
+            battle_type: arena_core::BattleType::Qa,
+            project: dirs.1.path().to_path_buf(),
+            prompt: "Explain lanes.".into(),
+            contestants: contestants
+                .iter()
+                .map(|c| arena_core::ContestantSpec::parse(c).unwrap())
+                .collect(),
+            check_command: None,
+        })
+        .await
+        .expect("create battle");
+    (engine, battle)
+}
+
+/// A data directory and a project.
+fn dirs() -> (tempfile::TempDir, tempfile::TempDir) {
+    (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap())
 }
 
 async fn create(h: &Harness, prompt: &str, contestants: &[&str]) -> Battle {
@@ -166,31 +172,19 @@ async fn two_local_servers_are_two_lanes_and_one_server_by_two_names_is_one() {
     one.set_model("a1", script(30, 150.0));
     one.set_model("a2", script(30, 150.0));
     two.set_model("b1", script(60, 150.0));
-    let data = tempfile::tempdir().unwrap();
-    let project = tempfile::tempdir().unwrap();
     // The same server as `gpu1`, written with `localhost`.
     let alias = one.base_url().replace("127.0.0.1", "localhost");
-    let engine = engine_with(
+    let dirs = dirs();
+    let (engine, battle) = battle_on(
         vec![
             provider("gpu1", ProviderKind::Openai, one.base_url(), Lane::Local),
             provider("gpu1-again", ProviderKind::Openai, alias, Lane::Local),
             provider("gpu2", ProviderKind::Openai, two.base_url(), Lane::Local),
         ],
-        data.path(),
-    );
-    let battle = engine
-        .create_battle(arena_core::BattleRequest {
-            battle_type: arena_core::BattleType::Qa,
-            project: project.path().to_path_buf(),
-            prompt: "two lanes".into(),
-            contestants: ["debugger@a1", "explainer@gpu1-again/a2", "debugger@b1"]
-                .iter()
-                .map(|c| arena_core::ContestantSpec::parse(c).unwrap())
-                .collect(),
-            check_command: None,
-        })
-        .await
-        .unwrap();
+        &dirs,
+        &["debugger@a1", "explainer@gpu1-again/a2", "debugger@b1"],
+    )
+    .await;
     assert_eq!(battle.contestants[1].provider, "gpu1-again");
     let battle = engine.run_battle(&battle.id).await.unwrap();
     assert_eq!(battle.status, BattleStatus::Done);
@@ -213,28 +207,16 @@ async fn a_cloud_provider_runs_at_most_max_concurrency_requests() {
     for m in ["c1", "c2", "c3", "c4"] {
         cloud.set_model(m, script(30, 200.0));
     }
-    let data = tempfile::tempdir().unwrap();
-    let project = tempfile::tempdir().unwrap();
-    let engine = engine_with(
+    let dirs = dirs();
+    let (engine, battle) = battle_on(
         vec![ProviderConfig {
             max_concurrency: 2,
             ..provider("cloud", ProviderKind::Openai, cloud.base_url(), Lane::Cloud)
         }],
-        data.path(),
-    );
-    let battle = engine
-        .create_battle(arena_core::BattleRequest {
-            battle_type: arena_core::BattleType::Qa,
-            project: project.path().to_path_buf(),
-            prompt: "four at two".into(),
-            contestants: ["debugger@c1", "debugger@c2", "debugger@c3", "debugger@c4"]
-                .iter()
-                .map(|c| arena_core::ContestantSpec::parse(c).unwrap())
-                .collect(),
-            check_command: None,
-        })
-        .await
-        .unwrap();
+        &dirs,
+        &["debugger@c1", "debugger@c2", "debugger@c3", "debugger@c4"],
+    )
+    .await;
     let battle = engine.run_battle(&battle.id).await.unwrap();
     assert_eq!(battle.status, BattleStatus::Done);
     assert!(battle
@@ -250,28 +232,16 @@ async fn a_start_rate_makes_the_next_contestant_wait_and_says_why() {
     for m in ["c1", "c2", "c3"] {
         cloud.set_model(m, script(5, 500.0));
     }
-    let data = tempfile::tempdir().unwrap();
-    let project = tempfile::tempdir().unwrap();
-    let engine = engine_with(
+    let dirs = dirs();
+    let (engine, battle) = battle_on(
         vec![ProviderConfig {
             requests_per_minute: Some(2),
             ..provider("cloud", ProviderKind::Openai, cloud.base_url(), Lane::Cloud)
         }],
-        data.path(),
-    );
-    let battle = engine
-        .create_battle(arena_core::BattleRequest {
-            battle_type: arena_core::BattleType::Qa,
-            project: project.path().to_path_buf(),
-            prompt: "rate".into(),
-            contestants: ["debugger@c1", "debugger@c2", "debugger@c3"]
-                .iter()
-                .map(|c| arena_core::ContestantSpec::parse(c).unwrap())
-                .collect(),
-            check_command: None,
-        })
-        .await
-        .unwrap();
+        &dirs,
+        &["debugger@c1", "debugger@c2", "debugger@c3"],
+    )
+    .await;
     let run = {
         let (engine, id) = (engine.clone(), battle.id.clone());
         tokio::spawn(async move { engine.run_battle(&id).await })

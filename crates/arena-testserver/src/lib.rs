@@ -64,7 +64,7 @@ mod stream;
 mod turn;
 
 pub use error::Error;
-pub use record::{Flush, RecordedRequest};
+pub use record::{most_at_once, Flush, RecordedRequest};
 pub use script::{parse_model_spec, Fault, ModelScript, Responder, ScriptFile, ScriptFileModel};
 pub use server::TestServer;
 pub use turn::{has_tools, tool_results, ToolCall, Turn, TurnScript, DONE_TEXT, SIDE_REQUEST_TEXT};

@@ -46,6 +46,28 @@ pub struct Flush {
     pub at: SystemTime,
 }
 
+/// The most generation requests that were streaming at the same moment
+/// (first response byte to end of body), from the server's own record:
+/// 1 means they ran strictly one after another. Requests that never
+/// streamed do not count; touching intervals do not overlap.
+pub fn most_at_once(requests: &[RecordedRequest]) -> usize {
+    let mut edges: Vec<(Instant, i32)> = Vec::new();
+    for r in requests.iter().filter(|r| r.is_generation()) {
+        if let (Some(start), Some(end)) = (r.stream_started_at, r.stream_finished_at) {
+            edges.push((start, 1));
+            edges.push((end, -1));
+        }
+    }
+    // Ends sort before starts at the same instant.
+    edges.sort_by_key(|(at, delta)| (*at, *delta));
+    let (mut now, mut most) = (0i32, 0i32);
+    for (_, delta) in edges {
+        now += delta;
+        most = most.max(now);
+    }
+    most as usize
+}
+
 impl RecordedRequest {
     /// Whether this is a generation request: chat completions, messages or responses.
     pub fn is_generation(&self) -> bool {

@@ -70,6 +70,8 @@ export interface ContestantLive {
   /** How many times it started running (the engine's `attempts`). */
   attempt: number;
   error: string | null;
+  /** While queued: why it waits (its lane is busy, and who holds it). */
+  waiting: string | null;
   startedAt: string | null;
   finishedAt: string | null;
   /** Streamed answer of its own run (refinement rounds stream into `rounds`). */
@@ -145,6 +147,7 @@ function contestantFrom(c: ContestantDto, seq: number): ContestantLive {
     seq,
     attempt: c.attempts,
     error: c.error,
+    waiting: c.waiting,
     startedAt: c.startedAt,
     finishedAt: c.finishedAt,
     output: '',
@@ -194,6 +197,7 @@ export function mergeSnapshot(live: Live, detail: BattleDetailDto): void {
       current.status = c.status;
       current.attempt = c.attempts;
       current.error = c.error;
+      current.waiting = c.waiting;
       current.startedAt = c.startedAt;
       current.finishedAt = c.finishedAt;
     }
@@ -222,6 +226,7 @@ export function applyEvent(live: Live, event: BattleEventDto): Followup {
         c.status = event.status;
         c.attempt = event.attempt;
         c.error = event.error;
+        c.waiting = null;
         if (event.status === 'running') {
           c.startedAt = event.at;
           c.finishedAt = null;
@@ -256,6 +261,12 @@ export function applyEvent(live: Live, event: BattleEventDto): Followup {
           c.reasoning = '';
         }
         c.resetReason = event.reason;
+      }
+      return { refetch: false };
+    case 'waiting':
+      if (c && event.seq > c.seq) {
+        c.seq = event.seq;
+        c.waiting = event.reason;
       }
       return { refetch: false };
     case 'retry':

@@ -48,6 +48,8 @@ function benchmark(over: Partial<BenchmarkDto> = {}): BenchmarkDto {
     tokensPerSec: null,
     rateSource: null,
     cachedTokens: null,
+    promptPerSec: null,
+    modelSwitched: false,
     ...over,
   };
 }
@@ -77,6 +79,7 @@ function contestant(
     worktree: null,
     diff: null,
     check: null,
+    waiting: null,
     ...over,
   };
 }
@@ -299,6 +302,19 @@ describe('applyEvent: contestant status', () => {
     const live = liveFrom(detail({ lastSeq: 0 }));
     applyAll(live, [status(5, 'a', 'done'), status(3, 'a', 'running')]);
     expect(get(live, 'a')).toMatchObject({ status: 'done', seq: 5 });
+  });
+  it('shows why a queued contestant waits until it starts, and never an older reason', () => {
+    const waiting = 'waiting for local (127.0.0.1:8080): battle 1a2b3c4d, contestant 2';
+    const live = liveFrom(
+      detail({ lastSeq: 3, contestants: [contestant('a', 1, { waiting: 'from the snapshot' })] }),
+    );
+    expect(get(live, 'a').waiting).toBe('from the snapshot');
+    applyEvent(live, ev(2, 'a', { type: 'waiting', reason: 'replayed, older' }));
+    expect(get(live, 'a').waiting).toBe('from the snapshot');
+    applyEvent(live, ev(4, 'a', { type: 'waiting', reason: waiting }));
+    expect(get(live, 'a')).toMatchObject({ status: 'queued', waiting });
+    applyEvent(live, status(5, 'a', 'running'));
+    expect(get(live, 'a')).toMatchObject({ status: 'running', waiting: null });
   });
 });
 
@@ -546,6 +562,7 @@ describe('applyEvent: which events ask for a refetch', () => {
     ['output', false, output(1, 'a', 'x')],
     ['reasoning', false, ev(1, 'a', { type: 'reasoning', text: 'x' })],
     ['reset', false, ev(1, 'a', { type: 'reset', reason: 'retry' })],
+    ['waiting', false, ev(1, 'a', { type: 'waiting', reason: 'waiting for local' })],
     ['retry', false, ev(1, 'a', { type: 'retry', attempt: 2, delayMs: 1, reason: 'x' })],
     ['benchmark', false, ev(1, 'a', { type: 'benchmark', benchmark: benchmark() })],
     ['tool', false, ev(1, 'a', { type: 'tool', name: 't', summary: 's', ok: true })],

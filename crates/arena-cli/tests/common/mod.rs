@@ -71,8 +71,9 @@ stall_timeout_secs = 2
             .unwrap()
     }
 
-    /// Starts `arena battle run --json` in the background with these contestants.
-    pub fn spawn_run(&self, contestants: &[&str], output: fn() -> Stdio) -> std::process::Child {
+    /// `arena battle run --type qa --json --prompt PROMPT --project … -c …`,
+    /// then `extra` arguments.
+    pub fn battle_run(&self, prompt: &str, contestants: &[&str], extra: &[&str]) -> Command {
         let project = self.project();
         let mut args = vec![
             "battle",
@@ -81,14 +82,20 @@ stall_timeout_secs = 2
             "qa",
             "--json",
             "--prompt",
-            "go",
+            prompt,
             "--project",
         ];
         args.push(project.to_str().unwrap());
         for c in contestants {
             args.extend(["-c", c]);
         }
+        args.extend(extra);
         self.command(&args)
+    }
+
+    /// Starts `arena battle run --json` in the background with these contestants.
+    pub fn spawn_run(&self, contestants: &[&str], output: fn() -> Stdio) -> std::process::Child {
+        self.battle_run("go", contestants, &[])
             .stdout(output())
             .stderr(output())
             .spawn()

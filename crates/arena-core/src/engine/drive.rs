@@ -207,6 +207,7 @@ async fn take_part(
     token: CancellationToken,
     ready_at: chrono::DateTime<chrono::Utc>,
 ) {
+    use ContestantStatus::{Cancelled, Queued, Running};
     let want = lane::Want {
         provider: &c.provider,
         model: &c.model,
@@ -222,22 +223,9 @@ async fn take_part(
     };
     let slot = match lane::take(engine, want, &token).await {
         Ok(Some(slot)) => slot,
+        // Cancelled while waiting: it never starts.
         Ok(None) => {
-            let (c2, at) = (c.clone(), engine.now());
-            let cancelled = engine
-                .db(move |s| {
-                    s.transact(|tx| {
-                        tx.move_contestant(
-                            &c2,
-                            ContestantStatus::Queued,
-                            ContestantStatus::Cancelled,
-                            None,
-                            at,
-                        )
-                    })
-                })
-                .await;
-            match cancelled {
+            match engine.move_contestant(&c, Queued, Cancelled, None).await {
                 Ok(true) => {
                     if let Ok(fresh) = engine.battle(&battle.id).await {
                         if let Some(c) = fresh.contestants.iter().find(|x| x.id == c.id) {
@@ -254,42 +242,17 @@ async fn take_part(
         }
         Err(e) => {
             tracing::error!(contestant = %c.id, error = %e, "could not wait for the lane");
-            let (c2, at, message) = (
-                c.clone(),
-                engine.now(),
-                format!("internal error while waiting for the lane: {e}"),
-            );
+            let message = format!("internal error while waiting for the lane: {e}");
             let _ = engine
-                .db(move |s| {
-                    s.transact(|tx| {
-                        tx.move_contestant(
-                            &c2,
-                            ContestantStatus::Queued,
-                            ContestantStatus::Error,
-                            Some(&message),
-                            at,
-                        )
-                    })
-                })
+                .move_contestant(&c, Queued, ContestantStatus::Error, Some(message))
                 .await;
             return;
         }
     };
-    let (moved_c, at) = (c.clone(), engine.now());
-    let moved = engine
-        .db(move |s| {
-            s.transact(|tx| {
-                tx.move_contestant(
-                    &moved_c,
-                    ContestantStatus::Queued,
-                    ContestantStatus::Running,
-                    None,
-                    at,
-                )
-            })
-        })
-        .await;
-    if !matches!(moved, Ok(true)) {
+    if !matches!(
+        engine.move_contestant(&c, Queued, Running, None).await,
+        Ok(true)
+    ) {
         return;
     }
     c.status = ContestantStatus::Running;
@@ -397,17 +360,12 @@ pub(super) async fn resume_one(
             }
             ResumeAction::GiveUp(message) => {
                 engine
-                    .db(move |s| {
-                        s.transact(|tx| {
-                            tx.move_contestant(
-                                &c2,
-                                ContestantStatus::Running,
-                                ContestantStatus::Error,
-                                Some(&message),
-                                at,
-                            )
-                        })
-                    })
+                    .move_contestant(
+                        c,
+                        ContestantStatus::Running,
+                        ContestantStatus::Error,
+                        Some(message),
+                    )
                     .await?;
                 let fresh = engine.battle(battle_id).await?;
                 if let Some(c) = fresh.contestants.iter().find(|x| x.id == c.id) {
@@ -454,13 +412,8 @@ pub(super) async fn settle_cancel(engine: &Engine, battle_id: &str) -> Result<Op
         if !cancel_battle && !wanted.contains(&c.id) {
             continue;
         }
-        let (c2, at) = (c.clone(), engine.now());
         engine
-            .db(move |s| {
-                s.transact(|tx| {
-                    tx.move_contestant(&c2, c2.status, ContestantStatus::Cancelled, None, at)
-                })
-            })
+            .move_contestant(c, c.status, ContestantStatus::Cancelled, None)
             .await?;
     }
     if cancel_battle {

@@ -872,6 +872,20 @@ impl Engine {
         Ok(finished)
     }
 
+    /// Moves a contestant from `from` to `to` (guarded: only if it is still
+    /// in `from`), announcing it; whether it moved.
+    async fn move_contestant(
+        &self,
+        c: &crate::Contestant,
+        from: ContestantStatus,
+        to: ContestantStatus,
+        error: Option<String>,
+    ) -> Result<bool> {
+        let (c, at) = (c.clone(), self.now());
+        self.db(move |s| s.transact(|tx| tx.move_contestant(&c, from, to, error.as_deref(), at)))
+            .await
+    }
+
     fn live(&self, battle_id: &str) -> Option<Arc<Live>> {
         let map = self.inner.live.lock().unwrap_or_else(|p| p.into_inner());
         map.get(battle_id).cloned()

@@ -23,6 +23,8 @@ function contestant(identity: string, model: string, provider: string): Contesta
       tokensPerSec: null,
       rateSource: null,
       cachedTokens: null,
+      promptPerSec: null,
+      modelSwitched: false,
     },
     output: null,
     reasoning: null,
@@ -31,6 +33,7 @@ function contestant(identity: string, model: string, provider: string): Contesta
     worktree: null,
     diff: null,
     check: null,
+    waiting: null,
   };
 }
 

@@ -20,13 +20,21 @@ const configured: ProviderSettingsDto = {
   apiKeySet: true,
   keySource: 'env',
   models: ['qwen3', 'gpt-5'],
+  maxConcurrency: 3,
+  requestsPerMinute: 60,
 };
 
 function draft(over: Partial<ProviderDraft> = {}): ProviderDraft {
   return { ...blankDraft(), name: 'local', baseUrl: 'http://127.0.0.1:8080/v1', ...over };
 }
 
-const noErrors = { name: null, baseUrl: null, apiKeyEnv: null };
+const noErrors = {
+  name: null,
+  baseUrl: null,
+  apiKeyEnv: null,
+  maxConcurrency: null,
+  requestsPerMinute: null,
+};
 
 describe('validateDraft', () => {
   it('accepts a complete draft and every preset', () => {
@@ -67,6 +75,23 @@ describe('validateDraft', () => {
   });
 });
 
+describe('lane limits', () => {
+  it('wants whole numbers of at least 1, and no start limit when empty', () => {
+    const errors = (maxConcurrency: string, requestsPerMinute: string) => {
+      const e = validateDraft(draft({ maxConcurrency, requestsPerMinute }), []);
+      return [e.maxConcurrency !== null, e.requestsPerMinute !== null];
+    };
+    expect(errors('8', '')).toEqual([false, false]);
+    expect(errors(' 2 ', '60')).toEqual([false, false]);
+    expect(errors('0', '0')).toEqual([true, true]);
+    expect(errors('', 'x')).toEqual([true, true]);
+    expect(errors('1.5', '-3')).toEqual([true, true]);
+    const input = toInput(draft({ maxConcurrency: ' 2 ', requestsPerMinute: '' }));
+    expect([input.maxConcurrency, input.requestsPerMinute]).toEqual([2, null]);
+    expect(toInput(draft({ requestsPerMinute: '30' })).requestsPerMinute).toBe(30);
+  });
+});
+
 describe('toInput', () => {
   it('trims, drops an empty key variable and reads one model per line or comma', () => {
     expect(
@@ -85,6 +110,8 @@ describe('toInput', () => {
       lane: 'local',
       apiKeyEnv: null,
       models: ['qwen3', 'gemma', 'llama'],
+      maxConcurrency: 8,
+      requestsPerMinute: null,
     });
   });
 });
@@ -108,8 +135,10 @@ describe('drafts of configured providers', () => {
       'baseUrl',
       'kind',
       'lane',
+      'maxConcurrency',
       'models',
       'name',
+      'requestsPerMinute',
     ]);
   });
 });

@@ -12,13 +12,22 @@ export interface ProviderDraft {
   lane: LaneDto;
   apiKeyEnv: string;
   models: string;
+  /** Cloud lane: requests at once (text while edited). */
+  maxConcurrency: string;
+  /** Cloud lane: starts a minute; blank for no limit. */
+  requestsPerMinute: string;
 }
 
 export interface ProviderDraftErrors {
   name: string | null;
   baseUrl: string | null;
   apiKeyEnv: string | null;
+  maxConcurrency: string | null;
+  requestsPerMinute: string | null;
 }
+
+/** A cloud provider's `max_concurrency` when none is set (as in the engine). */
+export const DEFAULT_MAX_CONCURRENCY = 8;
 
 /** Common servers, to start a new provider from. */
 export const PRESETS: readonly { label: string; draft: ProviderDraft }[] = [
@@ -38,7 +47,7 @@ export const PRESETS: readonly { label: string; draft: ProviderDraft }[] = [
 ];
 
 function local(name: string, baseUrl: string): ProviderDraft {
-  return { name, kind: 'openai', baseUrl, lane: 'local', apiKeyEnv: '', models: '' };
+  return { name, kind: 'openai', baseUrl, lane: 'local', apiKeyEnv: '', models: '', ...limits() };
 }
 
 function cloud(
@@ -47,7 +56,11 @@ function cloud(
   baseUrl: string,
   apiKeyEnv: string,
 ): ProviderDraft {
-  return { name, kind, baseUrl, lane: 'cloud', apiKeyEnv, models: '' };
+  return { name, kind, baseUrl, lane: 'cloud', apiKeyEnv, models: '', ...limits() };
+}
+
+function limits(): Pick<ProviderDraft, 'maxConcurrency' | 'requestsPerMinute'> {
+  return { maxConcurrency: String(DEFAULT_MAX_CONCURRENCY), requestsPerMinute: '' };
 }
 
 /** An empty draft for a new provider. */
@@ -64,6 +77,8 @@ export function draftFrom(p: ProviderSettingsDto): ProviderDraft {
     lane: p.lane,
     apiKeyEnv: p.apiKeyEnv ?? '',
     models: p.models.join('\n'),
+    maxConcurrency: String(p.maxConcurrency),
+    requestsPerMinute: p.requestsPerMinute === null ? '' : String(p.requestsPerMinute),
   };
 }
 
@@ -76,6 +91,8 @@ export function inputFrom(p: ProviderSettingsDto): ProviderInputDto {
     lane: p.lane,
     apiKeyEnv: p.apiKeyEnv,
     models: p.models,
+    maxConcurrency: p.maxConcurrency,
+    requestsPerMinute: p.requestsPerMinute,
   };
 }
 
@@ -96,7 +113,15 @@ export function toInput(d: ProviderDraft): ProviderInputDto {
           .filter(Boolean),
       ),
     ],
+    maxConcurrency: wholeNumber(d.maxConcurrency) ?? DEFAULT_MAX_CONCURRENCY,
+    requestsPerMinute: wholeNumber(d.requestsPerMinute),
   };
+}
+
+/** A whole number of at least 1, or `null` (blank or not one). */
+function wholeNumber(text: string): number | null {
+  const t = text.trim();
+  return /^[0-9]+$/.test(t) && Number(t) >= 1 ? Number(t) : null;
 }
 
 /** Whether `url` points at this machine (such servers are usually the local lane). */
@@ -132,6 +157,14 @@ export function validateDraft(
       apiKeyEnv === '' || ENV_VAR.test(apiKeyEnv)
         ? null
         : 'Letters, digits and “_”, not starting with a digit (e.g. OPENROUTER_API_KEY) — the variable’s name, not the key',
+    maxConcurrency:
+      wholeNumber(d.maxConcurrency) === null
+        ? `A whole number of at least 1 (the default is ${String(DEFAULT_MAX_CONCURRENCY)})`
+        : null,
+    requestsPerMinute:
+      d.requestsPerMinute.trim() === '' || wholeNumber(d.requestsPerMinute) !== null
+        ? null
+        : 'A whole number of at least 1, or empty for no limit',
   };
 }
 

@@ -12,4 +12,14 @@ ttftMs: number | null, promptTokens: number | null, completionTokens: number | n
 /**
  * Prompt tokens the server answered from its cache.
  */
-cachedTokens: number | null, };
+cachedTokens: number | null, 
+/**
+ * Prompt processing speed (tokens/s), when the server reports it;
+ * generation is `tokensPerSec`.
+ */
+promptPerSec: number | null, 
+/**
+ * The local server loaded this model first (it served another one just
+ * before): the time to first token includes the model load.
+ */
+modelSwitched: boolean, };

@@ -32,4 +32,9 @@ resultPath: string | null,
 /**
  * Coding: its git worktree.
  */
-worktree: string | null, diff: DiffSummaryDto | null, check: CheckResultDto | null, };
+worktree: string | null, diff: DiffSummaryDto | null, check: CheckResultDto | null, 
+/**
+ * While queued: why it has not started ("waiting for llama-swap
+ * (127.0.0.1:8080): battle 1a2b3c4d, contestant 2").
+ */
+waiting: string | null, };

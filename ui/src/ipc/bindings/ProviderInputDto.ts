@@ -17,4 +17,12 @@ apiKeyEnv: string | null,
 /**
  * Models to offer in addition to what it lists.
  */
-models: Array<string>, };
+models: Array<string>, 
+/**
+ * Cloud lane: requests at once (at least 1; a local server takes one).
+ */
+maxConcurrency: number, 
+/**
+ * Cloud lane: starts a minute (`null`: no limit).
+ */
+requestsPerMinute: number | null, };

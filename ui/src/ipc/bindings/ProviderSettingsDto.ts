@@ -23,4 +23,12 @@ keySource: KeySourceDto | null,
 /**
  * Models offered in addition to what it lists.
  */
-models: Array<string>, };
+models: Array<string>, 
+/**
+ * Cloud lane: requests at once, across every battle and process.
+ */
+maxConcurrency: number, 
+/**
+ * Cloud lane: at most this many starts a minute (`null`: no limit).
+ */
+requestsPerMinute: number | null, };
