@@ -11,6 +11,7 @@
 //!   the next waiter taking it, its request reaching the server) — and the
 //!   longest one (with two processes, the hand-over from one to the other,
 //!   which goes through the database).
+//!
 //! Two set-ups: both battles in one engine (the app, or a series), and two
 //! `arena battle run` processes started together (hand-over across
 //! processes, through the database).

@@ -2,8 +2,8 @@
 //! SQLite file, scripted model servers on loopback.
 
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
 use arena_testserver::ModelScript;
 use serde_json::Value;
