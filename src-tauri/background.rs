@@ -32,6 +32,16 @@ async fn finished<R: Runtime>(app: &AppHandle<R>, engine: &Engine, battle_id: &s
 /// judges each one that finishes without an analysis, and notifies about
 /// each one that ends now.
 pub async fn resume_all<R: Runtime>(app: AppHandle<R>, engine: Engine) {
+    // Analyses, cross-examinations and refine rounds a stopped process left
+    // running: marked failed (analyses judged again) by the engine.
+    match engine.recover_interrupted().await {
+        Ok(recovered) => {
+            for r in recovered {
+                tracing::info!(battle = %r.battle_id, work = ?r.work, "recovered interrupted work");
+            }
+        }
+        Err(err) => tracing::warn!(%err, "recovering interrupted work failed"),
+    }
     let store = engine.store().clone();
     let ids = match tokio::task::spawn_blocking(move || store.running_battles()).await {
         Ok(Ok(ids)) => ids,

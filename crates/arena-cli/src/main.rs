@@ -446,7 +446,15 @@ async fn battle(engine: &Engine, command: BattleCommand) -> Result<(), Error> {
             show(engine, &battle.id, json.json, false).await?;
         }
         BattleCommand::Resume { id, json } => {
-            let battles = match id {
+            // Analyses, cross-examinations and refine rounds a stopped
+            // process left running: marked failed, analyses judged again.
+            let recovered = engine.recover_interrupted().await?;
+            for r in &recovered {
+                if !json.json {
+                    println!("{}", view::recovered_text(r));
+                }
+            }
+            let mut battles = match id {
                 Some(id) => {
                     let id = resolve_battle(engine, &id)?;
                     let battle = engine.battle(&id).await?;
@@ -461,6 +469,11 @@ async fn battle(engine: &Engine, command: BattleCommand) -> Result<(), Error> {
                     && engine.config().default_model.is_some()
                 {
                     auto_analyze(engine, b, None, !json.json).await;
+                }
+            }
+            for r in &recovered {
+                if !battles.iter().any(|b| b.id == r.battle_id) {
+                    battles.push(engine.battle(&r.battle_id).await?);
                 }
             }
             if json.json {

@@ -299,6 +299,33 @@ pub fn battle_text(b: &Battle, analysis: Option<&Analysis>, with_output: bool) -
     out
 }
 
+/// One piece of work a stopped process left running, as `battle resume` reports it.
+pub fn recovered_text(r: &arena_core::Recovered) -> String {
+    use arena_core::store::Work;
+    let what = match r.work {
+        Work::Analysis => "an analysis",
+        Work::CrossExamination => "a cross-examination",
+        Work::Round => "a refine round",
+    };
+    let then = match &r.analysis {
+        Some(Ok(a)) => match (&a.error, a.outcome) {
+            (Some(e), _) => format!("; judged again, which failed: {e}"),
+            (None, outcome) => format!(
+                "; judged again: {}",
+                outcome
+                    .map(|o| format!("{o:?}"))
+                    .unwrap_or_else(|| "done".into())
+            ),
+        },
+        Some(Err(e)) => format!("; could not judge it again: {e}"),
+        None => "; marked failed".into(),
+    };
+    format!(
+        "Battle {}: {what} was interrupted (the process running it stopped){then}",
+        r.battle_id
+    )
+}
+
 pub fn list_text(battles: &[Battle]) -> String {
     if battles.is_empty() {
         return "No battles yet. Start one with `arena battle run`.\n".into();

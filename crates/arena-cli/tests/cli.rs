@@ -661,9 +661,8 @@ async fn coding_battle_apply_and_worktree_cleanup() {
     assert!(Path::new(cs[0]["result_path"].as_str().unwrap()).exists());
 }
 
-#[tokio::test]
-async fn the_goose_adapter_runs_goose_run_in_the_worktree() {
-    let s = Setup::new().await;
+/// Makes the setup's project a git repository with one commit.
+fn commit_project(s: &Setup) -> std::path::PathBuf {
     let project = s.project();
     std::fs::remove_dir_all(project.join(".git")).unwrap();
     git(&project, &["init", "-q", "-b", "main"]);
@@ -682,14 +681,94 @@ async fn the_goose_adapter_runs_goose_run_in_the_worktree() {
             "initial",
         ],
     );
-    s.local.set_model("m", ModelScript::tokens(1));
-    s.cloud.set_model("other", write_turns("x.txt", "x\n"));
+    project
+}
+
+/// `PATH` with the stand-in agents of `tests/fixtures/bin` first.
+fn fixture_path() -> String {
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/bin");
-    let path = format!(
+    format!(
         "{}:{}",
         fixtures.display(),
         std::env::var("PATH").unwrap_or_default()
+    )
+}
+
+#[tokio::test]
+async fn an_agents_key_stays_in_its_environment_and_its_scratch_folder_is_private_and_removed() {
+    const KEY: &str = "sk-arena-scratch-test-4f1c9e";
+    let s = Setup::new().await;
+    let project = commit_project(&s);
+    // The local provider needs a key, from the environment.
+    let config = s.dir.path().join("arena.toml");
+    let text = std::fs::read_to_string(&config).unwrap().replacen(
+        "lane = \"local\"\n",
+        "lane = \"local\"\napi_key_env = \"ARENA_TEST_PROVIDER_KEY\"\n",
+        1,
     );
+    std::fs::write(&config, text).unwrap();
+    s.local.set_model("m", ModelScript::tokens(1));
+    s.cloud.set_model("other", write_turns("x.txt", "x\n"));
+    let mut cmd = s.command(&[
+        "battle",
+        "run",
+        "--type",
+        "coding",
+        "--project",
+        project.to_str().unwrap(),
+        "--prompt",
+        "Say hi.",
+        "-c",
+        "opencode@m",
+        "-c",
+        "native@other",
+        "--no-analysis",
+        "--json",
+    ]);
+    cmd.env("PATH", fixture_path())
+        .env("ARENA_TEST_PROVIDER_KEY", KEY);
+    let out = tokio::task::spawn_blocking(move || cmd.output().unwrap())
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let b: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let opencode = &b["contestants"][0];
+    assert_eq!(opencode["status"], "done", "{opencode:#}");
+    let output = opencode["output"].as_str().unwrap();
+    assert!(output.contains("scratch mode: 700"), "{output}");
+    assert!(output.contains("key in config: no"), "{output}");
+    assert!(output.contains("key in env: yes"), "{output}");
+    let scratch = output
+        .lines()
+        .find_map(|l| l.strip_prefix("scratch: "))
+        .expect("the scratch folder");
+    assert!(!Path::new(scratch).exists(), "{scratch} was left behind");
+    // No key anywhere on disk: database, results, worktrees.
+    for root in [s.dir.path().join("data"), project] {
+        let grep = Command::new("grep")
+            .args(["-rlaF", KEY])
+            .arg(&root)
+            .output()
+            .unwrap();
+        assert!(
+            grep.stdout.is_empty(),
+            "the key is written in {}",
+            String::from_utf8_lossy(&grep.stdout)
+        );
+    }
+}
+
+#[tokio::test]
+async fn the_goose_adapter_runs_goose_run_in_the_worktree() {
+    let s = Setup::new().await;
+    let project = commit_project(&s);
+    s.local.set_model("m", ModelScript::tokens(1));
+    s.cloud.set_model("other", write_turns("x.txt", "x\n"));
+    let path = fixture_path();
     let mut cmd = s.command(&[
         "battle",
         "run",

@@ -31,6 +31,6 @@ pub use battle::{
     Battle, BattleRequest, BattleStatus, BattleType, Contestant, ContestantSpec, ContestantStatus,
     Lane,
 };
-pub use engine::{Engine, EngineOptions, Judging};
+pub use engine::{Engine, EngineOptions, Judging, Recovered};
 pub use error::{Error, Invalid, Result};
 pub use event::{BattleEvent, EventKind};

@@ -232,6 +232,29 @@ fn inner_round_trip() {
             .expect("rename back");
         assert_eq!(source(&engine).await, Some(KeySource::Keychain));
 
+        // Renamed and pointed at another host, it does not take the key
+        // along: a key goes only where it was given for.
+        let original = engine.config().providers[0].clone();
+        let elsewhere = ProviderConfig {
+            name: "cloud-elsewhere".into(),
+            base_url: original.base_url.replace("127.0.0.1", "localhost"),
+            ..original.clone()
+        };
+        for (provider, expected) in [(elsewhere, None), (original, Some(KeySource::Keychain))] {
+            engine
+                .save_settings(
+                    &data.path().join("arena.toml"),
+                    SettingsUpdate {
+                        default_model: None,
+                        providers: vec![provider],
+                    },
+                )
+                .await
+                .expect("rename with another host");
+            assert_eq!(source(&engine).await, expected);
+        }
+        assert!(keychain::get("cloud-elsewhere").expect("read").is_none());
+
         engine.set_api_key("cloud", None).await.expect("clear");
         assert_eq!(source(&engine).await, None);
         assert!(keychain::get("cloud").expect("read").is_none());

@@ -8,7 +8,7 @@
 //! | `codex` | `codex exec --dangerously-bypass-approvals-and-sandbox -m M PROMPT` | `CODEX_HOME/config.toml` with a Responses-API provider |
 //! | `opencode` | `opencode run -m arena/M PROMPT` | `OPENCODE_CONFIG` file declaring provider `arena` |
 //! | `qwen` | `qwen --auth-type openai -m M --yolo PROMPT` | `OPENAI_BASE_URL`, `OPENAI_API_KEY`, `OPENAI_MODEL` |
-//! | `aider` | `aider --model openai/M --openai-api-base URL --openai-api-key K --yes-always … --message PROMPT` | flags |
+//! | `aider` | `aider --model openai/M --yes-always … --message PROMPT` | `OPENAI_API_BASE`, `OPENAI_API_KEY` |
 //! | `goose` | `goose run -t PROMPT` | goose's own configuration |
 //! | `[[backend]]` | the configured argv with `{prompt}`, `{model}`, `{worktree}` | `OPENAI_BASE_URL`, `OPENAI_API_KEY` |
 //!
@@ -18,14 +18,17 @@
 use std::path::{Path, PathBuf};
 
 use crate::config::{CustomBackend, ProviderKind};
+use crate::keychain::Secret;
 
 /// Where the contestant's model is served, when an Arena provider serves it.
+/// Its key reaches the agent only through its environment: never a file,
+/// never the command line.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Endpoint {
     pub kind: ProviderKind,
     /// Up to and including `/v1`.
     pub base_url: String,
-    pub api_key: String,
+    pub api_key: Secret,
 }
 
 /// How to read what the agent prints.
@@ -37,8 +40,9 @@ pub enum OutputFormat {
     ClaudeStreamJson,
 }
 
-/// Everything needed to start one agent run.
-#[derive(Debug, Clone, PartialEq)]
+/// Everything needed to start one agent run. Its `Debug` names the
+/// environment variables, not their values (one of them is the key).
+#[derive(Clone, PartialEq)]
 pub struct Plan {
     pub program: String,
     pub args: Vec<String>,
@@ -46,6 +50,26 @@ pub struct Plan {
     /// Config files to write first (outside the worktree).
     pub files: Vec<(PathBuf, String)>,
     pub output: OutputFormat,
+}
+
+impl std::fmt::Debug for Plan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Plan")
+            .field("program", &self.program)
+            .field("args", &self.args)
+            .field("env", &env_names(&self.env))
+            .field(
+                "files",
+                &self.files.iter().map(|(p, _)| p).collect::<Vec<_>>(),
+            )
+            .field("output", &self.output)
+            .finish()
+    }
+}
+
+/// `NAME=..` for each variable: what a `Debug` of an environment may show.
+pub fn env_names(env: &[(String, String)]) -> Vec<String> {
+    env.iter().map(|(name, _)| format!("{name}=..")).collect()
 }
 
 /// Backends with an adapter here (besides `native`).
@@ -81,7 +105,8 @@ pub fn plan(
     let openai_env = |plan: &mut Plan, e: &Endpoint| {
         plan.env
             .push(("OPENAI_BASE_URL".into(), e.base_url.clone()));
-        plan.env.push(("OPENAI_API_KEY".into(), e.api_key.clone()));
+        plan.env
+            .push(("OPENAI_API_KEY".into(), e.api_key.expose().to_string()));
     };
     let needs_openai = |e: Option<&Endpoint>, who: &str| -> Result<(), String> {
         match e {
@@ -133,7 +158,7 @@ pub fn plan(
                 plan.env
                     .push(("ANTHROPIC_BASE_URL".into(), strip_v1(&e.base_url)));
                 plan.env
-                    .push(("ANTHROPIC_API_KEY".into(), e.api_key.clone()));
+                    .push(("ANTHROPIC_API_KEY".into(), e.api_key.expose().to_string()));
                 plan.env
                     .push(("ANTHROPIC_SMALL_FAST_MODEL".into(), model.into()));
             }
@@ -162,7 +187,7 @@ pub fn plan(
                 plan.env
                     .push(("CODEX_HOME".into(), home.to_string_lossy().into_owned()));
                 plan.env
-                    .push(("ARENA_CODEX_API_KEY".into(), e.api_key.clone()));
+                    .push(("ARENA_CODEX_API_KEY".into(), e.api_key.expose().to_string()));
             }
         }
         "opencode" => {
@@ -175,7 +200,8 @@ pub fn plan(
                         "provider": {"arena": {
                             "npm": "@ai-sdk/openai-compatible",
                             "name": "Arena",
-                            "options": {"baseURL": e.base_url, "apiKey": e.api_key},
+                            // OpenCode fills `{env:…}` in from its environment.
+                            "options": {"baseURL": e.base_url, "apiKey": "{env:ARENA_OPENCODE_API_KEY}"},
                             "models": {model: {"name": model, "limit": {"context": 65536, "output": 8192}}},
                         }},
                     });
@@ -184,6 +210,10 @@ pub fn plan(
                     plan.env.push((
                         "OPENCODE_CONFIG".into(),
                         path.to_string_lossy().into_owned(),
+                    ));
+                    plan.env.push((
+                        "ARENA_OPENCODE_API_KEY".into(),
+                        e.api_key.expose().to_string(),
                     ));
                     plan.args = vec![
                         "run".into(),
@@ -222,14 +252,14 @@ pub fn plan(
             .map(String::from)
             .collect::<Vec<_>>();
             match endpoint {
-                Some(e) => args.extend([
-                    "--model".into(),
-                    format!("openai/{model}"),
-                    "--openai-api-base".into(),
-                    e.base_url.clone(),
-                    "--openai-api-key".into(),
-                    e.api_key.clone(),
-                ]),
+                // aider reads the base and the key from its environment.
+                Some(e) => {
+                    args.extend(["--model".into(), format!("openai/{model}")]);
+                    plan.env
+                        .push(("OPENAI_API_BASE".into(), e.base_url.clone()));
+                    plan.env
+                        .push(("OPENAI_API_KEY".into(), e.api_key.expose().to_string()));
+                }
                 None => args.extend(["--model".into(), model.into()]),
             }
             // Keep aider's own files out of the worktree (and so out of the diff).
@@ -370,8 +400,80 @@ mod tests {
         Endpoint {
             kind,
             base_url: "http://127.0.0.1:9/v1".into(),
-            api_key: "k".into(),
+            api_key: Secret::new(KEY.into()),
         }
+    }
+
+    const KEY: &str = "sk-arena-test-0123456789";
+
+    #[test]
+    fn keys_reach_agents_only_through_their_environment() {
+        for (backend, kind) in [
+            ("claude-code", ProviderKind::Anthropic),
+            ("codex", ProviderKind::Openai),
+            ("opencode", ProviderKind::Openai),
+            ("qwen", ProviderKind::Openai),
+            ("aider", ProviderKind::Openai),
+        ] {
+            let e = ep(kind);
+            let p = plan(
+                backend,
+                None,
+                "m",
+                "x",
+                Path::new("/w"),
+                Path::new("/s"),
+                Some(&e),
+            )
+            .unwrap();
+            assert!(
+                p.env.iter().any(|(_, v)| v == KEY),
+                "{backend}: the key is in its environment"
+            );
+            assert!(
+                !p.args.iter().any(|a| a.contains(KEY)),
+                "{backend}: the key is on the command line: {:?}",
+                p.args
+            );
+            for (path, content) in &p.files {
+                assert!(
+                    !content.contains(KEY),
+                    "{backend}: the key is in {}",
+                    path.display()
+                );
+            }
+            for shown in [format!("{p:?}"), format!("{e:?}")] {
+                assert!(
+                    !shown.contains(KEY),
+                    "{backend}: Debug shows the key: {shown}"
+                );
+            }
+        }
+        // OpenCode reads it from its environment by name.
+        let p = plan(
+            "opencode",
+            None,
+            "m",
+            "x",
+            Path::new("/w"),
+            Path::new("/s"),
+            Some(&ep(ProviderKind::Openai)),
+        )
+        .unwrap();
+        assert!(p.files[0].1.contains("{env:ARENA_OPENCODE_API_KEY}"));
+        let aider = plan(
+            "aider",
+            None,
+            "m",
+            "x",
+            Path::new("/w"),
+            Path::new("/s"),
+            Some(&ep(ProviderKind::Openai)),
+        )
+        .unwrap();
+        assert!(aider
+            .env
+            .contains(&("OPENAI_API_BASE".into(), "http://127.0.0.1:9/v1".into())));
     }
 
     #[test]

@@ -39,8 +39,9 @@ const GRACE: Duration = Duration::from_secs(3);
 /// How much of stderr is kept for the error message.
 const STDERR_TAIL: usize = 4096;
 
-/// What to start.
-#[derive(Debug, Clone)]
+/// What to start. Its `Debug` names the environment variables it adds,
+/// not their values (one of them is the agent's key).
+#[derive(Clone)]
 pub struct Launch {
     pub program: PathBuf,
     pub args: Vec<String>,
@@ -48,6 +49,18 @@ pub struct Launch {
     /// Added on top of the allowlisted environment (the agent's own key, …).
     pub env: Vec<(String, String)>,
     pub timeout: Duration,
+}
+
+impl std::fmt::Debug for Launch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Launch")
+            .field("program", &self.program)
+            .field("args", &self.args)
+            .field("cwd", &self.cwd)
+            .field("env", &crate::agent::backends::env_names(&self.env))
+            .field("timeout", &self.timeout)
+            .finish()
+    }
 }
 
 /// A line the agent wrote.

@@ -18,6 +18,7 @@ use crate::error::{Error, Invalid, Result};
 use crate::event::EventKind;
 use crate::provider::{ChatRequest, Chunk, ProviderError};
 use crate::results;
+use crate::store::Work;
 
 use super::lane::{self, LaneSlot};
 use super::Engine;
@@ -207,9 +208,14 @@ pub(super) async fn analyze(
         created_at: engine.now(),
         finished_at: None,
     };
-    let row = a.clone();
+    let (row, me) = (a.clone(), engine.inner.me.clone());
     engine
-        .db(move |s| s.transact(|tx| tx.insert_analysis(&row)))
+        .db(move |s| {
+            s.transact(|tx| {
+                tx.insert_analysis(&row)?;
+                tx.set_owner(Work::Analysis, &row.id, &me.host, me.pid)
+            })
+        })
         .await?;
 
     match judge(engine, &battle, &target, &mut a).await {
@@ -653,16 +659,21 @@ async fn cross_examine_with_agent(
         .filter(|q| !q.is_empty())
         .unwrap_or(cross_exam::DEFAULT_QUESTION);
     let prompt = cross_exam::agent_prompt(question, &files);
+    let scratch = engine
+        .data_dir()
+        .join("agents")
+        .join(format!("cross-exam-{}", uuid::Uuid::new_v4().simple()));
     let plan = crate::agent::backends::read_only_plan(
         backend.name,
         &target.model,
         &prompt,
         &battle.results_path,
-        &engine.data_dir().join("agents").join("cross-examination"),
+        &scratch,
         endpoint.as_ref(),
     )
     .map_err(Invalid::Other)?;
-    let launch = super::coding::prepare(engine, backend.name, plan, &battle.results_path)?;
+    let (launch, _scratch) =
+        super::coding::prepare(engine, backend.name, plan, &battle.results_path, &scratch)?;
 
     let mut x = start_cross_exam(engine, battle, backend.name, &target, question).await?;
 
@@ -752,9 +763,15 @@ async fn start_cross_exam(
         created_at: engine.now(),
         finished_at: None,
     };
-    let row = x.clone();
+    let (row, me) = (x.clone(), engine.inner.me.clone());
     x.number = engine
-        .db(move |s| s.transact(|tx| tx.insert_cross_examination(&row)))
+        .db(move |s| {
+            s.transact(|tx| {
+                let number = tx.insert_cross_examination(&row)?;
+                tx.set_owner(Work::CrossExamination, &row.id, &me.host, me.pid)?;
+                Ok(number)
+            })
+        })
         .await?;
     Ok(x)
 }

@@ -445,14 +445,15 @@ async fn run_native(
     })
 }
 
-/// How to launch a CLI backend for one task; writes its private config files.
+/// How to launch a CLI backend for one task; writes its private config
+/// files into its scratch folder (removed when the returned guard drops).
 fn launch(
     engine: &Engine,
     endpoint: Option<backends::Endpoint>,
     c: &Contestant,
     path: &Path,
     prompt: &str,
-) -> Result<(Launch, backends::OutputFormat)> {
+) -> Result<(Launch, Scratch, backends::OutputFormat)> {
     let config = engine.config();
     let custom = config.backends.iter().find(|b| b.name == c.identity);
     let scratch = engine.data_dir().join("agents").join(&c.id);
@@ -467,18 +468,63 @@ fn launch(
     )
     .map_err(Invalid::Other)?;
     let output = plan.output;
-    Ok((prepare(engine, &c.identity, plan, path)?, output))
+    let (launch, scratch) = prepare(engine, &c.identity, plan, path, &scratch)?;
+    Ok((launch, scratch, output))
+}
+
+/// An agent's private folder for its configuration files: only this user
+/// may enter it (0700), and it is removed when the run ends.
+pub(super) struct Scratch(PathBuf);
+
+impl Scratch {
+    fn create(path: &Path) -> Result<Scratch> {
+        let mut builder = std::fs::DirBuilder::new();
+        builder.recursive(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+            builder.mode(0o700);
+            builder.create(path).map_err(|e| Error::io(path, e))?;
+            // It may be left over from a run that crashed.
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o700))
+                .map_err(|e| Error::io(path, e))?;
+        }
+        #[cfg(not(unix))]
+        builder.create(path).map_err(|e| Error::io(path, e))?;
+        Ok(Scratch(path.to_path_buf()))
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        match std::fs::remove_dir_all(&self.0) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => {
+                tracing::warn!(path = %self.0.display(), error = %e, "could not remove an agent's scratch folder")
+            }
+        }
+    }
 }
 
 /// Turns a launch plan into a process to start in `cwd`: writes its config
-/// files, adds `HOME` when `ARENA_AGENT_HOME` is set, finds the program.
+/// files into `scratch` (created private), adds `HOME` when
+/// `ARENA_AGENT_HOME` is set, finds the program.
 pub(super) fn prepare(
     engine: &Engine,
     backend: &str,
     plan: backends::Plan,
     cwd: &Path,
-) -> Result<Launch> {
+    scratch: &Path,
+) -> Result<(Launch, Scratch)> {
+    let folder = Scratch::create(scratch)?;
     for (file, content) in &plan.files {
+        if !file.starts_with(scratch) {
+            return Err(Error::Task(format!(
+                "{backend}: a config file outside its scratch folder: {}",
+                file.display()
+            )));
+        }
         if let Some(dir) = file.parent() {
             std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
         }
@@ -493,13 +539,16 @@ pub(super) fn prepare(
             name: backend.to_string(),
             program: plan.program.clone(),
         })?;
-    Ok(Launch {
-        program,
-        args: plan.args,
-        cwd: cwd.to_path_buf(),
-        env,
-        timeout: engine.config().limits.max_duration(),
-    })
+    Ok((
+        Launch {
+            program,
+            args: plan.args,
+            cwd: cwd.to_path_buf(),
+            env,
+            timeout: engine.config().limits.max_duration(),
+        },
+        folder,
+    ))
 }
 
 async fn run_cli(
@@ -510,7 +559,7 @@ async fn run_cli(
     token: &CancellationToken,
 ) -> Result<AgentRun> {
     let endpoint = engine.agent_endpoint(&c.provider).await;
-    let (launch, format) = launch(engine, endpoint, c, path, prompt)?;
+    let (launch, _scratch, format) = launch(engine, endpoint, c, path, prompt)?;
     let (tx, forward) = output_forwarder(engine, c);
     let mut final_answer: Option<String> = None;
     let exit = process::run(&launch, token, |line| {
@@ -637,6 +686,23 @@ async fn record(engine: &Engine, battle: &Battle, c: &Contestant, outcome: Outco
         insertions: d.stats.insertions,
         deletions: d.stats.deletions,
     });
+    // The patch is on disk before the contestant is `done`: a crash in
+    // between leaves a contestant that runs again, never one without a diff.
+    if let Some(d) = &diff {
+        let dir = results::confined(
+            &battle.results_path,
+            &[&results::contestant_dir_name(
+                c.position,
+                &c.identity,
+                &c.model,
+            )],
+        )?;
+        let patch = d.patch.clone();
+        tokio::task::spawn_blocking(move || {
+            results::write_atomic(&dir.join(results::DIFF_FILE), patch.as_bytes())
+        })
+        .await??;
+    }
     let (c2, at) = (c.clone(), engine.now());
     let (summary2, check2) = (summary.clone(), check.clone());
     let recorded = engine
@@ -670,21 +736,6 @@ async fn record(engine: &Engine, battle: &Battle, c: &Contestant, outcome: Outco
     let Some(c) = battle.contestants.iter().find(|x| x.id == c.id).cloned() else {
         return Ok(());
     };
-    if let Some(d) = &diff {
-        let dir = results::confined(
-            &battle.results_path,
-            &[&results::contestant_dir_name(
-                c.position,
-                &c.identity,
-                &c.model,
-            )],
-        )?;
-        let patch = d.patch.clone();
-        tokio::task::spawn_blocking(move || {
-            results::write_atomic(&dir.join(results::DIFF_FILE), patch.as_bytes())
-        })
-        .await??;
-    }
     super::contestant::write_result(engine, &battle, &c).await
 }
 

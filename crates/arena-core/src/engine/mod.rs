@@ -64,6 +64,16 @@ pub struct WorktreeEntry {
     pub dirty: bool,
 }
 
+/// Work a stopped process left running, found by
+/// [`Engine::recover_interrupted`]: marked failed, and for an analysis the
+/// new run's result.
+#[derive(Debug)]
+pub struct Recovered {
+    pub battle_id: String,
+    pub work: crate::store::Work,
+    pub analysis: Option<Result<crate::analysis::Analysis>>,
+}
+
 /// Everything needed to open an engine.
 pub struct EngineOptions {
     pub data_dir: PathBuf,
@@ -271,8 +281,8 @@ impl Engine {
     async fn agent_endpoint(&self, provider: &str) -> Option<crate::agent::backends::Endpoint> {
         let p = self.provider(provider)?;
         let api_key = match p.api_key().await {
-            Some((_, key)) => key.expose().to_string(),
-            None => "arena-no-key".into(),
+            Some((_, key)) => key,
+            None => crate::keychain::Secret::new("arena-no-key".into()),
         };
         Some(crate::agent::backends::Endpoint {
             kind: p.config.kind,
@@ -759,8 +769,14 @@ impl Engine {
             finished_at: None,
         };
         let (bid, r) = (battle.id.clone(), round.clone());
-        self.db(move |s| s.transact(|tx| tx.insert_round(&bid, &r)))
-            .await?;
+        let me = self.inner.me.clone();
+        self.db(move |s| {
+            s.transact(|tx| {
+                tx.insert_round(&bid, &r)?;
+                tx.set_owner(crate::store::Work::Round, &r.id, &me.host, me.pid)
+            })
+        })
+        .await?;
         let token = held.live.contestant_token(&c.id);
         let done = coding::refine(self, &battle, &c, round, &previous, &token).await;
         drop(held);
@@ -884,6 +900,49 @@ impl Engine {
         let (c, at) = (c.clone(), self.now());
         self.db(move |s| s.transact(|tx| tx.move_contestant(&c, from, to, error.as_deref(), at)))
             .await
+    }
+
+    /// Finds analyses, cross-examinations and refine rounds left `running`
+    /// by a process that stopped, and marks them failed with a clear
+    /// reason; an interrupted analysis is then run again with the model it
+    /// had (when its battle has no newer analysis). The app calls this at
+    /// start-up, `arena battle resume` before resuming.
+    pub async fn recover_interrupted(&self) -> Result<Vec<Recovered>> {
+        let (me, at) = (self.inner.me.clone(), self.now());
+        let orphans = self
+            .db(move |s| {
+                s.transact(|tx| {
+                    tx.interrupt_orphans(
+                        &me.host,
+                        pid_alive,
+                        "interrupted: the process running it stopped",
+                        at,
+                    )
+                })
+            })
+            .await?;
+        let mut recovered = Vec::new();
+        for o in orphans {
+            tracing::warn!(battle = %o.battle_id, work = ?o.work, "found work interrupted by a stopped process");
+            let rerun = match o.work {
+                crate::store::Work::Analysis => {
+                    // Only when it is still the battle's latest analysis.
+                    let latest = self.analysis(&o.battle_id).await?;
+                    if latest.as_ref().is_some_and(|a| a.id == o.id) {
+                        Some(self.analyze(&o.battle_id, Some(&o.model)).await)
+                    } else {
+                        None
+                    }
+                }
+                _ => None,
+            };
+            recovered.push(Recovered {
+                battle_id: o.battle_id,
+                work: o.work,
+                analysis: rerun,
+            });
+        }
+        Ok(recovered)
     }
 
     fn live(&self, battle_id: &str) -> Option<Arc<Live>> {

@@ -15,7 +15,9 @@ impl Engine {
     /// Writes `update` into the config file at `path` (see
     /// [`config::save_settings`]: validated, comments and other sections
     /// kept, atomic) and makes the result the engine's configuration. A
-    /// renamed provider's keychain entry moves to its new name.
+    /// renamed provider's keychain entry moves to its new name when the
+    /// provider still points at the same host (a key never follows a
+    /// provider to another host).
     pub async fn save_settings(&self, path: &Path, update: SettingsUpdate) -> Result<Arc<Config>> {
         let _changing = self.inner.changing.lock().await;
         let path = path.to_path_buf();
@@ -23,7 +25,22 @@ impl Engine {
         let saved = tokio::task::spawn_blocking(move || {
             let saved = config::save_settings(&path, &before, update)?;
             for (from, to) in &saved.renamed {
-                move_key(from, to);
+                let host = |c: &Config, name: &str| {
+                    c.provider(name).and_then(|p| {
+                        reqwest::Url::parse(&p.base_url)
+                            .ok()
+                            .and_then(|u| u.host_str().map(str::to_ascii_lowercase))
+                    })
+                };
+                // A key goes only to the host it was given for.
+                if host(&before, from) == host(&saved.config, to) {
+                    move_key(from, to);
+                } else {
+                    tracing::warn!(
+                        from, to,
+                        "the renamed provider points at another host, so its API key was not moved; set the key again"
+                    );
+                }
             }
             Ok::<_, Error>(saved)
         })

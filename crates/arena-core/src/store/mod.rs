@@ -45,6 +45,7 @@ fn migrations() -> Migrations<'static> {
         M::up(include_str!("../../migrations/003_coding.sql")),
         M::up(include_str!("../../migrations/004_rounds.sql")),
         M::up(include_str!("../../migrations/005_lanes.sql")),
+        M::up(include_str!("../../migrations/006_owners.sql")),
     ])
 }
 
@@ -298,6 +299,36 @@ impl Store {
     pub fn lane_queue(&self, lane: &str, now_ms: i64) -> Result<(Vec<Ticket>, Vec<i64>)> {
         self.read(|c| Ok((rows::tickets(c, lane)?, rows::lane_starts(c, lane, now_ms)?)))
     }
+}
+
+/// Work that runs outside a battle's drive and is recorded as `running`
+/// until it ends: a process that dies leaves it so (see
+/// [`Tx::interrupt_orphans`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Work {
+    Analysis,
+    CrossExamination,
+    Round,
+}
+
+impl Work {
+    fn table(self) -> &'static str {
+        match self {
+            Work::Analysis => "analyses",
+            Work::CrossExamination => "cross_examinations",
+            Work::Round => "rounds",
+        }
+    }
+}
+
+/// A piece of [`Work`] whose process stopped before it ended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Orphan {
+    pub work: Work,
+    pub id: String,
+    pub battle_id: String,
+    /// The model an analysis was judging with.
+    pub model: String,
 }
 
 /// What [`Tx::take_turn`] found.
@@ -944,6 +975,128 @@ impl Tx<'_> {
             )?;
         }
         Ok(())
+    }
+
+    /// Records which process runs a piece of work (just inserted).
+    pub fn set_owner(&mut self, work: Work, id: &str, host: &str, pid: u32) -> Result<()> {
+        self.tx.execute(
+            &format!(
+                "UPDATE {} SET owner_host = ?1, owner_pid = ?2 WHERE id = ?3",
+                work.table()
+            ),
+            params![host, pid, id],
+        )?;
+        Ok(())
+    }
+
+    /// Marks as failed, with `reason`, every analysis, cross-examination and
+    /// refine round still `running` whose process is gone (on this host,
+    /// its PID no longer exists; recorded before owners were, it has none).
+    /// Their status events go out; returns what was marked.
+    pub fn interrupt_orphans(
+        &mut self,
+        my_host: &str,
+        pid_alive: impl Fn(u32) -> bool,
+        reason: &str,
+        at: DateTime<Utc>,
+    ) -> Result<Vec<Orphan>> {
+        let mut orphans = Vec::new();
+        for (work, battle, model) in [
+            (Work::Analysis, "battle_id", "model"),
+            (Work::CrossExamination, "battle_id", "model"),
+            (
+                Work::Round,
+                "(SELECT battle_id FROM contestants c WHERE c.id = contestant_id)",
+                "''",
+            ),
+        ] {
+            let mut stmt = self.tx.prepare(&format!(
+                "SELECT id, {battle}, {model}, owner_host, owner_pid FROM {} WHERE status = 'running'",
+                work.table()
+            ))?;
+            let rows = stmt
+                .query_map([], |r| {
+                    Ok((
+                        r.get::<_, String>(0)?,
+                        r.get::<_, String>(1)?,
+                        r.get::<_, String>(2)?,
+                        r.get::<_, Option<String>>(3)?,
+                        r.get::<_, Option<u32>>(4)?,
+                    ))
+                })?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            drop(stmt);
+            for (id, battle_id, model, host, pid) in rows {
+                let gone = match (host, pid) {
+                    (Some(host), Some(pid)) => host == my_host && !pid_alive(pid),
+                    _ => true,
+                };
+                if gone {
+                    orphans.push(Orphan {
+                        work,
+                        id,
+                        battle_id,
+                        model,
+                    });
+                }
+            }
+        }
+        for o in &orphans {
+            self.tx.execute(
+                &format!(
+                    "UPDATE {} SET status = 'error', error = ?1, finished_at = ?2 WHERE id = ?3 AND status = 'running'",
+                    o.work.table()
+                ),
+                params![reason, ms(at), o.id],
+            )?;
+            let kind = match o.work {
+                Work::Analysis => EventKind::AnalysisStatus {
+                    analysis_id: o.id.clone(),
+                    status: AnalysisStatus::Error,
+                    outcome: None,
+                    winner: None,
+                    error: Some(reason.to_string()),
+                },
+                Work::CrossExamination => {
+                    let number: u32 = self.tx.query_row(
+                        "SELECT number FROM cross_examinations WHERE id = ?1",
+                        [&o.id],
+                        |r| r.get(0),
+                    )?;
+                    EventKind::CrossExamStatus {
+                        cross_exam_id: o.id.clone(),
+                        number,
+                        status: AnalysisStatus::Error,
+                        error: Some(reason.to_string()),
+                    }
+                }
+                Work::Round => {
+                    let number: u32 = self.tx.query_row(
+                        "SELECT number FROM rounds WHERE id = ?1",
+                        [&o.id],
+                        |r| r.get(0),
+                    )?;
+                    EventKind::Round {
+                        number,
+                        status: Some(ContestantStatus::Error),
+                        feedback: None,
+                    }
+                }
+            };
+            let contestant: Option<String> = match o.work {
+                Work::Round => self
+                    .tx
+                    .query_row(
+                        "SELECT contestant_id FROM rounds WHERE id = ?1",
+                        [&o.id],
+                        |r| r.get(0),
+                    )
+                    .optional()?,
+                _ => None,
+            };
+            self.emit(&o.battle_id, contestant.as_deref(), at, kind)?;
+        }
+        Ok(orphans)
     }
 
     /// Cancellation requests recorded by other processes, for a battle we drive.
