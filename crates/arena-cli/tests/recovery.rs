@@ -30,13 +30,13 @@ fn judge(rate: f64) -> ModelScript {
 async fn finished_battle(s: &Setup) -> String {
     s.local.set_model("l1", ModelScript::tokens(5).rate(400.0));
     s.local.set_model("l2", ModelScript::tokens(5).rate(400.0));
-    let out = s
-        .battle_run(
-            "Which is better?",
-            &["debugger@l1", "explainer@l2"],
-            &["--no-analysis"],
-        )
-        .output()
+    let mut run = s.battle_run(
+        "Which is better?",
+        &["debugger@l1", "explainer@l2"],
+        &["--no-analysis"],
+    );
+    let out = tokio::task::spawn_blocking(move || run.output().unwrap())
+        .await
         .unwrap();
     assert!(
         out.status.success(),
@@ -84,8 +84,13 @@ async fn an_analysis_killed_half_way_is_judged_again_on_resume() {
         .and_then(|all| all.iter().find(|b| b["id"] == id.as_str()))
         .unwrap_or_else(|| panic!("resume did not report the battle: {resumed}"));
     assert_eq!(b["analysis"]["status"], "done", "{b:#}");
-    assert_eq!(b["analysis"]["outcome"], "winner");
-    assert!(!b["winner"].is_null());
+    assert_ne!(
+        b["analysis"]["id"], shown["analysis"]["id"],
+        "a new analysis ran"
+    );
+    // (The judge always names the first answer shown: position bias, so
+    // the two runs in opposite orders disagree.)
+    assert_eq!(b["analysis"]["outcome"], "no_clear_winner");
     // A second resume finds nothing more to do.
     let again = s.json(&["battle", "resume", "--json"]).await;
     assert_eq!(
