@@ -23,6 +23,11 @@ fn peers_bin() -> Option<PathBuf> {
     }
 }
 
+/// The providers' API key, from the environment: agents must receive it
+/// (through theirs, never a file or their command line).
+const KEY_VAR: &str = "ARENA_REAL_AGENT_TEST_KEY";
+const KEY: &str = "sk-real-agent-test-5e0d";
+
 fn arena(dir: &Path, bin: &Path, args: &[&str]) -> std::process::Output {
     let path = format!(
         "{}:{}",
@@ -34,6 +39,7 @@ fn arena(dir: &Path, bin: &Path, args: &[&str]) -> std::process::Output {
         .env("ARENA_CONFIG", dir.join("arena.toml"))
         .env("ARENA_DATA_DIR", dir.join("data"))
         .env("ARENA_AGENT_HOME", dir.join("agent-home"))
+        .env(KEY_VAR, KEY)
         .env("PATH", path)
         .output()
         .unwrap()
@@ -282,9 +288,10 @@ async fn agent_edits(agent: &'static str) {
     std::fs::write(
         dir.path().join("arena.toml"),
         format!(
-            "[[provider]]\nname = \"local\"\nkind = \"openai\"\nbase_url = \"{0}\"\nlane = \"local\"\n\n\
-             [[provider]]\nname = \"anthropic\"\nkind = \"anthropic\"\nbase_url = \"{0}\"\nlane = \"cloud\"\n",
-            server.base_url()
+            "[[provider]]\nname = \"local\"\nkind = \"openai\"\nbase_url = \"{0}\"\nlane = \"local\"\napi_key_env = \"{1}\"\n\n\
+             [[provider]]\nname = \"anthropic\"\nkind = \"anthropic\"\nbase_url = \"{0}\"\nlane = \"cloud\"\napi_key_env = \"{1}\"\n",
+            server.base_url(),
+            KEY_VAR
         ),
     )
     .unwrap();
@@ -353,7 +360,16 @@ async fn agent_edits(agent: &'static str) {
         !project.join("hello.txt").exists(),
         "the project itself is untouched"
     );
-    assert!(!server.requests_for("coder").is_empty());
+    let requests = server.requests_for("coder");
+    assert!(!requests.is_empty());
+    // The key reached the server, so the agent had it.
+    for r in &requests {
+        let sent = r
+            .header("authorization")
+            .map(|h| h.trim_start_matches("Bearer ").to_string())
+            .or_else(|| r.header("x-api-key").map(str::to_string));
+        assert_eq!(sent.as_deref(), Some(KEY), "{agent}: {:?}", r.headers);
+    }
 }
 
 #[tokio::test]
