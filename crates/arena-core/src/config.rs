@@ -132,6 +132,21 @@ pub struct Limits {
     pub native_max_steps: u32,
     /// Coding: how long one of the native agent's commands may run.
     pub native_command_timeout_secs: u64,
+    /// Whether agent processes run in the sandbox (see `agent::sandbox`).
+    pub sandbox: SandboxMode,
+}
+
+/// `[limits] sandbox`: whether agents run sandboxed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SandboxMode {
+    /// Every agent process runs in the sandbox; where the kernel cannot
+    /// sandbox, Coding battles and agent cross-examinations are refused.
+    #[default]
+    Strict,
+    /// No sandbox: agents run with the user's rights (their worktree, a
+    /// minimal environment and their own process group still apply).
+    Off,
 }
 
 impl Default for Limits {
@@ -149,6 +164,7 @@ impl Default for Limits {
             check_timeout_secs: 600,
             native_max_steps: 30,
             native_command_timeout_secs: 120,
+            sandbox: SandboxMode::Strict,
         }
     }
 }

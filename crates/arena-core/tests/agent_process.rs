@@ -19,6 +19,7 @@ fn launch(args: &[&str], timeout: Duration) -> Launch {
         cwd: std::env::temp_dir(),
         env: vec![("AGENT_KEY".into(), "k-123".into())],
         timeout,
+        sandbox: None,
     }
 }
 

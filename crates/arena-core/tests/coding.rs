@@ -57,9 +57,14 @@ fn fake_agent() -> PathBuf {
 
 /// The harness engine, with a `fake` command backend.
 fn with_fake_backend(h: &mut Harness, args: &[&str]) {
-    let mut config = arena_core::config::Config::clone(&h.engine.config());
     let mut command = vec![fake_agent().to_string_lossy().into_owned()];
     command.extend(args.iter().map(|a| a.to_string()));
+    with_backend(h, command);
+}
+
+/// The harness engine, with a `fake` command backend running `command`.
+fn with_backend(h: &mut Harness, command: Vec<String>) {
+    let mut config = arena_core::config::Config::clone(&h.engine.config());
     config.backends = vec![CustomBackend {
         name: "fake".into(),
         command,
@@ -215,6 +220,8 @@ async fn the_native_agent_refuses_paths_outside_its_worktree() {
                     ToolCall::new("write_file", json!({"path": escape.to_str().unwrap(), "content": "x"})),
                     ToolCall::new("read_file", json!({"path": "/etc/hostname"})),
                     ToolCall::new("write_file", json!({"path": ".git/hooks/pre-commit", "content": "x"})),
+                    // Its commands run in the sandbox.
+                    ToolCall::new("run_command", json!({"command": format!("echo x > {}", escape.display())})),
                 ],
             },
             Turn::Text("Gave up.".into()),
@@ -241,11 +248,17 @@ async fn the_native_agent_refuses_paths_outside_its_worktree() {
         .filter(|m| m["role"] == "tool")
         .filter_map(|m| m["content"].as_str())
         .collect();
-    assert_eq!(tool_msgs.len(), 4);
+    assert_eq!(tool_msgs.len(), 5);
     assert!(
-        tool_msgs.iter().all(|m| m.starts_with("error:")),
+        tool_msgs[..4].iter().all(|m| m.starts_with("error:")),
         "{tool_msgs:?}"
     );
+    if arena_core::agent::sandbox::supported() {
+        assert!(
+            tool_msgs[4].starts_with("exit status 1") || tool_msgs[4].starts_with("exit status 2"),
+            "the sandbox refused the command's write: {tool_msgs:?}"
+        );
+    }
 }
 
 #[tokio::test]
@@ -500,4 +513,97 @@ async fn worktrees_of_deleted_battles_are_pruned_but_uncommitted_work_needs_forc
             .count(),
         1
     );
+}
+
+/// An agent process is confined by the kernel: it changes its worktree and
+/// commits there, and reaches its model's server, but cannot write or read
+/// outside, touch the project's git hooks or config, read Arena's data, or
+/// connect anywhere else. (Each attempt prints `blocked …` or `ESCAPED …`.)
+#[tokio::test]
+async fn an_agent_cannot_leave_its_sandbox() {
+    if !arena_core::agent::sandbox::supported() {
+        eprintln!("skipped: this kernel has no Landlock");
+        return;
+    }
+    let mut h = Harness::new().await;
+    let project = repo();
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("secret.txt"), "top secret\n").unwrap();
+    let elsewhere = arena_testserver::TestServer::start().await.unwrap();
+    let (p, o, d) = (
+        project.path().display().to_string(),
+        outside.path().display().to_string(),
+        h.data.path().display().to_string(),
+    );
+    let provider_port = h.cloud.addr().port();
+    let other_port = elsewhere.addr().port();
+    let script = format!(
+        r#"try() {{ if sh -c "$2" >/dev/null 2>&1; then echo "ESCAPED $1"; else echo "blocked $1"; fi; }}
+try write-outside 'touch {o}/escaped'
+try read-outside 'cat {o}/secret.txt'
+try git-hooks 'touch {p}/.git/hooks/pre-commit'
+try git-config 'echo "[alias] x = !evil" >> {p}/.git/config'
+try arena-data 'cat {d}/arena.db'
+try other-port 'exec 3<>/dev/tcp/127.0.0.1/{other_port}'
+echo "home: $HOME"
+if bash -c 'exec 3<>/dev/tcp/127.0.0.1/{provider_port}'; then echo "reached the provider"; fi
+echo inside > INSIDE.md && git add INSIDE.md && git commit -qm inside && echo "committed in the worktree"
+"#
+    );
+    with_backend(
+        &mut h,
+        vec!["bash".into(), "-c".into(), script, "{prompt}".into()],
+    );
+    h.cloud.set_model("m1", ModelScript::tokens(1));
+    h.cloud.set_model("m2", ModelScript::tokens(1));
+    let b = coding(&h, project.path(), &["fake@m1", "fake@m2"], None).await;
+    let c = &b.contestants[0];
+    assert_eq!(c.status, ContestantStatus::Done, "{:?}", c.error);
+    let output = c.output.clone().unwrap_or_default();
+    assert!(!output.contains("ESCAPED"), "{output}");
+    for what in [
+        "write-outside",
+        "read-outside",
+        "git-hooks",
+        "git-config",
+        "arena-data",
+        "other-port",
+    ] {
+        assert!(
+            output.contains(&format!("blocked {what}")),
+            "{what}: {output}"
+        );
+    }
+    assert!(output.contains("reached the provider"), "{output}");
+    assert!(output.contains("committed in the worktree"), "{output}");
+    assert!(
+        !output.contains(&format!(
+            "home: {}",
+            std::env::var("HOME").unwrap_or_default()
+        )),
+        "{output}"
+    );
+    assert!(!outside.path().join("escaped").exists());
+    assert!(!project.path().join(".git/hooks/pre-commit").exists());
+    let config = std::fs::read_to_string(project.path().join(".git/config")).unwrap();
+    assert!(!config.contains("evil"), "{config}");
+    assert!(
+        patch_of(&b, 0).contains("+inside"),
+        "the commit is in the diff"
+    );
+
+    // With `sandbox = "off"` the same agent gets out (which the test above
+    // would have caught).
+    let mut config = arena_core::config::Config::clone(&h.engine.config());
+    config.limits.sandbox = arena_core::config::SandboxMode::Off;
+    h.engine = Engine::open(EngineOptions {
+        data_dir: h.data.path().to_path_buf(),
+        config,
+        clock: Arc::new(arena_core::clock::SystemClock),
+    })
+    .unwrap();
+    let b = coding(&h, project.path(), &["fake@m1", "fake@m2"], None).await;
+    let output = b.contestants[0].output.clone().unwrap_or_default();
+    assert!(output.contains("ESCAPED write-outside"), "{output}");
+    assert!(outside.path().join("escaped").exists());
 }

@@ -5,3 +5,4 @@
 pub mod backends;
 pub mod native;
 pub mod process;
+pub mod sandbox;

@@ -55,6 +55,9 @@ pub struct NativeAgent<'a> {
     pub command_timeout: Duration,
     pub stall: Duration,
     pub local: bool,
+    /// Where its commands run, with the environment that goes with it
+    /// (`None`: not sandboxed).
+    pub sandbox: Option<(super::sandbox::Sandbox, Vec<(String, String)>)>,
 }
 
 const SYSTEM: &str = "You are a careful software engineer working in a git repository (your \
@@ -261,8 +264,13 @@ impl NativeAgent<'_> {
             program: PathBuf::from("sh"),
             args: vec!["-c".into(), command.into()],
             cwd: self.worktree.clone(),
-            env: Vec::new(),
+            env: self
+                .sandbox
+                .as_ref()
+                .map(|s| s.1.clone())
+                .unwrap_or_default(),
             timeout: self.command_timeout,
+            sandbox: self.sandbox.as_ref().map(|s| s.0.clone()),
         };
         let mut output = String::new();
         let exit = super::process::run(&launch, token, |line| {

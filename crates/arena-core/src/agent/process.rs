@@ -34,6 +34,16 @@ pub const ENV_ALLOWLIST: &[&str] = &[
     "SSL_CERT_DIR",
 ];
 
+/// The user's own folders, which a sandboxed process does not inherit.
+const USER_FOLDERS: &[&str] = &[
+    "HOME",
+    "TMPDIR",
+    "XDG_CONFIG_HOME",
+    "XDG_DATA_HOME",
+    "XDG_CACHE_HOME",
+    "XDG_RUNTIME_DIR",
+];
+
 /// How long a process group gets between SIGTERM and SIGKILL.
 const GRACE: Duration = Duration::from_secs(3);
 /// How much of stderr is kept for the error message.
@@ -49,6 +59,10 @@ pub struct Launch {
     /// Added on top of the allowlisted environment (the agent's own key, …).
     pub env: Vec<(String, String)>,
     pub timeout: Duration,
+    /// What the process may touch; `None`: no sandbox. Sandboxed, it
+    /// inherits neither the user's `HOME`, `TMPDIR` and XDG folders nor
+    /// `XDG_RUNTIME_DIR` (`env` gives it its own home and temp folder).
+    pub sandbox: Option<super::sandbox::Sandbox>,
 }
 
 impl std::fmt::Debug for Launch {
@@ -59,6 +73,7 @@ impl std::fmt::Debug for Launch {
             .field("cwd", &self.cwd)
             .field("env", &crate::agent::backends::env_names(&self.env))
             .field("timeout", &self.timeout)
+            .field("sandbox", &self.sandbox)
             .finish()
     }
 }
@@ -123,12 +138,14 @@ pub async fn run(
     mut on_line: impl FnMut(Line),
 ) -> Result<Exit, SpawnError> {
     let mut cmd = Command::new(&launch.program);
+    let sandboxed = launch.sandbox.is_some();
     cmd.args(&launch.args)
         .current_dir(&launch.cwd)
         .env_clear()
         .envs(
             ENV_ALLOWLIST
                 .iter()
+                .filter(|k| !(sandboxed && USER_FOLDERS.contains(k)))
                 .filter_map(|k| std::env::var(k).ok().map(|v| (*k, v))),
         )
         .env("TERM", "dumb")
@@ -140,6 +157,19 @@ pub async fn run(
         .kill_on_drop(true);
     #[cfg(unix)]
     cmd.process_group(0);
+    if let Some(sandbox) = &launch.sandbox {
+        let prepared = sandbox.ruleset().map_err(|e| SpawnError {
+            program: launch.program.display().to_string(),
+            source: std::io::Error::other(e.to_string()),
+        })?;
+        // SAFETY: `apply` only takes the prepared ruleset and makes two
+        // system calls (no_new_privs, landlock_restrict_self); it does not
+        // allocate when it succeeds.
+        #[cfg(unix)]
+        unsafe {
+            cmd.pre_exec(move || prepared.apply());
+        }
+    }
     let mut child = cmd.spawn().map_err(|source| SpawnError {
         program: launch.program.display().to_string(),
         source,

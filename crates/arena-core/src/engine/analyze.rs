@@ -672,8 +672,22 @@ async fn cross_examine_with_agent(
         endpoint.as_ref(),
     )
     .map_err(Invalid::Other)?;
-    let (launch, _scratch) =
-        super::coding::prepare(engine, backend.name, plan, &battle.results_path, &scratch)?;
+    // Read-only by the kernel: the results folder is readable, nothing but
+    // its scratch folder writable.
+    let connect = endpoint
+        .as_ref()
+        .and_then(|e| reqwest::Url::parse(&e.base_url).ok())
+        .and_then(|u| u.port_or_known_default())
+        .map(|port| vec![port]);
+    let (launch, _scratch) = super::coding::prepare(
+        engine,
+        backend.name,
+        plan,
+        &battle.results_path,
+        &scratch,
+        false,
+        connect,
+    )?;
 
     let mut x = start_cross_exam(engine, battle, backend.name, &target, question).await?;
 

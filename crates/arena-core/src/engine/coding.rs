@@ -24,6 +24,8 @@ use crate::{diff, results, worktree};
 
 use super::lane::{self, LaneSlot};
 use super::Engine;
+use crate::agent::sandbox::{self, Sandbox};
+use crate::config::SandboxMode;
 
 /// What an agent run produced.
 struct AgentRun {
@@ -402,6 +404,9 @@ async fn run_native(
         .provider(&c.provider)
         .ok_or_else(|| Invalid::Other(format!("provider `{}` is not configured", c.provider)))?;
     let limits = engine.config().limits.clone();
+    // Its commands run sandboxed, with no network at all.
+    let scratch = Scratch::create(&engine.data_dir().join("agents").join(&c.id))?;
+    let sandbox = agent_sandbox(engine, None, path, true, &scratch.0, Some(Vec::new()))?;
     let agent = NativeAgent {
         provider: &provider,
         model: c.model.clone(),
@@ -410,6 +415,7 @@ async fn run_native(
         command_timeout: Duration::from_secs(limits.native_command_timeout_secs),
         stall: limits.stall_timeout(),
         local: c.lane == Lane::Local,
+        sandbox,
     };
     let (tx, forward) = output_forwarder(engine, c);
     let result = agent
@@ -468,8 +474,74 @@ fn launch(
     )
     .map_err(Invalid::Other)?;
     let output = plan.output;
-    let (launch, scratch) = prepare(engine, &c.identity, plan, path, &scratch)?;
+    // Where Arena points the agent at one of its providers, that provider's
+    // port is the only one it may connect to.
+    let connect = endpoint
+        .as_ref()
+        .map(|e| endpoint_port(&e.base_url).into_iter().collect());
+    let (launch, scratch) = prepare(engine, &c.identity, plan, path, &scratch, true, connect)?;
     Ok((launch, scratch, output))
+}
+
+/// The TCP port of a provider's `base_url`.
+fn endpoint_port(base_url: &str) -> Option<u16> {
+    reqwest::Url::parse(base_url).ok()?.port_or_known_default()
+}
+
+/// The sandbox of an agent process working in `workspace` (and changing
+/// it when `writable`) with `scratch` as its home and temp folder, and the
+/// environment that goes with it (`HOME`, `TMPDIR`); `None` with
+/// `[limits] sandbox = "off"`. `connect`: the TCP ports it may reach
+/// (`None`: any). Refused when the kernel cannot sandbox.
+pub(super) fn agent_sandbox(
+    engine: &Engine,
+    program: Option<&Path>,
+    workspace: &Path,
+    writable: bool,
+    scratch: &Path,
+    connect: Option<Vec<u16>>,
+) -> Result<Option<(Sandbox, Vec<(String, String)>)>> {
+    if engine.config().limits.sandbox == SandboxMode::Off {
+        return Ok(None);
+    }
+    if !sandbox::supported() {
+        return Err(Invalid::Other(sandbox::SandboxError::Unsupported.to_string()).into());
+    }
+    // Tests give agents a prepared home (their own configuration).
+    let home = std::env::var_os("ARENA_AGENT_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| scratch.join("home"));
+    let tmp = scratch.join("tmp");
+    for dir in [&home, &tmp] {
+        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    }
+    // A git identity of its own, so that an agent that commits (aider)
+    // does not try to write one into the project's `.git/config`, which
+    // the sandbox refuses.
+    let gitconfig = home.join(".gitconfig");
+    if !gitconfig.exists() {
+        std::fs::write(
+            &gitconfig,
+            "[user]\n\tname = Arena agent\n\temail = agent@arena.invalid\n",
+        )
+        .map_err(|e| Error::io(&gitconfig, e))?;
+    }
+    let mut read = sandbox::path_dirs();
+    read.extend(program.map(sandbox::installation).unwrap_or_default());
+    let mut write = vec![scratch.to_path_buf(), home.clone()];
+    if writable {
+        write.push(workspace.to_path_buf());
+        let (git_read, git_write) = sandbox::git_worktree_dirs(workspace);
+        read.extend(git_read);
+        write.extend(git_write);
+    } else {
+        read.push(workspace.to_path_buf());
+    }
+    let env = vec![
+        ("HOME".to_string(), home.to_string_lossy().into_owned()),
+        ("TMPDIR".to_string(), tmp.to_string_lossy().into_owned()),
+    ];
+    Ok(Some((Sandbox::new(read, write, connect), env)))
 }
 
 /// An agent's private folder for its configuration files: only this user
@@ -508,14 +580,17 @@ impl Drop for Scratch {
 }
 
 /// Turns a launch plan into a process to start in `cwd`: writes its config
-/// files into `scratch` (created private), adds `HOME` when
-/// `ARENA_AGENT_HOME` is set, finds the program.
+/// files into `scratch` (created private), finds the program, and puts it
+/// in its sandbox (`cwd` writable or read-only, `connect` as in
+/// [`agent_sandbox`]).
 pub(super) fn prepare(
     engine: &Engine,
     backend: &str,
     plan: backends::Plan,
     cwd: &Path,
     scratch: &Path,
+    writable: bool,
+    connect: Option<Vec<u16>>,
 ) -> Result<(Launch, Scratch)> {
     let folder = Scratch::create(scratch)?;
     for (file, content) in &plan.files {
@@ -531,14 +606,24 @@ pub(super) fn prepare(
         std::fs::write(file, content).map_err(|e| Error::io(file, e))?;
     }
     let mut env = plan.env;
-    if let Some(home) = std::env::var_os("ARENA_AGENT_HOME") {
-        env.push(("HOME".into(), home.to_string_lossy().into_owned()));
-    }
     let program =
         crate::backend::locate(&plan.program).ok_or_else(|| Invalid::BackendNotInstalled {
             name: backend.to_string(),
             program: plan.program.clone(),
         })?;
+    let sandbox = agent_sandbox(engine, Some(&program), cwd, writable, scratch, connect)?;
+    let sandbox = match sandbox {
+        Some((sandbox, more)) => {
+            env.extend(more);
+            Some(sandbox)
+        }
+        None => {
+            if let Some(home) = std::env::var_os("ARENA_AGENT_HOME") {
+                env.push(("HOME".into(), home.to_string_lossy().into_owned()));
+            }
+            None
+        }
+    };
     Ok((
         Launch {
             program,
@@ -546,6 +631,7 @@ pub(super) fn prepare(
             cwd: cwd.to_path_buf(),
             env,
             timeout: engine.config().limits.max_duration(),
+            sandbox,
         },
         folder,
     ))
@@ -628,6 +714,9 @@ async fn run_check(
         cwd: path.to_path_buf(),
         env: Vec::new(),
         timeout: Duration::from_secs(engine.config().limits.check_timeout_secs),
+        // Not sandboxed yet: checks such as `cargo test` need the user's
+        // toolchain folders (see the README).
+        sandbox: None,
     };
     let started = Instant::now();
     let lines = Arc::new(std::sync::Mutex::new(

@@ -72,6 +72,15 @@ pub(super) async fn create(engine: &Engine, request: BattleRequest) -> Result<Ba
             }
         }
         BattleType::Coding => {
+            // Every Coding contestant is an agent, and agents run sandboxed.
+            if engine.config().limits.sandbox == crate::config::SandboxMode::Strict
+                && !crate::agent::sandbox::supported()
+            {
+                return Err(Invalid::Other(
+                    crate::agent::sandbox::SandboxError::Unsupported.to_string(),
+                )
+                .into());
+            }
             let custom = &engine.config().backends;
             for c in &contestants {
                 let (name, program) = match crate::backend::find(&c.identity) {

@@ -1,0 +1,255 @@
+//! The agent sandbox: what an agent process may touch, enforced by the
+//! kernel (Landlock on Linux). A [`Sandbox`] lists the folders it may read
+//! (and run programs from), the folders it may change, and the TCP ports
+//! it may connect to; everything else on the file system is refused, for
+//! the agent and everything it starts. The ruleset is built in this
+//! process and applied in the child between `fork` and `exec`
+//! ([`Sandbox::ruleset`], then [`Prepared::apply`]).
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+/// What one sandboxed process may do.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Sandbox {
+    /// Read files, list folders and run programs beneath these.
+    pub read: Vec<PathBuf>,
+    /// Also create, change and remove beneath these.
+    pub write: Vec<PathBuf>,
+    /// TCP ports it may connect to; `None`: any.
+    pub connect: Option<Vec<u16>>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxError {
+    #[error(
+        "this system's kernel has no Landlock (Linux 5.13 or later, enabled at boot), so \
+         agents cannot run sandboxed; to run them without a sandbox, set `sandbox = \"off\"` \
+         under [limits] in arena.toml"
+    )]
+    Unsupported,
+    #[error("setting up the agent sandbox: {0}")]
+    Ruleset(String),
+}
+
+/// The Landlock ABI of the running kernel (0: none).
+pub fn abi_version() -> i32 {
+    #[cfg(target_os = "linux")]
+    {
+        const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1;
+        // SAFETY: a null attribute and size 0 with the VERSION flag only
+        // asks for the ABI version.
+        let v = unsafe {
+            libc::syscall(
+                libc::SYS_landlock_create_ruleset,
+                std::ptr::null::<libc::c_void>(),
+                0usize,
+                LANDLOCK_CREATE_RULESET_VERSION,
+            )
+        };
+        i32::try_from(v).unwrap_or(0).max(0)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        0
+    }
+}
+
+/// Whether agents can be sandboxed here.
+pub fn supported() -> bool {
+    abi_version() >= 1
+}
+
+/// Folders every program needs to read: the system's programs, libraries,
+/// configuration and the kernel's views of itself.
+const SYSTEM_READ: &[&str] = &[
+    "/usr",
+    "/bin",
+    "/sbin",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/etc",
+    "/opt",
+    "/proc",
+    "/sys",
+    "/run/systemd/resolve",
+];
+
+impl Sandbox {
+    /// A sandbox that may read the system folders and `read`, change
+    /// `write` (and the usual devices: `/dev/null`, `/dev/shm`, …).
+    pub fn new(read: Vec<PathBuf>, write: Vec<PathBuf>, connect: Option<Vec<u16>>) -> Sandbox {
+        let mut all_read: Vec<PathBuf> = SYSTEM_READ.iter().map(PathBuf::from).collect();
+        all_read.extend(read);
+        let mut all_write = vec![PathBuf::from("/dev")];
+        all_write.extend(write);
+        Sandbox {
+            read: all_read,
+            write: all_write,
+            connect,
+        }
+    }
+
+    /// Builds the kernel ruleset (in this process: it opens the folders).
+    /// Folders that do not exist are left out.
+    #[cfg(target_os = "linux")]
+    pub fn ruleset(&self) -> Result<Prepared, SandboxError> {
+        use landlock::{
+            Access, AccessFs, AccessNet, NetPort, PathBeneath, PathFd, Ruleset, RulesetAttr,
+            RulesetCreatedAttr, Scope, ABI,
+        };
+        if !supported() {
+            return Err(SandboxError::Unsupported);
+        }
+        let abi = ABI::V5;
+        let err = |e: landlock::RulesetError| SandboxError::Ruleset(e.to_string());
+        let mut ruleset = Ruleset::default()
+            .handle_access(AccessFs::from_all(abi))
+            .map_err(err)?;
+        if self.connect.is_some() {
+            ruleset = ruleset.handle_access(AccessNet::ConnectTcp).map_err(err)?;
+        }
+        // Abstract UNIX sockets (a D-Bus session bus, say) and signals to
+        // processes outside the sandbox, where the kernel knows them (ABI 6).
+        ruleset = ruleset
+            .scope(Scope::AbstractUnixSocket | Scope::Signal)
+            .map_err(err)?;
+        let mut created = ruleset.create().map_err(err)?;
+        let read = AccessFs::from_read(abi);
+        let all = AccessFs::from_all(abi);
+        for (paths, access) in [(&self.read, read), (&self.write, all)] {
+            for path in paths {
+                let Ok(fd) = PathFd::new(path) else { continue };
+                // A file takes only file rights; a folder takes them all.
+                let access = if path.is_dir() {
+                    access
+                } else {
+                    access & AccessFs::from_file(abi)
+                };
+                created = created
+                    .add_rule(PathBeneath::new(fd, access))
+                    .map_err(err)?;
+            }
+        }
+        for port in self.connect.iter().flatten() {
+            created = created
+                .add_rule(NetPort::new(*port, AccessNet::ConnectTcp))
+                .map_err(err)?;
+        }
+        Ok(Prepared(Mutex::new(Some(created))))
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    pub fn ruleset(&self) -> Result<Prepared, SandboxError> {
+        Err(SandboxError::Unsupported)
+    }
+}
+
+/// A ruleset ready to restrict one child process.
+pub struct Prepared(
+    #[cfg(target_os = "linux")] Mutex<Option<landlock::RulesetCreated>>,
+    #[cfg(not(target_os = "linux"))] Mutex<Option<()>>,
+);
+
+impl Prepared {
+    /// Restricts the calling process (the child, after `fork`, before
+    /// `exec`): no allocation on the way that succeeds.
+    pub fn apply(&self) -> std::io::Result<()> {
+        #[cfg(target_os = "linux")]
+        {
+            let ruleset = self.0.lock().ok().and_then(|mut r| r.take());
+            match ruleset.map(landlock::RulesetCreated::restrict_self) {
+                Some(Ok(status)) if status.ruleset != landlock::RulesetStatus::NotEnforced => {
+                    Ok(())
+                }
+                _ => Err(std::io::Error::from_raw_os_error(libc::EPERM)),
+            }
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            Err(std::io::Error::from_raw_os_error(1))
+        }
+    }
+}
+
+/// The folders a program needs beyond the system's: its own installation
+/// (for a script, its interpreter's too). `bin/x` gives its parent folder
+/// (a virtualenv, a prefix); a file in a `node_modules` tree gives the
+/// folder holding `node_modules`.
+pub fn installation(program: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut add = |p: &Path| {
+        let root = p
+            .ancestors()
+            .find(|a| a.file_name().is_some_and(|n| n == "node_modules"))
+            .and_then(Path::parent)
+            .or_else(|| p.parent().and_then(Path::parent));
+        if let Some(root) = root {
+            if root != Path::new("/") && !out.iter().any(|o: &PathBuf| o == root) {
+                out.push(root.to_path_buf());
+            }
+        }
+    };
+    add(program);
+    if let Ok(real) = program.canonicalize() {
+        add(&real);
+        if let Some(interpreter) = shebang(&real) {
+            add(&interpreter);
+            if let Ok(real) = interpreter.canonicalize() {
+                add(&real);
+            }
+        }
+    }
+    out
+}
+
+/// The interpreter named by a script's `#!` line (not `env`).
+fn shebang(script: &Path) -> Option<PathBuf> {
+    use std::io::Read;
+    let mut head = [0u8; 256];
+    let n = std::fs::File::open(script).ok()?.read(&mut head).ok()?;
+    let line = std::str::from_utf8(&head[..n]).ok()?.strip_prefix("#!")?;
+    let interpreter = line.lines().next()?.split_whitespace().next()?;
+    let path = PathBuf::from(interpreter);
+    (path.is_absolute() && !path.ends_with("env")).then_some(path)
+}
+
+/// What a commit in a git worktree needs of its repository: reading the
+/// repository, and changing its objects, refs and logs and the worktree's
+/// own bookkeeping — never `hooks/` or `config`. `(read, write)`.
+pub fn git_worktree_dirs(worktree: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
+    let Ok(file) = std::fs::read_to_string(worktree.join(".git")) else {
+        return (Vec::new(), Vec::new());
+    };
+    let Some(gitdir) = file
+        .trim()
+        .strip_prefix("gitdir:")
+        .map(|g| PathBuf::from(g.trim()))
+    else {
+        return (Vec::new(), Vec::new());
+    };
+    // <project>/.git/worktrees/<name>
+    let Some(common) = gitdir.parent().and_then(Path::parent) else {
+        return (Vec::new(), Vec::new());
+    };
+    let write = vec![
+        common.join("objects"),
+        common.join("refs"),
+        common.join("logs"),
+        gitdir.clone(),
+    ];
+    (vec![common.to_path_buf()], write)
+}
+
+/// The folders on `PATH` (the programs an agent may start).
+pub fn path_dirs() -> Vec<PathBuf> {
+    std::env::var_os("PATH")
+        .map(|p| {
+            std::env::split_paths(&p)
+                .filter(|d| d.is_absolute())
+                .collect()
+        })
+        .unwrap_or_default()
+}
