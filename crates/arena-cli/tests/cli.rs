@@ -808,3 +808,53 @@ async fn the_goose_adapter_runs_goose_run_in_the_worktree() {
     .unwrap();
     assert!(patch.contains("+written by goose for: Say hi."), "{patch}");
 }
+
+#[tokio::test]
+async fn without_a_kernel_sandbox_coding_battles_are_refused_unless_it_is_switched_off() {
+    let s = Setup::new().await;
+    let project = commit_project(&s);
+    s.local.set_model("m", write_turns("x.txt", "x\n"));
+    s.local.set_model("n", write_turns("y.txt", "y\n"));
+    let run = |s: &Setup| {
+        let mut cmd = s.command(&[
+            "battle",
+            "run",
+            "--type",
+            "coding",
+            "--project",
+            project.to_str().unwrap(),
+            "--prompt",
+            "Add a file.",
+            "-c",
+            "native@m",
+            "-c",
+            "native@n",
+            "--no-analysis",
+            "--json",
+        ]);
+        cmd.env("ARENA_TEST_NO_LANDLOCK", "1");
+        tokio::task::spawn_blocking(move || cmd.output().unwrap())
+    };
+    let out = run(&s).await.unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("no Landlock") && stderr.contains("sandbox = \"off\""),
+        "{stderr}"
+    );
+    let list = s.json(&["battle", "list", "--json"]).await;
+    assert_eq!(list, Value::Array(vec![]), "nothing was created");
+    assert!(!project.join("Arena").exists());
+
+    let config = s.dir.path().join("arena.toml");
+    let text = std::fs::read_to_string(&config).unwrap() + "sandbox = \"off\"\n";
+    std::fs::write(&config, text).unwrap();
+    let out = run(&s).await.unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let b: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(b["contestants"][0]["status"], "done", "{b:#}");
+}

@@ -55,9 +55,10 @@ pub fn abi_version() -> i32 {
     }
 }
 
-/// Whether agents can be sandboxed here.
+/// Whether agents can be sandboxed here. (`ARENA_TEST_NO_LANDLOCK` set
+/// pretends they cannot, so the refusal can be tested on kernels that can.)
 pub fn supported() -> bool {
-    abi_version() >= 1
+    std::env::var_os("ARENA_TEST_NO_LANDLOCK").is_none() && abi_version() >= 1
 }
 
 /// Folders every program needs to read: the system's programs, libraries,
