@@ -57,7 +57,7 @@ pub struct NativeAgent<'a> {
     pub local: bool,
     /// Where its commands run, with the environment that goes with it
     /// (`None`: not sandboxed).
-    pub sandbox: Option<(super::sandbox::Sandbox, Vec<(String, String)>)>,
+    pub sandbox: Option<super::sandbox::Confinement>,
 }
 
 const SYSTEM: &str = "You are a careful software engineer working in a git repository (your \
@@ -101,9 +101,13 @@ pub fn tools() -> Vec<ToolSpec> {
     ]
 }
 
-/// Resolves `requested` inside `root`, refusing anything that would leave
-/// it: absolute paths elsewhere, `..` past the root, or a symlink out.
-pub fn confine(root: &Path, requested: &str) -> Result<PathBuf, String> {
+/// The largest file the native agent reads or writes.
+pub const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
+
+/// `requested` as a path relative to `root`, refusing what would leave it
+/// by its spelling: absolute paths elsewhere, `..` past the root. (Symlinks
+/// are the file tools' business: they open beneath the root only.)
+pub fn relative(root: &Path, requested: &str) -> Result<PathBuf, String> {
     let requested = requested.trim();
     let rel = Path::new(requested);
     let rel = if rel.is_absolute() {
@@ -128,25 +132,129 @@ pub fn confine(root: &Path, requested: &str) -> Result<PathBuf, String> {
             }
         }
     }
-    let full = root.join(&out);
-    // A symlink may still point outside: check the deepest existing ancestor.
-    let mut probe = full.as_path();
-    while !probe.exists() {
-        match probe.parent() {
-            Some(p) => probe = p,
-            None => break,
+    Ok(out)
+}
+
+/// A path the agent may write: inside the repository, not in `.git`.
+fn writable(root: &Path, path: &str) -> Result<PathBuf, String> {
+    let rel = relative(root, path)?;
+    if rel.starts_with(".git") {
+        return Err("writing inside .git is not allowed".into());
+    }
+    if rel.as_os_str().is_empty() {
+        return Err(format!("`{path}` is the repository itself, not a file"));
+    }
+    Ok(rel)
+}
+
+/// How a file tool failed, for the model.
+fn io_error(path: &str, e: std::io::Error) -> String {
+    if e.kind() == std::io::ErrorKind::PermissionDenied {
+        format!("`{path}`: not allowed (it leads outside the repository, or may not be changed)")
+    } else {
+        format!("`{path}`: {e}")
+    }
+}
+
+/// The file tools (list, read, write, edit), on blocking threads: every
+/// path is opened beneath the worktree (`cap_std`: no `..` and no symlink,
+/// dangling or not, leads out of it); only regular files up to
+/// [`MAX_FILE_BYTES`] are read or written (no FIFOs, devices or sockets).
+fn file_tool(root: &Path, name: &str, args: &Value) -> Result<(String, String), String> {
+    use cap_std::fs::Dir;
+    let dir = Dir::open_ambient_dir(root, cap_std::ambient_authority())
+        .map_err(|e| format!("the repository: {e}"))?;
+    let regular = |rel: &Path, path: &str| -> Result<(), String> {
+        let meta = dir.metadata(rel).map_err(|e| io_error(path, e))?;
+        if !meta.is_file() {
+            return Err(format!("`{path}` is not a regular file"));
         }
+        if meta.len() > MAX_FILE_BYTES {
+            return Err(format!(
+                "`{path}` is {} bytes; files over {MAX_FILE_BYTES} bytes are not read",
+                meta.len()
+            ));
+        }
+        Ok(())
+    };
+    let read = |rel: &Path, path: &str| -> Result<String, String> {
+        regular(rel, path)?;
+        dir.read_to_string(rel).map_err(|e| io_error(path, e))
+    };
+    let write = |rel: &Path, path: &str, content: &str| -> Result<(), String> {
+        if content.len() as u64 > MAX_FILE_BYTES {
+            return Err(format!(
+                "{} bytes is too much for one file (at most {MAX_FILE_BYTES})",
+                content.len()
+            ));
+        }
+        if let Ok(meta) = dir.metadata(rel) {
+            if !meta.is_file() {
+                return Err(format!("`{path}` is not a regular file"));
+            }
+        }
+        dir.write(rel, content).map_err(|e| io_error(path, e))
+    };
+    match name {
+        "list_dir" => {
+            let path = arg(args, "path")?;
+            let rel = relative(root, path)?;
+            let entries = if rel.as_os_str().is_empty() {
+                dir.entries()
+            } else {
+                dir.read_dir(&rel)
+            }
+            .map_err(|e| io_error(path, e))?;
+            let mut names: Vec<String> = entries
+                .filter_map(|e| e.ok())
+                .filter(|e| e.file_name() != ".git")
+                .map(|e| {
+                    let mut n = e.file_name().to_string_lossy().into_owned();
+                    if e.file_type().is_ok_and(|t| t.is_dir()) {
+                        n.push('/');
+                    }
+                    n
+                })
+                .collect();
+            names.sort();
+            Ok((names.join("\n"), format!("listed {} entries", names.len())))
+        }
+        "read_file" => {
+            let path = arg(args, "path")?;
+            let text = read(&relative(root, path)?, path)?;
+            Ok((cap(&text), format!("read {path}")))
+        }
+        "write_file" => {
+            let path = arg(args, "path")?;
+            let rel = writable(root, path)?;
+            let content = arg(args, "content")?;
+            if let Some(parent) = rel.parent().filter(|p| !p.as_os_str().is_empty()) {
+                dir.create_dir_all(parent).map_err(|e| io_error(path, e))?;
+            }
+            write(&rel, path, content)?;
+            Ok((
+                format!("wrote {} bytes to {path}", content.len()),
+                format!("wrote {path}"),
+            ))
+        }
+        "edit_file" => {
+            let path = arg(args, "path")?;
+            let rel = writable(root, path)?;
+            let (old, new) = (arg(args, "old")?, arg(args, "new")?);
+            let text = read(&rel, path)?;
+            match text.matches(old).count() {
+                1 => {
+                    write(&rel, path, &text.replacen(old, new, 1))?;
+                    Ok((format!("edited {path}"), format!("edited {path}")))
+                }
+                0 => Err(format!("`old` was not found in {path}")),
+                n => Err(format!(
+                    "`old` occurs {n} times in {path}; include more context"
+                )),
+            }
+        }
+        other => Err(format!("unknown tool `{other}`")),
     }
-    let real_root = root
-        .canonicalize()
-        .map_err(|e| format!("repository root: {e}"))?;
-    let real = probe
-        .canonicalize()
-        .map_err(|e| format!("`{requested}`: {e}"))?;
-    if !real.starts_with(&real_root) {
-        return Err(format!("`{requested}` resolves outside the repository"));
-    }
-    Ok(full)
 }
 
 fn cap(text: &str) -> String {
@@ -170,14 +278,6 @@ fn arg<'v>(args: &'v Value, key: &str) -> Result<&'v str, String> {
         .ok_or_else(|| format!("missing string argument `{key}`"))
 }
 
-fn writable(root: &Path, path: &str) -> Result<PathBuf, String> {
-    let full = confine(root, path)?;
-    if full.strip_prefix(root).is_ok_and(|r| r.starts_with(".git")) {
-        return Err("writing inside .git is not allowed".into());
-    }
-    Ok(full)
-}
-
 impl NativeAgent<'_> {
     /// Runs one tool; the result text goes back to the model (errors too).
     async fn tool(&self, call: &ToolCall, token: &CancellationToken) -> (String, String, bool) {
@@ -188,61 +288,13 @@ impl NativeAgent<'_> {
                 return (msg.clone(), msg, false);
             }
         };
-        let root = &self.worktree;
         let result: Result<(String, String), String> = match call.name.as_str() {
-            "list_dir" => (|| {
-                let dir = confine(root, arg(&args, "path")?)?;
-                let mut names: Vec<String> = std::fs::read_dir(&dir)
-                    .map_err(|e| e.to_string())?
-                    .filter_map(|e| e.ok())
-                    .filter(|e| e.file_name() != ".git")
-                    .map(|e| {
-                        let mut n = e.file_name().to_string_lossy().into_owned();
-                        if e.path().is_dir() {
-                            n.push('/');
-                        }
-                        n
-                    })
-                    .collect();
-                names.sort();
-                Ok((names.join("\n"), format!("listed {} entries", names.len())))
-            })(),
-            "read_file" => (|| {
-                let path = arg(&args, "path")?;
-                let text =
-                    std::fs::read_to_string(confine(root, path)?).map_err(|e| e.to_string())?;
-                Ok((cap(&text), format!("read {path}")))
-            })(),
-            "write_file" => (|| {
-                let path = arg(&args, "path")?;
-                let full = writable(root, path)?;
-                if let Some(dir) = full.parent() {
-                    std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
-                }
-                let content = arg(&args, "content")?;
-                std::fs::write(&full, content).map_err(|e| e.to_string())?;
-                Ok((
-                    format!("wrote {} bytes to {path}", content.len()),
-                    format!("wrote {path}"),
-                ))
-            })(),
-            "edit_file" => (|| {
-                let path = arg(&args, "path")?;
-                let full = writable(root, path)?;
-                let (old, new) = (arg(&args, "old")?, arg(&args, "new")?);
-                let text = std::fs::read_to_string(&full).map_err(|e| e.to_string())?;
-                match text.matches(old).count() {
-                    1 => {
-                        std::fs::write(&full, text.replacen(old, new, 1))
-                            .map_err(|e| e.to_string())?;
-                        Ok((format!("edited {path}"), format!("edited {path}")))
-                    }
-                    0 => Err(format!("`old` was not found in {path}")),
-                    n => Err(format!(
-                        "`old` occurs {n} times in {path}; include more context"
-                    )),
-                }
-            })(),
+            "list_dir" | "read_file" | "write_file" | "edit_file" => {
+                let (root, name) = (self.worktree.clone(), call.name.clone());
+                tokio::task::spawn_blocking(move || file_tool(&root, &name, &args))
+                    .await
+                    .unwrap_or_else(|e| Err(format!("the tool failed: {e}")))
+            }
             "run_command" => match arg(&args, "command") {
                 Ok(command) => self.run_command(command, token).await,
                 Err(e) => Err(e),
@@ -267,10 +319,10 @@ impl NativeAgent<'_> {
             env: self
                 .sandbox
                 .as_ref()
-                .map(|s| s.1.clone())
+                .map(|c| c.env.clone())
                 .unwrap_or_default(),
             timeout: self.command_timeout,
-            sandbox: self.sandbox.as_ref().map(|s| s.0.clone()),
+            sandbox: self.sandbox.as_ref().map(|c| c.sandbox.clone()),
         };
         let mut output = String::new();
         let exit = super::process::run(&launch, token, |line| {
@@ -438,33 +490,82 @@ mod tests {
     use super::*;
 
     #[test]
-    fn confinement() {
+    fn paths_are_spelled_inside_the_repository() {
+        let root = Path::new("/repo");
+        assert_eq!(
+            relative(root, "src/main.rs").unwrap(),
+            PathBuf::from("src/main.rs")
+        );
+        assert_eq!(
+            relative(root, "./src/../README.md").unwrap(),
+            PathBuf::from("README.md")
+        );
+        assert_eq!(
+            relative(root, "/repo/a.txt").unwrap(),
+            PathBuf::from("a.txt")
+        );
+        assert!(relative(root, "../outside.txt").is_err());
+        assert!(relative(root, "src/../../etc/passwd").is_err());
+        assert!(relative(root, "/etc/passwd").is_err());
+        assert!(writable(root, ".git/config").is_err());
+        assert!(writable(root, "src/new.rs").is_ok());
+    }
+
+    fn tool(root: &Path, name: &str, args: Value) -> Result<(String, String), String> {
+        file_tool(root, name, &args)
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn file_tools_stay_beneath_the_worktree() {
+        use serde_json::json;
+        let outside = tempfile::tempdir().unwrap();
         let dir = tempfile::tempdir().unwrap();
-        let root = dir.path().canonicalize().unwrap();
+        let root = dir.path();
+        std::fs::write(outside.path().join("secret"), "s").unwrap();
+        // A link out, and a dangling one (its target does not exist yet).
+        std::os::unix::fs::symlink(outside.path(), root.join("escape")).unwrap();
+        std::os::unix::fs::symlink(outside.path().join("new"), root.join("dangling")).unwrap();
+        let write = |path: &str| tool(root, "write_file", json!({"path": path, "content": "x"}));
+        assert!(write("escape/x.txt").is_err());
+        assert!(write("dangling").is_err(), "a dangling link out is refused");
+        assert!(!outside.path().join("new").exists());
+        assert!(!outside.path().join("x.txt").exists());
+        assert!(tool(root, "read_file", json!({"path": "escape/secret"})).is_err());
+        assert!(tool(root, "list_dir", json!({"path": "escape"})).is_err());
+        // A link inside is fine.
         std::fs::create_dir(root.join("src")).unwrap();
+        std::os::unix::fs::symlink("src", root.join("alias")).unwrap();
+        assert!(write("alias/ok.rs").is_ok());
         assert_eq!(
-            confine(&root, "src/main.rs").unwrap(),
-            root.join("src/main.rs")
+            std::fs::read_to_string(root.join("src/ok.rs")).unwrap(),
+            "x"
         );
-        assert_eq!(
-            confine(&root, "./src/../README.md").unwrap(),
-            root.join("README.md")
+        // FIFOs are not files to read (reading one would block).
+        let fifo = root.join("pipe");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid path; mkfifo only creates the node.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let err = tool(root, "read_file", json!({"path": "pipe"})).unwrap_err();
+        assert!(err.contains("not a regular file"), "{err}");
+        assert!(write("pipe").is_err());
+        // Large files are refused, both ways.
+        std::fs::write(root.join("big"), vec![b'a'; MAX_FILE_BYTES as usize + 1]).unwrap();
+        assert!(tool(root, "read_file", json!({"path": "big"})).is_err());
+        let huge = "a".repeat(MAX_FILE_BYTES as usize + 1);
+        assert!(tool(root, "write_file", json!({"path": "huge", "content": huge})).is_err());
+        // Ordinary work still works.
+        assert!(write("deep/new/file.txt").is_ok());
+        let listed = tool(root, "list_dir", json!({"path": "."})).unwrap().0;
+        assert!(
+            listed.contains("deep/") && listed.contains("src/"),
+            "{listed}"
         );
-        assert_eq!(
-            confine(&root, root.join("a.txt").to_str().unwrap()).unwrap(),
-            root.join("a.txt")
+        let edited = tool(
+            root,
+            "edit_file",
+            json!({"path": "src/ok.rs", "old": "x", "new": "y"}),
         );
-        assert!(confine(&root, "../outside.txt").is_err());
-        assert!(confine(&root, "src/../../etc/passwd").is_err());
-        assert!(confine(&root, "/etc/passwd").is_err());
-        #[cfg(unix)]
-        {
-            std::os::unix::fs::symlink("/tmp", root.join("escape")).unwrap();
-            assert!(confine(&root, "escape/x.txt")
-                .unwrap_err()
-                .contains("outside"));
-        }
-        assert!(writable(&root, ".git/config").is_err());
-        assert!(writable(&root, "src/new.rs").is_ok());
+        assert!(edited.is_ok(), "{edited:?}");
     }
 }

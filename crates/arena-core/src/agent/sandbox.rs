@@ -20,6 +20,14 @@ pub struct Sandbox {
     pub connect: Option<Vec<u16>>,
 }
 
+/// A sandbox with the environment that goes with it (its own `HOME` and
+/// `TMPDIR`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Confinement {
+    pub sandbox: Sandbox,
+    pub env: Vec<(String, String)>,
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum SandboxError {
     #[error(

@@ -24,7 +24,7 @@ use crate::{diff, results, worktree};
 
 use super::lane::{self, LaneSlot};
 use super::Engine;
-use crate::agent::sandbox::{self, Sandbox};
+use crate::agent::sandbox::{self, Confinement, Sandbox};
 use crate::config::SandboxMode;
 
 /// What an agent run produced.
@@ -500,7 +500,7 @@ pub(super) fn agent_sandbox(
     writable: bool,
     scratch: &Path,
     connect: Option<Vec<u16>>,
-) -> Result<Option<(Sandbox, Vec<(String, String)>)>> {
+) -> Result<Option<Confinement>> {
     if engine.config().limits.sandbox == SandboxMode::Off {
         return Ok(None);
     }
@@ -541,7 +541,10 @@ pub(super) fn agent_sandbox(
         ("HOME".to_string(), home.to_string_lossy().into_owned()),
         ("TMPDIR".to_string(), tmp.to_string_lossy().into_owned()),
     ];
-    Ok(Some((Sandbox::new(read, write, connect), env)))
+    Ok(Some(Confinement {
+        sandbox: Sandbox::new(read, write, connect),
+        env,
+    }))
 }
 
 /// An agent's private folder for its configuration files: only this user
@@ -613,9 +616,9 @@ pub(super) fn prepare(
         })?;
     let sandbox = agent_sandbox(engine, Some(&program), cwd, writable, scratch, connect)?;
     let sandbox = match sandbox {
-        Some((sandbox, more)) => {
-            env.extend(more);
-            Some(sandbox)
+        Some(confined) => {
+            env.extend(confined.env);
+            Some(confined.sandbox)
         }
         None => {
             if let Some(home) = std::env::var_os("ARENA_AGENT_HOME") {
