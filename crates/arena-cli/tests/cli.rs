@@ -527,9 +527,20 @@ async fn backends_lists_what_is_installed() {
     let by_name = |n: &str| rows.iter().find(|r| r["name"] == n).unwrap().clone();
     assert_eq!(by_name("native")["installed"], true);
     assert_eq!(by_name("goose")["installed"], false);
+    // In the agent sandbox every CLI agent can cross-examine read-only…
     assert_eq!(by_name("qwen")["read_only"], true);
-    assert_eq!(by_name("aider")["read_only"], false);
+    assert_eq!(by_name("aider")["read_only"], true);
+    assert_eq!(by_name("native")["read_only"], false);
     assert_eq!(rows.len(), 7);
+    // …without it, only those with a read-only mode of their own.
+    let config = s.dir.path().join("arena.toml");
+    let text = std::fs::read_to_string(&config).unwrap() + "sandbox = \"off\"\n";
+    std::fs::write(&config, text).unwrap();
+    let v = s.json(&["backends", "--json"]).await;
+    let rows = v.as_array().unwrap();
+    let by_name = |n: &str| rows.iter().find(|r| r["name"] == n).unwrap().clone();
+    assert_eq!(by_name("claude-code")["read_only"], true);
+    assert_eq!(by_name("aider")["read_only"], false);
 }
 
 fn git(dir: &Path, args: &[&str]) -> String {

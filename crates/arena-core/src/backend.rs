@@ -69,14 +69,17 @@ pub struct BackendStatus {
     pub program: Option<String>,
     pub installed: bool,
     pub path: Option<PathBuf>,
-    /// Whether it can cross-examine (has an enforceable read-only mode).
+    /// Whether it can cross-examine (runs read-only: in the kernel sandbox,
+    /// or by a read-only mode of its own).
     pub read_only: bool,
     /// Defined in arena.toml.
     pub custom: bool,
 }
 
-/// Every backend, built-in ones first, with where each is installed.
-pub fn statuses(custom: &[crate::config::CustomBackend]) -> Vec<BackendStatus> {
+/// Every backend, built-in ones first, with where each is installed;
+/// `sandboxed`: agents run in the kernel sandbox (so every CLI agent can
+/// cross-examine).
+pub fn statuses(custom: &[crate::config::CustomBackend], sandboxed: bool) -> Vec<BackendStatus> {
     let known = BACKENDS.iter().map(|b| {
         let path = b.program.and_then(locate);
         BackendStatus {
@@ -84,7 +87,7 @@ pub fn statuses(custom: &[crate::config::CustomBackend]) -> Vec<BackendStatus> {
             program: b.program.map(str::to_string),
             installed: b.program.is_none() || path.is_some(),
             path,
-            read_only: crate::cross_exam::read_only_mode(b.name).is_some(),
+            read_only: crate::cross_exam::can_examine(b.name, sandboxed),
             custom: false,
         }
     });

@@ -333,7 +333,17 @@ async fn cross_examination_is_stored_and_written() {
 
 #[tokio::test]
 async fn a_refused_read_only_cross_examination_leaves_nothing_behind() {
-    let h = harness(Judge::Consistent).await;
+    // Without the agent sandbox, agents that have no read-only mode of
+    // their own cannot be made read-only: refused (fail closed).
+    let mut h = harness(Judge::Consistent).await;
+    let mut config = arena_core::config::Config::clone(&h.engine.config());
+    config.limits.sandbox = arena_core::config::SandboxMode::Off;
+    h.engine = Engine::open(EngineOptions {
+        data_dir: h.data.path().to_path_buf(),
+        config,
+        clock: Arc::new(arena_core::clock::SystemClock),
+    })
+    .unwrap();
     let b = battle(&h, "The BEST answer.", "Meh.").await;
     let events_before = h
         .engine
@@ -353,7 +363,11 @@ async fn a_refused_read_only_cross_examination_leaves_nothing_behind() {
             .await
             .unwrap_err();
         assert!(matches!(e, Error::Invalid(_)), "{e}");
-        assert!(e.to_string().contains("no read-only mode"), "{e}");
+        assert!(
+            e.to_string()
+                .contains("cannot be made read-only without the agent sandbox"),
+            "{e}"
+        );
     }
     assert!(h.engine.cross_examinations(&b.id).await.unwrap().is_empty());
     assert_eq!(

@@ -619,19 +619,14 @@ async fn cross_examine_with_agent(
     spec: &crate::battle::ContestantSpec,
     question: Option<&str>,
 ) -> Result<CrossExamination> {
-    if cross_exam::read_only_mode(backend.name).is_none() {
+    let sandboxed = engine.sandboxed();
+    if !cross_exam::can_examine(backend.name, sandboxed) {
         return Err(Invalid::Other(format!(
-            "backend `{}` has no read-only mode Arena can enforce, so it cannot cross-examine; \
-             use qwen, or a persona with a model",
+            "backend `{}` cannot be made read-only without the agent sandbox (`[limits] sandbox = \"strict\"` on a kernel with Landlock), so it cannot cross-examine; \
+             use qwen, codex or claude-code, or a persona with a model",
             backend.name
         ))
         .into());
-    }
-    if backend.name != "qwen" {
-        return Err(Error::Unsupported(format!(
-            "cross-examination by the `{}` agent (its adapter arrives with Coding battles); use qwen, or a persona with a model",
-            backend.name
-        )));
     }
     let target = engine.catalog().await.resolve(&spec.model)?;
     let endpoint = engine.agent_endpoint(&target.provider).await;
@@ -663,14 +658,28 @@ async fn cross_examine_with_agent(
         .data_dir()
         .join("agents")
         .join(format!("cross-exam-{}", uuid::Uuid::new_v4().simple()));
-    let plan = crate::agent::backends::read_only_plan(
-        backend.name,
-        &target.model,
-        &prompt,
-        &battle.results_path,
-        &scratch,
-        endpoint.as_ref(),
-    )
+    // In the sandbox the kernel keeps it read-only, whatever its flags;
+    // without one, its own read-only mode must.
+    let plan = if sandboxed {
+        crate::agent::backends::plan(
+            backend.name,
+            None,
+            &target.model,
+            &prompt,
+            &battle.results_path,
+            &scratch,
+            endpoint.as_ref(),
+        )
+    } else {
+        crate::agent::backends::read_only_plan(
+            backend.name,
+            &target.model,
+            &prompt,
+            &battle.results_path,
+            &scratch,
+            endpoint.as_ref(),
+        )
+    }
     .map_err(Invalid::Other)?;
     // Read-only by the kernel: the results folder is readable, nothing but
     // its scratch folder writable.

@@ -260,7 +260,18 @@ impl Engine {
     /// Every Coding backend (built in and `[[backend]]`) and where it is installed.
     pub async fn backends(&self) -> Result<Vec<crate::backend::BackendStatus>> {
         let custom = self.config().backends.clone();
-        Ok(tokio::task::spawn_blocking(move || crate::backend::statuses(&custom)).await?)
+        let sandboxed = self.sandboxed();
+        Ok(
+            tokio::task::spawn_blocking(move || crate::backend::statuses(&custom, sandboxed))
+                .await?,
+        )
+    }
+
+    /// Whether agents run in the kernel sandbox (`[limits] sandbox` is
+    /// strict and the kernel can).
+    pub fn sandboxed(&self) -> bool {
+        self.config().limits.sandbox == crate::config::SandboxMode::Strict
+            && crate::agent::sandbox::supported()
     }
 
     /// The persona registry, seeded on first use.
