@@ -111,3 +111,76 @@ async fn resume_keeps_finished_work_and_reruns_what_was_lost() {
         assert!(c.result_path.as_ref().unwrap().exists());
     }
 }
+
+/// A driver that lost its lease (it stalled, and another process took the
+/// battle over) writes nothing more: not its contestants' output, not their
+/// end, not the battle's.
+#[tokio::test]
+async fn a_driver_that_lost_its_lease_writes_nothing_more() {
+    let h = Harness::new().await;
+    h.local.set_model("slow", script(60, 40.0));
+    let battle = h
+        .engine
+        .create_battle(h.request("go", &["debugger@slow", "explainer@slow"]))
+        .await
+        .unwrap();
+    let run = {
+        let (engine, id) = (h.engine.clone(), battle.id.clone());
+        tokio::spawn(async move { engine.run_battle(&id).await })
+    };
+    // Once output streams, another process takes the lease over.
+    let mut stolen_at = 0;
+    for _ in 0..200 {
+        let events = h
+            .engine
+            .store()
+            .events_since(&battle.id, 0, 10_000)
+            .unwrap();
+        if events
+            .iter()
+            .any(|e| matches!(e.kind, arena_core::EventKind::Output { .. }))
+        {
+            stolen_at = h
+                .engine
+                .store()
+                .transact(|tx| {
+                    tx.conn().execute(
+                        "UPDATE leases SET owner = 'the-new-driver', expires_at = ?1 WHERE battle_id = ?2",
+                        rusqlite::params![i64::MAX, battle.id],
+                    )?;
+                    let seq: i64 = tx.conn().query_row(
+                        "SELECT MAX(seq) FROM events WHERE battle_id = ?1",
+                        [&battle.id],
+                        |r| r.get(0),
+                    )?;
+                    Ok(seq as u64)
+                })
+                .unwrap();
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(stolen_at > 0, "the battle never streamed");
+    let ended = tokio::time::timeout(Duration::from_secs(10), run)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(matches!(ended, Err(Error::Conflict(_))), "{ended:?}");
+    let after = h
+        .engine
+        .store()
+        .events_since(&battle.id, stolen_at, 10_000)
+        .unwrap();
+    assert!(
+        after.is_empty(),
+        "written after losing the lease: {after:?}"
+    );
+    let b = h.engine.battle(&battle.id).await.unwrap();
+    assert_eq!(
+        b.status,
+        BattleStatus::Running,
+        "the new driver finishes it"
+    );
+    assert_eq!(b.contestants[0].status, ContestantStatus::Running);
+    assert_eq!(b.contestants[1].status, ContestantStatus::Queued);
+}

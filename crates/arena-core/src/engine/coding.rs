@@ -311,6 +311,7 @@ fn watch_changes(engine: &Engine, c: &Contestant, root: &Path) -> Option<Watch> 
                 let _ = engine
                     .db(move |s| {
                         s.transact(|tx| {
+                            tx.require_lease(&bid)?;
                             tx.emit(
                                 &bid,
                                 Some(&cid),
@@ -377,6 +378,7 @@ fn output_forwarder(
             let write = engine
                 .db(move |s| {
                     s.transact(|tx| {
+                        tx.require_lease(&bid)?;
                         for kind in merged {
                             tx.emit(&bid, Some(&cid), at, kind)?;
                         }

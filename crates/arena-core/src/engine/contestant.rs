@@ -249,6 +249,7 @@ async fn run_attempts(
         engine
             .db(move |s| {
                 s.transact(|tx| {
+                    tx.require_lease(&c2.battle_id)?;
                     if emitted {
                         tx.emit(
                             &c2.battle_id,
@@ -377,6 +378,7 @@ async fn flush(engine: &Engine, c: &Contestant, got: &mut Collected) -> Result<(
     engine
         .db(move |s| {
             s.transact(|tx| {
+                tx.require_lease(&battle_id)?;
                 if !reasoning.is_empty() {
                     tx.emit(
                         &battle_id,

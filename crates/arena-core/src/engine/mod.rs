@@ -170,7 +170,8 @@ impl Settings {
 impl Engine {
     /// Opens the database under `data_dir` and prepares the providers.
     pub fn open(options: EngineOptions) -> Result<Engine> {
-        let store = Store::open(&options.data_dir.join(store::DATABASE_FILE))?;
+        let owner = uuid::Uuid::new_v4().to_string();
+        let store = Store::open(&options.data_dir.join(store::DATABASE_FILE))?.acting_as(&owner);
         let settings = Settings::new(options.config)?;
         Ok(Engine {
             pinned: None,
@@ -181,7 +182,7 @@ impl Engine {
                 store,
                 clock: options.clock,
                 me: Me {
-                    owner: uuid::Uuid::new_v4().to_string(),
+                    owner,
                     host: hostname(),
                     pid: std::process::id(),
                 },

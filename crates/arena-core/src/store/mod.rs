@@ -55,6 +55,8 @@ pub struct Store {
     conn: Arc<Mutex<Connection>>,
     events: broadcast::Sender<BattleEvent>,
     path: PathBuf,
+    /// The lease owner this handle writes as (see [`Store::acting_as`]).
+    owner: Option<Arc<str>>,
 }
 
 /// A new contestant row.
@@ -123,11 +125,22 @@ impl Store {
             conn: Arc::new(Mutex::new(conn)),
             events,
             path: path.to_path_buf(),
+            owner: None,
         })
     }
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// This store, writing as lease owner `owner`: a battle's contestants,
+    /// rounds and status change only while `owner` holds its lease (when
+    /// the battle has one), so a process that lost the lease — stopped,
+    /// while another resumed the battle — cannot overwrite the new
+    /// owner's work.
+    pub fn acting_as(mut self, owner: &str) -> Store {
+        self.owner = Some(Arc::from(owner));
+        self
     }
 
     fn lock(&self) -> MutexGuard<'_, Connection> {
@@ -149,6 +162,7 @@ impl Store {
             tx,
             pending: Vec::new(),
             seqs: HashMap::new(),
+            owner: self.owner.clone(),
         };
         let value = f(&mut wrapped)?;
         let Tx { tx, pending, .. } = wrapped;
@@ -361,9 +375,26 @@ pub struct Tx<'c> {
     tx: Transaction<'c>,
     pending: Vec<BattleEvent>,
     seqs: HashMap<String, u64>,
+    owner: Option<Arc<str>>,
 }
 
 impl Tx<'_> {
+    /// Fails with `Conflict` when another process holds the battle's lease
+    /// now (see [`Store::acting_as`]); a driver's writes of a contestant's
+    /// output start with it.
+    pub fn require_lease(&self, battle_id: &str) -> Result<()> {
+        let Some(owner) = &self.owner else {
+            return Ok(());
+        };
+        match rows::lease(&self.tx, battle_id)? {
+            Some(lease) if lease.owner != **owner => Err(Error::Conflict(format!(
+                "battle {battle_id} is now driven by process {} on {}; this process writes nothing more to it",
+                lease.pid, lease.host
+            ))),
+            _ => Ok(()),
+        }
+    }
+
     pub fn conn(&self) -> &Connection {
         &self.tx
     }
@@ -464,6 +495,7 @@ impl Tx<'_> {
         error: Option<&str>,
         at: DateTime<Utc>,
     ) -> Result<bool> {
+        self.require_lease(&c.battle_id)?;
         let attempts_inc = i64::from(to == ContestantStatus::Running);
         let finished_at = to.is_terminal().then(|| ms(at));
         let changed = self.tx.execute(
@@ -511,6 +543,7 @@ impl Tx<'_> {
         bench: &crate::battle::Benchmark,
         at: DateTime<Utc>,
     ) -> Result<bool> {
+        self.require_lease(&c.battle_id)?;
         let changed = self.tx.execute(
             "UPDATE contestants SET status = ?1, error = ?2, finished_at = ?3, output = ?4,
                 reasoning = ?5, truncated = ?6, duration_ms = ?7, ttft_ms = ?8, prompt_tokens = ?9,
@@ -565,6 +598,7 @@ impl Tx<'_> {
         path: &Path,
         at: DateTime<Utc>,
     ) -> Result<()> {
+        self.require_lease(&c.battle_id)?;
         let text = path.to_string_lossy();
         self.tx.execute(
             "UPDATE contestants SET result_path = ?1 WHERE id = ?2",
@@ -602,6 +636,7 @@ impl Tx<'_> {
         status: BattleStatus,
         at: DateTime<Utc>,
     ) -> Result<bool> {
+        self.require_lease(battle_id)?;
         let changed = self.tx.execute(
             "UPDATE battles SET status = ?1, finished_at = ?2 WHERE id = ?3 AND status = 'running'",
             params![status.as_str(), ms(at), battle_id],
@@ -763,6 +798,7 @@ impl Tx<'_> {
         round: &Round,
         at: DateTime<Utc>,
     ) -> Result<()> {
+        self.require_lease(battle_id)?;
         self.tx.execute(
             "UPDATE rounds SET status = ?1, output = ?2, error = ?3, diff_stats = ?4, check_result = ?5,
                 duration_ms = ?6, result_path = ?7, finished_at = ?8 WHERE id = ?9",
@@ -959,6 +995,7 @@ impl Tx<'_> {
         reason: Option<&str>,
         at: DateTime<Utc>,
     ) -> Result<()> {
+        self.require_lease(battle_id)?;
         let changed = self.tx.execute(
             "UPDATE contestants SET waiting = ?1
              WHERE id = ?2 AND status = 'queued' AND waiting IS NOT ?1",
