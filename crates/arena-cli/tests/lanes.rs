@@ -44,14 +44,19 @@ async fn wait_for_battle(
     ready: impl Fn(&Value) -> bool,
 ) -> Value {
     let deadline = Instant::now() + Duration::from_secs(20);
+    let mut seen = Value::Null;
     loop {
-        assert!(Instant::now() < deadline, "timed out waiting: {what}");
+        assert!(
+            Instant::now() < deadline,
+            "timed out waiting: {what}; last seen: {seen:#}"
+        );
         let list = s.arena(&["battle", "list", "--json"]).await;
         if let Ok(Value::Array(list)) = serde_json::from_slice::<Value>(&list.stdout) {
             if let Some(b) = list.iter().find(|b| b["prompt"] == prompt) {
                 if ready(b) {
                     return b.clone();
                 }
+                seen = b.clone();
             }
         }
         tokio::time::sleep(Duration::from_millis(30)).await;

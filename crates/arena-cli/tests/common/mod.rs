@@ -41,7 +41,7 @@ lane = "cloud"
 
 [limits]
 backoff_base_ms = 20
-stall_timeout_secs = 2
+stall_timeout_secs = 30
 "#,
                 local.base_url(),
                 cloud.base_url()
