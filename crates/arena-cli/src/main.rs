@@ -95,9 +95,16 @@ enum BattleCommand {
     /// Cancel a battle, or one contestant of it.
     Cancel {
         id: String,
-        /// Cancel only this contestant (id, id prefix, or 1-based position).
+        /// Cancel only this contestant (id, id prefix, or 1-based position);
+        /// of a finished battle, its running refine round.
         #[arg(long)]
         contestant: Option<String>,
+        /// Stop the battle's running analysis.
+        #[arg(long, conflicts_with_all = ["contestant", "cross_exam"])]
+        analysis: bool,
+        /// Stop the battle's running cross-examinations.
+        #[arg(long, conflicts_with = "contestant")]
+        cross_exam: bool,
         #[command(flatten)]
         json: JsonFlag,
     },
@@ -432,16 +439,35 @@ async fn battle(engine: &Engine, command: BattleCommand) -> Result<(), Error> {
         BattleCommand::Cancel {
             id,
             contestant,
+            analysis,
+            cross_exam,
             json,
         } => {
+            use arena_core::store::Work;
             let id = resolve_battle(engine, &id)?;
-            let battle = match contestant {
-                Some(c) => {
-                    let b = engine.battle(&id).await?;
+            let b = engine.battle(&id).await?;
+            let work = match (&contestant, analysis, cross_exam) {
+                (None, true, _) => Some((Work::Analysis, None)),
+                (None, _, true) => Some((Work::CrossExamination, None)),
+                // A finished battle's contestant can only be refining.
+                (Some(c), ..) if b.status.is_terminal() => {
+                    Some((Work::Round, Some(resolve_contestant(&b, c)?)))
+                }
+                _ => None,
+            };
+            let battle = match (work, contestant) {
+                (Some((work, cid)), _) => {
+                    let stopped = engine.cancel_work(&id, work, cid.as_deref()).await?;
+                    if !json.json {
+                        println!("{}", view::cancelled_work_text(work, stopped));
+                    }
+                    b
+                }
+                (None, Some(c)) => {
                     let cid = resolve_contestant(&b, &c)?;
                     engine.cancel_contestant(&id, &cid).await?
                 }
-                None => engine.cancel_battle(&id).await?,
+                (None, None) => engine.cancel_battle(&id).await?,
             };
             show(engine, &battle.id, json.json, false).await?;
         }

@@ -299,6 +299,21 @@ pub fn battle_text(b: &Battle, analysis: Option<&Analysis>, with_output: bool) -
     out
 }
 
+/// What `battle cancel --analysis|--cross-exam|--contestant` stopped.
+pub fn cancelled_work_text(work: arena_core::store::Work, stopped: usize) -> String {
+    use arena_core::store::Work;
+    let what = match work {
+        Work::Analysis => "analysis",
+        Work::CrossExamination => "cross-examination",
+        Work::Round => "refine round",
+    };
+    match stopped {
+        0 => format!("No {what} was running."),
+        1 => format!("Cancelled the running {what}."),
+        n => format!("Cancelled {n} running {what}s."),
+    }
+}
+
 /// One piece of work a stopped process left running, as `battle resume` reports it.
 pub fn recovered_text(r: &arena_core::Recovered) -> String {
     use arena_core::store::Work;

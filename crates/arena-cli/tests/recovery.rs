@@ -1,4 +1,5 @@
-//! Crashes never leave work stuck: an `arena` process SIGKILLed while it
+//! Analyses and cross-examinations can be cancelled from any process, and
+//! crashes never leave work stuck: an `arena` process SIGKILLed while it
 //! judges a battle, or while it cross-examines one, leaves that work
 //! `running` in the database; `arena battle resume` then finds it, marks it
 //! failed with a clear reason and judges the battle again.
@@ -136,4 +137,77 @@ async fn a_cross_examination_killed_half_way_is_marked_failed_with_the_reason() 
         x["error"].as_str().unwrap_or("").contains("interrupted"),
         "{x:#}"
     );
+}
+
+/// Cancelling work another process runs: the request is recorded, and that
+/// process stops it within a quarter of a second.
+async fn cancel_from_another_process(s: &Setup, id: &str, running: Child, flag: &str) -> Value {
+    let started = Instant::now();
+    let out = s.arena(&["battle", "cancel", id, flag]).await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("Cancelled the running"), "{text}");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "took {:?}",
+        started.elapsed()
+    );
+    let out = tokio::task::spawn_blocking(move || running.wait_with_output().unwrap())
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    s.json(&["battle", "show", id, "--json"]).await
+}
+
+#[tokio::test]
+async fn an_analysis_and_a_cross_examination_can_be_cancelled_from_another_process() {
+    let s = Setup::new().await;
+    let id = finished_battle(&s).await;
+    s.local.set_model("judge", judge(5.0));
+    let analyze = s
+        .command(&["battle", "analyze", &id, "--model", "judge", "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    while s.local.requests_for("judge").is_empty() {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let shown = cancel_from_another_process(&s, &id, analyze, "--analysis").await;
+    assert_eq!(shown["analysis"]["status"], "error", "{shown:#}");
+    assert_eq!(shown["analysis"]["error"], "cancelled by the user");
+
+    s.local
+        .set_model("examiner", ModelScript::tokens(400).rate(20.0));
+    let examine = s
+        .command(&[
+            "battle",
+            "cross-examine",
+            &id,
+            "-c",
+            "debugger@examiner",
+            "--json",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    while s.local.requests_for("examiner").is_empty() {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let shown = cancel_from_another_process(&s, &id, examine, "--cross-exam").await;
+    let x = &shown["cross_examinations"][0];
+    assert_eq!(x["status"], "error", "{x:#}");
+    assert_eq!(x["error"], "cancelled by the user");
+    // Nothing left to cancel.
+    let out = s.arena(&["battle", "cancel", &id, "--analysis"]).await;
+    assert!(String::from_utf8_lossy(&out.stdout).contains("No analysis was running"));
 }

@@ -86,6 +86,9 @@ pub enum Error {
     Git(String),
     #[error("background task failed: {0}")]
     Task(String),
+    /// Stopped at the user's request.
+    #[error("cancelled by the user")]
+    Cancelled,
     #[error(transparent)]
     Keychain(#[from] crate::keychain::KeychainError),
 }
@@ -106,6 +109,7 @@ impl Error {
             Error::Json(_) => "json",
             Error::Git(_) => "git",
             Error::Task(_) => "internal",
+            Error::Cancelled => "cancelled",
             Error::Keychain(_) => "keychain",
         }
     }

@@ -7,6 +7,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
+use std::time::Duration;
 
 use arena_core::battle::{
     BattleRequest, BattleStatus, BattleType, ContestantSpec, ContestantStatus,
@@ -606,4 +607,44 @@ echo inside > INSIDE.md && git add INSIDE.md && git commit -qm inside && echo "c
     let output = b.contestants[0].output.clone().unwrap_or_default();
     assert!(output.contains("ESCAPED write-outside"), "{output}");
     assert!(outside.path().join("escaped").exists());
+}
+
+/// A running refine round stops when cancelled (from any process: the
+/// request goes through the database), and ends `cancelled`.
+#[tokio::test]
+async fn a_refine_round_can_be_cancelled() {
+    let h = Harness::new().await;
+    let project = repo();
+    h.local.set_model("coder", edit_turns("a.txt", "a\n"));
+    h.local.set_model("other", edit_turns("b.txt", "b\n"));
+    let b = coding(&h, project.path(), &["native@coder", "native@other"], None).await;
+    assert_eq!(b.status, BattleStatus::Done);
+    // The refine round's model answers slowly.
+    h.local
+        .set_model("coder", ModelScript::tokens(400).rate(20.0));
+    let c = b.contestants[0].id.clone();
+    let refine = {
+        let (engine, bid, cid) = (h.engine.clone(), b.id.clone(), c.clone());
+        tokio::spawn(async move { engine.refine(&bid, &cid, "Slower, please.").await })
+    };
+    while !h
+        .local
+        .requests_for("coder")
+        .iter()
+        .any(|r| r.body.to_string().contains("The reviewer's feedback"))
+    {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let other = h.second_engine();
+    let stopped = other
+        .cancel_work(&b.id, arena_core::store::Work::Round, Some(&c))
+        .await
+        .unwrap();
+    assert_eq!(stopped, 1);
+    let round = tokio::time::timeout(Duration::from_secs(5), refine)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_eq!(round.status, Some(ContestantStatus::Cancelled), "{round:?}");
 }

@@ -22,6 +22,7 @@ use crate::store::Work;
 
 use super::lane::{self, LaneSlot};
 use super::Engine;
+use tokio_util::sync::CancellationToken;
 
 /// How often streamed analysis text is flushed as an event.
 const FLUSH_EVERY: Duration = Duration::from_millis(100);
@@ -30,6 +31,8 @@ const FLUSH_EVERY: Duration = Duration::from_millis(100);
 struct Stage<'a> {
     battle_id: &'a str,
     kind: StageKind<'a>,
+    /// Cancelled when the user stops the analysis or cross-examination.
+    token: &'a CancellationToken,
 }
 
 enum StageKind<'a> {
@@ -79,6 +82,21 @@ async fn take_lane(
 /// One streamed completion with retries and a stall timeout, in its turn on
 /// the model's lane; its text goes to the battle's event stream as it arrives.
 async fn call(
+    engine: &Engine,
+    target: &Resolved,
+    req: &ChatRequest,
+    stage: &Stage<'_>,
+    position: u32,
+) -> Result<String> {
+    // Cancelled, the call (and its wait for the lane) is dropped.
+    tokio::select! {
+        biased;
+        _ = stage.token.cancelled() => Err(Error::Cancelled),
+        text = call_in_turn(engine, target, req, stage, position) => text,
+    }
+}
+
+async fn call_in_turn(
     engine: &Engine,
     target: &Resolved,
     req: &ChatRequest,
@@ -218,7 +236,11 @@ pub(super) async fn analyze(
         })
         .await?;
 
-    match judge(engine, &battle, &target, &mut a).await {
+    let token = CancellationToken::new();
+    let watch = engine.watch_work(Work::Analysis, &a.id, token.clone());
+    let judged = judge(engine, &battle, &target, &mut a, &token).await;
+    drop(watch);
+    match judged {
         Ok(()) => a.status = AnalysisStatus::Done,
         Err(e) => {
             a.status = AnalysisStatus::Error;
@@ -270,6 +292,7 @@ async fn judge(
     battle: &Battle,
     target: &Resolved,
     a: &mut Analysis,
+    token: &CancellationToken,
 ) -> Result<()> {
     let survivors: Vec<_> = battle
         .contestants
@@ -299,6 +322,7 @@ async fn judge(
                     id: &analysis_id,
                     stage: format!("digest {}", c.id),
                 },
+                token,
             };
             let text = call(engine, target, &req, &stage, i as u32).await?;
             Ok::<_, Error>(Digest {
@@ -340,6 +364,7 @@ async fn judge(
                 id: &a.id,
                 stage: format!("judge {}", n + 1),
             },
+            token,
         };
         let raw = call(
             engine,
@@ -593,11 +618,16 @@ pub(super) async fn cross_examine(
         max_tokens: persona.max_tokens,
         no_prompt_cache: false,
     };
+    let token = CancellationToken::new();
+    let watch = engine.watch_work(Work::CrossExamination, &x.id, token.clone());
     let stage = Stage {
         battle_id: &battle.id,
         kind: StageKind::CrossExam { id: &x.id },
+        token: &token,
     };
-    match call(engine, &target, &req, &stage, 0).await {
+    let answered = call(engine, &target, &req, &stage, 0).await;
+    drop(watch);
+    match answered {
         Ok(text) => {
             x.verdict = cross_exam::parse_verdict(&text, &order);
             x.output = text;
@@ -705,6 +735,8 @@ async fn cross_examine_with_agent(
     let forward = {
         let (engine, battle_id, id) = (engine.clone(), battle.id.clone(), x.id.clone());
         tokio::spawn(async move {
+            // Only labels the text it records; nothing to cancel here.
+            let never = CancellationToken::new();
             let mut all = String::new();
             while let Some(first) = lines_rx.recv().await {
                 let mut batch = first;
@@ -717,6 +749,7 @@ async fn cross_examine_with_agent(
                 let stage = Stage {
                     battle_id: &battle_id,
                     kind: StageKind::CrossExam { id: &id },
+                    token: &never,
                 };
                 if let Err(e) = emit_text(&engine, &stage, batch).await {
                     tracing::warn!(error = %e, "could not record cross-examination output");
@@ -725,12 +758,18 @@ async fn cross_examine_with_agent(
             all
         })
     };
-    let token = tokio_util::sync::CancellationToken::new();
+    let token = CancellationToken::new();
+    let watch = engine.watch_work(Work::CrossExamination, &x.id, token.clone());
     let stage = Stage {
         battle_id: &battle.id,
         kind: StageKind::CrossExam { id: &x.id },
+        token: &token,
     };
-    let slot = take_lane(engine, &target, &battle.id, stage.holder(), 0).await;
+    let slot = tokio::select! {
+        biased;
+        _ = token.cancelled() => Err(Error::Cancelled),
+        slot = take_lane(engine, &target, &battle.id, stage.holder(), 0) => slot,
+    };
     let exit = match slot {
         Ok(_slot) => crate::agent::process::run(&launch, &token, |line| {
             if let crate::agent::process::Line::Stdout(l) = line {
@@ -742,8 +781,13 @@ async fn cross_examine_with_agent(
         Err(e) => Err(e.to_string()),
     };
     drop(lines_tx);
+    drop(watch);
     let output = forward.await?;
     match exit {
+        Ok(exit) if exit.cancelled => {
+            x.status = AnalysisStatus::Error;
+            x.error = Some(Error::Cancelled.to_string());
+        }
         Ok(exit) if exit.success() => {
             let order: Vec<String> = files.iter().map(|(id, _)| id.clone()).collect();
             x.verdict = cross_exam::parse_verdict(&output, &order);

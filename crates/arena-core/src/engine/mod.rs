@@ -39,6 +39,8 @@ const HEARTBEAT: Duration = Duration::from_millis(500);
 /// How often a subscriber re-reads the journal for events written by another process.
 const FOLLOW_POLL: Duration = Duration::from_millis(250);
 const DISCOVERY_TIMEOUT: Duration = Duration::from_secs(5);
+/// How often running work looks for a cancellation asked by another process.
+const WORK_POLL: Duration = Duration::from_millis(250);
 
 /// See [`Engine::judging`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,6 +74,25 @@ pub struct Recovered {
     pub battle_id: String,
     pub work: crate::store::Work,
     pub analysis: Option<Result<crate::analysis::Analysis>>,
+}
+
+/// Unregisters a piece of work when it ends (see [`Engine::watch_work`]).
+struct WorkGuard {
+    engine: Engine,
+    id: String,
+    poll: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for WorkGuard {
+    fn drop(&mut self) {
+        self.poll.abort();
+        self.engine
+            .inner
+            .work
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&self.id);
+    }
 }
 
 /// Everything needed to open an engine.
@@ -115,6 +136,8 @@ struct Inner {
     /// Battles this process is driving.
     live: Mutex<HashMap<String, Arc<Live>>>,
     lanes: lane::Lanes,
+    /// Analyses, cross-examinations and refine rounds running here, by id.
+    work: Mutex<HashMap<String, CancellationToken>>,
 }
 
 /// This process, as a lease holder.
@@ -188,6 +211,7 @@ impl Engine {
                 },
                 live: Mutex::new(HashMap::new()),
                 lanes: lane::Lanes::default(),
+                work: Mutex::new(HashMap::new()),
             }),
         })
     }
@@ -790,7 +814,9 @@ impl Engine {
         })
         .await?;
         let token = held.live.contestant_token(&c.id);
+        let watch = self.watch_work(crate::store::Work::Round, &round.id, token.clone());
         let done = coding::refine(self, &battle, &c, round, &previous, &token).await;
+        drop(watch);
         drop(held);
         done
     }
@@ -955,6 +981,78 @@ impl Engine {
             });
         }
         Ok(recovered)
+    }
+
+    /// Stops a battle's running analyses or cross-examinations, or a
+    /// contestant's running refine round, whichever process runs them: the
+    /// request is recorded, applied at once here and within a quarter of a
+    /// second elsewhere. Each ends as failed ("cancelled") — a refine round
+    /// as `cancelled`. Returns how many were running.
+    pub async fn cancel_work(
+        &self,
+        battle_id: &str,
+        work: crate::store::Work,
+        contestant_id: Option<&str>,
+    ) -> Result<usize> {
+        let (bid, cid) = (battle_id.to_string(), contestant_id.map(str::to_string));
+        let ids = self
+            .db(move |s| s.transact(|tx| tx.request_work_cancel(work, &bid, cid.as_deref())))
+            .await?;
+        {
+            let map = self.inner.work.lock().unwrap_or_else(|p| p.into_inner());
+            for id in &ids {
+                if let Some(token) = map.get(id) {
+                    token.cancel();
+                }
+            }
+        }
+        // Wait (a little) for them to end.
+        let deadline = tokio::time::Instant::now() + LEASE_TTL;
+        for id in &ids {
+            while tokio::time::Instant::now() < deadline {
+                let (id, w) = (id.clone(), work);
+                let running = self.db(move |s| s.work_running(w, &id)).await?;
+                if !running {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+        Ok(ids.len())
+    }
+
+    /// Registers a piece of work running here: `token` is cancelled when
+    /// [`Engine::cancel_work`] asks, from this process or another (polled).
+    fn watch_work(
+        &self,
+        work: crate::store::Work,
+        id: &str,
+        token: CancellationToken,
+    ) -> WorkGuard {
+        self.inner
+            .work
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(id.to_string(), token.clone());
+        let (engine, id2) = (self.clone(), id.to_string());
+        let poll = tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(WORK_POLL).await;
+                let id3 = id2.clone();
+                if let Ok(true) = engine
+                    .db(move |s| s.work_cancel_requested(work, &id3))
+                    .await
+                {
+                    token.cancel();
+                    return;
+                }
+            }
+        });
+        WorkGuard {
+            engine: self.clone(),
+            id: id.to_string(),
+            poll,
+        }
     }
 
     fn live(&self, battle_id: &str) -> Option<Arc<Live>> {

@@ -46,6 +46,7 @@ fn migrations() -> Migrations<'static> {
         M::up(include_str!("../../migrations/004_rounds.sql")),
         M::up(include_str!("../../migrations/005_lanes.sql")),
         M::up(include_str!("../../migrations/006_owners.sql")),
+        M::up(include_str!("../../migrations/007_work_cancel.sql")),
     ])
 }
 
@@ -305,6 +306,38 @@ impl Store {
 
     pub fn lease(&self, battle_id: &str) -> Result<Option<Lease>> {
         self.read(|c| rows::lease(c, battle_id))
+    }
+
+    /// Whether a piece of work is still running.
+    pub fn work_running(&self, work: Work, id: &str) -> Result<bool> {
+        self.read(|c| {
+            Ok(c.query_row(
+                &format!(
+                    "SELECT status = 'running' FROM {} WHERE id = ?1",
+                    work.table()
+                ),
+                [id],
+                |r| r.get(0),
+            )
+            .optional()?
+            .unwrap_or(false))
+        })
+    }
+
+    /// Whether a piece of work was asked to stop.
+    pub fn work_cancel_requested(&self, work: Work, id: &str) -> Result<bool> {
+        self.read(|c| {
+            Ok(c.query_row(
+                &format!(
+                    "SELECT cancel_requested FROM {} WHERE id = ?1",
+                    work.table()
+                ),
+                [id],
+                |r| r.get(0),
+            )
+            .optional()?
+            .unwrap_or(false))
+        })
     }
 
     /// A lane's tickets (holding and waiting) and its starts of the last
@@ -1012,6 +1045,40 @@ impl Tx<'_> {
             )?;
         }
         Ok(())
+    }
+
+    /// Asks every running piece of `work` of a battle (a refine round: of
+    /// `contestant_id`'s) to stop; returns their ids.
+    pub fn request_work_cancel(
+        &mut self,
+        work: Work,
+        battle_id: &str,
+        contestant_id: Option<&str>,
+    ) -> Result<Vec<String>> {
+        let filter = match work {
+            Work::Round => "contestant_id IN (SELECT id FROM contestants WHERE battle_id = ?1) AND contestant_id = COALESCE(?2, contestant_id)",
+            _ => "battle_id = ?1 AND ?2 IS NULL OR battle_id = ?1",
+        };
+        let ids = {
+            let mut stmt = self.tx.prepare(&format!(
+                "SELECT id FROM {} WHERE status = 'running' AND ({filter})",
+                work.table()
+            ))?;
+            let ids = stmt
+                .query_map(params![battle_id, contestant_id], |r| r.get(0))?
+                .collect::<rusqlite::Result<Vec<String>>>()?;
+            ids
+        };
+        for id in &ids {
+            self.tx.execute(
+                &format!(
+                    "UPDATE {} SET cancel_requested = 1 WHERE id = ?1",
+                    work.table()
+                ),
+                [id],
+            )?;
+        }
+        Ok(ids)
     }
 
     /// Records which process runs a piece of work (just inserted).
