@@ -47,6 +47,7 @@ fn export_into(dir: &Path) -> Result<(), ts_rs::ExportError> {
     SettingsDto::export_all(&cfg)?;
     SettingsUpdateDto::export_all(&cfg)?;
     DiffViewDto::export_all(&cfg)?;
+    WorkDto::export_all(&cfg)?;
     write_index(dir)?;
     Ok(())
 }

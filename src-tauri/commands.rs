@@ -19,6 +19,7 @@ use crate::dto::{
     AnalysisDto, AppInfo, ApplyResultDto, BackendDto, BattleDetailDto, BattleDto, BattleEventDto,
     BattleTypeDto, CrossExaminationDto, DiffViewDto, PersonasDto, ProviderModelsDto,
     ProviderSettingsDto, RoundDto, SettingsDto, SettingsUpdateDto, StandingDto, StartBattleRequest,
+    WorkDto,
 };
 use crate::error::Error;
 use crate::events;
@@ -123,6 +124,23 @@ pub async fn cancel_contestant(
         .cancel_contestant(&battle_id, &contestant_id)
         .await?;
     Ok(BattleDto::from(&battle))
+}
+
+/// Stops a battle's running analysis or cross-examinations, or (with
+/// `contestantId`) that contestant's running refine round, whichever
+/// process runs them; returns how many were running.
+#[tauri::command]
+pub async fn cancel_work(
+    state: State<'_, AppState>,
+    battle_id: String,
+    work: WorkDto,
+    contestant_id: Option<String>,
+) -> Result<u32, Error> {
+    let stopped = state
+        .engine()?
+        .cancel_work(&battle_id, work.into(), contestant_id.as_deref())
+        .await?;
+    Ok(u32::try_from(stopped).unwrap_or(u32::MAX))
 }
 
 /// Sets the user's winner (it overrides the analysis), or clears that

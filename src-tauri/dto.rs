@@ -80,6 +80,10 @@ wire_enum!(
     OutcomeDto from core::analysis::Outcome { Winner, NoClearWinner, JudgeError, Walkover }
 );
 wire_enum!(
+    /// Work that runs after (or beside) a battle and can be cancelled.
+    WorkDto from core::store::Work { Analysis, CrossExamination, Round }
+);
+wire_enum!(
     /// The API dialect a provider speaks.
     ProviderKindDto from core::config::ProviderKind { Openai, Anthropic }
 );

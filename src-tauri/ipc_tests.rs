@@ -534,6 +534,19 @@ fn coding_diffs_folders_and_settings_through_ipc() {
         .expect_err("unknown battle");
     assert_eq!(err["code"], "not_found", "{err}");
 
+    // Cancelling work: nothing is running, so nothing stops; an unknown
+    // kind of work is refused.
+    let stopped = app.ok(
+        "cancel_work",
+        json!({"battleId": battle_id, "work": "analysis", "contestantId": null}),
+    );
+    assert_eq!(stopped, json!(0));
+    app.invoke(
+        "cancel_work",
+        json!({"battleId": battle_id, "work": "lunch", "contestantId": null}),
+    )
+    .expect_err("unknown work");
+
     // Settings: invalid input is refused, naming the field, file untouched.
     let provider = |kind: &str, base_url: &str| {
         json!({"name": "scripted", "kind": kind, "baseUrl": base_url, "lane": "cloud",

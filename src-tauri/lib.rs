@@ -71,6 +71,7 @@ pub fn app_builder<R: tauri::Runtime>(builder: tauri::Builder<R>) -> tauri::Buil
             commands::start_battle,
             commands::cancel_battle,
             commands::cancel_contestant,
+            commands::cancel_work,
             commands::set_winner,
             commands::analyze,
             commands::cross_examine,

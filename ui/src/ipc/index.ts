@@ -26,6 +26,7 @@ import type {
   SettingsUpdateDto,
   StandingDto,
   StartBattleRequest,
+  WorkDto,
 } from './bindings';
 import { CLIENT_ERROR_CODES, IpcError, toIpcError } from './errors';
 
@@ -76,6 +77,18 @@ export function cancelBattle(id: string): Promise<BattleDto> {
 /** Cancels one contestant; the rest of the battle goes on. */
 export function cancelContestant(battleId: string, contestantId: string): Promise<BattleDto> {
   return call<BattleDto>('cancel_contestant', { battleId, contestantId });
+}
+
+/**
+ * Stops a battle's running analysis or cross-examinations, or (with a
+ * contestant) its running refine round; resolves to how many were running.
+ */
+export function cancelWork(
+  battleId: string,
+  work: WorkDto,
+  contestantId: string | null = null,
+): Promise<number> {
+  return call<number>('cancel_work', { battleId, work, contestantId });
 }
 
 /** Sets the user's winner, or clears that choice with `null` (the analysis's applies). */

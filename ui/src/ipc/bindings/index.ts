@@ -41,3 +41,4 @@ export type * from './StartBattleRequest';
 export type * from './VerdictDto';
 export type * from './WinnerDto';
 export type * from './WinnerSourceDto';
+export type * from './WorkDto';
