@@ -4,12 +4,10 @@
 
 mod common;
 
-use std::sync::Arc;
-
 use arena_core::analysis::{AnalysisStatus, Outcome};
 use arena_core::battle::{ContestantSpec, WinnerSource};
 use arena_core::config::Limits;
-use arena_core::{Battle, Engine, EngineOptions, Error};
+use arena_core::{Battle, Error};
 use arena_testserver::{Fault, ModelScript};
 use common::*;
 use serde_json::Value;
@@ -85,15 +83,10 @@ fn judge_script(kind: Judge) -> ModelScript {
 async fn harness(judge: Judge) -> Harness {
     let mut h = Harness::new().await;
     h.cloud.set_model("judge", judge_script(judge));
-    let mut config = arena_core::config::Config::clone(&h.engine.config());
-    config.default_model = Some("judge".into());
-    config.limits = Limits { ..fast_limits() };
-    h.engine = Engine::open(EngineOptions {
-        data_dir: h.data.path().to_path_buf(),
-        config,
-        clock: Arc::new(arena_core::clock::SystemClock),
-    })
-    .unwrap();
+    h.reconfigure(|config| {
+        config.default_model = Some("judge".into());
+        config.limits = Limits { ..fast_limits() };
+    });
     h
 }
 
@@ -336,14 +329,7 @@ async fn a_refused_read_only_cross_examination_leaves_nothing_behind() {
     // Without the agent sandbox, agents that have no read-only mode of
     // their own cannot be made read-only: refused (fail closed).
     let mut h = harness(Judge::Consistent).await;
-    let mut config = arena_core::config::Config::clone(&h.engine.config());
-    config.limits.sandbox = arena_core::config::SandboxMode::Off;
-    h.engine = Engine::open(EngineOptions {
-        data_dir: h.data.path().to_path_buf(),
-        config,
-        clock: Arc::new(arena_core::clock::SystemClock),
-    })
-    .unwrap();
+    h.reconfigure(|config| config.limits.sandbox = arena_core::config::SandboxMode::Off);
     let b = battle(&h, "The BEST answer.", "Meh.").await;
     let events_before = h
         .engine

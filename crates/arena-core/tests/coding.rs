@@ -6,14 +6,13 @@ mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::Arc;
 use std::time::Duration;
 
 use arena_core::battle::{
     BattleRequest, BattleStatus, BattleType, ContestantSpec, ContestantStatus,
 };
 use arena_core::config::CustomBackend;
-use arena_core::{Battle, Engine, EngineOptions};
+use arena_core::Battle;
 use arena_testserver::{ModelScript, ToolCall, Turn};
 use common::*;
 use serde_json::json;
@@ -65,17 +64,12 @@ fn with_fake_backend(h: &mut Harness, args: &[&str]) {
 
 /// The harness engine, with a `fake` command backend running `command`.
 fn with_backend(h: &mut Harness, command: Vec<String>) {
-    let mut config = arena_core::config::Config::clone(&h.engine.config());
-    config.backends = vec![CustomBackend {
-        name: "fake".into(),
-        command,
-    }];
-    h.engine = Engine::open(EngineOptions {
-        data_dir: h.data.path().to_path_buf(),
-        config,
-        clock: Arc::new(arena_core::clock::SystemClock),
-    })
-    .unwrap();
+    h.reconfigure(|config| {
+        config.backends = vec![CustomBackend {
+            name: "fake".into(),
+            command,
+        }]
+    });
 }
 
 async fn coding(h: &Harness, project: &Path, contestants: &[&str], check: Option<&str>) -> Battle {
@@ -348,14 +342,7 @@ async fn the_judge_sees_diffs_and_check_results() {
         "judge",
         ModelScript::respond_with(|_| r#"{"winner": "A"}"#.into()),
     );
-    let mut config = arena_core::config::Config::clone(&h.engine.config());
-    config.default_model = Some("judge".into());
-    h.engine = Engine::open(EngineOptions {
-        data_dir: h.data.path().to_path_buf(),
-        config,
-        clock: Arc::new(arena_core::clock::SystemClock),
-    })
-    .unwrap();
+    h.reconfigure(|config| config.default_model = Some("judge".into()));
     let project = repo();
     h.local
         .set_model("coder-a", edit_turns("a.txt", "from a\n"));
@@ -595,14 +582,7 @@ echo inside > INSIDE.md && git add INSIDE.md && git commit -qm inside && echo "c
 
     // With `sandbox = "off"` the same agent gets out (which the test above
     // would have caught).
-    let mut config = arena_core::config::Config::clone(&h.engine.config());
-    config.limits.sandbox = arena_core::config::SandboxMode::Off;
-    h.engine = Engine::open(EngineOptions {
-        data_dir: h.data.path().to_path_buf(),
-        config,
-        clock: Arc::new(arena_core::clock::SystemClock),
-    })
-    .unwrap();
+    h.reconfigure(|config| config.limits.sandbox = arena_core::config::SandboxMode::Off);
     let b = coding(&h, project.path(), &["fake@m1", "fake@m2"], None).await;
     let output = b.contestants[0].output.clone().unwrap_or_default();
     assert!(output.contains("ESCAPED write-outside"), "{output}");

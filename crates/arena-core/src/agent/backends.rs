@@ -406,6 +406,21 @@ mod tests {
 
     const KEY: &str = "sk-arena-test-0123456789";
 
+    /// `backend`'s plan for model `m`, task `x`, in `/w` with scratch `/s`,
+    /// served by an endpoint of `kind`.
+    fn plan_on(backend: &str, kind: ProviderKind) -> Plan {
+        plan(
+            backend,
+            None,
+            "m",
+            "x",
+            Path::new("/w"),
+            Path::new("/s"),
+            Some(&ep(kind)),
+        )
+        .unwrap()
+    }
+
     #[test]
     fn keys_reach_agents_only_through_their_environment() {
         for (backend, kind) in [
@@ -415,17 +430,7 @@ mod tests {
             ("qwen", ProviderKind::Openai),
             ("aider", ProviderKind::Openai),
         ] {
-            let e = ep(kind);
-            let p = plan(
-                backend,
-                None,
-                "m",
-                "x",
-                Path::new("/w"),
-                Path::new("/s"),
-                Some(&e),
-            )
-            .unwrap();
+            let (e, p) = (ep(kind), plan_on(backend, kind));
             assert!(
                 p.env.iter().any(|(_, v)| v == KEY),
                 "{backend}: the key is in its environment"
@@ -450,27 +455,9 @@ mod tests {
             }
         }
         // OpenCode reads it from its environment by name.
-        let p = plan(
-            "opencode",
-            None,
-            "m",
-            "x",
-            Path::new("/w"),
-            Path::new("/s"),
-            Some(&ep(ProviderKind::Openai)),
-        )
-        .unwrap();
+        let p = plan_on("opencode", ProviderKind::Openai);
         assert!(p.files[0].1.contains("{env:ARENA_OPENCODE_API_KEY}"));
-        let aider = plan(
-            "aider",
-            None,
-            "m",
-            "x",
-            Path::new("/w"),
-            Path::new("/s"),
-            Some(&ep(ProviderKind::Openai)),
-        )
-        .unwrap();
+        let aider = plan_on("aider", ProviderKind::Openai);
         assert!(aider
             .env
             .contains(&("OPENAI_API_BASE".into(), "http://127.0.0.1:9/v1".into())));
@@ -524,16 +511,7 @@ mod tests {
             config.contains("wire_api = \"responses\"")
                 && config.contains("base_url = \"http://127.0.0.1:9/v1\"")
         );
-        let p = plan(
-            "opencode",
-            None,
-            "m",
-            "x",
-            Path::new("/w"),
-            Path::new("/s"),
-            Some(&ep(ProviderKind::Openai)),
-        )
-        .unwrap();
+        let p = plan_on("opencode", ProviderKind::Openai);
         assert!(p.args.contains(&"arena/m".to_string()));
         assert!(p.files[0].1.contains("@ai-sdk/openai-compatible"));
         // Without an Arena endpoint the agent keeps its own configuration.

@@ -75,6 +75,19 @@ impl Harness {
         }
     }
 
+    /// Reopens the engine over the same data dir with its configuration
+    /// changed by `change`.
+    pub fn reconfigure(&mut self, change: impl FnOnce(&mut Config)) {
+        let mut config = Config::clone(&self.engine.config());
+        change(&mut config);
+        self.engine = Engine::open(EngineOptions {
+            data_dir: self.data.path().to_path_buf(),
+            config,
+            clock: Arc::new(SystemClock),
+        })
+        .expect("engine");
+    }
+
     /// Another engine (as another process would be) over the same data dir.
     pub fn second_engine(&self) -> Engine {
         Engine::open(EngineOptions {
