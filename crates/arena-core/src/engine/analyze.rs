@@ -64,10 +64,10 @@ async fn take_lane(
     position: u32,
 ) -> Result<LaneSlot> {
     let want = lane::Want {
-        provider: &target.provider,
-        model: &target.model,
+        provider: target.provider.clone(),
+        model: target.model.clone(),
         holder,
-        battle_id: Some(battle_id),
+        battle_id: Some(battle_id.to_string()),
         contestant_id: None,
         ready_at: engine.now(),
         position,

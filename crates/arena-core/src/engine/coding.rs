@@ -868,15 +868,15 @@ pub(super) async fn refine(
     })?;
     let prompt = refine_prompt(&battle.prompt, previous, &round.feedback);
     let want = lane::Want {
-        provider: &c.provider,
-        model: &c.model,
+        provider: c.provider.clone(),
+        model: c.model.clone(),
         holder: format!(
             "{}, contestant {} (refine round {})",
             lane::battle_name(&battle.id),
             c.position + 1,
             round.number
         ),
-        battle_id: Some(&battle.id),
+        battle_id: Some(battle.id.clone()),
         contestant_id: None,
         ready_at: engine.now(),
         position: c.position,

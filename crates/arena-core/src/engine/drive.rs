@@ -167,11 +167,14 @@ async fn schedule(engine: &Engine, battle: &Battle, live: &Arc<Live>) -> Result<
                 c.status == ContestantStatus::Queued && !in_flight.values().any(|id| id == &c.id)
             })
             .collect();
+        // They join their lanes' queues in roster order before any of them
+        // can be served, so a battle's contestants go in that order.
         for c in waiting {
             let token = live.contestant_token(&c.id);
+            let place = lane::join(engine, want(battle, &c, ready_at)).await;
             let (engine, battle, id) = (engine.clone(), battle.clone(), c.id.clone());
             let handle = running.spawn(async move {
-                take_part(&engine, &battle, c, token, ready_at).await;
+                take_part(&engine, &battle, c, token, place).await;
             });
             in_flight.insert(handle.id(), id);
         }
@@ -197,31 +200,39 @@ async fn schedule(engine: &Engine, battle: &Battle, live: &Arc<Live>) -> Result<
     }
 }
 
-/// One contestant's part: wait for its lane (`queued`, with the reason
-/// shown), then run (`running`) while holding it. Cancelled while waiting,
-/// it never starts.
-async fn take_part(
-    engine: &Engine,
-    battle: &Battle,
-    mut c: Contestant,
-    token: CancellationToken,
-    ready_at: chrono::DateTime<chrono::Utc>,
-) {
-    use ContestantStatus::{Cancelled, Queued, Running};
-    let want = lane::Want {
-        provider: &c.provider,
-        model: &c.model,
+/// What a contestant asks of its lane.
+fn want(battle: &Battle, c: &Contestant, ready_at: chrono::DateTime<chrono::Utc>) -> lane::Want {
+    lane::Want {
+        provider: c.provider.clone(),
+        model: c.model.clone(),
         holder: format!(
             "{}, contestant {}",
             lane::battle_name(&battle.id),
             c.position + 1
         ),
-        battle_id: Some(&battle.id),
-        contestant_id: Some(&c.id),
+        battle_id: Some(battle.id.clone()),
+        contestant_id: Some(c.id.clone()),
         ready_at,
         position: c.position,
+    }
+}
+
+/// One contestant's part: wait for its turn at its place in the lane's
+/// queue (`queued`, with the reason shown), then run (`running`) while
+/// holding the slot. Cancelled while waiting, it never starts.
+async fn take_part(
+    engine: &Engine,
+    battle: &Battle,
+    mut c: Contestant,
+    token: CancellationToken,
+    place: Result<lane::Place>,
+) {
+    use ContestantStatus::{Cancelled, Queued, Running};
+    let waited = match place {
+        Ok(place) => place.turn(engine, &token).await,
+        Err(e) => Err(e),
     };
-    let slot = match lane::take(engine, want, &token).await {
+    let slot = match waited {
         Ok(Some(slot)) => slot,
         // Cancelled while waiting: it never starts.
         Ok(None) => {

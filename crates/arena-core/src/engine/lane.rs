@@ -45,14 +45,14 @@ impl Lanes {
 }
 
 /// Who wants a lane, for what, and since when.
-pub(super) struct Want<'a> {
-    pub provider: &'a str,
-    pub model: &'a str,
+pub(super) struct Want {
+    pub provider: String,
+    pub model: String,
     /// How waiters elsewhere see it: "battle 1a2b3c4d, contestant 2".
     pub holder: String,
-    pub battle_id: Option<&'a str>,
+    pub battle_id: Option<String>,
     /// A contestant's waiting reason is recorded and announced.
-    pub contestant_id: Option<&'a str>,
+    pub contestant_id: Option<String>,
     /// When the work became ready; earlier goes first.
     pub ready_at: DateTime<Utc>,
     /// Breaks ties: the contestant's place in its battle.
@@ -79,6 +79,10 @@ impl LaneSlot {
             held: None,
             model_switched: false,
         }
+    }
+
+    fn ticket(&self) -> Option<i64> {
+        self.held.as_ref().map(|(_, _, ticket)| *ticket)
     }
 }
 
@@ -110,87 +114,120 @@ fn leave(engine: Engine, key: String, ticket: i64) {
 /// `token` was cancelled first (the ticket is given back).
 pub(super) async fn take(
     engine: &Engine,
-    want: Want<'_>,
+    want: Want,
     token: &CancellationToken,
 ) -> Result<Option<LaneSlot>> {
+    join(engine, want).await?.turn(engine, token).await
+}
+
+/// A place in a lane's queue, given back when dropped. Joining is apart
+/// from waiting so that a battle's contestants join in their roster order
+/// before any of them can be served.
+pub(super) struct Place {
+    /// `None`: the provider is not one of Arena's; no lane to wait for.
+    spec: Option<LaneSpec>,
+    want: Want,
+    ticket: LaneSlot,
+}
+
+/// Joins the queue of the lane that serves `want.provider`.
+pub(super) async fn join(engine: &Engine, want: Want) -> Result<Place> {
     let Some(spec) = engine
-        .provider(want.provider)
+        .provider(&want.provider)
         .map(|p| decisions::lane_of(&p.config))
     else {
-        return Ok(Some(LaneSlot::free()));
+        return Ok(Place {
+            spec: None,
+            want,
+            ticket: LaneSlot::free(),
+        });
     };
-    if token.is_cancelled() {
-        return Ok(None);
-    }
     start_renewing(engine);
-    let wake = engine.inner.lanes.wake(&spec.key);
-    let mut ticket = enqueue(engine, &spec, &want).await?;
-    // Gives the ticket back if this future is dropped or cancelled.
-    let mut guard = LaneSlot {
-        held: Some((engine.clone(), spec.key.clone(), ticket)),
-        model_switched: false,
-    };
-    let mut shown: Option<String> = None;
-    loop {
-        let notified = wake.notified();
-        tokio::pin!(notified);
-        notified.as_mut().enable();
-        let now = store::ms(engine.now());
-        let turn = match peek(engine, &spec, ticket, now).await? {
-            Peek::MayGo => match try_take(engine, &spec, ticket, want.model, now).await? {
-                TakeTurn::Granted { previous_model } => {
-                    guard.model_switched =
-                        spec.local && previous_model.is_some_and(|m| m != want.model);
-                    if let (Some(b), Some(c)) = (want.battle_id, want.contestant_id) {
-                        if shown.is_some() {
+    let ticket = enqueue(engine, &spec, &want).await?;
+    Ok(Place {
+        ticket: LaneSlot {
+            held: Some((engine.clone(), spec.key.clone(), ticket)),
+            model_switched: false,
+        },
+        spec: Some(spec),
+        want,
+    })
+}
+
+impl Place {
+    /// Waits for its turn: the slot when it comes, `None` when `token` was
+    /// cancelled first (the place is given back).
+    pub(super) async fn turn(
+        self,
+        engine: &Engine,
+        token: &CancellationToken,
+    ) -> Result<Option<LaneSlot>> {
+        let Place {
+            spec,
+            want,
+            ticket: mut guard,
+        } = self;
+        let (Some(spec), Some(mut ticket)) = (spec, guard.ticket()) else {
+            return Ok(Some(guard));
+        };
+        if token.is_cancelled() {
+            return Ok(None);
+        }
+        let wake = engine.inner.lanes.wake(&spec.key);
+        let shows = want.battle_id.as_deref().zip(want.contestant_id.as_deref());
+        let mut shown: Option<String> = None;
+        loop {
+            let notified = wake.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            let now = store::ms(engine.now());
+            let turn = match peek(engine, &spec, ticket, now).await? {
+                Peek::MayGo => match try_take(engine, &spec, ticket, &want.model, now).await? {
+                    TakeTurn::Granted { previous_model } => {
+                        guard.model_switched =
+                            spec.local && previous_model.is_some_and(|m| m != want.model);
+                        if let (Some((b, c)), Some(_)) = (shows, &shown) {
                             show_waiting(engine, b, c, None).await?;
                         }
+                        return Ok(Some(guard));
                     }
-                    return Ok(Some(guard));
+                    TakeTurn::Wait(turn) => turn,
+                    TakeTurn::Lost => {
+                        tracing::warn!(lane = %spec.key, "lane ticket expired while waiting; queueing again");
+                        guard.held = None;
+                        ticket = enqueue(engine, &spec, &want).await?;
+                        guard.held = Some((engine.clone(), spec.key.clone(), ticket));
+                        continue;
+                    }
+                },
+                Peek::Wait(turn) => turn,
+            };
+            let reason = decisions::waiting_reason(&spec, &turn, now);
+            if reason != shown {
+                if let Some((b, c)) = shows {
+                    show_waiting(engine, b, c, reason.as_deref()).await?;
                 }
-                TakeTurn::Wait(turn) => turn,
-                TakeTurn::Lost => {
-                    tracing::warn!(lane = %spec.key, "lane ticket expired while waiting; queueing again");
-                    guard.held = None;
-                    ticket = enqueue(engine, &spec, &want).await?;
-                    guard.held = Some((engine.clone(), spec.key.clone(), ticket));
-                    continue;
-                }
-            },
-            Peek::Wait(turn) => turn,
-        };
-        let reason = decisions::waiting_reason(&spec, &turn, now);
-        if reason != shown {
-            if let (Some(b), Some(c)) = (want.battle_id, want.contestant_id) {
-                show_waiting(engine, b, c, reason.as_deref()).await?;
+                tracing::debug!(lane = %spec.key, holder = %want.holder, reason = ?reason, "waiting for the lane");
+                shown = reason;
             }
-            tracing::debug!(lane = %spec.key, holder = %want.holder, reason = ?reason, "waiting for the lane");
-            shown = reason;
-        }
-        let poll = match turn {
-            Turn::Wait { ahead: 0, .. } => POLL_NEXT,
-            _ => POLL_BEHIND,
-        };
-        tokio::select! {
-            biased;
-            _ = token.cancelled() => return Ok(None),
-            _ = &mut notified => {}
-            _ = tokio::time::sleep(poll) => {}
+            let poll = match turn {
+                Turn::Wait { ahead: 0, .. } => POLL_NEXT,
+                _ => POLL_BEHIND,
+            };
+            tokio::select! {
+                biased;
+                _ = token.cancelled() => return Ok(None),
+                _ = &mut notified => {}
+                _ = tokio::time::sleep(poll) => {}
+            }
         }
     }
 }
 
-async fn enqueue(engine: &Engine, spec: &LaneSpec, want: &Want<'_>) -> Result<i64> {
+async fn enqueue(engine: &Engine, spec: &LaneSpec, want: &Want) -> Result<i64> {
     let lease = engine.lease_for_now();
-    let (lane, holder, model) = (
-        spec.key.clone(),
-        want.holder.clone(),
-        want.model.to_string(),
-    );
-    let (battle_id, contestant_id) = (
-        want.battle_id.map(str::to_string),
-        want.contestant_id.map(str::to_string),
-    );
+    let (lane, holder, model) = (spec.key.clone(), want.holder.clone(), want.model.clone());
+    let (battle_id, contestant_id) = (want.battle_id.clone(), want.contestant_id.clone());
     let (ready_at_ms, position) = (store::ms(want.ready_at), want.position);
     engine
         .db(move |s| {
