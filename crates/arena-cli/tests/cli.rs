@@ -705,6 +705,43 @@ fn fixture_path() -> String {
     )
 }
 
+/// `arena battle run --type coding --no-analysis --json` on `project`
+/// with these contestants, the stand-in agents first on `PATH` and `env`
+/// added; the battle's JSON (the run must succeed).
+async fn run_coding(
+    s: &Setup,
+    project: &Path,
+    contestants: &[&str],
+    env: &[(&str, &str)],
+) -> Value {
+    let mut args = vec![
+        "battle",
+        "run",
+        "--type",
+        "coding",
+        "--project",
+        project.to_str().unwrap(),
+        "--prompt",
+        "Say hi.",
+        "--no-analysis",
+        "--json",
+    ];
+    for c in contestants {
+        args.extend(["-c", c]);
+    }
+    let mut cmd = s.command(&args);
+    cmd.env("PATH", fixture_path()).envs(env.iter().copied());
+    let out = tokio::task::spawn_blocking(move || cmd.output().unwrap())
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 #[tokio::test]
 async fn an_agents_key_stays_in_its_environment_and_its_scratch_folder_is_private_and_removed() {
     const KEY: &str = "sk-arena-scratch-test-4f1c9e";
@@ -720,33 +757,13 @@ async fn an_agents_key_stays_in_its_environment_and_its_scratch_folder_is_privat
     std::fs::write(&config, text).unwrap();
     s.local.set_model("m", ModelScript::tokens(1));
     s.cloud.set_model("other", write_turns("x.txt", "x\n"));
-    let mut cmd = s.command(&[
-        "battle",
-        "run",
-        "--type",
-        "coding",
-        "--project",
-        project.to_str().unwrap(),
-        "--prompt",
-        "Say hi.",
-        "-c",
-        "opencode@m",
-        "-c",
-        "native@other",
-        "--no-analysis",
-        "--json",
-    ]);
-    cmd.env("PATH", fixture_path())
-        .env("ARENA_TEST_PROVIDER_KEY", KEY);
-    let out = tokio::task::spawn_blocking(move || cmd.output().unwrap())
-        .await
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let b: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let b = run_coding(
+        &s,
+        &project,
+        &["opencode@m", "native@other"],
+        &[("ARENA_TEST_PROVIDER_KEY", KEY)],
+    )
+    .await;
     let opencode = &b["contestants"][0];
     assert_eq!(opencode["status"], "done", "{opencode:#}");
     let output = opencode["output"].as_str().unwrap();
@@ -779,33 +796,7 @@ async fn the_goose_adapter_runs_goose_run_in_the_worktree() {
     let project = commit_project(&s);
     s.local.set_model("m", ModelScript::tokens(1));
     s.cloud.set_model("other", write_turns("x.txt", "x\n"));
-    let path = fixture_path();
-    let mut cmd = s.command(&[
-        "battle",
-        "run",
-        "--type",
-        "coding",
-        "--project",
-        project.to_str().unwrap(),
-        "--prompt",
-        "Say hi.",
-        "-c",
-        "goose@m",
-        "-c",
-        "native@other",
-        "--no-analysis",
-        "--json",
-    ]);
-    cmd.env("PATH", path);
-    let out = tokio::task::spawn_blocking(move || cmd.output().unwrap())
-        .await
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let b: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let b = run_coding(&s, &project, &["goose@m", "native@other"], &[]).await;
     let goose = &b["contestants"][0];
     assert_eq!(goose["status"], "done", "{goose:#}");
     assert!(goose["output"].as_str().unwrap().contains("goose model: m"));
