@@ -184,34 +184,48 @@ impl Prepared {
 }
 
 /// The folders a program needs beyond the system's: its own installation
-/// (for a script, its interpreter's too). `bin/x` gives its parent folder
-/// (a virtualenv, a prefix); a file in a `node_modules` tree gives the
-/// folder holding `node_modules`.
+/// (for a script, its interpreter's too). The folder it is found in (a
+/// `bin` on `PATH`, often a folder of links); for the file a link leads to,
+/// or an interpreter, the folder above its `bin` (a virtualenv, a prefix);
+/// for a file in a `node_modules` tree, the folder holding `node_modules`.
 pub fn installation(program: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut add = |p: &Path| {
-        let root = p
-            .ancestors()
-            .find(|a| a.file_name().is_some_and(|n| n == "node_modules"))
-            .and_then(Path::parent)
-            .or_else(|| p.parent().and_then(Path::parent));
-        if let Some(root) = root {
-            if root != Path::new("/") && !out.iter().any(|o: &PathBuf| o == root) {
+    let mut out: Vec<PathBuf> = Vec::new();
+    let mut add = |root: Option<&Path>| {
+        if let Some(root) = root.filter(|r| *r != Path::new("/")) {
+            if !out.iter().any(|o| o == root) {
                 out.push(root.to_path_buf());
             }
         }
     };
-    add(program);
+    let node_root = |p: &Path| {
+        p.ancestors()
+            .find(|a| a.file_name().is_some_and(|n| n == "node_modules"))
+            .and_then(Path::parent)
+            .map(Path::to_path_buf)
+    };
+    let prefix = |p: &Path| {
+        node_root(p).or_else(|| p.parent().and_then(Path::parent).map(Path::to_path_buf))
+    };
+    add(node_root(program).as_deref().or(program.parent()));
     if let Ok(real) = program.canonicalize() {
-        add(&real);
+        add(prefix(&real).as_deref());
         if let Some(interpreter) = shebang(&real) {
-            add(&interpreter);
+            add(prefix(&interpreter).as_deref());
             if let Ok(real) = interpreter.canonicalize() {
-                add(&real);
+                add(prefix(&real).as_deref());
             }
         }
     }
     out
+}
+
+/// Leaves out of `read` what would open too much: the file system's root,
+/// the user's home itself, and any folder holding Arena's data directory
+/// (a `PATH` entry or an installation in the wrong place).
+pub fn without_private(read: Vec<PathBuf>, data_dir: &Path, home: Option<&Path>) -> Vec<PathBuf> {
+    read.into_iter()
+        .filter(|p| p != Path::new("/") && Some(p.as_path()) != home && !data_dir.starts_with(p))
+        .collect()
 }
 
 /// The interpreter named by a script's `#!` line (not `env`).
@@ -261,4 +275,52 @@ pub fn path_dirs() -> Vec<PathBuf> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nothing_private_is_opened_for_reading() {
+        let read = vec![
+            PathBuf::from("/"),
+            PathBuf::from("/home/u"),
+            PathBuf::from("/home/u/.local"),
+            PathBuf::from("/home/u/.local/bin"),
+            PathBuf::from("/opt/tools"),
+        ];
+        let kept = without_private(
+            read,
+            Path::new("/home/u/.local/share/dev.arena.desktop"),
+            Some(Path::new("/home/u")),
+        );
+        assert_eq!(
+            kept,
+            vec![
+                PathBuf::from("/home/u/.local/bin"),
+                PathBuf::from("/opt/tools")
+            ]
+        );
+    }
+
+    #[test]
+    fn a_program_gives_its_folder_and_what_its_links_lead_to() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let venv = root.join("share/venvs/tool");
+        std::fs::create_dir_all(venv.join("bin")).unwrap();
+        std::fs::create_dir_all(root.join("bin")).unwrap();
+        std::fs::write(venv.join("bin/tool"), "#!/bin/sh\n").unwrap();
+        #[cfg(unix)]
+        std::os::unix::fs::symlink(venv.join("bin/tool"), root.join("bin/tool")).unwrap();
+        let found = installation(&root.join("bin/tool"));
+        // The folder of links and the virtualenv, not their common parent.
+        assert!(found.contains(&root.join("bin")), "{found:?}");
+        assert!(found.contains(&venv), "{found:?}");
+        assert!(!found.contains(&root), "{found:?}");
+        let npm = root.join("npm/node_modules/.bin");
+        std::fs::create_dir_all(&npm).unwrap();
+        assert_eq!(installation(&npm.join("agent"))[0], root.join("npm"));
+    }
 }

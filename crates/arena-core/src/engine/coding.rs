@@ -530,6 +530,8 @@ pub(super) fn agent_sandbox(
     }
     let mut read = sandbox::path_dirs();
     read.extend(program.map(sandbox::installation).unwrap_or_default());
+    let real_home = std::env::var_os("HOME").map(PathBuf::from);
+    let mut read = sandbox::without_private(read, engine.data_dir(), real_home.as_deref());
     let mut write = vec![scratch.to_path_buf(), home.clone()];
     if writable {
         write.push(workspace.to_path_buf());
