@@ -1055,19 +1055,26 @@ impl Tx<'_> {
         battle_id: &str,
         contestant_id: Option<&str>,
     ) -> Result<Vec<String>> {
+        // Analyses and cross-examinations belong to the battle; rounds to
+        // its contestants (all of them, or `contestant_id`).
         let filter = match work {
             Work::Round => "contestant_id IN (SELECT id FROM contestants WHERE battle_id = ?1) AND contestant_id = COALESCE(?2, contestant_id)",
-            _ => "battle_id = ?1 AND ?2 IS NULL OR battle_id = ?1",
+            _ => "battle_id = ?1",
         };
         let ids = {
             let mut stmt = self.tx.prepare(&format!(
-                "SELECT id FROM {} WHERE status = 'running' AND ({filter})",
+                "SELECT id FROM {} WHERE status = 'running' AND {filter}",
                 work.table()
             ))?;
-            let ids = stmt
-                .query_map(params![battle_id, contestant_id], |r| r.get(0))?
-                .collect::<rusqlite::Result<Vec<String>>>()?;
-            ids
+            let id = |r: &rusqlite::Row<'_>| r.get::<_, String>(0);
+            match work {
+                Work::Round => stmt
+                    .query_map(params![battle_id, contestant_id], id)?
+                    .collect::<rusqlite::Result<Vec<String>>>()?,
+                _ => stmt
+                    .query_map(params![battle_id], id)?
+                    .collect::<rusqlite::Result<Vec<String>>>()?,
+            }
         };
         for id in &ids {
             self.tx.execute(
