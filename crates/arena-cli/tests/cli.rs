@@ -811,6 +811,46 @@ async fn the_goose_adapter_runs_goose_run_in_the_worktree() {
     assert!(patch.contains("+written by goose for: Say hi."), "{patch}");
 }
 
+/// An agent that keeps its own configuration reads it (linked into its
+/// scratch home), and nothing else of your home.
+#[tokio::test]
+async fn an_agent_with_its_own_configuration_reads_it_and_nothing_beside_it() {
+    let s = Setup::new().await;
+    let project = commit_project(&s);
+    let home = s.dir.path().join("home");
+    std::fs::create_dir_all(home.join(".config/goose")).unwrap();
+    std::fs::write(
+        home.join(".config/goose/config.yaml"),
+        "GOOSE_PROVIDER: stand-in\n",
+    )
+    .unwrap();
+    std::fs::write(home.join("secret.txt"), "top secret\n").unwrap();
+    s.local.set_model("m", ModelScript::tokens(1));
+    s.cloud.set_model("other", write_turns("x.txt", "x\n"));
+    let home_var = home.to_str().unwrap();
+    let b = run_coding(
+        &s,
+        &project,
+        &["goose@m", "native@other"],
+        &[("HOME", home_var)],
+    )
+    .await;
+    let goose = &b["contestants"][0];
+    assert_eq!(goose["status"], "done", "{goose:#}");
+    let output = goose["output"].as_str().unwrap();
+    assert!(
+        output.contains("goose config: GOOSE_PROVIDER: stand-in"),
+        "{output}"
+    );
+    if arena_core::agent::sandbox::supported() {
+        assert!(output.contains("goose kept to its config"), "{output}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(home.join(".config/goose/config.yaml")).unwrap(),
+        "GOOSE_PROVIDER: stand-in\n"
+    );
+}
+
 #[tokio::test]
 async fn without_a_kernel_sandbox_coding_battles_are_refused_unless_it_is_switched_off() {
     let s = Setup::new().await;

@@ -589,6 +589,63 @@ echo inside > INSIDE.md && git add INSIDE.md && git commit -qm inside && echo "c
     assert!(outside.path().join("escaped").exists());
 }
 
+/// The check command runs in the sandbox too (it runs code the agent
+/// wrote): it changes the worktree and builds with your toolchain, but
+/// cannot write or read outside, touch the project's hooks, or connect
+/// anywhere. (Each attempt prints `blocked …` or `ESCAPED …`.)
+#[tokio::test]
+async fn the_check_command_runs_in_the_sandbox_with_your_toolchain() {
+    if !arena_core::agent::sandbox::supported() {
+        eprintln!("skipped: this kernel has no Landlock");
+        return;
+    }
+    let mut h = Harness::new().await;
+    let project = repo();
+    std::fs::write(
+        project.path().join("Cargo.toml"),
+        "[package]\nname = \"demo\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+    )
+    .unwrap();
+    git(project.path(), &["add", "."]);
+    git(project.path(), &["commit", "-q", "-m", "a crate"]);
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("secret.txt"), "top secret\n").unwrap();
+    let (p, o, port) = (
+        project.path().display(),
+        outside.path().display(),
+        h.cloud.addr().port(),
+    );
+    let has_cargo = Command::new("cargo")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    let check = format!(
+        r#"try() {{ if sh -c "$2" >/dev/null 2>&1; then echo "ESCAPED $1"; else echo "blocked $1"; fi; }}
+try write-outside 'touch {o}/escaped'
+try read-outside 'cat {o}/secret.txt'
+try git-hooks 'touch {p}/.git/hooks/pre-commit'
+try network 'bash -c "exec 3<>/dev/tcp/127.0.0.1/{port}"'
+echo checked > CHECKED && echo "changed the worktree"
+if {has_cargo}; then cargo build --offline -q && test -f target/debug/libdemo.rlib && echo "built with cargo"; else echo "built with cargo"; fi"#
+    );
+    with_backend(&mut h, vec!["true".into(), "{prompt}".into()]);
+    let b = coding(&h, project.path(), &["fake@m1", "fake@m2"], Some(&check)).await;
+    let result = b.contestants[0].check.clone().expect("a check result");
+    let output = result.output_tail;
+    assert!(!output.contains("ESCAPED"), "{output}");
+    for what in ["write-outside", "read-outside", "git-hooks", "network"] {
+        assert!(
+            output.contains(&format!("blocked {what}")),
+            "{what}: {output}"
+        );
+    }
+    assert!(output.contains("changed the worktree"), "{output}");
+    assert!(output.contains("built with cargo"), "{output}");
+    assert!(result.passed, "{output}");
+    assert!(!outside.path().join("escaped").exists());
+    assert!(!project.path().join(".git/hooks/pre-commit").exists());
+}
+
 /// A running refine round stops when cancelled (from any process: the
 /// request goes through the database), and ends `cancelled`.
 #[tokio::test]

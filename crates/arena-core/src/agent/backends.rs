@@ -50,6 +50,9 @@ pub struct Plan {
     /// Config files to write first (outside the worktree).
     pub files: Vec<(PathBuf, String)>,
     pub output: OutputFormat,
+    /// The agent keeps its own configuration (no Arena provider): these
+    /// files and folders of the user's home, which its sandbox may read.
+    pub own_config: &'static [&'static str],
 }
 
 impl std::fmt::Debug for Plan {
@@ -63,6 +66,7 @@ impl std::fmt::Debug for Plan {
                 &self.files.iter().map(|(p, _)| p).collect::<Vec<_>>(),
             )
             .field("output", &self.output)
+            .field("own_config", &self.own_config)
             .finish()
     }
 }
@@ -101,6 +105,7 @@ pub fn plan(
         env: Vec::new(),
         files: Vec::new(),
         output: OutputFormat::Lines,
+        own_config: &[],
     };
     let openai_env = |plan: &mut Plan, e: &Endpoint| {
         plan.env
@@ -285,10 +290,44 @@ pub fn plan(
             plan.program = "goose".into();
             plan.args = vec!["run".into(), "-t".into(), prompt.into()];
             plan.env.push(("GOOSE_MODEL".into(), model.into()));
+            // Goose always uses its own configuration.
+            plan.own_config = own_config(backend);
         }
         other => return Err(format!("no adapter for the `{other}` backend")),
     }
+    if endpoint.is_none() {
+        plan.own_config = own_config(backend);
+    }
     Ok(plan)
+}
+
+/// Where each agent keeps its own configuration and sign-in, relative to
+/// the user's home: what it may read when it uses them. Files rather than
+/// whole folders where the agent also keeps its history there, so that it
+/// writes its history into its scratch home.
+pub fn own_config(backend: &str) -> &'static [&'static str] {
+    match backend {
+        "claude-code" => &[
+            ".claude.json",
+            ".claude/.credentials.json",
+            ".claude/settings.json",
+            ".claude/CLAUDE.md",
+        ],
+        "codex" => &[".codex/auth.json", ".codex/config.toml", ".codex/AGENTS.md"],
+        "opencode" => &[".config/opencode", ".local/share/opencode/auth.json"],
+        "qwen" => &[
+            ".qwen/settings.json",
+            ".qwen/oauth_creds.json",
+            ".qwen/QWEN.md",
+        ],
+        "aider" => &[
+            ".aider.conf.yml",
+            ".aider.model.settings.yml",
+            ".aider.model.metadata.json",
+        ],
+        "goose" => &[".config/goose"],
+        _ => &[],
+    }
 }
 
 /// For agents that can be confined to reading: the flags of their edit
@@ -419,6 +458,32 @@ mod tests {
             Some(&ep(kind)),
         )
         .unwrap()
+    }
+
+    #[test]
+    fn only_an_agent_with_its_own_configuration_reads_it() {
+        for backend in CLI_BACKENDS {
+            let own = plan(
+                backend,
+                None,
+                "m",
+                "x",
+                Path::new("/w"),
+                Path::new("/s"),
+                None,
+            )
+            .unwrap()
+            .own_config;
+            assert!(!own.is_empty(), "{backend} reads its own configuration");
+            assert!(
+                own.iter()
+                    .all(|p| !p.is_empty() && !p.starts_with('/') && !p.contains("..")),
+                "{backend}: {own:?} stays in the home"
+            );
+        }
+        assert!(plan_on("codex", ProviderKind::Openai).own_config.is_empty());
+        // Goose always uses its own configuration.
+        assert!(!plan_on("goose", ProviderKind::Openai).own_config.is_empty());
     }
 
     #[test]

@@ -266,6 +266,75 @@ pub fn git_worktree_dirs(worktree: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
     (vec![common.to_path_buf()], write)
 }
 
+/// Gives an agent that keeps its own configuration (no Arena provider)
+/// its configuration in its scratch `home`: each of `entries` (relative to
+/// the user's `real_home`) that exists is linked there, and returned so the
+/// sandbox can open it for reading. Folders along the way are real folders
+/// of the scratch home, so the agent can still write new files (or replace
+/// a linked one by renaming over the link); the user's own files stay as
+/// they are.
+pub fn link_own_config(
+    home: &Path,
+    real_home: &Path,
+    entries: &[&str],
+) -> std::io::Result<Vec<PathBuf>> {
+    let mut read = Vec::new();
+    for entry in entries {
+        let real = real_home.join(entry);
+        if std::fs::symlink_metadata(&real).is_err() {
+            continue;
+        }
+        let link = home.join(entry);
+        if let Some(dir) = link.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        if std::fs::symlink_metadata(&link).is_err() {
+            #[cfg(unix)]
+            std::os::unix::fs::symlink(&real, &link)?;
+        }
+        // The sandbox opens what the link leads to.
+        read.push(real.canonicalize().unwrap_or(real));
+    }
+    Ok(read)
+}
+
+/// What a check command needs of your toolchains besides `PATH`, given
+/// your home and the environment: folders to read, and the variables that
+/// point the tools at them (its `HOME` is a scratch folder). Rust: the
+/// rustup toolchains and cargo's downloaded crates (linked into a cargo
+/// home of its own in `scratch`, so cargo's locks are written there); Go:
+/// the module cache.
+pub fn toolchains(
+    real_home: Option<&Path>,
+    var: impl Fn(&str) -> Option<PathBuf>,
+    scratch: &Path,
+) -> std::io::Result<(Vec<PathBuf>, Vec<(String, String)>)> {
+    let mut read = Vec::new();
+    let mut env = Vec::new();
+    let under_home = |name: &str, rel: &str| var(name).or_else(|| real_home.map(|h| h.join(rel)));
+    if let Some(rustup) = under_home("RUSTUP_HOME", ".rustup").filter(|d| d.is_dir()) {
+        env.push(("RUSTUP_HOME".into(), rustup.to_string_lossy().into_owned()));
+        read.push(rustup);
+    }
+    if let Some(cargo) = under_home("CARGO_HOME", ".cargo").filter(|d| d.is_dir()) {
+        let own = scratch.join("cargo-home");
+        std::fs::create_dir_all(&own)?;
+        let entries = ["bin", "registry", "git", "config.toml", "config"];
+        read.extend(link_own_config(&own, &cargo, &entries)?);
+        env.push(("CARGO_HOME".into(), own.to_string_lossy().into_owned()));
+    }
+    let go_mods = var("GOMODCACHE").or_else(|| {
+        var("GOPATH")
+            .or_else(|| real_home.map(|h| h.join("go")))
+            .map(|g| g.join("pkg/mod"))
+    });
+    if let Some(mods) = go_mods.filter(|d| d.is_dir()) {
+        env.push(("GOMODCACHE".into(), mods.to_string_lossy().into_owned()));
+        read.push(mods);
+    }
+    Ok((read, env))
+}
+
 /// The folders on `PATH` (the programs an agent may start).
 pub fn path_dirs() -> Vec<PathBuf> {
     std::env::var_os("PATH")

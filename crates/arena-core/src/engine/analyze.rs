@@ -713,11 +713,7 @@ async fn cross_examine_with_agent(
     .map_err(Invalid::Other)?;
     // Read-only by the kernel: the results folder is readable, nothing but
     // its scratch folder writable.
-    let connect = endpoint
-        .as_ref()
-        .and_then(|e| reqwest::Url::parse(&e.base_url).ok())
-        .and_then(|u| u.port_or_known_default())
-        .map(|port| vec![port]);
+    let connect = super::coding::reachable(&plan, endpoint.as_ref());
     let (launch, _scratch) = super::coding::prepare(
         engine,
         backend.name,

@@ -168,7 +168,7 @@ async fn work(
     }
     .map_err(|e| Error::Git(format!("diff of {}: {e}", path.display())))?;
     let check = match (&battle.check_command, run.error.is_none() && !run.cancelled) {
-        (Some(command), true) => Some(run_check(engine, command, path, token).await),
+        (Some(command), true) => Some(run_check(engine, c, command, path, token).await),
         _ => None,
     };
     Ok(Work { run, diff, check })
@@ -408,7 +408,15 @@ async fn run_native(
     let limits = engine.config().limits.clone();
     // Its commands run sandboxed, with no network at all.
     let scratch = Scratch::create(&engine.data_dir().join("agents").join(&c.id))?;
-    let sandbox = agent_sandbox(engine, None, path, true, &scratch.0, Some(Vec::new()))?;
+    let reach = Reach {
+        program: None,
+        workspace: path,
+        writable: true,
+        connect: Some(Vec::new()),
+        own_config: &[],
+        toolchains: false,
+    };
+    let sandbox = agent_sandbox(engine, &scratch.0, reach)?;
     let agent = NativeAgent {
         provider: &provider,
         model: c.model.clone(),
@@ -476,13 +484,24 @@ fn launch(
     )
     .map_err(Invalid::Other)?;
     let output = plan.output;
-    // Where Arena points the agent at one of its providers, that provider's
-    // port is the only one it may connect to.
-    let connect = endpoint
-        .as_ref()
-        .map(|e| endpoint_port(&e.base_url).into_iter().collect());
+    let connect = reachable(&plan, endpoint.as_ref());
     let (launch, scratch) = prepare(engine, &c.identity, plan, path, &scratch, true, connect)?;
     Ok((launch, scratch, output))
+}
+
+/// The TCP ports an agent may connect to: where Arena points it at one of
+/// its providers, that provider's port only; with its own configuration,
+/// any (`None`).
+pub(super) fn reachable(
+    plan: &backends::Plan,
+    endpoint: Option<&backends::Endpoint>,
+) -> Option<Vec<u16>> {
+    match endpoint {
+        Some(e) if plan.own_config.is_empty() => {
+            Some(endpoint_port(&e.base_url).into_iter().collect())
+        }
+        _ => None,
+    }
 }
 
 /// The TCP port of a provider's `base_url`.
@@ -490,18 +509,31 @@ fn endpoint_port(base_url: &str) -> Option<u16> {
     reqwest::Url::parse(base_url).ok()?.port_or_known_default()
 }
 
-/// The sandbox of an agent process working in `workspace` (and changing
-/// it when `writable`) with `scratch` as its home and temp folder, and the
-/// environment that goes with it (`HOME`, `TMPDIR`); `None` with
-/// `[limits] sandbox = "off"`. `connect`: the TCP ports it may reach
-/// (`None`: any). Refused when the kernel cannot sandbox.
+/// What one sandboxed process works on, beyond its scratch folder.
+pub(super) struct Reach<'a> {
+    /// The program it starts (its installation is readable).
+    pub program: Option<&'a Path>,
+    /// Its working folder: changed when `writable`, else only read.
+    pub workspace: &'a Path,
+    pub writable: bool,
+    /// The TCP ports it may reach (`None`: any).
+    pub connect: Option<Vec<u16>>,
+    /// Files and folders of the user's home it reads as its own
+    /// configuration ([`backends::own_config`]).
+    pub own_config: &'static [&'static str],
+    /// It builds and tests (a check command): your toolchains are readable
+    /// ([`sandbox::toolchains`]).
+    pub toolchains: bool,
+}
+
+/// The sandbox of an agent process with `scratch` as its home and temp
+/// folder, and the environment that goes with it (`HOME`, `TMPDIR`, …);
+/// `None` with `[limits] sandbox = "off"`. Refused when the kernel cannot
+/// sandbox.
 pub(super) fn agent_sandbox(
     engine: &Engine,
-    program: Option<&Path>,
-    workspace: &Path,
-    writable: bool,
     scratch: &Path,
-    connect: Option<Vec<u16>>,
+    reach: Reach<'_>,
 ) -> Result<Option<Confinement>> {
     if engine.config().limits.sandbox == SandboxMode::Off {
         return Ok(None);
@@ -510,9 +542,8 @@ pub(super) fn agent_sandbox(
         return Err(Invalid::Other(sandbox::SandboxError::Unsupported.to_string()).into());
     }
     // Tests give agents a prepared home (their own configuration).
-    let home = std::env::var_os("ARENA_AGENT_HOME")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| scratch.join("home"));
+    let test_home = std::env::var_os("ARENA_AGENT_HOME").map(PathBuf::from);
+    let home = test_home.clone().unwrap_or_else(|| scratch.join("home"));
     let tmp = scratch.join("tmp");
     for dir in [&home, &tmp] {
         std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
@@ -528,25 +559,38 @@ pub(super) fn agent_sandbox(
         )
         .map_err(|e| Error::io(&gitconfig, e))?;
     }
-    let mut read = sandbox::path_dirs();
-    read.extend(program.map(sandbox::installation).unwrap_or_default());
     let real_home = std::env::var_os("HOME").map(PathBuf::from);
-    let mut read = sandbox::without_private(read, engine.data_dir(), real_home.as_deref());
-    let mut write = vec![scratch.to_path_buf(), home.clone()];
-    if writable {
-        write.push(workspace.to_path_buf());
-        let (git_read, git_write) = sandbox::git_worktree_dirs(workspace);
-        read.extend(git_read);
-        write.extend(git_write);
-    } else {
-        read.push(workspace.to_path_buf());
-    }
-    let env = vec![
+    let mut read = sandbox::path_dirs();
+    read.extend(reach.program.map(sandbox::installation).unwrap_or_default());
+    let mut env = vec![
         ("HOME".to_string(), home.to_string_lossy().into_owned()),
         ("TMPDIR".to_string(), tmp.to_string_lossy().into_owned()),
     ];
+    if let (Some(real), None) = (&real_home, &test_home) {
+        read.extend(
+            sandbox::link_own_config(&home, real, reach.own_config)
+                .map_err(|e| Error::io(&home, e))?,
+        );
+    }
+    if reach.toolchains {
+        let var = |name: &str| std::env::var_os(name).map(PathBuf::from);
+        let (tools, tool_env) = sandbox::toolchains(real_home.as_deref(), var, scratch)
+            .map_err(|e| Error::io(scratch, e))?;
+        read.extend(tools);
+        env.extend(tool_env);
+    }
+    let mut read = sandbox::without_private(read, engine.data_dir(), real_home.as_deref());
+    let mut write = vec![scratch.to_path_buf(), home.clone()];
+    if reach.writable {
+        write.push(reach.workspace.to_path_buf());
+        let (git_read, git_write) = sandbox::git_worktree_dirs(reach.workspace);
+        read.extend(git_read);
+        write.extend(git_write);
+    } else {
+        read.push(reach.workspace.to_path_buf());
+    }
     Ok(Some(Confinement {
-        sandbox: Sandbox::new(read, write, connect),
+        sandbox: Sandbox::new(read, write, reach.connect),
         env,
     }))
 }
@@ -618,7 +662,15 @@ pub(super) fn prepare(
             name: backend.to_string(),
             program: plan.program.clone(),
         })?;
-    let sandbox = agent_sandbox(engine, Some(&program), cwd, writable, scratch, connect)?;
+    let reach = Reach {
+        program: Some(&program),
+        workspace: cwd,
+        writable,
+        connect,
+        own_config: plan.own_config,
+        toolchains: false,
+    };
+    let sandbox = agent_sandbox(engine, scratch, reach)?;
     let sandbox = match sandbox {
         Some(confined) => {
             env.extend(confined.env);
@@ -708,22 +760,55 @@ async fn run_cli(
     })
 }
 
-/// Runs the battle's check command in a finished worktree.
+/// Runs the battle's check command in a finished worktree, in the sandbox
+/// of an agent that builds and tests: it may change the worktree and read
+/// your toolchains, and connect nowhere. A check that cannot be sandboxed
+/// fails with the reason.
 async fn run_check(
     engine: &Engine,
+    c: &Contestant,
     command: &str,
     path: &Path,
     token: &CancellationToken,
 ) -> CheckResult {
+    let failed = |reason: String| CheckResult {
+        command: command.to_string(),
+        exit_code: None,
+        passed: false,
+        timed_out: false,
+        duration_ms: 0,
+        output_tail: reason,
+    };
+    let scratch_path = engine
+        .data_dir()
+        .join("agents")
+        .join(format!("{}-check", c.id));
+    let confined = Scratch::create(&scratch_path).and_then(|scratch| {
+        let reach = Reach {
+            program: None,
+            workspace: path,
+            writable: true,
+            connect: Some(Vec::new()),
+            own_config: &[],
+            toolchains: true,
+        };
+        Ok((agent_sandbox(engine, &scratch.0, reach)?, scratch))
+    });
+    let (confined, _scratch) = match confined {
+        Ok(c) => c,
+        Err(e) => return failed(format!("the check could not be sandboxed: {e}")),
+    };
+    let (env, sandbox) = match confined {
+        Some(c) => (c.env, Some(c.sandbox)),
+        None => (Vec::new(), None),
+    };
     let launch = Launch {
         program: PathBuf::from("sh"),
         args: vec!["-c".into(), command.into()],
         cwd: path.to_path_buf(),
-        env: Vec::new(),
+        env,
         timeout: Duration::from_secs(engine.config().limits.check_timeout_secs),
-        // Not sandboxed yet: checks such as `cargo test` need the user's
-        // toolchain folders (see the README).
-        sandbox: None,
+        sandbox,
     };
     let started = Instant::now();
     let lines = Arc::new(std::sync::Mutex::new(
@@ -757,12 +842,8 @@ async fn run_check(
             output_tail: tail,
         },
         Err(e) => CheckResult {
-            command: command.to_string(),
-            exit_code: None,
-            passed: false,
-            timed_out: false,
             duration_ms,
-            output_tail: e.to_string(),
+            ..failed(e.to_string())
         },
     }
 }
