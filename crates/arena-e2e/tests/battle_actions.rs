@@ -144,10 +144,13 @@ async fn cross_examination_reports_in_the_battle_view() -> Result<()> {
     app.goto(&format!("#/battle/{}", battle.id)).await?;
     app.wait_battle_status("done", TIMEOUT).await?;
 
-    let examiner = app
-        .wait_for("input[data-testid=cross-exam-examiner]")
+    // The examiner is picked like a contestant: a persona, then a model.
+    let identity = app
+        .wait_for("select[data-testid=examiner-identity]")
         .await?;
-    app.fill(&examiner, "code-reviewer@examiner").await?;
+    app.choose(&identity, "Code Reviewer").await?;
+    let model = app.wait_for("select[data-testid=examiner-model]").await?;
+    app.choose(&model, "examiner").await?;
     let question = app
         .wait_for("textarea[data-testid=cross-exam-question]")
         .await?;

@@ -2,6 +2,8 @@ import { describe, expect, it } from 'vitest';
 import type { BackendDto, PersonaDto, ProviderModelsDto } from '../ipc';
 import {
   contestantCountError,
+  examinerChoices,
+  examinerError,
   identityChoices,
   initialForm,
   modelGroups,
@@ -414,5 +416,54 @@ describe('remembering the launcher', () => {
       remember(full, form());
     }).not.toThrow();
     expect(initialForm(full).project).toBe('');
+  });
+});
+
+describe('the examiner', () => {
+  const persona: PersonaDto = {
+    name: 'critic',
+    description: 'finds faults',
+    systemPrompt: 'You find faults.',
+    tools: [],
+    temperature: null,
+    topP: null,
+    maxTokens: null,
+  };
+  const agent = (name: string, installed: boolean, readOnly: boolean): BackendDto => ({
+    name,
+    program: name,
+    installed,
+    path: installed ? `/bin/${name}` : null,
+    readOnly,
+    custom: false,
+  });
+
+  it('is a persona or an installed agent that can examine', () => {
+    const choices = examinerChoices(
+      [persona],
+      [
+        agent('native', true, true),
+        agent('qwen', true, true),
+        agent('codex', false, true),
+        agent('x', true, false),
+      ],
+    );
+    expect(choices.map((c) => [c.value, c.disabled])).toEqual([
+      ['critic', false],
+      ['qwen', false],
+      ['codex', true],
+    ]);
+    expect(choices.map((c) => c.label)).toEqual([
+      'critic',
+      'qwen (agent)',
+      'codex (agent) — not installed',
+    ]);
+  });
+
+  it('needs both an identity and a model', () => {
+    expect(examinerError('', '')).toBe('Pick a persona or agent and a model');
+    expect(examinerError('', 'm')).toBe('Pick the persona or agent that examines');
+    expect(examinerError('critic', ' ')).toBe('Pick the examiner’s model');
+    expect(examinerError('critic', 'm')).toBeNull();
   });
 });

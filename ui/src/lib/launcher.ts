@@ -50,6 +50,14 @@ export interface Choice {
   title: string | null;
 }
 
+/** A change of an identity-and-model picker. */
+export interface PickChange {
+  identity?: string;
+  model?: string;
+  /** The user has left one of its fields. */
+  touched?: boolean;
+}
+
 /** The models of one provider, for an `<optgroup>`. */
 export interface ModelGroup {
   provider: string;
@@ -318,4 +326,40 @@ export function browserStorage(): Storage | null {
   } catch {
     return null;
   }
+}
+
+// The examiner of a cross-examination: a persona or an agent that can
+// examine (read-only in its sandbox), with a model.
+
+/** Personas, then the installed agents that can cross-examine. */
+export function examinerChoices(
+  personas: readonly PersonaDto[],
+  backends: readonly BackendDto[],
+): Choice[] {
+  return [
+    ...personas.map((p) => ({
+      value: p.name,
+      label: p.name,
+      disabled: false,
+      title: p.description,
+    })),
+    ...backends
+      .filter((b) => b.readOnly && b.name !== 'native')
+      .map((b) => ({
+        value: b.name,
+        label: b.installed ? `${b.name} (agent)` : `${b.name} (agent) — not installed`,
+        disabled: !b.installed,
+        title: b.installed ? b.path : `${b.program ?? b.name} was not found on PATH`,
+      })),
+  ];
+}
+
+/** What is wrong with the examiner; `null` when it can start. */
+export function examinerError(identity: string, model: string): string | null {
+  if (!identity.trim()) {
+    return model.trim()
+      ? 'Pick the persona or agent that examines'
+      : 'Pick a persona or agent and a model';
+  }
+  return model.trim() ? null : 'Pick the examiner’s model';
 }
