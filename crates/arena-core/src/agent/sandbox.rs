@@ -308,7 +308,7 @@ pub fn toolchains(
     real_home: Option<&Path>,
     var: impl Fn(&str) -> Option<PathBuf>,
     scratch: &Path,
-) -> std::io::Result<(Vec<PathBuf>, Vec<(String, String)>)> {
+) -> std::io::Result<Toolchains> {
     let mut read = Vec::new();
     let mut env = Vec::new();
     let under_home = |name: &str, rel: &str| var(name).or_else(|| real_home.map(|h| h.join(rel)));
@@ -332,7 +332,13 @@ pub fn toolchains(
         env.push(("GOMODCACHE".into(), mods.to_string_lossy().into_owned()));
         read.push(mods);
     }
-    Ok((read, env))
+    Ok(Toolchains { read, env })
+}
+
+/// What [`toolchains`] found.
+pub struct Toolchains {
+    pub read: Vec<PathBuf>,
+    pub env: Vec<(String, String)>,
 }
 
 /// The folders on `PATH` (the programs an agent may start).

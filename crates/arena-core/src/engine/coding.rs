@@ -574,10 +574,10 @@ pub(super) fn agent_sandbox(
     }
     if reach.toolchains {
         let var = |name: &str| std::env::var_os(name).map(PathBuf::from);
-        let (tools, tool_env) = sandbox::toolchains(real_home.as_deref(), var, scratch)
+        let tools = sandbox::toolchains(real_home.as_deref(), var, scratch)
             .map_err(|e| Error::io(scratch, e))?;
-        read.extend(tools);
-        env.extend(tool_env);
+        read.extend(tools.read);
+        env.extend(tools.env);
     }
     let mut read = sandbox::without_private(read, engine.data_dir(), real_home.as_deref());
     let mut write = vec![scratch.to_path_buf(), home.clone()];
