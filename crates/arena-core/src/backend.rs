@@ -5,52 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-/// A known backend and the program that runs it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct BackendInfo {
-    pub name: &'static str,
-    /// `None` for the built-in agent.
-    pub program: Option<&'static str>,
-}
-
-pub const BACKENDS: &[BackendInfo] = &[
-    BackendInfo {
-        name: "native",
-        program: None,
-    },
-    BackendInfo {
-        name: "claude-code",
-        program: Some("claude"),
-    },
-    BackendInfo {
-        name: "opencode",
-        program: Some("opencode"),
-    },
-    BackendInfo {
-        name: "qwen",
-        program: Some("qwen"),
-    },
-    BackendInfo {
-        name: "goose",
-        program: Some("goose"),
-    },
-    BackendInfo {
-        name: "aider",
-        program: Some("aider"),
-    },
-    BackendInfo {
-        name: "codex",
-        program: Some("codex"),
-    },
-];
-
-pub fn find(name: &str) -> Option<&'static BackendInfo> {
-    BACKENDS.iter().find(|b| b.name.eq_ignore_ascii_case(name))
-}
-
-pub fn names() -> Vec<&'static str> {
-    BACKENDS.iter().map(|b| b.name).collect()
-}
+pub use arena_domain::backend::{find, names, BackendInfo, BACKENDS};
 
 /// Where `program` is: an absolute path that exists, or found on `PATH`.
 pub fn locate(program: &str) -> Option<PathBuf> {
@@ -87,7 +42,7 @@ pub fn statuses(custom: &[crate::config::CustomBackend], sandboxed: bool) -> Vec
             program: b.program.map(str::to_string),
             installed: b.program.is_none() || path.is_some(),
             path,
-            read_only: crate::cross_exam::can_examine(b.name, sandboxed),
+            read_only: crate::agent::backends::can_examine(b.name, sandboxed),
             custom: false,
         }
     });

@@ -16,7 +16,6 @@ use std::path::{Component, Path, PathBuf};
 use git2::{
     ApplyLocation, ApplyOptions, Delta, DiffFindOptions, DiffOptions, ErrorCode, Patch, Repository,
 };
-use serde::{Deserialize, Serialize};
 
 use crate::worktree::changed_files;
 
@@ -83,49 +82,7 @@ impl DiffError {
     }
 }
 
-/// Totals over a diff. Binary files count as files with no lines.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
-pub struct DiffStats {
-    pub files: usize,
-    pub insertions: usize,
-    pub deletions: usize,
-}
-
-/// How a file changed.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
-pub enum ChangeStatus {
-    Added,
-    Modified,
-    Deleted,
-    Renamed,
-}
-
-/// One changed file.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
-pub struct FileChange {
-    /// Its path (the new one for a rename, the old one for a deletion),
-    /// relative to the repository's top folder, with `/` separators.
-    pub path: String,
-    /// The path it was renamed from.
-    pub old_path: Option<String>,
-    pub status: ChangeStatus,
-    /// Whether the patch carries it as binary data (files git takes for
-    /// binary, and text that is not UTF-8).
-    pub binary: bool,
-    pub insertions: usize,
-    pub deletions: usize,
-}
-
-/// Everything a contestant changed, as a patch and as a list of files.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
-pub struct Diff {
-    /// `git diff` format; empty when nothing changed.
-    pub patch: String,
-    pub stats: DiffStats,
-    /// In the order of the patch (by path).
-    pub files: Vec<FileChange>,
-}
+pub use arena_domain::patch::{ChangeStatus, Diff, DiffStats, FileChange};
 
 /// Everything the contestant changed in `worktree` relative to
 /// `base_commit`: commits made on top of it, staged and unstaged changes,

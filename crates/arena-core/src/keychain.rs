@@ -5,8 +5,6 @@
 //! Every call blocks (D-Bus on Linux); run it in `spawn_blocking`. A key
 //! read from here is never logged or stored anywhere else.
 
-use std::fmt;
-
 use crate::config::APP_IDENTIFIER;
 
 /// The keychain service Arena's entries live under.
@@ -32,25 +30,7 @@ pub enum KeychainError {
     Failed { provider: String, detail: String },
 }
 
-/// An API key. Its `Debug` shows no part of it.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Secret(String);
-
-impl Secret {
-    pub fn new(key: String) -> Secret {
-        Secret(key)
-    }
-
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Secret(..)")
-    }
-}
+pub use arena_domain::secret::Secret;
 
 fn entry(provider: &str) -> Result<keyring::Entry, KeychainError> {
     keyring::Entry::new(SERVICE, provider).map_err(|e| error(provider, e))
@@ -73,7 +53,7 @@ fn error(provider: &str, e: keyring::Error) -> KeychainError {
 /// The key stored for `provider`, if any.
 pub fn get(provider: &str) -> Result<Option<Secret>, KeychainError> {
     match entry(provider)?.get_password() {
-        Ok(key) => Ok(Some(Secret(key)).filter(|k| !k.0.is_empty())),
+        Ok(key) => Ok(Some(Secret::new(key)).filter(|k| !k.is_empty())),
         Err(keyring::Error::NoEntry) => Ok(None),
         Err(e) => Err(error(provider, e)),
     }
@@ -82,7 +62,7 @@ pub fn get(provider: &str) -> Result<Option<Secret>, KeychainError> {
 /// Stores `key` for `provider`, replacing any earlier one.
 pub fn set(provider: &str, key: &Secret) -> Result<(), KeychainError> {
     entry(provider)?
-        .set_password(&key.0)
+        .set_password(key.expose())
         .map_err(|e| error(provider, e))
 }
 
@@ -97,13 +77,6 @@ pub fn clear(provider: &str) -> Result<(), KeychainError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn secrets_do_not_show_in_debug_output() {
-        let secret = Secret::new("sk-very-secret".into());
-        assert_eq!(format!("{secret:?}"), "Secret(..)");
-        assert_eq!(format!("{:?}", Some(secret)), "Some(Secret(..))");
-    }
 
     #[test]
     fn unavailable_keychain_suggests_api_key_env() {

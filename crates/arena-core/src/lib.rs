@@ -4,23 +4,19 @@
 //! create battles, run them, and follow their [`event::BattleEvent`]
 //! stream. See `docs/ARCHITECTURE.md` for the map.
 
+pub use arena_domain::{
+    analysis, battle, benchmark, cross_exam, decisions, event, leaderboard, patch,
+};
+
 pub mod agent;
-pub mod analysis;
 pub mod backend;
-pub mod battle;
-pub mod benchmark;
 pub mod catalog;
 pub mod clock;
 pub mod config;
-pub mod cross_exam;
-pub mod decisions;
 pub mod diff;
 mod engine;
 pub mod error;
-pub mod event;
 pub mod keychain;
-pub mod leaderboard;
-pub mod patch;
 pub mod persona;
 pub mod provider;
 pub mod results;

@@ -83,7 +83,7 @@ fn saving_keeps_comments_and_other_sections() {
     assert!(!text.contains("OLD_KEY"), "{text}");
     assert_eq!(
         config,
-        Config::from_file(&path).unwrap(),
+        arena_core::config::from_file(&path).unwrap(),
         "returns what it wrote"
     );
     assert_eq!(config.default_model.as_deref(), Some("judge-2"));
@@ -150,7 +150,7 @@ fn a_missing_file_and_folder_are_created() {
     )
     .unwrap()
     .config;
-    assert_eq!(Config::from_file(&path).unwrap(), config);
+    assert_eq!(arena_core::config::from_file(&path).unwrap(), config);
     assert_eq!(config.providers[0].name, "local");
 }
 
@@ -291,7 +291,7 @@ fn a_renamed_provider_keeps_its_table_and_every_provider_its_place() {
     .unwrap();
     assert!(saved.renamed.is_empty(), "{:?}", saved.renamed);
     assert_eq!(names(&saved.config), ["first", "local", "old-cloud"]);
-    assert_eq!(saved.config, Config::from_file(&path).unwrap());
+    assert_eq!(saved.config, arena_core::config::from_file(&path).unwrap());
 }
 
 #[cfg(unix)]
@@ -312,6 +312,6 @@ fn a_symlinked_file_is_written_through_the_link() {
     )
     .unwrap();
     assert!(fs::symlink_metadata(&link).unwrap().is_symlink());
-    assert_eq!(Config::from_file(&real).unwrap(), saved.config);
+    assert_eq!(arena_core::config::from_file(&real).unwrap(), saved.config);
     assert_eq!(saved.config.default_model.as_deref(), Some("judge-3"));
 }

@@ -211,7 +211,7 @@ impl Harness {
     /// The engine over this test's data directory and config, as the CLI
     /// would open it. Close the app first: one process drives a battle.
     pub fn engine(&self) -> Result<Engine> {
-        let config = arena_core::config::Config::from_file(&self.config_path())
+        let config = arena_core::config::from_file(&self.config_path())
             .context("loading the test's arena.toml")?;
         Engine::open(EngineOptions {
             data_dir: self.data_dir(),

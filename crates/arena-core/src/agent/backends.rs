@@ -18,7 +18,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::config::{CustomBackend, ProviderKind};
-use crate::keychain::Secret;
+use arena_domain::secret::Secret;
 
 /// Where the contestant's model is served, when an Arena provider serves it.
 /// Its key reaches the agent only through its environment: never a file,
@@ -346,6 +346,20 @@ pub fn read_only_swap(backend: &str) -> Option<(&'static [&'static str], &'stati
         )),
         _ => None,
     }
+}
+
+/// The arguments that confine a coding backend to reading, if it has a
+/// read-only mode of its own.
+pub fn read_only_mode(backend: &str) -> Option<&'static [&'static str]> {
+    read_only_swap(backend).map(|(_, read_only)| read_only)
+}
+
+/// Whether `backend` can cross-examine: in the kernel sandbox every CLI
+/// agent can (the sandbox makes it read-only); without one, only an agent
+/// with a read-only mode of its own (the others are refused: fail closed).
+pub fn can_examine(backend: &str, sandboxed: bool) -> bool {
+    let cli = CLI_BACKENDS.contains(&backend);
+    cli && (sandboxed || read_only_mode(backend).is_some())
 }
 
 /// The launch plan for a read-only run (cross-examination): the edit plan
@@ -686,5 +700,20 @@ mod tests {
             vec![Piece::Final("Done.".into())]
         );
         assert!(parse_claude_line(r#"{"type":"system"}"#).is_empty());
+    }
+
+    #[test]
+    fn sandboxed_every_agent_may_examine_else_only_those_with_a_read_only_mode() {
+        assert!(read_only_mode("qwen").is_some());
+        assert!(read_only_mode("aider").is_none());
+        for agent in CLI_BACKENDS {
+            assert!(can_examine(agent, true), "{agent}");
+        }
+        assert!(can_examine("claude-code", false) && can_examine("codex", false));
+        assert!(!can_examine("aider", false) && !can_examine("opencode", false));
+        assert!(
+            !can_examine("native", true),
+            "the native agent has no examiner mode"
+        );
     }
 }

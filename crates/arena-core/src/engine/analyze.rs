@@ -650,7 +650,7 @@ async fn cross_examine_with_agent(
     question: Option<&str>,
 ) -> Result<CrossExamination> {
     let sandboxed = engine.sandboxed();
-    if !cross_exam::can_examine(backend.name, sandboxed) {
+    if !crate::agent::backends::can_examine(backend.name, sandboxed) {
         return Err(Invalid::Other(format!(
             "backend `{}` cannot be made read-only without the agent sandbox (`[limits] sandbox = \"strict\"` on a kernel with Landlock), so it cannot cross-examine; \
              use qwen, codex or claude-code, or a persona with a model",

@@ -108,7 +108,7 @@ impl EngineOptions {
     pub fn from_env() -> Result<EngineOptions> {
         Ok(EngineOptions {
             data_dir: config::data_dir()?,
-            config: Config::load()?,
+            config: crate::config::load()?,
             clock: Arc::new(SystemClock),
         })
     }

@@ -12,10 +12,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::Stream;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 use crate::config::{ProviderConfig, ProviderKind};
 use crate::keychain::{self, Secret};
+pub use arena_domain::benchmark::{Timings, Usage};
 
 /// Why a provider call failed; [`ProviderError::is_retryable`] says whether
 /// another attempt may succeed.
@@ -71,26 +72,6 @@ pub struct ChatRequest {
     /// Ask a llama.cpp server not to reuse its prompt cache, so speed figures
     /// are comparable between contestants. Sent only to local providers.
     pub no_prompt_cache: bool,
-}
-
-/// Token counts reported by the server.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct Usage {
-    pub prompt_tokens: Option<u64>,
-    pub completion_tokens: Option<u64>,
-}
-
-/// llama.cpp's own timing report.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct Timings {
-    pub prompt_n: Option<u64>,
-    pub prompt_ms: Option<f64>,
-    pub predicted_n: Option<u64>,
-    pub predicted_ms: Option<f64>,
-    pub predicted_per_second: Option<f64>,
-    /// Prompt processing speed, kept apart from generation.
-    pub prompt_per_second: Option<f64>,
-    pub cache_n: Option<u64>,
 }
 
 /// A piece of a streamed answer.

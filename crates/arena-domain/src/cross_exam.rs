@@ -39,20 +39,6 @@ pub struct CrossVerdict {
     pub reason: Option<String>,
 }
 
-/// The arguments that confine a coding backend to reading, if it has a
-/// read-only mode of its own.
-pub fn read_only_mode(backend: &str) -> Option<&'static [&'static str]> {
-    crate::agent::backends::read_only_swap(backend).map(|(_, read_only)| read_only)
-}
-
-/// Whether `backend` can cross-examine: in the kernel sandbox every CLI
-/// agent can (the sandbox makes it read-only); without one, only an agent
-/// with a read-only mode of its own (the others are refused: fail closed).
-pub fn can_examine(backend: &str, sandboxed: bool) -> bool {
-    let cli = crate::agent::backends::CLI_BACKENDS.contains(&backend);
-    cli && (sandboxed || read_only_mode(backend).is_some())
-}
-
 /// The task for an agent examining the results folder it runs in.
 pub fn agent_prompt(question: &str, files: &[(String, String)]) -> String {
     let labels = crate::analysis::labels(files.len());
@@ -149,20 +135,5 @@ mod tests {
         assert_eq!(v.winner, "y");
         assert_eq!(v.reason.as_deref(), Some("it is right"));
         assert!(parse_verdict("no verdict", &order).is_none());
-    }
-
-    #[test]
-    fn sandboxed_every_agent_may_examine_else_only_those_with_a_read_only_mode() {
-        assert!(read_only_mode("qwen").is_some());
-        assert!(read_only_mode("aider").is_none());
-        for agent in crate::agent::backends::CLI_BACKENDS {
-            assert!(can_examine(agent, true), "{agent}");
-        }
-        assert!(can_examine("claude-code", false) && can_examine("codex", false));
-        assert!(!can_examine("aider", false) && !can_examine("opencode", false));
-        assert!(
-            !can_examine("native", true),
-            "the native agent has no examiner mode"
-        );
     }
 }

@@ -2,8 +2,29 @@
 
 use std::time::Instant;
 
+use serde::{Deserialize, Serialize};
+
 use crate::battle::{Benchmark, RateSource};
-use crate::provider::{Timings, Usage};
+
+/// Token counts reported by the server.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Usage {
+    pub prompt_tokens: Option<u64>,
+    pub completion_tokens: Option<u64>,
+}
+
+/// llama.cpp's own timing report.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Timings {
+    pub prompt_n: Option<u64>,
+    pub prompt_ms: Option<f64>,
+    pub predicted_n: Option<u64>,
+    pub predicted_ms: Option<f64>,
+    pub predicted_per_second: Option<f64>,
+    /// Prompt processing speed, kept apart from generation.
+    pub prompt_per_second: Option<f64>,
+    pub cache_n: Option<u64>,
+}
 
 /// What the runner observed during one contestant's run.
 #[derive(Debug, Clone)]

@@ -5,12 +5,56 @@
 //! [`parse`] is pure and lenient: it never fails, it skips what it does not
 //! understand (a `format-patch` preamble, mode lines, `index` lines) and it
 //! reads both `git diff` output and plain unified diffs (`---`/`+++` only).
-//! It understands what [`crate::diff::diff_worktree`] writes: new, deleted
+//! It understands what the agent layer's `diff_worktree` writes: new, deleted
 //! and renamed files, binary files (`Binary files … differ` or a
 //! `GIT binary patch`), quoted paths (`"a/caf\303\251.txt"`) and
 //! `\ No newline at end of file`.
 
-use crate::diff::{ChangeStatus, FileChange};
+use serde::{Deserialize, Serialize};
+
+/// Totals over a diff. Binary files count as files with no lines.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
+pub struct DiffStats {
+    pub files: usize,
+    pub insertions: usize,
+    pub deletions: usize,
+}
+
+/// How a file changed.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum ChangeStatus {
+    Added,
+    Modified,
+    Deleted,
+    Renamed,
+}
+
+/// One changed file.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct FileChange {
+    /// Its path (the new one for a rename, the old one for a deletion),
+    /// relative to the repository's top folder, with `/` separators.
+    pub path: String,
+    /// The path it was renamed from.
+    pub old_path: Option<String>,
+    pub status: ChangeStatus,
+    /// Whether the patch carries it as binary data (files git takes for
+    /// binary, and text that is not UTF-8).
+    pub binary: bool,
+    pub insertions: usize,
+    pub deletions: usize,
+}
+
+/// Everything a contestant changed, as a patch and as a list of files.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
+pub struct Diff {
+    /// `git diff` format; empty when nothing changed.
+    pub patch: String,
+    pub stats: DiffStats,
+    /// In the order of the patch (by path).
+    pub files: Vec<FileChange>,
+}
 
 /// What a line of a file's diff is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,7 +80,7 @@ pub struct PatchLine {
     pub new_line: Option<u32>,
 }
 
-/// One file of a patch: how it changed (as [`crate::diff::diff_worktree`]
+/// One file of a patch: how it changed (as the agent layer's `diff_worktree`
 /// lists it) and its lines (none for binary data).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FilePatch {

@@ -120,7 +120,7 @@ pub struct LaneSpec {
 pub fn lane_of(p: &ProviderConfig) -> LaneSpec {
     match p.lane {
         Lane::Local => {
-            let (key, address) = match reqwest::Url::parse(&p.base_url) {
+            let (key, address) = match url::Url::parse(&p.base_url) {
                 Ok(url) => {
                     let host = match url.host_str().unwrap_or("").to_ascii_lowercase() {
                         h if h == "localhost" => "127.0.0.1".to_string(),

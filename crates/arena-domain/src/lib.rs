@@ -1,0 +1,21 @@
+//! Arena's pure domain: what a battle, a contestant, a lane, an analysis
+//! and a leaderboard are, and every decision about them that needs no
+//! outside world — state transitions, resume and lane turns, verdict
+//! parsing, the Bradley–Terry fit, reading a patch, the configuration as
+//! data. No I/O, no async runtime, no clock: callers pass the time in.
+//! (`tests/no_io.rs` checks the dependency tree.)
+
+pub mod analysis;
+pub mod backend;
+pub mod battle;
+pub mod benchmark;
+pub mod config;
+pub mod cross_exam;
+pub mod decisions;
+pub mod error;
+pub mod event;
+pub mod leaderboard;
+pub mod patch;
+pub mod secret;
+
+pub use error::{Invalid, SettingsError};
