@@ -609,7 +609,7 @@ fn run_request(args: RunArgs) -> Result<BattleRequest, Error> {
 
 /// A full battle id, or a unique prefix of one.
 fn resolve_battle(engine: &Engine, id: &str) -> Result<String, Error> {
-    engine.store().resolve_battle_id(id)
+    Ok(engine.store().resolve_battle_id(id)?)
 }
 
 /// The contestant named on the command line, if any, resolved in its battle.

@@ -29,10 +29,10 @@ pub enum Error {
     Unsupported(String),
     #[error(transparent)]
     Provider(#[from] ProviderError),
-    #[error("database: {0}")]
-    Store(#[from] rusqlite::Error),
-    #[error("database migration: {0}")]
-    Migration(#[from] rusqlite_migration::Error),
+    /// The database itself failed (its other errors map to the variants
+    /// above: see the `From` below).
+    #[error(transparent)]
+    Store(arena_store::Error),
     #[error("{path}: {source}")]
     Io {
         path: PathBuf,
@@ -63,7 +63,7 @@ impl Error {
             Error::Persona { .. } => "persona",
             Error::Unsupported(_) => "unsupported",
             Error::Provider(_) => "provider",
-            Error::Store(_) | Error::Migration(_) => "store",
+            Error::Store(_) => "store",
             Error::Io { .. } => "io",
             Error::Json(_) => "json",
             Error::Git(_) => "git",
@@ -104,5 +104,25 @@ impl Error {
 impl From<tokio::task::JoinError> for Error {
     fn from(e: tokio::task::JoinError) -> Self {
         Error::Task(e.to_string())
+    }
+}
+
+impl From<arena_store::Error> for Error {
+    fn from(e: arena_store::Error) -> Self {
+        use arena_store::Error as S;
+        match e {
+            S::Invalid(invalid) => Error::Invalid(invalid),
+            S::NotFound { what, id } => Error::NotFound { what, id },
+            S::Conflict(message) => Error::Conflict(message),
+            S::Io { path, source } => Error::Io { path, source },
+            S::Json(e) => Error::Json(e),
+            e @ (S::Db(_) | S::Migration(_)) => Error::Store(e),
+        }
+    }
+}
+
+impl From<rusqlite::Error> for Error {
+    fn from(e: rusqlite::Error) -> Self {
+        Error::Store(arena_store::Error::Db(e))
     }
 }

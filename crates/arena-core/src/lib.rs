@@ -20,7 +20,7 @@ pub mod keychain;
 pub mod persona;
 pub mod provider;
 pub mod results;
-pub mod store;
+pub use arena_store as store;
 pub mod worktree;
 
 pub use battle::{

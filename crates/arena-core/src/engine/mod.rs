@@ -269,12 +269,15 @@ impl Engine {
     }
 
     /// Runs blocking database work off the async threads.
-    async fn db<T: Send + 'static>(
+    async fn db<T: Send + 'static, E: Send + 'static>(
         &self,
-        f: impl FnOnce(&Store) -> Result<T> + Send + 'static,
-    ) -> Result<T> {
+        f: impl FnOnce(&Store) -> Result<T, E> + Send + 'static,
+    ) -> Result<T>
+    where
+        Error: From<E>,
+    {
         let store = self.inner.store.clone();
-        tokio::task::spawn_blocking(move || f(&store)).await?
+        Ok(tokio::task::spawn_blocking(move || f(&store)).await??)
     }
 
     /// Every provider's models (asked live, in parallel).
@@ -584,7 +587,7 @@ impl Engine {
     ) -> Result<Vec<crate::leaderboard::Standing>> {
         use crate::leaderboard::{BattleOutcome, Entry, Options, Player, Verdict};
         let (battles, outcomes) = self
-            .db(|s| Ok((s.battles(usize::MAX >> 1)?, s.analysis_outcomes()?)))
+            .db(|s| Ok::<_, Error>((s.battles(usize::MAX >> 1)?, s.analysis_outcomes()?)))
             .await?;
         let outcomes: Vec<BattleOutcome> = battles
             .into_iter()

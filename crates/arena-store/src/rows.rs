@@ -5,12 +5,12 @@ use std::path::PathBuf;
 use chrono::{DateTime, TimeZone, Utc};
 use rusqlite::{params, Connection, OptionalExtension, Row};
 
-use crate::analysis::Analysis;
-use crate::battle::{Battle, Benchmark, Contestant, Round, Winner};
-use crate::cross_exam::CrossExamination;
-use crate::decisions::{Lease, Ticket};
 use crate::error::Result;
-use crate::event::BattleEvent;
+use arena_domain::analysis::Analysis;
+use arena_domain::battle::{Battle, Benchmark, Contestant, Round, Winner};
+use arena_domain::cross_exam::CrossExamination;
+use arena_domain::decisions::{Lease, Ticket};
+use arena_domain::event::BattleEvent;
 
 /// Milliseconds since the epoch, as stored.
 pub fn ms(t: DateTime<Utc>) -> i64 {

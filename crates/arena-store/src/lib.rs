@@ -6,7 +6,10 @@
 //! together, and the events are broadcast in sequence order after the commit,
 //! still under the lock, so live viewers see exactly the journal's order.
 
+mod error;
 mod rows;
+
+pub use error::{Error, Result};
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -17,14 +20,13 @@ use rusqlite::{params, Connection, OptionalExtension, Transaction, TransactionBe
 use rusqlite_migration::{Migrations, M};
 use tokio::sync::broadcast;
 
-use crate::analysis::{Analysis, AnalysisStatus, Outcome};
-use crate::battle::{
+use arena_domain::analysis::{Analysis, AnalysisStatus, Outcome};
+use arena_domain::battle::{
     Battle, BattleStatus, Contestant, ContestantStatus, Lane, Round, RunSpec, Winner,
 };
-use crate::cross_exam::CrossExamination;
-use crate::decisions::{self, LaneSpec, Lease, Ticket, Turn};
-use crate::error::{Error, Result};
-use crate::event::{BattleEvent, EventKind};
+use arena_domain::cross_exam::CrossExamination;
+use arena_domain::decisions::{self, LaneSpec, Lease, Ticket, Turn};
+use arena_domain::event::{BattleEvent, EventKind};
 
 pub use rows::ms;
 
@@ -40,13 +42,13 @@ pub const DATABASE_FILE: &str = "arena.db";
 
 fn migrations() -> Migrations<'static> {
     Migrations::new(vec![
-        M::up(include_str!("../../migrations/001_init.sql")),
-        M::up(include_str!("../../migrations/002_analysis.sql")),
-        M::up(include_str!("../../migrations/003_coding.sql")),
-        M::up(include_str!("../../migrations/004_rounds.sql")),
-        M::up(include_str!("../../migrations/005_lanes.sql")),
-        M::up(include_str!("../../migrations/006_owners.sql")),
-        M::up(include_str!("../../migrations/007_work_cancel.sql")),
+        M::up(include_str!("../migrations/001_init.sql")),
+        M::up(include_str!("../migrations/002_analysis.sql")),
+        M::up(include_str!("../migrations/003_coding.sql")),
+        M::up(include_str!("../migrations/004_rounds.sql")),
+        M::up(include_str!("../migrations/005_lanes.sql")),
+        M::up(include_str!("../migrations/006_owners.sql")),
+        M::up(include_str!("../migrations/007_work_cancel.sql")),
     ])
 }
 
@@ -75,7 +77,7 @@ pub struct NewContestant {
 #[derive(Debug, Clone)]
 pub struct NewBattle {
     pub id: String,
-    pub battle_type: crate::battle::BattleType,
+    pub battle_type: arena_domain::battle::BattleType,
     pub prompt: String,
     pub project: PathBuf,
     pub results_path: PathBuf,
@@ -218,7 +220,7 @@ impl Store {
         match ids.as_slice() {
             [one] if !key.is_empty() => Ok(one.clone()),
             [] | [_] => Err(Error::not_found("battle", key)),
-            _ => Err(crate::error::Invalid::Other(format!(
+            _ => Err(arena_domain::Invalid::Other(format!(
                 "battle id `{key}` is ambiguous; give more of it"
             ))
             .into()),
@@ -573,7 +575,7 @@ impl Tx<'_> {
         output: &str,
         reasoning: &str,
         truncated: bool,
-        bench: &crate::battle::Benchmark,
+        bench: &arena_domain::battle::Benchmark,
         at: DateTime<Utc>,
     ) -> Result<bool> {
         self.require_lease(&c.battle_id)?;
@@ -714,7 +716,7 @@ impl Tx<'_> {
         pid_alive: impl Fn(u32) -> bool,
     ) -> Result<bool> {
         let current = rows::lease(&self.tx, battle_id)?;
-        if !crate::decisions::lease_is_free(
+        if !arena_domain::decisions::lease_is_free(
             current.as_ref(),
             &me.owner,
             &me.host,
@@ -1245,7 +1247,7 @@ mod tests {
             .transact(|tx| {
                 tx.insert_battle(&NewBattle {
                     id: "b1".into(),
-                    battle_type: crate::battle::BattleType::Qa,
+                    battle_type: arena_domain::battle::BattleType::Qa,
                     prompt: "p".into(),
                     project: "/tmp".into(),
                     results_path: "/tmp/Arena/x".into(),
