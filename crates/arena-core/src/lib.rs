@@ -10,16 +10,15 @@ pub use arena_domain::{
 
 pub mod agent;
 pub mod backend;
-pub mod catalog;
 pub mod clock;
 pub mod config;
 pub mod diff;
 mod engine;
 pub mod error;
-pub mod keychain;
 pub mod persona;
-pub mod provider;
 pub mod results;
+pub use arena_provider as provider;
+pub use arena_provider::{catalog, keychain};
 pub use arena_store as store;
 pub mod worktree;
 

@@ -5,6 +5,8 @@
 //! nothing of battles; retries, stall timeouts and caps live in the runner.
 
 mod anthropic;
+pub mod catalog;
+pub mod keychain;
 mod openai;
 
 use std::pin::Pin;
@@ -14,9 +16,9 @@ use std::time::Duration;
 use futures::Stream;
 use serde::Deserialize;
 
-use crate::config::{ProviderConfig, ProviderKind};
-use crate::keychain::{self, Secret};
+use crate::keychain::Secret;
 pub use arena_domain::benchmark::{Timings, Usage};
+use arena_domain::config::{ProviderConfig, ProviderKind};
 
 /// Why a provider call failed; [`ProviderError::is_retryable`] says whether
 /// another attempt may succeed.

@@ -5,7 +5,7 @@
 //! Every call blocks (D-Bus on Linux); run it in `spawn_blocking`. A key
 //! read from here is never logged or stored anywhere else.
 
-use crate::config::APP_IDENTIFIER;
+use arena_domain::config::APP_IDENTIFIER;
 
 /// The keychain service Arena's entries live under.
 pub const SERVICE: &str = APP_IDENTIFIER;

@@ -5,15 +5,15 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::battle::Lane;
-use crate::error::Invalid;
-use crate::provider::Provider;
+use crate::Provider;
+use arena_domain::battle::Lane;
+use arena_domain::Invalid;
 
 /// What one provider reported.
 #[derive(Debug, Clone, Serialize)]
 pub struct ProviderModels {
     pub provider: String,
-    pub kind: crate::config::ProviderKind,
+    pub kind: arena_domain::config::ProviderKind,
     pub base_url: String,
     pub lane: Lane,
     /// The models it serves, or why they could not be listed.
@@ -108,7 +108,7 @@ impl Catalog {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::ProviderKind;
+    use arena_domain::config::ProviderKind;
 
     fn entry(name: &str, lane: Lane, models: Result<Vec<&str>, &str>) -> ProviderModels {
         ProviderModels {
