@@ -8,19 +8,17 @@ pub use arena_domain::{
     analysis, battle, benchmark, cross_exam, decisions, event, leaderboard, patch,
 };
 
-pub mod agent;
-pub mod backend;
 pub mod clock;
 pub mod config;
-pub mod diff;
 mod engine;
 pub mod error;
 pub mod persona;
 pub mod results;
+pub use arena_agent as agent;
+pub use arena_agent::{backend, diff, worktree};
 pub use arena_provider as provider;
 pub use arena_provider::{catalog, keychain};
 pub use arena_store as store;
-pub mod worktree;
 
 pub use battle::{
     Battle, BattleRequest, BattleStatus, BattleType, Contestant, ContestantSpec, ContestantStatus,

@@ -52,7 +52,7 @@ fn repo() -> tempfile::TempDir {
 }
 
 fn fake_agent() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/fake-agent")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../arena-agent/tests/fixtures/fake-agent")
 }
 
 /// The harness engine, with a `fake` command backend.

@@ -71,7 +71,7 @@ impl std::fmt::Debug for Launch {
             .field("program", &self.program)
             .field("args", &self.args)
             .field("cwd", &self.cwd)
-            .field("env", &crate::agent::backends::env_names(&self.env))
+            .field("env", &crate::backends::env_names(&self.env))
             .field("timeout", &self.timeout)
             .field("sandbox", &self.sandbox)
             .finish()

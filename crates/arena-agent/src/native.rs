@@ -11,7 +11,7 @@ use futures::StreamExt;
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
-use crate::provider::{
+use arena_provider::{
     Chunk, Conversation, Message, Provider, ProviderError, ToolCall, ToolSpec, Usage,
 };
 

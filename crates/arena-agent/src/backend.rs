@@ -34,7 +34,10 @@ pub struct BackendStatus {
 /// Every backend, built-in ones first, with where each is installed;
 /// `sandboxed`: agents run in the kernel sandbox (so every CLI agent can
 /// cross-examine).
-pub fn statuses(custom: &[crate::config::CustomBackend], sandboxed: bool) -> Vec<BackendStatus> {
+pub fn statuses(
+    custom: &[arena_domain::config::CustomBackend],
+    sandboxed: bool,
+) -> Vec<BackendStatus> {
     let known = BACKENDS.iter().map(|b| {
         let path = b.program.and_then(locate);
         BackendStatus {
@@ -42,7 +45,7 @@ pub fn statuses(custom: &[crate::config::CustomBackend], sandboxed: bool) -> Vec
             program: b.program.map(str::to_string),
             installed: b.program.is_none() || path.is_some(),
             path,
-            read_only: crate::agent::backends::can_examine(b.name, sandboxed),
+            read_only: crate::backends::can_examine(b.name, sandboxed),
             custom: false,
         }
     });

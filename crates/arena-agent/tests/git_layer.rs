@@ -6,8 +6,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use arena_core::diff::{self, ChangeStatus, DiffError, DiffStats};
-use arena_core::worktree::{self, WorktreeError};
+use arena_agent::diff::{self, ChangeStatus, DiffError, DiffStats};
+use arena_agent::worktree::{self, WorktreeError};
 
 /// Runs `git` in `dir` with no user or system config, panicking on failure.
 fn git(dir: &Path, args: &[&str]) -> String {
@@ -931,8 +931,8 @@ fn numstat(
 /// Every parsed line agrees with the files: context and deleted lines are
 /// the old file's lines at their numbers, context and added lines the new
 /// file's.
-fn check_lines(patch: &arena_core::patch::FilePatch, old: &str, new: &str) {
-    use arena_core::patch::LineKind;
+fn check_lines(patch: &arena_domain::patch::FilePatch, old: &str, new: &str) {
+    use arena_domain::patch::LineKind;
     let old: Vec<&str> = old.lines().collect();
     let new: Vec<&str> = new.lines().collect();
     for line in &patch.lines {
@@ -960,7 +960,7 @@ fn check_lines(patch: &arena_core::patch::FilePatch, old: &str, new: &str) {
 
 #[test]
 fn the_patch_parser_reads_what_git_and_the_diff_layer_write() {
-    use arena_core::patch;
+    use arena_domain::patch;
 
     let (_dir, project) = project();
     let base = head(&project);

@@ -17,7 +17,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::config::{CustomBackend, ProviderKind};
+use arena_domain::config::{CustomBackend, ProviderKind};
 use arena_domain::secret::Secret;
 
 /// Where the contestant's model is served, when an Arena provider serves it.

@@ -31,7 +31,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use arena_core::{diff, worktree};
+use arena_agent::{diff, worktree};
 
 type Result<T, E = Box<dyn Error>> = std::result::Result<T, E>;
 

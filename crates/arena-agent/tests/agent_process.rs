@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use arena_core::agent::process::{run, Launch, Line};
+use arena_agent::process::{run, Launch, Line};
 use tokio_util::sync::CancellationToken;
 
 fn fake_agent() -> PathBuf {

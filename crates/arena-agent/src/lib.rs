@@ -1,0 +1,11 @@
+//! Arena's agents and their workspaces: git worktrees and diffs (git2),
+//! the CLI agents (launch plans, child processes), the built-in tool-calling
+//! agent, and the kernel sandbox every agent process runs in.
+
+pub mod backend;
+pub mod backends;
+pub mod diff;
+pub mod native;
+pub mod process;
+pub mod sandbox;
+pub mod worktree;
