@@ -15,15 +15,15 @@ use tauri_plugin_dialog::DialogExt;
 use tauri_plugin_opener::OpenerExt;
 
 use crate::background;
-use crate::dto::{
+use crate::error::Error;
+use crate::events;
+use crate::state::AppState;
+use arena_api::{
     AnalysisDto, AppInfo, ApplyResultDto, BackendDto, BattleDetailDto, BattleDto, BattleEventDto,
     BattleTypeDto, CrossExaminationDto, DiffViewDto, PersonasDto, ProviderModelsDto,
     ProviderSettingsDto, RoundDto, SettingsDto, SettingsUpdateDto, StandingDto, StartBattleRequest,
     WorkDto,
 };
-use crate::error::Error;
-use crate::events;
-use crate::state::AppState;
 
 /// `list_battles` without a limit.
 const DEFAULT_LIST_LIMIT: u32 = 100;
@@ -209,6 +209,7 @@ pub async fn apply_diff(
         .apply(&battle_id, contestant_id.as_deref())
         .await?;
     Ok(ApplyResultDto {
+        battle_id,
         contestant_id,
         stats: (&stats).into(),
     })

@@ -4,7 +4,7 @@
 //! `code` is a stable snake_case identifier per variant (the UI may match on
 //! it) and `message` is the human-readable text.
 
-use serde::ser::{Serialize, SerializeStruct, Serializer};
+use serde::ser::{Serialize, Serializer};
 
 /// An error returned by an IPC command.
 #[derive(Debug, thiserror::Error)]
@@ -40,11 +40,9 @@ impl Error {
 }
 
 impl Serialize for Error {
+    /// As the wire model's `{code, message}`.
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut s = serializer.serialize_struct("Error", 2)?;
-        s.serialize_field("code", self.code())?;
-        s.serialize_field("message", &self.to_string())?;
-        s.end()
+        arena_api::ErrorDto::new(self.code(), self).serialize(serializer)
     }
 }
 

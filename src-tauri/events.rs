@@ -22,7 +22,7 @@ use futures::{Stream, StreamExt};
 use tauri::ipc::Channel;
 use tokio_util::sync::CancellationToken;
 
-use crate::dto::BattleEventDto;
+use arena_api::BattleEventDto;
 
 /// The least time between two deliveries to the webview.
 pub const COALESCE_WINDOW: Duration = Duration::from_millis(25);

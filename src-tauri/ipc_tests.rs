@@ -228,15 +228,15 @@ fn a_battle_runs_streams_and_is_judged_through_ipc() {
 
     let info = app.ok("app_info", json!({}));
     assert_eq!(info["battles"], 0);
-    assert_eq!(info["startupError"], Value::Null);
+    assert_eq!(info["startup_error"], Value::Null);
 
     // Bad input is refused with the engine's code, before anything is created.
     let err = app
         .invoke(
             "start_battle",
             json!({"request": {
-                "battleType": "qa", "project": project.path(), "prompt": "Why?",
-                "contestants": ["debugger@alpha"], "checkCommand": null
+                "battle_type": "qa", "project": project.path(), "prompt": "Why?",
+                "contestants": ["debugger@alpha"], "check_command": null
             }}),
         )
         .expect_err("one contestant is too few");
@@ -249,8 +249,8 @@ fn a_battle_runs_streams_and_is_judged_through_ipc() {
     let battle = app.ok(
         "start_battle",
         json!({"request": {
-            "battleType": "qa", "project": project.path(), "prompt": "Explain lanes.",
-            "contestants": ["debugger@alpha", "explainer@beta"], "checkCommand": null
+            "battle_type": "qa", "project": project.path(), "prompt": "Explain lanes.",
+            "contestants": ["debugger@alpha", "explainer@beta"], "check_command": null
         }}),
     );
     let battle_id = battle["id"].as_str().expect("battle id").to_string();
@@ -271,20 +271,17 @@ fn a_battle_runs_streams_and_is_judged_through_ipc() {
     let seqs: Vec<u64> = events.iter().filter_map(|e| e["seq"].as_u64()).collect();
     assert_eq!(seqs.len(), events.len(), "every event has a seq");
     assert!(seqs.windows(2).all(|w| w[0] < w[1]), "{seqs:?}");
-    assert!(events.iter().all(|e| e["battleId"] == battle_id.as_str()));
+    assert!(events.iter().all(|e| e["battle_id"] == battle_id.as_str()));
 
     // Appending the (coalesced) deltas gives each contestant's output.
     let detail = app.ok("get_battle", json!({"id": battle_id}));
-    assert_eq!(detail["battle"]["status"], "done");
-    for c in detail["battle"]["contestants"]
-        .as_array()
-        .expect("contestants")
-    {
+    assert_eq!(detail["status"], "done");
+    for c in detail["contestants"].as_array().expect("contestants") {
         let id = c["id"].as_str().expect("contestant id");
         let streamed = |kind: &str| -> String {
             events
                 .iter()
-                .filter(|e| e["type"] == kind && e["contestantId"] == id)
+                .filter(|e| e["type"] == kind && e["contestant_id"] == id)
                 .filter_map(|e| e["text"].as_str())
                 .collect()
         };
@@ -295,7 +292,7 @@ fn a_battle_runs_streams_and_is_judged_through_ipc() {
                 Some(streamed("reasoning").as_str())
             );
         }
-        assert_eq!(detail["rounds"][id], json!([]));
+        assert_eq!(c["rounds"], json!([]));
     }
     assert_eq!(
         detail["analysis"]["status"], "done",
@@ -303,7 +300,7 @@ fn a_battle_runs_streams_and_is_judged_through_ipc() {
         detail["analysis"]
     );
     assert_eq!(detail["analysis"]["model"], "judge");
-    assert_eq!(detail["crossExaminations"], json!([]));
+    assert_eq!(detail["cross_examinations"], json!([]));
 
     // Replayed after the fact, the journal arrives coalesced: fewer events.
     let journal = {
@@ -349,14 +346,14 @@ fn a_battle_runs_streams_and_is_judged_through_ipc() {
     assert!(app.window.state::<AppState>().subscriptions.is_empty());
 
     // The user's winner, and the rest of the read side.
-    let first = detail["battle"]["contestants"][0]["id"].clone();
+    let first = detail["contestants"][0]["id"].clone();
     let battle = app.ok(
         "set_winner",
         json!({"battleId": battle_id, "contestantId": first}),
     );
     assert_eq!(
         battle["winner"],
-        json!({"contestantId": first, "source": "user"})
+        json!({"contestant_id": first, "source": "user"})
     );
     let list = app.ok("list_battles", json!({"limit": 10}));
     assert_eq!(list.as_array().map(Vec::len), Some(1));
@@ -393,14 +390,14 @@ fn a_battle_runs_streams_and_is_judged_through_ipc() {
     assert_eq!(
         backends[0],
         json!({"name": "native", "program": null, "installed": true, "path": null,
-               "readOnly": false, "custom": false})
+               "read_only": false, "custom": false})
     );
     let settings = app.ok("settings", json!({}));
-    assert_eq!(settings["configPath"], json!(config));
-    assert_eq!(settings["configExists"], true);
-    assert_eq!(settings["defaultModel"], "judge");
-    assert_eq!(settings["providers"][0]["apiKeySet"], false);
-    assert_eq!(settings["providers"][0]["keySource"], Value::Null);
+    assert_eq!(settings["config_path"], json!(config));
+    assert_eq!(settings["config_exists"], true);
+    assert_eq!(settings["default_model"], "judge");
+    assert_eq!(settings["providers"][0]["api_key_set"], false);
+    assert_eq!(settings["providers"][0]["key_source"], Value::Null);
 }
 
 /// Runs `git` in `dir` with no user or system config.
@@ -447,16 +444,16 @@ fn coding_diffs_folders_and_settings_through_ipc() {
     let battle = app.ok(
         "start_battle",
         json!({"request": {
-            "battleType": "coding", "project": project.path(), "prompt": "Say hello.",
-            "contestants": ["shell@m1", "shell@m2"], "checkCommand": null
+            "battle_type": "coding", "project": project.path(), "prompt": "Say hello.",
+            "contestants": ["shell@m1", "shell@m2"], "check_command": null
         }}),
     );
     let battle_id = battle["id"].as_str().expect("battle id").to_string();
     let deadline = Instant::now() + Duration::from_secs(60);
     let battle = loop {
         let detail = app.ok("get_battle", json!({"id": battle_id}));
-        if detail["battle"]["status"] != "running" {
-            break detail["battle"].clone();
+        if detail["status"] != "running" {
+            break detail;
         }
         assert!(
             Instant::now() < deadline,
@@ -481,12 +478,12 @@ fn coding_diffs_folders_and_settings_through_ipc() {
     assert_eq!(
         diff["files"],
         json!([{
-            "path": "README.md", "oldPath": null, "status": "modified", "binary": false,
+            "path": "README.md", "old_path": null, "status": "modified", "binary": false,
             "insertions": 1, "deletions": 0,
             "lines": [
-                {"kind": "hunk", "text": "@@ -1 +1,2 @@", "oldLine": null, "newLine": null},
-                {"kind": "context", "text": "# Demo", "oldLine": 1, "newLine": 1},
-                {"kind": "add", "text": "hello from m1", "oldLine": null, "newLine": 2}
+                {"kind": "hunk", "text": "@@ -1 +1,2 @@", "old_line": null, "new_line": null},
+                {"kind": "context", "text": "# Demo", "old_line": 1, "new_line": 1},
+                {"kind": "add", "text": "hello from m1", "old_line": null, "new_line": 2}
             ]
         }])
     );
@@ -517,7 +514,10 @@ fn coding_diffs_folders_and_settings_through_ipc() {
             .is_some_and(|m| m.contains(&worktree)),
         "{err}"
     );
-    let results = battle["resultsPath"].as_str().expect("results").to_string();
+    let results = battle["results_path"]
+        .as_str()
+        .expect("results")
+        .to_string();
     std::fs::remove_dir_all(&results).expect("remove the results folder");
     let err = app
         .invoke("open_results_folder", json!({"battleId": battle_id}))
@@ -549,8 +549,8 @@ fn coding_diffs_folders_and_settings_through_ipc() {
 
     // Settings: invalid input is refused, naming the field, file untouched.
     let provider = |kind: &str, base_url: &str| {
-        json!({"name": "scripted", "kind": kind, "baseUrl": base_url, "lane": "cloud",
-               "apiKeyEnv": null, "models": [], "maxConcurrency": 8, "requestsPerMinute": null})
+        json!({"name": "scripted", "kind": kind, "base_url": base_url, "lane": "cloud",
+               "api_key_env": null, "models": [], "max_concurrency": 8, "requests_per_minute": null})
     };
     for (bad, field) in [
         (
@@ -565,7 +565,7 @@ fn coding_diffs_folders_and_settings_through_ipc() {
         let err = app
             .invoke(
                 "save_settings",
-                json!({"update": {"defaultModel": null, "providers": [bad]}}),
+                json!({"update": {"default_model": null, "providers": [bad]}}),
             )
             .expect_err("invalid settings");
         assert_eq!(err["code"], "invalid_input", "{err}");
@@ -581,21 +581,21 @@ fn coding_diffs_folders_and_settings_through_ipc() {
     // A valid update is written (comments and [[backend]] kept) and used.
     let saved = app.ok(
         "save_settings",
-        json!({"update": {"defaultModel": "m2", "providers": [
+        json!({"update": {"default_model": "m2", "providers": [
             provider("openai", &server.base_url()),
-            {"name": "spare", "kind": "anthropic", "baseUrl": "http://127.0.0.1:9/v1",
-             "lane": "cloud", "apiKeyEnv": "SPARE_KEY", "models": ["claude-x"],
-             "maxConcurrency": 3, "requestsPerMinute": 60}
+            {"name": "spare", "kind": "anthropic", "base_url": "http://127.0.0.1:9/v1",
+             "lane": "cloud", "api_key_env": "SPARE_KEY", "models": ["claude-x"],
+             "max_concurrency": 3, "requests_per_minute": 60}
         ]}}),
     );
-    assert_eq!(saved["defaultModel"], "m2");
+    assert_eq!(saved["default_model"], "m2");
     assert_eq!(saved["providers"][1]["name"], "spare");
     assert_eq!(saved["providers"][1]["kind"], "anthropic");
-    assert_eq!(saved["providers"][1]["apiKeyEnv"], "SPARE_KEY");
+    assert_eq!(saved["providers"][1]["api_key_env"], "SPARE_KEY");
     assert_eq!(saved["providers"][1]["models"], json!(["claude-x"]));
-    assert_eq!(saved["providers"][1]["maxConcurrency"], 3);
-    assert_eq!(saved["providers"][1]["requestsPerMinute"], 60);
-    assert_eq!(saved["providers"][0]["maxConcurrency"], 8);
+    assert_eq!(saved["providers"][1]["max_concurrency"], 3);
+    assert_eq!(saved["providers"][1]["requests_per_minute"], 60);
+    assert_eq!(saved["providers"][0]["max_concurrency"], 8);
     assert_eq!(app.ok("settings", json!({})), saved);
     let text = std::fs::read_to_string(&config).expect("config");
     for kept in [

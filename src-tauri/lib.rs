@@ -1,8 +1,8 @@
 //! The Arena desktop app: a thin Tauri shell over `arena-core`.
 //!
 //! - [`commands`]: the IPC commands, each a validation, a call into the
-//!   engine and a conversion to [`dto`] types; errors cross as
-//!   `{ code, message }` ([`error`]).
+//!   engine and a conversion to the wire types of `arena-api`; errors cross
+//!   as `{ code, message }` ([`error`]).
 //! - [`events`]: `subscribe_battle`'s sink — the battle's event stream,
 //!   text deltas coalesced, into a Tauri channel.
 //! - [`background`]: running and judging battles without blocking a command,
@@ -21,21 +21,18 @@
 //!
 //! # TypeScript bindings
 //!
-//! The webview's types for every DTO live in `ui/src/ipc/bindings/`,
-//! generated from [`dto`] with ts-rs. `cargo test -p arena-app` fails when
-//! they are stale; regenerate them with
+//! The webview's types for every wire type live in `ui/src/ipc/bindings/`,
+//! generated from `arena-api` with ts-rs. `cargo test -p arena-api` fails
+//! when they are stale; regenerate them with
 //!
 //! ```sh
-//! cargo test -p arena-app -- --ignored export_bindings
+//! cargo test -p arena-api -- --ignored export_bindings
 //! ```
 //!
-//! and commit the result (see `bindings.rs`).
+//! and commit the result (see `crates/arena-api/src/bindings.rs`).
 
 pub mod background;
-#[cfg(test)]
-mod bindings;
 pub mod commands;
-pub mod dto;
 pub mod error;
 pub mod events;
 #[cfg(test)]

@@ -10,6 +10,10 @@ mod view;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use arena_api::{
+    ApplyResultDto, BackendDto, BattleDetailDto, BattleDto, CatalogDto, CrossExaminationDto,
+    PersonasDto, PruneDto, RoundDto, StandingDto, WorktreeDto,
+};
 use arena_core::battle::{BattleRequest, BattleType, ContestantSpec};
 use arena_core::{Battle, Engine, EngineOptions, Error, Invalid};
 use clap::{Args, Parser, Subcommand};
@@ -232,11 +236,12 @@ fn main() -> ExitCode {
     }
 }
 
-fn print_json(value: &serde_json::Value) {
-    println!(
-        "{}",
-        serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())
-    );
+/// Prints one of the wire model's values (`arena-api`), pretty.
+fn print_json(value: &impl serde::Serialize) {
+    match serde_json::to_string_pretty(value) {
+        Ok(text) => println!("{text}"),
+        Err(e) => eprintln!("arena: could not write JSON: {e}"),
+    }
 }
 
 async fn run(cli: Cli) -> Result<(), Error> {
@@ -245,7 +250,7 @@ async fn run(cli: Cli) -> Result<(), Error> {
         Command::Providers(flags) => {
             let catalog = engine.catalog().await;
             if flags.json {
-                print_json(&view::catalog_json(&catalog));
+                print_json(&CatalogDto::from(&catalog));
             } else {
                 print!("{}", view::catalog_text(&catalog));
             }
@@ -253,10 +258,7 @@ async fn run(cli: Cli) -> Result<(), Error> {
         Command::Personas(flags) => {
             let registry = engine.personas()?;
             if flags.json {
-                print_json(&serde_json::json!({
-                    "registry": registry.path,
-                    "personas": registry.personas,
-                }));
+                print_json(&PersonasDto::from(&registry));
             } else {
                 println!("Personas from {}:", registry.path.display());
                 for p in &registry.personas {
@@ -269,24 +271,22 @@ async fn run(cli: Cli) -> Result<(), Error> {
             }
         }
         Command::Backends(flags) => {
-            let rows: Vec<serde_json::Value> = engine
+            let rows: Vec<BackendDto> = engine
                 .backends()
                 .await?
-                .iter()
-                .map(|b| serde_json::json!(b))
+                .into_iter()
+                .map(BackendDto::from)
                 .collect();
             if flags.json {
-                print_json(&serde_json::Value::Array(rows));
+                print_json(&rows);
             } else {
                 for r in &rows {
-                    let status = match (&r["program"], &r["path"]) {
-                        (serde_json::Value::Null, _) => "built in".to_string(),
-                        (_, serde_json::Value::String(p)) => format!("installed at {p}"),
-                        (p, _) => {
-                            format!("not installed (`{}` not on PATH)", p.as_str().unwrap_or(""))
-                        }
+                    let status = match (&r.program, &r.path) {
+                        (None, _) => "built in".to_string(),
+                        (_, Some(p)) => format!("installed at {p}"),
+                        (Some(p), None) => format!("not installed (`{p}` not on PATH)"),
                     };
-                    println!("  {:<12} {status}", r["name"].as_str().unwrap_or(""));
+                    println!("  {:<12} {status}", r.name);
                 }
             }
         }
@@ -294,7 +294,7 @@ async fn run(cli: Cli) -> Result<(), Error> {
         Command::Worktrees(WorktreesCommand::List(flags)) => {
             let list = engine.worktrees().await?;
             if flags.json {
-                print_json(&serde_json::json!(list));
+                print_json(&list.iter().map(WorktreeDto::from).collect::<Vec<_>>());
             } else if list.is_empty() {
                 println!("No worktrees.");
             } else {
@@ -316,10 +316,7 @@ async fn run(cli: Cli) -> Result<(), Error> {
         Command::Worktrees(WorktreesCommand::Prune { force, json }) => {
             let (removed, kept) = engine.prune_worktrees(force).await?;
             if json.json {
-                print_json(&serde_json::json!({
-                    "removed": removed,
-                    "kept": kept.iter().map(|(p, why)| serde_json::json!({"path": p, "reason": why})).collect::<Vec<_>>(),
-                }));
+                print_json(&PruneDto::new(&removed, &kept));
             } else {
                 for p in &removed {
                     println!("removed {}", p.display());
@@ -340,7 +337,7 @@ async fn run(cli: Cli) -> Result<(), Error> {
             let battle_type = battle_type.map(|t| BattleType::parse_arg(&t)).transpose()?;
             let standings = engine.leaderboard(battle_type).await?;
             if json {
-                print_json(&serde_json::json!(standings));
+                print_json(&standings.iter().map(StandingDto::from).collect::<Vec<_>>());
             } else if csv {
                 print!("{}", arena_core::leaderboard::to_csv(&standings));
             } else {
@@ -381,9 +378,11 @@ async fn battle(engine: &Engine, command: BattleCommand) -> Result<(), Error> {
             let cid = contestant_arg(engine, &id, contestant.as_deref()).await?;
             let (applied, stats) = engine.apply(&id, cid.as_deref()).await?;
             if json.json {
-                print_json(
-                    &serde_json::json!({"battle_id": id, "contestant_id": applied, "stats": stats}),
-                );
+                print_json(&ApplyResultDto {
+                    battle_id: id,
+                    contestant_id: applied,
+                    stats: (&stats).into(),
+                });
             } else {
                 println!(
                     "Applied {applied}'s changes: {} files, +{} -{}",
@@ -403,7 +402,7 @@ async fn battle(engine: &Engine, command: BattleCommand) -> Result<(), Error> {
                 .cross_examine(&id, &examiner, question.as_deref())
                 .await?;
             if json.json {
-                print_json(&view::cross_exam_json(&x));
+                print_json(&CrossExaminationDto::from(&x));
             } else {
                 print!("{}", view::cross_exam_text(&x));
             }
@@ -418,7 +417,7 @@ async fn battle(engine: &Engine, command: BattleCommand) -> Result<(), Error> {
             let cid = resolve_contestant(&engine.battle(&id).await?, &contestant)?;
             let round = engine.refine(&id, &cid, &feedback).await?;
             if json.json {
-                print_json(&view::round_json(&round));
+                print_json(&RoundDto::from(&round));
             } else {
                 print!("{}", view::round_text(&round));
             }
@@ -426,9 +425,7 @@ async fn battle(engine: &Engine, command: BattleCommand) -> Result<(), Error> {
         BattleCommand::List { limit, json } => {
             let battles = engine.battles(limit).await?;
             if json.json {
-                print_json(&serde_json::Value::Array(
-                    battles.iter().map(view::battle_summary_json).collect(),
-                ));
+                print_json(&battles.iter().map(BattleDto::from).collect::<Vec<_>>());
             } else {
                 print!("{}", view::list_text(&battles));
             }
@@ -505,9 +502,9 @@ async fn battle(engine: &Engine, command: BattleCommand) -> Result<(), Error> {
             if json.json {
                 let mut all = Vec::new();
                 for b in &battles {
-                    all.push(full_json(engine, &b.id).await?);
+                    all.push(detail(engine, &b.id).await?);
                 }
-                print_json(&serde_json::Value::Array(all));
+                print_json(&all);
             } else if battles.is_empty() {
                 println!("No battles were left running.");
             } else {
@@ -554,25 +551,15 @@ async fn auto_analyze(engine: &Engine, battle: &Battle, model: Option<&str>, sho
     }
 }
 
-/// The battle with its analysis and cross-examinations, as JSON.
-async fn full_json(engine: &Engine, id: &str) -> Result<serde_json::Value, Error> {
-    let battle = engine.battle(id).await?;
-    let analysis = engine.analysis(id).await?;
-    let cross = engine.cross_examinations(id).await?;
-    let mut v = view::battle_json(&battle, analysis.as_ref(), &cross);
-    if let Some(list) = v["contestants"].as_array_mut() {
-        for (json, c) in list.iter_mut().zip(&battle.contestants) {
-            let rounds = engine.rounds(&c.id).await?;
-            json["rounds"] =
-                serde_json::Value::Array(rounds.iter().map(view::round_json).collect());
-        }
-    }
-    Ok(v)
+/// Everything about a battle, as the wire model has it: its outputs, each
+/// contestant's rounds, the analysis and the cross-examinations.
+async fn detail(engine: &Engine, id: &str) -> Result<BattleDetailDto, Error> {
+    Ok(BattleDetailDto::from(&engine.battle_detail(id).await?))
 }
 
 async fn show(engine: &Engine, id: &str, json: bool, output: bool) -> Result<(), Error> {
     if json {
-        print_json(&full_json(engine, id).await?);
+        print_json(&detail(engine, id).await?);
     } else {
         let battle = engine.battle(id).await?;
         let analysis = engine.analysis(id).await?;

@@ -1,89 +1,11 @@
-//! How battles look on the terminal and in `--json`.
+//! How battles look on the terminal (`--json` prints the wire model of
+//! `arena-api`).
 
 use arena_core::analysis::{Analysis, Outcome};
 use arena_core::battle::{Battle, Contestant, Round};
 use arena_core::catalog::Catalog;
 use arena_core::cross_exam::CrossExamination;
 use arena_core::leaderboard::Standing;
-use arena_core::results::rfc3339;
-use serde_json::{json, Value};
-
-pub fn contestant_json(c: &Contestant, with_output: bool) -> Value {
-    let b = &c.benchmark;
-    let mut v = json!({
-        "id": c.id,
-        "position": c.position + 1,
-        "identity": c.identity,
-        "model": c.model,
-        "provider": c.provider,
-        "lane": c.lane,
-        "status": c.status,
-        "error": c.error,
-        "attempts": c.attempts,
-        "started_at": c.started_at.map(rfc3339),
-        "finished_at": c.finished_at.map(rfc3339),
-        "duration_ms": b.duration_ms,
-        "ttft_ms": b.ttft_ms,
-        "prompt_tokens": b.prompt_tokens,
-        "completion_tokens": b.completion_tokens,
-        "cached_tokens": b.cached_tokens,
-        "tokens_per_sec": b.tokens_per_sec,
-        "tokens_per_sec_source": b.rate_source,
-        "prompt_per_sec": b.prompt_per_sec,
-        "model_switched": b.model_switched,
-        "waiting": c.waiting,
-        "truncated": c.truncated,
-        "result_path": c.result_path,
-        "worktree": c.worktree,
-        "diff": c.diff,
-        "check": c.check,
-    });
-    if with_output {
-        v["output"] = json!(c.output);
-        v["reasoning"] = json!(c.reasoning);
-    }
-    v
-}
-
-fn battle_value(b: &Battle, with_output: bool) -> Value {
-    json!({
-        "id": b.id,
-        "battle_type": b.battle_type,
-        "status": b.status,
-        "prompt": b.prompt,
-        "project": b.project,
-        "results_path": b.results_path,
-        "created_at": rfc3339(b.created_at),
-        "finished_at": b.finished_at.map(rfc3339),
-        "winner": b.winner,
-        "base_commit": b.base_commit,
-        "check_command": b.check_command,
-        "contestants": b.contestants.iter().map(|c| contestant_json(c, with_output)).collect::<Vec<_>>(),
-    })
-}
-
-/// The battle with each contestant's output, its analysis and cross-examinations.
-pub fn battle_json(b: &Battle, analysis: Option<&Analysis>, cross: &[CrossExamination]) -> Value {
-    let mut v = battle_value(b, true);
-    v["analysis"] = analysis.map(analysis_json).unwrap_or(Value::Null);
-    v["cross_examinations"] = Value::Array(cross.iter().map(cross_exam_json).collect());
-    v
-}
-
-pub fn analysis_json(a: &Analysis) -> Value {
-    let mut v = json!(a);
-    v["no_clear_winner"] = json!(a.outcome == Some(Outcome::NoClearWinner));
-    v["created_at"] = json!(rfc3339(a.created_at));
-    v["finished_at"] = json!(a.finished_at.map(rfc3339));
-    v
-}
-
-pub fn cross_exam_json(x: &CrossExamination) -> Value {
-    let mut v = json!(x);
-    v["created_at"] = json!(rfc3339(x.created_at));
-    v["finished_at"] = json!(x.finished_at.map(rfc3339));
-    v
-}
 
 pub fn cross_exam_text(x: &CrossExamination) -> String {
     let mut out = format!(
@@ -142,30 +64,6 @@ pub fn leaderboard_text(standings: &[Standing]) -> String {
 }
 
 /// The battle without outputs, for listings.
-pub fn battle_summary_json(b: &Battle) -> Value {
-    battle_value(b, false)
-}
-
-pub fn catalog_json(catalog: &Catalog) -> Value {
-    json!({
-        "providers": catalog.providers.iter().map(|p| {
-            let (models, error) = match &p.models {
-                Ok(m) => (json!(m), Value::Null),
-                Err(e) => (json!([]), json!(e)),
-            };
-            json!({
-                "name": p.provider,
-                "kind": p.kind,
-                "base_url": p.base_url,
-                "lane": p.lane,
-                "reachable": p.models.is_ok(),
-                "error": error,
-                "models": models,
-            })
-        }).collect::<Vec<_>>(),
-    })
-}
-
 pub fn catalog_text(catalog: &Catalog) -> String {
     let mut out = String::new();
     if catalog.providers.is_empty() {
@@ -359,13 +257,6 @@ pub fn list_text(battles: &[Battle]) -> String {
         ));
     }
     out
-}
-
-pub fn round_json(r: &Round) -> Value {
-    let mut v = json!(r);
-    v["created_at"] = json!(rfc3339(r.created_at));
-    v["finished_at"] = json!(r.finished_at.map(rfc3339));
-    v
 }
 
 pub fn round_text(r: &Round) -> String {

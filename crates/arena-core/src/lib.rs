@@ -24,6 +24,6 @@ pub use battle::{
     Battle, BattleRequest, BattleStatus, BattleType, Contestant, ContestantSpec, ContestantStatus,
     Lane,
 };
-pub use engine::{Engine, EngineOptions, Judging, Recovered};
+pub use engine::{Engine, EngineOptions, Judging, Recovered, WorktreeEntry};
 pub use error::{Error, Invalid, Result};
 pub use event::{BattleEvent, EventKind};

@@ -7,7 +7,7 @@ import type { OutcomeDto } from "./OutcomeDto";
 /**
  * A battle's analysis (digests, two judge runs, the outcome).
  */
-export type AnalysisDto = { id: string, battleId: string, status: AnalysisStatusDto, 
+export type AnalysisDto = { id: string, battle_id: string, status: AnalysisStatusDto, 
 /**
  * The judge model and its provider.
  */
@@ -19,8 +19,8 @@ winner: string | null,
 /**
  * `outcome == "no_clear_winner"`, for convenience.
  */
-noClearWinner: boolean, ranking: Array<string>, 
+no_clear_winner: boolean, ranking: Array<string>, 
 /**
  * Reason per contestant id.
  */
-reasons: { [key in string]: string }, digests: Array<DigestDto>, judgeRuns: Array<JudgeRunDto>, error: string | null, createdAt: string, finishedAt: string | null, };
+reasons: { [key in string]: string }, digests: Array<DigestDto>, judge_runs: Array<JudgeRunDto>, error: string | null, created_at: string, finished_at: string | null, };

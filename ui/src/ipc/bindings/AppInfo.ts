@@ -11,7 +11,7 @@ version: string,
 /**
  * The shared data directory (`<OS data dir>/dev.arena.desktop`).
  */
-dataDir: string, 
+data_dir: string, 
 /**
  * How many battles the database holds (`null` when the engine is down).
  */
@@ -19,4 +19,4 @@ battles: number | null,
 /**
  * Why the engine could not open, if it could not.
  */
-startupError: string | null, };
+startup_error: string | null, };

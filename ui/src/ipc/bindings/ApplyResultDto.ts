@@ -4,8 +4,8 @@ import type { DiffSummaryDto } from "./DiffSummaryDto";
 /**
  * What `apply_diff` brought into the project.
  */
-export type ApplyResultDto = { 
+export type ApplyResultDto = { battle_id: string, 
 /**
  * Whose diff was applied (the winner's when none was named).
  */
-contestantId: string, stats: DiffSummaryDto, };
+contestant_id: string, stats: DiffSummaryDto, };

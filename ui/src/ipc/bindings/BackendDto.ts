@@ -19,7 +19,7 @@ path: string | null,
 /**
  * It can cross-examine (it has an enforceable read-only mode).
  */
-readOnly: boolean, 
+read_only: boolean, 
 /**
  * A `[[backend]]` from arena.toml rather than a known agent.
  */

@@ -7,11 +7,11 @@ import type { WinnerDto } from "./WinnerDto";
 /**
  * A battle with its contestants.
  */
-export type BattleDto = { id: string, battleType: BattleTypeDto, status: BattleStatusDto, prompt: string, project: string, 
+export type BattleDto = { id: string, battle_type: BattleTypeDto, status: BattleStatusDto, prompt: string, project: string, 
 /**
  * `PROJECT/Arena/<battle folder>`.
  */
-resultsPath: string, createdAt: string, finishedAt: string | null, 
+results_path: string, created_at: string, finished_at: string | null, 
 /**
  * The user's choice, else the analysis's.
  */
@@ -19,4 +19,4 @@ winner: WinnerDto | null, contestants: Array<ContestantDto>,
 /**
  * Coding: the commit every worktree branched from.
  */
-baseCommit: string | null, checkCommand: string | null, };
+base_commit: string | null, check_command: string | null, };

@@ -4,22 +4,26 @@ import type { RateSourceDto } from "./RateSourceDto";
 /**
  * Speed figures for one contestant (each `null` until known).
  */
-export type BenchmarkDto = { durationMs: number | null, 
+export type BenchmarkDto = { duration_ms: number | null, 
 /**
  * Time to the first token.
  */
-ttftMs: number | null, promptTokens: number | null, completionTokens: number | null, tokensPerSec: number | null, rateSource: RateSourceDto | null, 
+ttft_ms: number | null, prompt_tokens: number | null, completion_tokens: number | null, tokens_per_sec: number | null, 
+/**
+ * Where `tokens_per_sec` came from.
+ */
+tokens_per_sec_source: RateSourceDto | null, 
 /**
  * Prompt tokens the server answered from its cache.
  */
-cachedTokens: number | null, 
+cached_tokens: number | null, 
 /**
  * Prompt processing speed (tokens/s), when the server reports it;
- * generation is `tokensPerSec`.
+ * generation is `tokens_per_sec`.
  */
-promptPerSec: number | null, 
+prompt_per_sec: number | null, 
 /**
  * The local server loaded this model first (it served another one just
  * before): the time to first token includes the model load.
  */
-modelSwitched: boolean, };
+model_switched: boolean, };

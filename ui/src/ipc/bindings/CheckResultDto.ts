@@ -7,8 +7,8 @@ export type CheckResultDto = { command: string,
 /**
  * `null` when it timed out or was killed.
  */
-exitCode: number | null, passed: boolean, timedOut: boolean, durationMs: number, 
+exit_code: number | null, passed: boolean, timed_out: boolean, duration_ms: number, 
 /**
  * The last lines of its output.
  */
-outputTail: string, };
+output_tail: string, };

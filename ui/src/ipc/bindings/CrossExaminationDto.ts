@@ -5,7 +5,7 @@ import type { CrossVerdictDto } from "./CrossVerdictDto";
 /**
  * One cross-examination of a battle's results.
  */
-export type CrossExaminationDto = { id: string, battleId: string, 
+export type CrossExaminationDto = { id: string, battle_id: string, 
 /**
  * 1, 2, … within the battle (`cross-exam-<n>.md`).
  */
@@ -17,4 +17,4 @@ output: string, verdict: CrossVerdictDto | null, error: string | null,
 /**
  * Its `cross-exam-<n>.md`.
  */
-path: string | null, createdAt: string, finishedAt: string | null, };
+path: string | null, created_at: string, finished_at: string | null, };

@@ -13,4 +13,4 @@ path: string,
 /**
  * The path a renamed file had.
  */
-oldPath: string | null, status: ChangeStatusDto, binary: boolean, insertions: number, deletions: number, lines: Array<DiffLineDto>, };
+old_path: string | null, status: ChangeStatusDto, binary: boolean, insertions: number, deletions: number, lines: Array<DiffLineDto>, };

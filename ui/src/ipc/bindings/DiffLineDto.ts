@@ -16,8 +16,8 @@ text: string,
 /**
  * 1-based, in the old file (context and deleted lines).
  */
-oldLine: number | null, 
+old_line: number | null, 
 /**
  * 1-based, in the new file (context and added lines).
  */
-newLine: number | null, };
+new_line: number | null, };

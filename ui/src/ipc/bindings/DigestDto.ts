@@ -3,7 +3,7 @@
 /**
  * One contestant's digest, written by the judge model.
  */
-export type DigestDto = { contestantId: string, text: string, 
+export type DigestDto = { contestant_id: string, text: string, 
 /**
  * Length of the digested answer, in words.
  */

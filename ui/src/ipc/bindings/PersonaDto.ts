@@ -3,4 +3,4 @@
 /**
  * One persona of the `AGENTS.md` registry.
  */
-export type PersonaDto = { name: string, description: string | null, systemPrompt: string, tools: Array<string>, temperature: number | null, topP: number | null, maxTokens: number | null, };
+export type PersonaDto = { name: string, description: string | null, system_prompt: string, tools: Array<string>, temperature: number | null, top_p: number | null, max_tokens: number | null, };

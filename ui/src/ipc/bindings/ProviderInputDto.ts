@@ -9,11 +9,11 @@ export type ProviderInputDto = { name: string,
 /**
  * Checked by the engine, so a bad value is reported as `invalid_input`.
  */
-kind: ProviderKindDto, baseUrl: string, lane: LaneDto, 
+kind: ProviderKindDto, base_url: string, lane: LaneDto, 
 /**
  * The environment variable holding its key (blank: none).
  */
-apiKeyEnv: string | null, 
+api_key_env: string | null, 
 /**
  * Models to offer in addition to what it lists.
  */
@@ -21,8 +21,8 @@ models: Array<string>,
 /**
  * Cloud lane: requests at once (at least 1; a local server takes one).
  */
-maxConcurrency: number, 
+max_concurrency: number, 
 /**
  * Cloud lane: starts a minute (`null`: no limit).
  */
-requestsPerMinute: number | null, };
+requests_per_minute: number | null, };

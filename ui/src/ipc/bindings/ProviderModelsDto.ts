@@ -5,7 +5,7 @@ import type { ProviderKindDto } from "./ProviderKindDto";
 /**
  * One provider and the models it reported (asked live).
  */
-export type ProviderModelsDto = { name: string, kind: ProviderKindDto, baseUrl: string, lane: LaneDto, 
+export type ProviderModelsDto = { name: string, kind: ProviderKindDto, base_url: string, lane: LaneDto, 
 /**
  * Whether it answered the model listing.
  */

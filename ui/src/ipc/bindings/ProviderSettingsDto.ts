@@ -6,20 +6,20 @@ import type { ProviderKindDto } from "./ProviderKindDto";
 /**
  * A configured provider, without any key.
  */
-export type ProviderSettingsDto = { name: string, kind: ProviderKindDto, baseUrl: string, lane: LaneDto, 
+export type ProviderSettingsDto = { name: string, kind: ProviderKindDto, base_url: string, lane: LaneDto, 
 /**
  * The environment variable holding its API key.
  */
-apiKeyEnv: string | null, 
+api_key_env: string | null, 
 /**
  * Whether it has a key (the key itself never crosses IPC).
  */
-apiKeySet: boolean, 
+api_key_set: boolean, 
 /**
  * Where its key comes from: the `apiKeyEnv` variable when that is
  * set, else the OS keychain; `null` when it has none.
  */
-keySource: KeySourceDto | null, 
+key_source: KeySourceDto | null, 
 /**
  * Models offered in addition to what it lists.
  */
@@ -27,8 +27,8 @@ models: Array<string>,
 /**
  * Cloud lane: requests at once, across every battle and process.
  */
-maxConcurrency: number, 
+max_concurrency: number, 
 /**
  * Cloud lane: at most this many starts a minute (`null`: no limit).
  */
-requestsPerMinute: number | null, };
+requests_per_minute: number | null, };

@@ -7,7 +7,7 @@ import type { DiffSummaryDto } from "./DiffSummaryDto";
  * A refinement round of a Coding contestant (round 1 is its own run, so
  * these are 2, 3, …).
  */
-export type RoundDto = { id: string, contestantId: string, number: number, 
+export type RoundDto = { id: string, contestant_id: string, number: number, 
 /**
  * The user's feedback that started it.
  */
@@ -19,4 +19,4 @@ status: ContestantStatusDto | null, output: string, error: string | null,
 /**
  * Against the base commit, so it includes the earlier rounds' work.
  */
-diff: DiffSummaryDto | null, check: CheckResultDto | null, durationMs: number | null, resultPath: string | null, createdAt: string, finishedAt: string | null, };
+diff: DiffSummaryDto | null, check: CheckResultDto | null, duration_ms: number | null, result_path: string | null, created_at: string, finished_at: string | null, };

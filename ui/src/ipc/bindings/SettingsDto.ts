@@ -8,16 +8,16 @@ export type SettingsDto = {
 /**
  * `ARENA_CONFIG`, else `<config dir>/dev.arena.desktop/arena.toml`.
  */
-configPath: string | null, 
+config_path: string | null, 
 /**
  * Whether that file exists (without it the defaults apply).
  */
-configExists: boolean, 
+config_exists: boolean, 
 /**
  * The shared data directory (database and `AGENTS.md`).
  */
-dataDir: string, 
+data_dir: string, 
 /**
  * The judge model for analysis.
  */
-defaultModel: string | null, providers: Array<ProviderSettingsDto>, };
+default_model: string | null, providers: Array<ProviderSettingsDto>, };

@@ -9,4 +9,4 @@ export type SettingsUpdateDto = {
 /**
  * `null`: no judge model (battles are not analysed automatically).
  */
-defaultModel: string | null, providers: Array<ProviderInputDto>, };
+default_model: string | null, providers: Array<ProviderInputDto>, };

@@ -15,7 +15,7 @@ rating: number,
 /**
  * The bootstrap 95% interval.
  */
-ratingLow: number, ratingHigh: number, 
+rating_low: number, rating_high: number, 
 /**
  * Battles finished in (any verdict).
  */
@@ -27,4 +27,4 @@ decided: number, wins: number, ties: number, losses: number,
 /**
  * `wins / decided` (0 when nothing was decided).
  */
-winRate: number, medianDurationMs: number | null, medianTokensPerSec: number | null, };
+win_rate: number, median_duration_ms: number | null, median_tokens_per_sec: number | null, };

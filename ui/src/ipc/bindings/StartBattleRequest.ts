@@ -4,7 +4,7 @@ import type { BattleTypeDto } from "./BattleTypeDto";
 /**
  * What the launcher sends to start a battle.
  */
-export type StartBattleRequest = { battleType: BattleTypeDto, 
+export type StartBattleRequest = { battle_type: BattleTypeDto, 
 /**
  * The project folder; results go to `PROJECT/Arena/`.
  */
@@ -17,4 +17,4 @@ contestants: Array<string>,
 /**
  * Coding: a command run in each finished worktree (e.g. `cargo test`).
  */
-checkCommand: string | null, };
+check_command: string | null, };

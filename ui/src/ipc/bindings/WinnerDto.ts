@@ -4,4 +4,4 @@ import type { WinnerSourceDto } from "./WinnerSourceDto";
 /**
  * The winner and who chose it.
  */
-export type WinnerDto = { contestantId: string, source: WinnerSourceDto, };
+export type WinnerDto = { contestant_id: string, source: WinnerSourceDto, };

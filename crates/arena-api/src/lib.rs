@@ -1,14 +1,18 @@
-//! Data sent across the IPC boundary, converted by hand from the engine's
-//! types.
+//! The one wire model: what a battle, a contestant, an analysis, an event,
+//! a standing, a provider, a persona, a backend, the settings and an error
+//! look like outside the engine. The CLI's `--json`, the desktop app's IPC
+//! payloads and the UI's TypeScript types (`ui/src/ipc/bindings/`,
+//! generated from these by ts-rs in test builds: see `bindings.rs`) all come from here, so
+//! they cannot drift apart. `tests/wire.rs` pins the JSON of each type,
+//! which is the contract the README documents.
 //!
-//! Field names are camelCase; enum values keep the engine's snake_case
-//! strings (`"no_clear_winner"`, `"battle_status"`), which are also what the
-//! CLI's `--json` and the results folder use. Timestamps are RFC 3339
-//! strings with milliseconds, paths are strings. Integers are JSON numbers
-//! (every count, duration and `seq` stays far below 2^53).
-//!
-//! The TypeScript types in `ui/src/ipc/bindings/` are generated from these
-//! (see [`crate::bindings`]); the `TS` derive only exists in test builds.
+//! Field names and enum values are snake_case (`"battle_type"`,
+//! `"no_clear_winner"`), as the results folder writes them. Timestamps are
+//! RFC 3339 strings in UTC with milliseconds, paths are strings. Integers
+//! are JSON numbers (every count, duration and `seq` stays far below 2^53).
+
+#[cfg(test)]
+mod bindings;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -101,10 +105,34 @@ wire_enum!(
     LineKindDto from core::patch::LineKind { Hunk, Context, Add, Delete }
 );
 
+/// An error as the front ends report it: a stable snake_case `code` for
+/// machines (`invalid_input`, `not_found`, `provider`, …) and a message that
+/// says what was wrong and how to fix it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct ErrorDto {
+    pub code: String,
+    pub message: String,
+}
+
+impl ErrorDto {
+    pub fn new(code: &str, message: impl std::fmt::Display) -> ErrorDto {
+        ErrorDto {
+            code: code.to_string(),
+            message: message.to_string(),
+        }
+    }
+}
+
+impl From<&core::Error> for ErrorDto {
+    fn from(e: &core::Error) -> Self {
+        ErrorDto::new(e.code(), e)
+    }
+}
+
 /// Basic facts about the running app, shown in the UI shell.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
-#[serde(rename_all = "camelCase")]
 pub struct AppInfo {
     /// The app version (from Cargo.toml).
     pub version: String,
@@ -122,7 +150,6 @@ pub struct AppInfo {
 /// What the launcher sends to start a battle.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
-#[serde(rename_all = "camelCase")]
 pub struct StartBattleRequest {
     pub battle_type: BattleTypeDto,
     /// The project folder; results go to `PROJECT/Arena/`.
@@ -159,7 +186,6 @@ impl StartBattleRequest {
 /// The winner and who chose it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
-#[serde(rename_all = "camelCase")]
 pub struct WinnerDto {
     pub contestant_id: String,
     pub source: WinnerSourceDto,
@@ -177,7 +203,6 @@ impl From<&core::battle::Winner> for WinnerDto {
 /// Speed figures for one contestant (each `null` until known).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
-#[serde(rename_all = "camelCase")]
 pub struct BenchmarkDto {
     pub duration_ms: Option<u64>,
     /// Time to the first token.
@@ -185,11 +210,12 @@ pub struct BenchmarkDto {
     pub prompt_tokens: Option<u64>,
     pub completion_tokens: Option<u64>,
     pub tokens_per_sec: Option<f64>,
-    pub rate_source: Option<RateSourceDto>,
+    /// Where `tokens_per_sec` came from.
+    pub tokens_per_sec_source: Option<RateSourceDto>,
     /// Prompt tokens the server answered from its cache.
     pub cached_tokens: Option<u64>,
     /// Prompt processing speed (tokens/s), when the server reports it;
-    /// generation is `tokensPerSec`.
+    /// generation is `tokens_per_sec`.
     pub prompt_per_sec: Option<f64>,
     /// The local server loaded this model first (it served another one just
     /// before): the time to first token includes the model load.
@@ -204,7 +230,7 @@ impl From<&core::battle::Benchmark> for BenchmarkDto {
             prompt_tokens: b.prompt_tokens,
             completion_tokens: b.completion_tokens,
             tokens_per_sec: b.tokens_per_sec,
-            rate_source: b.rate_source.map(Into::into),
+            tokens_per_sec_source: b.rate_source.map(Into::into),
             cached_tokens: b.cached_tokens,
             prompt_per_sec: b.prompt_per_sec,
             model_switched: b.model_switched,
@@ -215,7 +241,6 @@ impl From<&core::battle::Benchmark> for BenchmarkDto {
 /// Lines changed by a Coding contestant, against the base commit.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
-#[serde(rename_all = "camelCase")]
 pub struct DiffSummaryDto {
     pub files: usize,
     pub insertions: usize,
@@ -245,7 +270,6 @@ impl From<&core::diff::DiffStats> for DiffSummaryDto {
 /// The check command's result in one worktree.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
-#[serde(rename_all = "camelCase")]
 pub struct CheckResultDto {
     pub command: String,
     /// `null` when it timed out or was killed.
@@ -273,7 +297,6 @@ impl From<&core::battle::CheckResult> for CheckResultDto {
 /// One contestant of a battle.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
-#[serde(rename_all = "camelCase")]
 pub struct ContestantDto {
     pub id: String,
     /// 1-based place in the roster (as in `arena battle show`).
@@ -288,6 +311,8 @@ pub struct ContestantDto {
     pub attempts: u32,
     pub started_at: Option<String>,
     pub finished_at: Option<String>,
+    /// Its speed figures, as fields of the contestant.
+    #[serde(flatten)]
     pub benchmark: BenchmarkDto,
     /// The answer; `null` in battle listings and before it finished.
     pub output: Option<String>,
@@ -303,6 +328,8 @@ pub struct ContestantDto {
     /// While queued: why it has not started ("waiting for llama-swap
     /// (127.0.0.1:8080): battle 1a2b3c4d, contestant 2").
     pub waiting: Option<String>,
+    /// Coding: its refinement rounds (2, 3, …); empty in battle listings.
+    pub rounds: Vec<RoundDto>,
 }
 
 impl From<&core::Contestant> for ContestantDto {
@@ -328,6 +355,7 @@ impl From<&core::Contestant> for ContestantDto {
             diff: c.diff.as_ref().map(Into::into),
             check: c.check.as_ref().map(Into::into),
             waiting: c.waiting.clone(),
+            rounds: Vec::new(),
         }
     }
 }
@@ -335,7 +363,6 @@ impl From<&core::Contestant> for ContestantDto {
 /// A battle with its contestants.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
-#[serde(rename_all = "camelCase")]
 pub struct BattleDto {
     pub id: String,
     pub battle_type: BattleTypeDto,
@@ -377,7 +404,6 @@ impl From<&core::Battle> for BattleDto {
 /// these are 2, 3, …).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
-#[serde(rename_all = "camelCase")]
 pub struct RoundDto {
     pub id: String,
     pub contestant_id: String,
@@ -417,17 +443,16 @@ impl From<&core::battle::Round> for RoundDto {
     }
 }
 
-/// Everything the battle view shows: the battle with its outputs, the
-/// newest analysis, the cross-examinations and each contestant's rounds.
+/// Everything about one battle: the battle with its outputs and each
+/// contestant's rounds, the newest analysis and the cross-examinations
+/// (the battle view; `arena battle show --json`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
-#[serde(rename_all = "camelCase")]
 pub struct BattleDetailDto {
+    #[serde(flatten)]
     pub battle: BattleDto,
     pub analysis: Option<AnalysisDto>,
     pub cross_examinations: Vec<CrossExaminationDto>,
-    /// Refinement rounds by contestant id (every contestant has an entry).
-    pub rounds: BTreeMap<String, Vec<RoundDto>>,
     /// The battle's newest event when this was read: the replayed journal
     /// up to here is already reflected in the fields above.
     pub last_seq: u64,
@@ -435,18 +460,19 @@ pub struct BattleDetailDto {
 
 impl From<&core::store::BattleDetail> for BattleDetailDto {
     fn from(d: &core::store::BattleDetail) -> Self {
+        let mut battle = BattleDto::from(&d.battle);
+        for c in &mut battle.contestants {
+            if let Some(rounds) = d.rounds.get(&c.id) {
+                c.rounds = rounds.iter().map(RoundDto::from).collect();
+            }
+        }
         BattleDetailDto {
-            battle: BattleDto::from(&d.battle),
+            battle,
             analysis: d.analysis.as_ref().map(AnalysisDto::from),
             cross_examinations: d
                 .cross_examinations
                 .iter()
                 .map(CrossExaminationDto::from)
-                .collect(),
-            rounds: d
-                .rounds
-                .iter()
-                .map(|(id, list)| (id.clone(), list.iter().map(RoundDto::from).collect()))
                 .collect(),
             last_seq: d.last_seq,
         }
@@ -456,7 +482,6 @@ impl From<&core::store::BattleDetail> for BattleDetailDto {
 /// One line of a file's diff.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
-#[serde(rename_all = "camelCase")]
 pub struct DiffLineDto {
     /// `context` also covers `\ No newline at end of file` (no numbers).
     pub kind: LineKindDto,
@@ -471,7 +496,6 @@ pub struct DiffLineDto {
 /// One changed file with its lines (none for a binary file).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
-#[serde(rename_all = "camelCase")]
 pub struct DiffFileDto {
     /// The new path (the old one for a deleted file).
     pub path: String,
@@ -487,7 +511,6 @@ pub struct DiffFileDto {
 /// A Coding contestant's latest diff against the base commit.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
-#[serde(rename_all = "camelCase")]
 pub struct DiffViewDto {
     /// 1 for the contestant's own run; 2, 3, … for a refinement round
     /// (whose diff includes the earlier rounds' work).
@@ -528,11 +551,75 @@ impl From<core::patch::ContestantDiff> for DiffViewDto {
 /// What `apply_diff` brought into the project.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
-#[serde(rename_all = "camelCase")]
 pub struct ApplyResultDto {
+    pub battle_id: String,
     /// Whose diff was applied (the winner's when none was named).
     pub contestant_id: String,
     pub stats: DiffSummaryDto,
+}
+
+/// One contestant's git worktree (`arena worktrees list`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct WorktreeDto {
+    pub battle_id: String,
+    pub battle_status: BattleStatusDto,
+    pub contestant_id: String,
+    pub project: String,
+    pub path: String,
+    /// Its name in git's bookkeeping (`null` when git no longer lists it).
+    pub name: Option<String>,
+    /// Whether its folder still exists.
+    pub exists: bool,
+    /// Whether it has uncommitted changes.
+    pub dirty: bool,
+}
+
+impl From<&core::WorktreeEntry> for WorktreeDto {
+    fn from(w: &core::WorktreeEntry) -> Self {
+        WorktreeDto {
+            battle_id: w.battle_id.clone(),
+            battle_status: w.battle_status.into(),
+            contestant_id: w.contestant_id.clone(),
+            project: path(&w.project),
+            path: path(&w.path),
+            name: w.name.clone(),
+            exists: w.exists,
+            dirty: w.dirty,
+        }
+    }
+}
+
+/// What pruning worktrees did (`arena worktrees prune`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct PruneDto {
+    pub removed: Vec<String>,
+    /// Worktrees kept, each with the reason (uncommitted work, …).
+    pub kept: Vec<KeptWorktreeDto>,
+}
+
+/// A worktree pruning kept, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct KeptWorktreeDto {
+    pub path: String,
+    pub reason: String,
+}
+
+impl PruneDto {
+    pub fn new(removed: &[std::path::PathBuf], kept: &[(std::path::PathBuf, String)]) -> PruneDto {
+        PruneDto {
+            removed: removed.iter().map(|p| path(p)).collect(),
+            kept: kept
+                .iter()
+                .map(|(p, reason)| KeptWorktreeDto {
+                    path: path(p),
+                    reason: reason.clone(),
+                })
+                .collect(),
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -541,7 +628,6 @@ pub struct ApplyResultDto {
 /// A judge's verdict, in contestant ids.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
-#[serde(rename_all = "camelCase")]
 pub struct VerdictDto {
     pub winner: String,
     pub ranking: Vec<String>,
@@ -562,7 +648,6 @@ impl From<&core::analysis::Verdict> for VerdictDto {
 /// One judge run: the order the contestants were shown in, what came back.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
-#[serde(rename_all = "camelCase")]
 pub struct JudgeRunDto {
     /// Contestant ids in the order shown, labelled A, B, C, …
     pub order: Vec<String>,
@@ -588,7 +673,6 @@ impl From<&core::analysis::JudgeRun> for JudgeRunDto {
 /// One contestant's digest, written by the judge model.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
-#[serde(rename_all = "camelCase")]
 pub struct DigestDto {
     pub contestant_id: String,
     pub text: String,
@@ -609,7 +693,6 @@ impl From<&core::analysis::Digest> for DigestDto {
 /// A battle's analysis (digests, two judge runs, the outcome).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
-#[serde(rename_all = "camelCase")]
 pub struct AnalysisDto {
     pub id: String,
     pub battle_id: String,
@@ -657,7 +740,6 @@ impl From<&core::analysis::Analysis> for AnalysisDto {
 /// The contestant a cross-examiner preferred, and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
-#[serde(rename_all = "camelCase")]
 pub struct CrossVerdictDto {
     pub winner: String,
     pub reason: Option<String>,
@@ -666,7 +748,6 @@ pub struct CrossVerdictDto {
 /// One cross-examination of a battle's results.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
-#[serde(rename_all = "camelCase")]
 pub struct CrossExaminationDto {
     pub id: String,
     pub battle_id: String,
@@ -720,7 +801,6 @@ impl From<&core::cross_exam::CrossExamination> for CrossExaminationDto {
 /// the highest `seq` seen is where a new subscription picks up.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
-#[serde(rename_all = "camelCase")]
 pub struct BattleEventDto {
     pub battle_id: String,
     pub seq: u64,
@@ -734,11 +814,7 @@ pub struct BattleEventDto {
 /// What happened; `type` tells which.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
-#[serde(
-    tag = "type",
-    rename_all = "snake_case",
-    rename_all_fields = "camelCase"
-)]
+#[serde(tag = "type", rename_all = "snake_case")]
 pub enum EventKindDto {
     BattleStatus {
         status: BattleStatusDto,
@@ -930,7 +1006,6 @@ impl From<core::BattleEvent> for BattleEventDto {
 /// One row of the leaderboard: an (identity, model) pair.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
-#[serde(rename_all = "camelCase")]
 pub struct StandingDto {
     /// 1-based, by rating.
     pub rank: usize,
@@ -978,10 +1053,24 @@ impl From<&core::leaderboard::Standing> for StandingDto {
 // ---------------------------------------------------------------------------
 // Catalog, personas, backends, settings
 
+/// Every provider and the models it reported (`arena providers`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct CatalogDto {
+    pub providers: Vec<ProviderModelsDto>,
+}
+
+impl From<&core::catalog::Catalog> for CatalogDto {
+    fn from(c: &core::catalog::Catalog) -> Self {
+        CatalogDto {
+            providers: c.providers.iter().map(Into::into).collect(),
+        }
+    }
+}
+
 /// One provider and the models it reported (asked live).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
-#[serde(rename_all = "camelCase")]
 pub struct ProviderModelsDto {
     pub name: String,
     pub kind: ProviderKindDto,
@@ -1016,7 +1105,6 @@ impl From<&core::catalog::ProviderModels> for ProviderModelsDto {
 /// One persona of the `AGENTS.md` registry.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
-#[serde(rename_all = "camelCase")]
 pub struct PersonaDto {
     pub name: String,
     pub description: Option<String>,
@@ -1044,7 +1132,6 @@ impl From<&core::persona::Persona> for PersonaDto {
 /// The persona registry and where it lives.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
-#[serde(rename_all = "camelCase")]
 pub struct PersonasDto {
     /// The `AGENTS.md` file (edits apply to the next battle).
     pub registry: String,
@@ -1063,7 +1150,6 @@ impl From<&core::persona::Registry> for PersonasDto {
 /// A Coding backend (CLI agent) and whether it can run here.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
-#[serde(rename_all = "camelCase")]
 pub struct BackendDto {
     pub name: String,
     /// The program it runs; `null` for the built-in agent.
@@ -1094,7 +1180,6 @@ impl From<arena_core::backend::BackendStatus> for BackendDto {
 /// A configured provider, without any key.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
-#[serde(rename_all = "camelCase")]
 pub struct ProviderSettingsDto {
     pub name: String,
     pub kind: ProviderKindDto,
@@ -1138,7 +1223,6 @@ impl ProviderSettingsDto {
 /// A provider as the settings screen saves it.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
-#[serde(rename_all = "camelCase")]
 pub struct ProviderInputDto {
     pub name: String,
     /// Checked by the engine, so a bad value is reported as `invalid_input`.
@@ -1161,7 +1245,6 @@ pub struct ProviderInputDto {
 /// whole provider list (in order). Everything else in the file is kept.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
-#[serde(rename_all = "camelCase")]
 pub struct SettingsUpdateDto {
     /// `null`: no judge model (battles are not analysed automatically).
     pub default_model: Option<String>,
@@ -1199,7 +1282,6 @@ impl SettingsUpdateDto {
 /// Where Arena keeps things and how it is configured.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
-#[serde(rename_all = "camelCase")]
 pub struct SettingsDto {
     /// `ARENA_CONFIG`, else `<config dir>/dev.arena.desktop/arena.toml`.
     pub config_path: Option<String>,
@@ -1222,7 +1304,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn app_info_serialises_as_camel_case() {
+    fn app_info_serialises_as_snake_case() {
         let info = AppInfo {
             version: "1.2.3".into(),
             data_dir: "/data/dev.arena.desktop".into(),
@@ -1234,9 +1316,9 @@ mod tests {
             json,
             json!({
                 "version": "1.2.3",
-                "dataDir": "/data/dev.arena.desktop",
+                "data_dir": "/data/dev.arena.desktop",
                 "battles": 2,
-                "startupError": null
+                "startup_error": null
             })
         );
     }
@@ -1308,39 +1390,45 @@ mod tests {
     }
 
     #[test]
-    fn a_battle_converts_to_camel_case_json() {
+    fn a_battle_converts_to_snake_case_json() {
         let json = serde_json::to_value(BattleDto::from(&sample_battle())).expect("serialisable");
         assert_eq!(json["id"], "b1");
-        assert_eq!(json["battleType"], "coding");
+        assert_eq!(json["battle_type"], "coding");
         assert_eq!(json["status"], "done");
         assert_eq!(json["project"], "/p");
-        assert_eq!(json["resultsPath"], "/p/Arena/b");
-        assert_eq!(json["createdAt"], "2026-11-21T09:15:03.000Z");
-        assert_eq!(json["finishedAt"], "2026-11-21T09:15:10.000Z");
+        assert_eq!(json["results_path"], "/p/Arena/b");
+        assert_eq!(json["created_at"], "2026-11-21T09:15:03.000Z");
+        assert_eq!(json["finished_at"], "2026-11-21T09:15:10.000Z");
         assert_eq!(
             json["winner"],
-            json!({"contestantId": "c2", "source": "user"})
+            json!({"contestant_id": "c2", "source": "user"})
         );
-        assert_eq!(json["baseCommit"], "abc123");
-        assert_eq!(json["checkCommand"], "cargo test");
+        assert_eq!(json["base_commit"], "abc123");
+        assert_eq!(json["check_command"], "cargo test");
 
         let c = &json["contestants"][1];
         assert_eq!(c["id"], "c2");
         assert_eq!(c["position"], 2, "positions are 1-based");
         assert_eq!(c["lane"], "local");
         assert_eq!(c["status"], "done");
-        assert_eq!(c["startedAt"], "2026-11-21T09:15:04.000Z");
-        assert_eq!(
-            c["benchmark"],
-            json!({
-                "durationMs": 5000, "ttftMs": 120, "promptTokens": 40,
-                "completionTokens": 400, "tokensPerSec": 81.5,
-                "rateSource": "server", "cachedTokens": null,
-                "promptPerSec": 512.0, "modelSwitched": true
-            })
-        );
+        assert_eq!(c["started_at"], "2026-11-21T09:15:04.000Z");
+        // Speed figures are fields of the contestant (the CLI's contract).
+        for (key, value) in [
+            ("duration_ms", json!(5000)),
+            ("ttft_ms", json!(120)),
+            ("prompt_tokens", json!(40)),
+            ("completion_tokens", json!(400)),
+            ("tokens_per_sec", json!(81.5)),
+            ("tokens_per_sec_source", json!("server")),
+            ("cached_tokens", serde_json::Value::Null),
+            ("prompt_per_sec", json!(512.0)),
+            ("model_switched", json!(true)),
+        ] {
+            assert_eq!(c[key], value, "{key}");
+        }
+        assert!(c.get("benchmark").is_none());
         assert_eq!(c["waiting"], serde_json::Value::Null);
-        assert_eq!(c["resultPath"], "/p/Arena/b/01-native-qwen3-8b/result.md");
+        assert_eq!(c["result_path"], "/p/Arena/b/01-native-qwen3-8b/result.md");
         assert_eq!(c["worktree"], "/p/.worktrees/c1");
         assert_eq!(
             c["diff"],
@@ -1349,8 +1437,8 @@ mod tests {
         assert_eq!(
             c["check"],
             json!({
-                "command": "cargo test", "exitCode": 0, "passed": true,
-                "timedOut": false, "durationMs": 900, "outputTail": "ok"
+                "command": "cargo test", "exit_code": 0, "passed": true,
+                "timed_out": false, "duration_ms": 900, "output_tail": "ok"
             })
         );
         assert_eq!(c["output"], "done");
@@ -1377,9 +1465,9 @@ mod tests {
         assert_eq!(
             json,
             json!({
-                "battleId": "b1", "seq": 7, "contestantId": "c1",
+                "battle_id": "b1", "seq": 7, "contestant_id": "c1",
                 "at": "2026-01-02T03:04:05.000Z",
-                "type": "retry", "attempt": 2, "delayMs": 500, "reason": "429"
+                "type": "retry", "attempt": 2, "delay_ms": 500, "reason": "429"
             })
         );
     }
@@ -1410,19 +1498,19 @@ mod tests {
         };
         let json = serde_json::to_value(AnalysisDto::from(&analysis)).expect("serialisable");
         assert_eq!(json["outcome"], "no_clear_winner");
-        assert_eq!(json["noClearWinner"], true);
+        assert_eq!(json["no_clear_winner"], true);
         assert_eq!(json["reasons"], json!({"c1": "thorough"}));
-        assert_eq!(json["judgeRuns"][0]["repaired"], true);
+        assert_eq!(json["judge_runs"][0]["repaired"], true);
     }
 
     #[test]
     fn a_start_request_parses_contestants() {
         let request: StartBattleRequest = serde_json::from_value(json!({
-            "battleType": "qa",
+            "battle_type": "qa",
             "project": " /tmp/p ",
             "prompt": "Why?",
             "contestants": ["debugger@org/model@v2", "explainer@qwen3-8b"],
-            "checkCommand": "  "
+            "check_command": "  "
         }))
         .expect("deserialisable");
         let engine = request.clone().into_engine().expect("valid");

@@ -1,0 +1,398 @@
+//! The JSON contract, pinned: one snapshot per wire type (in
+//! `tests/snapshots/`), built from engine values with every field set, and
+//! the README's list of Battle JSON fields checked against the real thing.
+//! A change to a wire type shows up here as a snapshot diff to review
+//! (`INSTA_UPDATE=always cargo test -p arena-api --test wire` rewrites them).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use arena_api::*;
+use arena_core as core;
+use chrono::{DateTime, TimeZone, Utc};
+use insta::assert_json_snapshot;
+
+fn at(second: u32) -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2026, 11, 21, 9, 15, second)
+        .single()
+        .expect("a valid time")
+}
+
+fn contestant(position: u32, id: &str) -> core::Contestant {
+    core::Contestant {
+        id: id.into(),
+        battle_id: "b1".into(),
+        position,
+        identity: "native".into(),
+        model: format!("qwen3-{id}"),
+        provider: "llama-swap".into(),
+        lane: core::Lane::Local,
+        status: core::ContestantStatus::Done,
+        error: None,
+        attempts: 1,
+        started_at: Some(at(4)),
+        finished_at: Some(at(9)),
+        benchmark: core::battle::Benchmark {
+            duration_ms: Some(5000),
+            ttft_ms: Some(120),
+            prompt_tokens: Some(40),
+            completion_tokens: Some(400),
+            tokens_per_sec: Some(81.5),
+            rate_source: Some(core::battle::RateSource::Server),
+            cached_tokens: Some(8),
+            prompt_per_sec: Some(512.0),
+            model_switched: position == 0,
+        },
+        output: Some("Fixed the off-by-one.".into()),
+        reasoning: Some("The loop ends one early.".into()),
+        truncated: false,
+        result_path: Some(PathBuf::from(format!("/p/Arena/b/0{position}/result.md"))),
+        run: core::battle::RunSpec::default(),
+        worktree: Some(PathBuf::from(format!("/data/worktrees/{id}"))),
+        diff: Some(core::battle::DiffSummary {
+            files: 2,
+            insertions: 10,
+            deletions: 3,
+        }),
+        check: Some(check()),
+        waiting: None,
+    }
+}
+
+fn check() -> core::battle::CheckResult {
+    core::battle::CheckResult {
+        command: "cargo test".into(),
+        exit_code: Some(0),
+        passed: true,
+        timed_out: false,
+        duration_ms: 900,
+        output_tail: "test result: ok".into(),
+    }
+}
+
+fn battle() -> core::Battle {
+    core::Battle {
+        id: "b1".into(),
+        battle_type: core::BattleType::Coding,
+        status: core::BattleStatus::Done,
+        prompt: "Fix the bug".into(),
+        project: PathBuf::from("/p"),
+        results_path: PathBuf::from("/p/Arena/b"),
+        created_at: at(3),
+        finished_at: Some(at(10)),
+        winner: Some(core::battle::Winner {
+            contestant_id: "c2".into(),
+            source: core::battle::WinnerSource::Analysis,
+        }),
+        contestants: vec![contestant(0, "c1"), contestant(1, "c2")],
+        base_commit: Some("abc123".into()),
+        check_command: Some("cargo test".into()),
+    }
+}
+
+fn analysis() -> core::analysis::Analysis {
+    let verdict = core::analysis::Verdict {
+        winner: "c2".into(),
+        ranking: vec!["c2".into(), "c1".into()],
+        reasons: BTreeMap::from([("c2".into(), "adds a test".into())]),
+    };
+    core::analysis::Analysis {
+        id: "a1".into(),
+        battle_id: "b1".into(),
+        status: core::analysis::AnalysisStatus::Done,
+        model: "judge".into(),
+        provider: "openrouter".into(),
+        outcome: Some(core::analysis::Outcome::Winner),
+        winner: Some("c2".into()),
+        ranking: verdict.ranking.clone(),
+        reasons: verdict.reasons.clone(),
+        digests: vec![core::analysis::Digest {
+            contestant_id: "c1".into(),
+            text: "Fixes the loop.".into(),
+            words: 3,
+        }],
+        judge_runs: vec![core::analysis::JudgeRun {
+            order: vec!["c2".into(), "c1".into()],
+            raw: "{\"winner\": \"A\"}".into(),
+            verdict: Some(verdict),
+            error: None,
+            repaired: false,
+        }],
+        error: None,
+        created_at: at(11),
+        finished_at: Some(at(20)),
+    }
+}
+
+fn cross_examination() -> core::cross_exam::CrossExamination {
+    core::cross_exam::CrossExamination {
+        id: "x1".into(),
+        battle_id: "b1".into(),
+        number: 1,
+        identity: "qwen".into(),
+        model: "qwen3-8b".into(),
+        provider: "llama-swap".into(),
+        question: "Which one is right?".into(),
+        status: core::analysis::AnalysisStatus::Done,
+        output: "B is right.".into(),
+        verdict: Some(core::cross_exam::CrossVerdict {
+            winner: "c2".into(),
+            reason: Some("it tests".into()),
+        }),
+        error: None,
+        path: Some(PathBuf::from("/p/Arena/b/cross-exam-1.md")),
+        created_at: at(21),
+        finished_at: Some(at(30)),
+    }
+}
+
+fn round() -> core::battle::Round {
+    core::battle::Round {
+        id: "r1".into(),
+        contestant_id: "c1".into(),
+        number: 2,
+        feedback: "Also handle leap years".into(),
+        status: Some(core::ContestantStatus::Done),
+        output: "Handled.".into(),
+        error: None,
+        diff: Some(core::battle::DiffSummary {
+            files: 3,
+            insertions: 14,
+            deletions: 3,
+        }),
+        check: Some(check()),
+        duration_ms: Some(4000),
+        result_path: Some(PathBuf::from("/p/Arena/b/00/round-2/result.md")),
+        created_at: at(31),
+        finished_at: Some(at(35)),
+    }
+}
+
+fn detail() -> core::store::BattleDetail {
+    core::store::BattleDetail {
+        battle: battle(),
+        analysis: Some(analysis()),
+        cross_examinations: vec![cross_examination()],
+        rounds: BTreeMap::from([("c1".into(), vec![round()]), ("c2".into(), vec![])]),
+        last_seq: 42,
+    }
+}
+
+#[test]
+fn a_battle() {
+    assert_json_snapshot!(BattleDto::from(&battle()));
+}
+
+#[test]
+fn a_battle_in_full() {
+    assert_json_snapshot!(BattleDetailDto::from(&detail()));
+}
+
+#[test]
+fn an_analysis() {
+    assert_json_snapshot!(AnalysisDto::from(&analysis()));
+}
+
+#[test]
+fn a_cross_examination() {
+    assert_json_snapshot!(CrossExaminationDto::from(&cross_examination()));
+}
+
+#[test]
+fn a_round() {
+    assert_json_snapshot!(RoundDto::from(&round()));
+}
+
+#[test]
+fn events() {
+    use core::EventKind as K;
+    let kinds = vec![
+        K::ContestantStatus {
+            status: core::ContestantStatus::Error,
+            error: Some("429".into()),
+            attempt: 2,
+        },
+        K::Output { text: "Hel".into() },
+        K::Waiting {
+            reason: Some("waiting for llama-swap (127.0.0.1:8080)".into()),
+        },
+        K::Benchmark {
+            benchmark: battle().contestants[0].benchmark.clone(),
+        },
+        K::Winner {
+            winner: battle().winner,
+        },
+    ];
+    let events: Vec<BattleEventDto> = kinds
+        .into_iter()
+        .enumerate()
+        .map(|(i, kind)| {
+            BattleEventDto::from(core::BattleEvent {
+                battle_id: "b1".into(),
+                seq: i as u64 + 1,
+                contestant_id: Some("c1".into()),
+                at: at(5),
+                kind,
+            })
+        })
+        .collect();
+    assert_json_snapshot!(events);
+}
+
+#[test]
+fn a_standing() {
+    assert_json_snapshot!(StandingDto::from(&core::leaderboard::Standing {
+        rank: 1,
+        identity: "native".into(),
+        model: "qwen3-8b".into(),
+        rating: 1087.5,
+        rating_low: 1010.0,
+        rating_high: 1160.25,
+        battles: 12,
+        decided: 10,
+        wins: 7,
+        ties: 1,
+        losses: 2,
+        win_rate: 0.7,
+        median_duration_ms: Some(5200.0),
+        median_tokens_per_sec: Some(80.5),
+    }));
+}
+
+#[test]
+fn the_providers_and_their_models() {
+    let catalog = core::catalog::Catalog {
+        providers: vec![
+            core::catalog::ProviderModels {
+                provider: "llama-swap".into(),
+                kind: core::config::ProviderKind::Openai,
+                base_url: "http://127.0.0.1:8080/v1".into(),
+                lane: core::Lane::Local,
+                models: Ok(vec!["qwen3-8b".into()]),
+            },
+            core::catalog::ProviderModels {
+                provider: "anthropic".into(),
+                kind: core::config::ProviderKind::Anthropic,
+                base_url: "https://api.anthropic.com/v1".into(),
+                lane: core::Lane::Cloud,
+                models: Err("401 Unauthorized".into()),
+            },
+        ],
+    };
+    assert_json_snapshot!(CatalogDto::from(&catalog));
+}
+
+#[test]
+fn the_personas() {
+    let registry = core::persona::Registry {
+        path: PathBuf::from("/data/AGENTS.md"),
+        personas: vec![core::persona::Persona {
+            name: "Debugger".into(),
+            system_prompt: "You find bugs.".into(),
+            tools: vec!["read_file".into()],
+            temperature: Some(0.2),
+            top_p: None,
+            max_tokens: Some(2048),
+            description: Some("finds bugs".into()),
+        }],
+    };
+    assert_json_snapshot!(PersonasDto::from(&registry));
+}
+
+#[test]
+fn a_backend() {
+    assert_json_snapshot!(BackendDto::from(core::backend::BackendStatus {
+        name: "qwen".into(),
+        program: Some("qwen".into()),
+        installed: true,
+        path: Some(PathBuf::from("/usr/local/bin/qwen")),
+        read_only: true,
+        custom: false,
+    }));
+}
+
+#[test]
+fn a_diff() {
+    let patch = "diff --git a/README.md b/README.md\n--- a/README.md\n+++ b/README.md\n@@ -1 +1,2 @@\n # Demo\n+hello\n";
+    let files = core::patch::parse(patch);
+    assert_json_snapshot!(DiffViewDto::from(core::patch::ContestantDiff {
+        round: 1,
+        files
+    }));
+}
+
+#[test]
+fn worktrees_and_pruning() {
+    let entry = core::WorktreeEntry {
+        battle_id: "b1".into(),
+        battle_status: core::BattleStatus::Done,
+        contestant_id: "c1".into(),
+        project: PathBuf::from("/p"),
+        path: PathBuf::from("/data/worktrees/c1"),
+        name: Some("arena-c1".into()),
+        exists: true,
+        dirty: false,
+    };
+    assert_json_snapshot!(WorktreeDto::from(&entry));
+    assert_json_snapshot!(PruneDto::new(
+        &[PathBuf::from("/data/worktrees/c1")],
+        &[(
+            PathBuf::from("/data/worktrees/c2"),
+            "uncommitted changes".into()
+        )],
+    ));
+    assert_json_snapshot!(ApplyResultDto {
+        battle_id: "b1".into(),
+        contestant_id: "c2".into(),
+        stats: (&core::battle::DiffSummary {
+            files: 1,
+            insertions: 2,
+            deletions: 0
+        })
+            .into(),
+    });
+}
+
+#[test]
+fn an_error() {
+    let e = core::Error::from(core::Invalid::EmptyPrompt);
+    assert_json_snapshot!(ErrorDto::from(&e));
+}
+
+/// Every field the README lists for the Battle JSON of `battle run/show
+/// --json` is in it, at the battle and at each contestant.
+#[test]
+fn the_readme_battle_contract_holds() {
+    let readme =
+        std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../README.md"))
+            .expect("the README");
+    let start = readme
+        .find("Battle JSON (`battle run/show --json`):")
+        .expect("the README documents the Battle JSON");
+    let section = &readme[start..];
+    let section = &section[..section.find("\n\n").unwrap_or(section.len())];
+    let (battle_part, contestant_part) = section
+        .split_once("`contestants[]` with")
+        .expect("the contestant fields follow `contestants[]`");
+    let fields = |text: &str| -> Vec<String> {
+        text.split('`')
+            .skip(1)
+            .step_by(2)
+            .filter(|f| f.chars().all(|c| c.is_ascii_lowercase() || c == '_'))
+            .map(str::to_string)
+            .collect()
+    };
+    let json = serde_json::to_value(BattleDetailDto::from(&detail())).expect("serialisable");
+    let battle_fields = fields(battle_part);
+    let contestant_fields = fields(contestant_part);
+    assert!(battle_fields.len() >= 12 && contestant_fields.len() >= 25);
+    for f in &battle_fields {
+        assert!(json.get(f).is_some(), "the battle has no `{f}`: {json:#}");
+    }
+    for f in &contestant_fields {
+        assert!(
+            json["contestants"][0].get(f).is_some(),
+            "a contestant has no `{f}`"
+        );
+    }
+}
