@@ -105,6 +105,7 @@ mod tests {
             contestants: vec![contestant("c1", "Debugger"), contestant("c2", "Explainer")],
             base_commit: None,
             check_command: None,
+            series_id: None,
         }
     }
 

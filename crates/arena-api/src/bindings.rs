@@ -49,6 +49,7 @@ fn export_into(dir: &Path) -> Result<(), ts_rs::ExportError> {
     SettingsUpdateDto::export_all(&cfg)?;
     DiffViewDto::export_all(&cfg)?;
     WorkDto::export_all(&cfg)?;
+    SeriesDto::export_all(&cfg)?;
     write_index(dir)?;
     Ok(())
 }

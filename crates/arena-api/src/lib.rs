@@ -88,6 +88,10 @@ wire_enum!(
     WorkDto from core::store::Work { Analysis, CrossExamination, Round }
 );
 wire_enum!(
+    /// How a series ended (or `running`).
+    SeriesStatusDto from core::series::SeriesStatus { Running, Done, Decided, BudgetReached, Cancelled }
+);
+wire_enum!(
     /// The API dialect a provider speaks.
     ProviderKindDto from core::config::ProviderKind { Openai, Anthropic }
 );
@@ -220,6 +224,9 @@ pub struct BenchmarkDto {
     /// The local server loaded this model first (it served another one just
     /// before): the time to first token includes the model load.
     pub model_switched: bool,
+    /// What the run cost (USD): the server's figure, else its tokens at the
+    /// model's `[[price]]` (local models are free); `null` when unknown.
+    pub cost_usd: Option<f64>,
 }
 
 impl From<&core::battle::Benchmark> for BenchmarkDto {
@@ -234,6 +241,7 @@ impl From<&core::battle::Benchmark> for BenchmarkDto {
             cached_tokens: b.cached_tokens,
             prompt_per_sec: b.prompt_per_sec,
             model_switched: b.model_switched,
+            cost_usd: b.cost_usd,
         }
     }
 }
@@ -713,6 +721,8 @@ pub struct AnalysisDto {
     pub error: Option<String>,
     pub created_at: String,
     pub finished_at: Option<String>,
+    /// What its digest and judge calls cost (USD); `null` when unknown.
+    pub cost_usd: Option<f64>,
 }
 
 impl From<&core::analysis::Analysis> for AnalysisDto {
@@ -733,6 +743,7 @@ impl From<&core::analysis::Analysis> for AnalysisDto {
             error: a.error.clone(),
             created_at: rfc3339(a.created_at),
             finished_at: a.finished_at.map(rfc3339),
+            cost_usd: a.cost_usd,
         }
     }
 }
@@ -1051,6 +1062,141 @@ impl From<&core::leaderboard::Standing> for StandingDto {
 }
 
 // ---------------------------------------------------------------------------
+// Series
+
+/// A series: what it runs, how far it got, and its report per contestant
+/// (`arena series show --json`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct SeriesDto {
+    pub id: String,
+    /// The last eight letters of the id, as commands accept it.
+    pub short_id: String,
+    pub key: Option<String>,
+    pub status: SeriesStatusDto,
+    pub battle_type: BattleTypeDto,
+    pub project: String,
+    /// Runs of each prompt (with `until_decided`, the most).
+    pub runs: u32,
+    pub prompts: usize,
+    pub goal: Option<String>,
+    pub max_turns: u32,
+    pub budget_usd: Option<f64>,
+    pub until_decided: bool,
+    /// Battles at most (runs × prompts).
+    pub total: u64,
+    /// Battles that have ended.
+    pub done: u64,
+    pub running: u64,
+    /// Spent so far (USD); `null` when a price is unknown.
+    pub spent_usd: Option<f64>,
+    /// Battles done when the leader separated.
+    pub decided_after: Option<u64>,
+    pub created_at: String,
+    pub finished_at: Option<String>,
+    /// Its report folder (report.md, report.json, runs.csv).
+    pub report_path: Option<String>,
+    pub contestants: Vec<ContestantReportDto>,
+}
+
+/// One contestant over a series. Rates are 0–1 with 95% Wilson intervals.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct ContestantReportDto {
+    /// `IDENTITY@MODEL`.
+    pub contestant: String,
+    pub runs: u32,
+    pub wins: u32,
+    pub ties: u32,
+    /// Runs with a verdict (a winner or a tie).
+    pub decided: u32,
+    pub win_rate: Option<f64>,
+    pub win_rate_low: f64,
+    pub win_rate_high: f64,
+    /// Results checked against the goal (no judge error).
+    pub goal_checked: u32,
+    pub goal_passes: u32,
+    pub pass_rate: Option<f64>,
+    pub pass_rate_low: f64,
+    pub pass_rate_high: f64,
+    pub goal_errors: u32,
+    pub mean_turns_to_goal: Option<f64>,
+    pub errors: u32,
+    pub duration_p50_ms: Option<f64>,
+    pub duration_p95_ms: Option<f64>,
+    pub ttft_p50_ms: Option<f64>,
+    /// Generation speed of local runs.
+    pub tokens_per_sec_mean: Option<f64>,
+    pub tokens_per_sec_sd: Option<f64>,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    pub cost_usd: Option<f64>,
+    pub cost_per_pass_usd: Option<f64>,
+}
+
+impl From<&core::series::ContestantReport> for ContestantReportDto {
+    fn from(r: &core::series::ContestantReport) -> Self {
+        ContestantReportDto {
+            contestant: r.contestant.clone(),
+            runs: r.runs,
+            wins: r.wins,
+            ties: r.ties,
+            decided: r.decided,
+            win_rate: r.win_rate,
+            win_rate_low: r.win_rate_low,
+            win_rate_high: r.win_rate_high,
+            goal_checked: r.goal_checked,
+            goal_passes: r.goal_passes,
+            pass_rate: r.pass_rate,
+            pass_rate_low: r.pass_rate_low,
+            pass_rate_high: r.pass_rate_high,
+            goal_errors: r.goal_errors,
+            mean_turns_to_goal: r.mean_turns_to_goal,
+            errors: r.errors,
+            duration_p50_ms: r.duration_p50_ms,
+            duration_p95_ms: r.duration_p95_ms,
+            ttft_p50_ms: r.ttft_p50_ms,
+            tokens_per_sec_mean: r.tokens_per_sec_mean,
+            tokens_per_sec_sd: r.tokens_per_sec_sd,
+            prompt_tokens: r.prompt_tokens,
+            completion_tokens: r.completion_tokens,
+            cost_usd: r.cost_usd,
+            cost_per_pass_usd: r.cost_per_pass_usd,
+        }
+    }
+}
+
+impl From<&core::series::SeriesSummary> for SeriesDto {
+    fn from(summary: &core::series::SeriesSummary) -> Self {
+        let s = &summary.series;
+        let r = &s.request;
+        SeriesDto {
+            id: s.id.clone(),
+            short_id: core::battle::short_id(&s.id),
+            key: s.key.clone(),
+            status: s.status.into(),
+            battle_type: r.battle_type.into(),
+            project: path(&r.project),
+            runs: r.runs,
+            prompts: r.prompts.len(),
+            goal: r.goal.clone(),
+            max_turns: r.max_turns,
+            budget_usd: r.budget_usd,
+            until_decided: r.until_decided,
+            total: s.total,
+            done: summary.progress.done,
+            running: summary.progress.running,
+            spent_usd: summary.progress.spent_usd,
+            decided_after: s.decided_after,
+            created_at: rfc3339(s.created_at),
+            finished_at: s.finished_at.map(rfc3339),
+            report_path: s.report_path.as_deref().map(path),
+            contestants: summary.reports.iter().map(Into::into).collect(),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
 // Catalog, personas, backends, settings
 
 /// Every provider and the models it reported (`arena providers`).
@@ -1348,6 +1494,7 @@ mod tests {
                 cached_tokens: None,
                 prompt_per_sec: Some(512.0),
                 model_switched: true,
+                cost_usd: None,
             },
             output: Some("done".into()),
             reasoning: None,
@@ -1386,6 +1533,7 @@ mod tests {
             contestants: vec![contestant(0, "c1"), contestant(1, "c2")],
             base_commit: Some("abc123".into()),
             check_command: Some("cargo test".into()),
+            series_id: None,
         }
     }
 
@@ -1492,6 +1640,7 @@ mod tests {
                 error: Some("unparsable".into()),
                 repaired: true,
             }],
+            cost_usd: None,
             error: None,
             created_at: Utc::now(),
             finished_at: None,

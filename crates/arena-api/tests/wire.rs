@@ -42,6 +42,7 @@ fn contestant(position: u32, id: &str) -> core::Contestant {
             cached_tokens: Some(8),
             prompt_per_sec: Some(512.0),
             model_switched: position == 0,
+            cost_usd: Some(0.0125),
         },
         output: Some("Fixed the off-by-one.".into()),
         reasoning: Some("The loop ends one early.".into()),
@@ -87,6 +88,7 @@ fn battle() -> core::Battle {
         contestants: vec![contestant(0, "c1"), contestant(1, "c2")],
         base_commit: Some("abc123".into()),
         check_command: Some("cargo test".into()),
+        series_id: None,
     }
 }
 
@@ -121,6 +123,7 @@ fn analysis() -> core::analysis::Analysis {
         error: None,
         created_at: at(11),
         finished_at: Some(at(20)),
+        cost_usd: Some(0.004),
     }
 }
 
@@ -351,6 +354,85 @@ fn worktrees_and_pruning() {
         })
             .into(),
     });
+}
+
+#[test]
+fn a_series() {
+    use core::series::{
+        parse_prompts, report, RunRow, Series, SeriesProgress, SeriesRequest, SeriesStatus,
+        SeriesSummary,
+    };
+    let request = SeriesRequest {
+        battle_type: core::BattleType::Qa,
+        project: PathBuf::from("/p"),
+        contestants: vec![
+            core::ContestantSpec::parse("debugger@m1").unwrap(),
+            core::ContestantSpec::parse("explainer@m2").unwrap(),
+        ],
+        prompts: parse_prompts("Why?\n").unwrap(),
+        runs: 2,
+        parallel: 1,
+        goal: Some("explains".into()),
+        goal_model: None,
+        confirm_model: None,
+        max_turns: 1,
+        budget_usd: Some(1.0),
+        until_decided: false,
+        analysis: true,
+        check_command: None,
+        tags: vec![],
+    };
+    let row = |run: u32, who: &str, won: bool| RunRow {
+        run,
+        prompt: 0,
+        battle_id: format!("b{run}"),
+        contestant_id: format!("{who}{run}"),
+        contestant: format!("{who}@m"),
+        status: core::ContestantStatus::Done,
+        won,
+        tie: false,
+        decided: true,
+        goal_passed: Some(won),
+        goal_reason: Some("checked".into()),
+        goal_error: None,
+        turns: 1,
+        duration_ms: Some(1000 * u64::from(run)),
+        ttft_ms: Some(100),
+        tokens_per_sec: Some(50.0),
+        local: true,
+        prompt_tokens: Some(10),
+        completion_tokens: Some(20),
+        cost_usd: Some(0.0),
+    };
+    let rows = vec![
+        row(1, "Debugger", true),
+        row(1, "Explainer", false),
+        row(2, "Debugger", true),
+        row(2, "Explainer", false),
+    ];
+    let summary = SeriesSummary {
+        series: Series {
+            id: "0193a2b4-0000-7000-8000-00000000abcd".into(),
+            key: Some("nightly".into()),
+            request,
+            status: SeriesStatus::Done,
+            total: 2,
+            created_at: at(1),
+            finished_at: Some(at(50)),
+            decided_after: None,
+            report_path: Some(PathBuf::from("/p/Arena/series-x")),
+        },
+        reports: report(&rows),
+        rows,
+        progress: SeriesProgress {
+            status: SeriesStatus::Done,
+            done: 2,
+            total: 2,
+            running: 0,
+            spent_usd: Some(0.0),
+        },
+    };
+    assert_json_snapshot!(SeriesDto::from(&summary));
 }
 
 #[test]

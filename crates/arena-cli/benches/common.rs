@@ -64,6 +64,7 @@ impl Bench {
                 ..Limits::default()
             },
             backends: Vec::new(),
+            prices: Vec::new(),
         };
         Engine::open(EngineOptions {
             data_dir: self.data(),

@@ -5,6 +5,7 @@
 //! fix, 1 for anything else.
 
 mod progress;
+mod series;
 mod view;
 
 use std::path::PathBuf;
@@ -40,6 +41,9 @@ enum Command {
     /// Run and inspect battles.
     #[command(subcommand)]
     Battle(BattleCommand),
+    /// Run one contestant set many times, with goals, budgets and a report.
+    #[command(subcommand)]
+    Series(series::SeriesCommand),
     /// Arena's git worktrees (one per Coding contestant).
     #[command(subcommand)]
     Worktrees(WorktreesCommand),
@@ -60,7 +64,7 @@ enum Command {
 struct JsonFlag {
     /// Print machine-readable JSON.
     #[arg(long)]
-    json: bool,
+    pub(crate) json: bool,
 }
 
 #[derive(Subcommand)]
@@ -237,7 +241,7 @@ fn main() -> ExitCode {
 }
 
 /// Prints one of the wire model's values (`arena-api`), pretty.
-fn print_json(value: &impl serde::Serialize) {
+pub(crate) fn print_json(value: &impl serde::Serialize) {
     match serde_json::to_string_pretty(value) {
         Ok(text) => println!("{text}"),
         Err(e) => eprintln!("arena: could not write JSON: {e}"),
@@ -291,6 +295,7 @@ async fn run(cli: Cli) -> Result<(), Error> {
             }
         }
         Command::Battle(command) => battle(&engine, command).await?,
+        Command::Series(command) => series::series(&engine, command).await?,
         Command::Worktrees(WorktreesCommand::List(flags)) => {
             let list = engine.worktrees().await?;
             if flags.json {

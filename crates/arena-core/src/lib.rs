@@ -5,7 +5,7 @@
 //! stream. See `docs/ARCHITECTURE.md` for the map.
 
 pub use arena_domain::{
-    analysis, battle, benchmark, cross_exam, decisions, event, leaderboard, patch,
+    analysis, battle, benchmark, cross_exam, decisions, event, leaderboard, patch, series,
 };
 
 pub mod clock;
@@ -24,6 +24,6 @@ pub use battle::{
     Battle, BattleRequest, BattleStatus, BattleType, Contestant, ContestantSpec, ContestantStatus,
     Lane,
 };
-pub use engine::{Engine, EngineOptions, Judging, Recovered, WorktreeEntry};
+pub use engine::{Engine, EngineOptions, Judging, Recovered, SeriesStart, WorktreeEntry};
 pub use error::{Error, Invalid, Result};
 pub use event::{BattleEvent, EventKind};

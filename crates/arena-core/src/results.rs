@@ -143,6 +143,30 @@ pub fn battle_dir(
     )
 }
 
+/// A series' report folder: `<project>/Arena/series-<dated-slug>/`, named
+/// like a battle's folder after the series' first prompt.
+pub fn series_dir(
+    project: &Path,
+    id: &str,
+    prompt: &str,
+    created_at: DateTime<Utc>,
+) -> Result<PathBuf> {
+    let words: String = prompt
+        .split_whitespace()
+        .take(8)
+        .collect::<Vec<_>>()
+        .join(" ");
+    let topic = safe_component(&words, 40);
+    let mut slug = format!("series-{}", created_at.format("%Y-%m-%d-%H%M%S"));
+    if !topic.is_empty() && topic != "x" {
+        slug.push('-');
+        slug.push_str(&topic);
+    }
+    slug.push('-');
+    slug.push_str(&safe_component(&crate::battle::short_id(id), 8));
+    confined(&project.join(RESULTS_DIR), &[&slug])
+}
+
 /// Writes a file through a temporary sibling and a rename, so readers never
 /// see half a file.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {

@@ -568,6 +568,7 @@ async fn the_anthropic_messages_api_streams_too() {
             )],
             limits: fast_limits(),
             backends: Vec::new(),
+            prices: Vec::new(),
         },
         clock: std::sync::Arc::new(arena_core::clock::SystemClock),
     })

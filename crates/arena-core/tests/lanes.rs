@@ -41,6 +41,7 @@ async fn battle_on(
             providers,
             limits: fast_limits(),
             backends: Vec::new(),
+            prices: Vec::new(),
         },
         clock: Arc::new(SystemClock),
     })

@@ -77,6 +77,9 @@ pub struct Analysis {
     pub error: Option<String>,
     pub created_at: DateTime<Utc>,
     pub finished_at: Option<DateTime<Utc>>,
+    /// What its digest and judge calls cost (USD); `None` when unknown.
+    #[serde(default)]
+    pub cost_usd: Option<f64>,
 }
 
 /// `A`, `B`, … for `n` contestants (at most 26).
@@ -198,7 +201,7 @@ struct RawVerdict {
 }
 
 /// The first balanced `{…}` in `text` (models like to add a fence or prose).
-fn json_object(text: &str) -> Option<&str> {
+pub(crate) fn json_object(text: &str) -> Option<&str> {
     let start = text.find('{')?;
     let mut depth = 0usize;
     let mut in_string = false;

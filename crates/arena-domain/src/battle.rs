@@ -191,6 +191,8 @@ pub struct Battle {
     /// Coding: the commit every worktree branched from.
     pub base_commit: Option<String>,
     pub check_command: Option<String>,
+    /// The series it is a run of, if any.
+    pub series_id: Option<String>,
 }
 
 /// A contestant as stored, with its benchmark.
@@ -267,6 +269,10 @@ pub struct Benchmark {
     /// the model load.
     #[serde(default)]
     pub model_switched: bool,
+    /// What the run cost (USD): the server's figure, else its tokens at the
+    /// model's `[[price]]` (local models are free); `None` when unknown.
+    #[serde(default)]
+    pub cost_usd: Option<f64>,
 }
 
 /// Everything needed to (re)run a Q&A contestant without re-reading config.

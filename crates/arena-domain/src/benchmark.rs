@@ -11,6 +11,14 @@ use crate::battle::{Benchmark, RateSource};
 pub struct Usage {
     pub prompt_tokens: Option<u64>,
     pub completion_tokens: Option<u64>,
+    /// Prompt tokens served from the server's cache (OpenAI's
+    /// `prompt_tokens_details.cached_tokens`).
+    #[serde(default)]
+    pub cached_tokens: Option<u64>,
+    /// What the call cost, when the server says (OpenRouter's `usage.cost`,
+    /// USD).
+    #[serde(default)]
+    pub cost: Option<f64>,
 }
 
 /// llama.cpp's own timing report.
@@ -46,6 +54,59 @@ fn millis(d: std::time::Duration) -> u64 {
     d.as_millis().min(u128::from(u64::MAX)) as u64
 }
 
+/// What one call cost: the server's own figure when it sends one, else its
+/// tokens at `price`; `None` when neither is known.
+pub fn call_cost(
+    usage: Option<&Usage>,
+    b: &Benchmark,
+    price: Option<&crate::config::Price>,
+) -> Option<f64> {
+    if let Some(cost) = usage
+        .and_then(|u| u.cost)
+        .filter(|c| c.is_finite() && *c >= 0.0)
+    {
+        return Some(cost);
+    }
+    let price = price?;
+    if price.is_free() {
+        return Some(0.0);
+    }
+    if b.prompt_tokens.is_none() && b.completion_tokens.is_none() {
+        return None;
+    }
+    Some(price.cost(
+        b.prompt_tokens.unwrap_or(0),
+        b.cached_tokens.unwrap_or(0),
+        b.completion_tokens.unwrap_or(0),
+    ))
+}
+
+/// What one judge call cost: the server's own figure, else its tokens at
+/// `price`; `None` when neither is known.
+pub fn usage_cost(usage: Option<&Usage>, price: Option<&crate::config::Price>) -> Option<f64> {
+    if let Some(cost) = usage
+        .and_then(|u| u.cost)
+        .filter(|c| c.is_finite() && *c >= 0.0)
+    {
+        return Some(cost);
+    }
+    let price = price?;
+    if price.is_free() {
+        return Some(0.0);
+    }
+    let usage = usage?;
+    Some(price.cost(
+        usage.prompt_tokens?,
+        usage.cached_tokens.unwrap_or(0),
+        usage.completion_tokens.unwrap_or(0),
+    ))
+}
+
+/// Adds costs: unknown when any part is.
+pub fn add_costs(costs: impl IntoIterator<Item = Option<f64>>) -> Option<f64> {
+    costs.into_iter().try_fold(0.0, |sum, c| c.map(|c| sum + c))
+}
+
 /// Token counts come from the server's usage (else llama.cpp timings, else
 /// the number of deltas). Tokens per second is llama.cpp's own
 /// `predicted_per_second` when sent, else measured over the generation span
@@ -78,11 +139,12 @@ pub fn compute(m: &Measurement) -> Benchmark {
         completion_tokens: completion,
         tokens_per_sec,
         rate_source,
-        cached_tokens: timings.cache_n,
+        cached_tokens: usage.cached_tokens.or(timings.cache_n),
         prompt_per_sec: timings
             .prompt_per_second
             .filter(|r| r.is_finite() && *r > 0.0),
         model_switched: false,
+        cost_usd: None,
     }
 }
 
@@ -121,6 +183,7 @@ mod tests {
         m.usage = Some(Usage {
             prompt_tokens: Some(12),
             completion_tokens: Some(99),
+            ..Default::default()
         });
         m.timings = Some(Timings {
             predicted_per_second: Some(153.2),

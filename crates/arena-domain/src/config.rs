@@ -165,6 +165,45 @@ pub struct Config {
     /// User-defined Coding backends.
     #[serde(default, rename = "backend")]
     pub backends: Vec<CustomBackend>,
+    /// What models cost (`[[price]]`), for costs and budgets.
+    #[serde(default, rename = "price", skip_serializing_if = "Vec::is_empty")]
+    pub prices: Vec<Price>,
+}
+
+/// A `[[price]]`: what one provider charges for one model, in USD per
+/// million tokens.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Price {
+    pub provider: String,
+    pub model: String,
+    pub input_per_mtok: f64,
+    pub output_per_mtok: f64,
+    /// Prompt tokens the server had cached (else they cost as input).
+    #[serde(default)]
+    pub cached_input_per_mtok: Option<f64>,
+}
+
+impl Price {
+    /// Nothing costs anything (a local model).
+    pub fn is_free(&self) -> bool {
+        self.input_per_mtok == 0.0
+            && self.output_per_mtok == 0.0
+            && self.cached_input_per_mtok.unwrap_or(0.0) == 0.0
+    }
+
+    /// The cost of one call: `prompt` tokens of which `cached` were
+    /// cached, and `completion` tokens.
+    pub fn cost(&self, prompt: u64, cached: u64, completion: u64) -> f64 {
+        let cached = cached.min(prompt);
+        let per = |tokens: u64, rate: f64| tokens as f64 * rate / 1_000_000.0;
+        per(prompt - cached, self.input_per_mtok)
+            + per(
+                cached,
+                self.cached_input_per_mtok.unwrap_or(self.input_per_mtok),
+            )
+            + per(completion, self.output_per_mtok)
+    }
 }
 
 /// A `[[backend]]`: any command-line agent, as an argument list with the
@@ -189,6 +228,7 @@ impl Default for Config {
             )],
             limits: Limits::default(),
             backends: Vec::new(),
+            prices: Vec::new(),
         }
     }
 }
@@ -251,11 +291,56 @@ impl Config {
         if self.limits.max_attempts == 0 {
             return Err("limits.max_attempts must be at least 1".into());
         }
+        let mut priced = HashSet::new();
+        for p in &self.prices {
+            let what = format!("[[price]] {}/{}", p.provider, p.model);
+            if self.provider(&p.provider).is_none() {
+                return Err(format!("{what}: no [[provider]] is named `{}`", p.provider));
+            }
+            if !priced.insert((p.provider.as_str(), p.model.as_str())) {
+                return Err(format!("{what} is defined twice"));
+            }
+            let rates = [
+                Some(p.input_per_mtok),
+                Some(p.output_per_mtok),
+                p.cached_input_per_mtok,
+            ];
+            if rates
+                .into_iter()
+                .flatten()
+                .any(|r| !(r.is_finite() && r >= 0.0))
+            {
+                return Err(format!(
+                    "{what}: prices are USD per million tokens, 0 or more"
+                ));
+            }
+        }
         Ok(())
     }
 
     pub fn provider(&self, name: &str) -> Option<&ProviderConfig> {
         self.providers.iter().find(|p| p.name == name)
+    }
+
+    /// What `model` costs at `provider`: its `[[price]]`, else free on a
+    /// local provider (your own machine), else unknown.
+    pub fn price(&self, provider: &str, model: &str) -> Option<Price> {
+        if let Some(p) = self
+            .prices
+            .iter()
+            .find(|p| p.provider == provider && p.model == model)
+        {
+            return Some(p.clone());
+        }
+        self.provider(provider)
+            .filter(|p| p.lane == Lane::Local)
+            .map(|_| Price {
+                provider: provider.to_string(),
+                model: model.to_string(),
+                input_per_mtok: 0.0,
+                output_per_mtok: 0.0,
+                cached_input_per_mtok: None,
+            })
     }
 }
 
@@ -633,6 +718,51 @@ mod tests {
         assert_eq!(c.providers[1].kind, ProviderKind::Anthropic);
         assert_eq!(c.limits.stall_timeout_secs, 5);
         assert_eq!(c.limits.max_attempts, Limits::default().max_attempts);
+    }
+
+    #[test]
+    fn prices_are_per_million_tokens_and_local_models_are_free() {
+        let c = Config::parse(
+            r#"
+            [[provider]]
+            name = "openrouter"
+            kind = "openai"
+            base_url = "https://openrouter.ai/api/v1"
+            lane = "cloud"
+            [[provider]]
+            name = "llama-swap"
+            kind = "openai"
+            base_url = "http://127.0.0.1:8080/v1"
+            lane = "local"
+            [[price]]
+            provider = "openrouter"
+            model = "big"
+            input_per_mtok = 3.0
+            output_per_mtok = 15.0
+            cached_input_per_mtok = 0.3
+            "#,
+        )
+        .unwrap();
+        let big = c.price("openrouter", "big").unwrap();
+        // 1000 prompt tokens (400 cached) and 2000 completion tokens.
+        let cost = big.cost(1000, 400, 2000);
+        assert!((cost - (600.0 * 3.0 + 400.0 * 0.3 + 2000.0 * 15.0) / 1e6).abs() < 1e-12);
+        assert_eq!(c.price("openrouter", "other"), None, "unknown");
+        assert_eq!(c.price("llama-swap", "qwen").unwrap().cost(10, 0, 10), 0.0);
+        let bad = |price: &str| {
+            Config::parse(&format!(
+                "[[provider]]\nname = \"p\"\nkind = \"openai\"\nbase_url = \"http://x/v1\"\nlane = \"cloud\"\n[[price]]\n{price}"
+            ))
+            .unwrap_err()
+        };
+        assert!(bad(
+            "provider = \"q\"\nmodel = \"m\"\ninput_per_mtok = 1.0\noutput_per_mtok = 1.0"
+        )
+        .contains("no [[provider]] is named `q`"));
+        assert!(bad(
+            "provider = \"p\"\nmodel = \"m\"\ninput_per_mtok = -1.0\noutput_per_mtok = 1.0"
+        )
+        .contains("0 or more"));
     }
 
     #[test]

@@ -17,5 +17,6 @@ pub mod event;
 pub mod leaderboard;
 pub mod patch;
 pub mod secret;
+pub mod series;
 
 pub use error::{Invalid, SettingsError};

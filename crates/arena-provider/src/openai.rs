@@ -54,6 +54,16 @@ struct FunctionDelta {
 struct UsageJson {
     prompt_tokens: Option<u64>,
     completion_tokens: Option<u64>,
+    #[serde(default)]
+    prompt_tokens_details: Option<PromptTokensDetails>,
+    /// OpenRouter: what the call cost, in USD.
+    #[serde(default)]
+    cost: Option<f64>,
+}
+
+#[derive(Deserialize)]
+struct PromptTokensDetails {
+    cached_tokens: Option<u64>,
 }
 
 pub(super) fn request_body(req: &ChatRequest) -> serde_json::Value {
@@ -193,7 +203,12 @@ pub(super) async fn stream_body(
                 }
             }
             if let Some(u) = chunk.usage {
-                yield Chunk::Usage(Usage { prompt_tokens: u.prompt_tokens, completion_tokens: u.completion_tokens });
+                yield Chunk::Usage(Usage {
+                    prompt_tokens: u.prompt_tokens,
+                    completion_tokens: u.completion_tokens,
+                    cached_tokens: u.prompt_tokens_details.and_then(|d| d.cached_tokens),
+                    cost: u.cost,
+                });
             }
             if let Some(t) = chunk.timings {
                 yield Chunk::Timings(t);

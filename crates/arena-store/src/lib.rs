@@ -8,6 +8,7 @@
 
 mod error;
 mod rows;
+mod series;
 
 pub use error::{Error, Result};
 
@@ -49,6 +50,7 @@ fn migrations() -> Migrations<'static> {
         M::up(include_str!("../migrations/005_lanes.sql")),
         M::up(include_str!("../migrations/006_owners.sql")),
         M::up(include_str!("../migrations/007_work_cancel.sql")),
+        M::up(include_str!("../migrations/008_series.sql")),
     ])
 }
 
@@ -85,6 +87,8 @@ pub struct NewBattle {
     pub contestants: Vec<NewContestant>,
     pub base_commit: Option<String>,
     pub check_command: Option<String>,
+    /// A series' battle: the series and its place in it.
+    pub series: Option<(String, u64)>,
 }
 
 /// A battle as the battle view shows it (see [`Store::battle_detail`]).
@@ -202,13 +206,24 @@ impl Store {
     /// The full id of the battle whose id is, starts with, or ends with
     /// `key` (the short name of `battle::short_id`).
     pub fn resolve_battle_id(&self, key: &str) -> Result<String> {
+        self.resolve_id("battle", key)
+    }
+
+    /// The full id of the `what` (`battle` or `series`) whose id is, starts
+    /// with, or ends with `key`.
+    fn resolve_id(&self, what: &'static str, key: &str) -> Result<String> {
+        let table = if what == "series" {
+            "series"
+        } else {
+            "battles"
+        };
         let key = key.trim();
         let bare = key.replace(['%', '_'], "");
         let (prefix, suffix) = (format!("{bare}%"), format!("%{bare}"));
         let ids: Vec<String> = self.read(|c| {
-            let mut stmt = c.prepare(
-                "SELECT id FROM battles WHERE id = ?1 OR id LIKE ?2 OR id LIKE ?3 LIMIT 3",
-            )?;
+            let mut stmt = c.prepare(&format!(
+                "SELECT id FROM {table} WHERE id = ?1 OR id LIKE ?2 OR id LIKE ?3 LIMIT 3"
+            ))?;
             let ids = stmt
                 .query_map(params![key, prefix, suffix], |r| r.get(0))?
                 .collect::<rusqlite::Result<Vec<String>>>()?;
@@ -219,9 +234,9 @@ impl Store {
         }
         match ids.as_slice() {
             [one] if !key.is_empty() => Ok(one.clone()),
-            [] | [_] => Err(Error::not_found("battle", key)),
+            [] | [_] => Err(Error::not_found(what, key)),
             _ => Err(arena_domain::Invalid::Other(format!(
-                "battle id `{key}` is ambiguous; give more of it"
+                "{what} id `{key}` is ambiguous; give more of it"
             ))
             .into()),
         }
@@ -472,8 +487,8 @@ impl Tx<'_> {
 
     pub fn insert_battle(&mut self, b: &NewBattle) -> Result<()> {
         self.tx.execute(
-            "INSERT INTO battles (id, battle_type, status, prompt, project_path, results_path, created_at, base_commit, check_command)
-             VALUES (?1, ?2, 'running', ?3, ?4, ?5, ?6, ?7, ?8)",
+            "INSERT INTO battles (id, battle_type, status, prompt, project_path, results_path, created_at, base_commit, check_command, series_id, series_slot)
+             VALUES (?1, ?2, 'running', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
             params![
                 b.id,
                 b.battle_type.as_str(),
@@ -482,7 +497,9 @@ impl Tx<'_> {
                 b.results_path.to_string_lossy(),
                 ms(b.created_at),
                 b.base_commit,
-                b.check_command
+                b.check_command,
+                b.series.as_ref().map(|(id, _)| id),
+                b.series.as_ref().map(|(_, slot)| *slot as i64)
             ],
         )?;
         for (position, c) in b.contestants.iter().enumerate() {
@@ -583,7 +600,7 @@ impl Tx<'_> {
             "UPDATE contestants SET status = ?1, error = ?2, finished_at = ?3, output = ?4,
                 reasoning = ?5, truncated = ?6, duration_ms = ?7, ttft_ms = ?8, prompt_tokens = ?9,
                 completion_tokens = ?10, cached_tokens = ?11, tokens_per_sec = ?12, rate_source = ?13,
-                prompt_per_sec = ?15, model_switched = ?16
+                prompt_per_sec = ?15, model_switched = ?16, cost_usd = ?17
              WHERE id = ?14 AND status = 'running'",
             params![
                 status.as_str(),
@@ -601,7 +618,8 @@ impl Tx<'_> {
                 bench.rate_source.map(|s| s.as_str()),
                 c.id,
                 bench.prompt_per_sec,
-                bench.model_switched
+                bench.model_switched,
+                bench.cost_usd
             ],
         )?;
         if changed == 1 {
@@ -779,7 +797,7 @@ impl Tx<'_> {
     pub fn finish_analysis(&mut self, a: &Analysis, at: DateTime<Utc>) -> Result<()> {
         self.tx.execute(
             "UPDATE analyses SET status = ?1, outcome = ?2, winner_id = ?3, ranking = ?4, reasons = ?5,
-                digests = ?6, judge_runs = ?7, error = ?8, finished_at = ?9 WHERE id = ?10",
+                digests = ?6, judge_runs = ?7, error = ?8, finished_at = ?9, cost_usd = ?11 WHERE id = ?10",
             params![
                 serde_plain(&a.status)?,
                 a.outcome.as_ref().map(serde_plain).transpose()?,
@@ -790,7 +808,8 @@ impl Tx<'_> {
                 serde_json::to_string(&a.judge_runs)?,
                 a.error,
                 ms(at),
-                a.id
+                a.id,
+                a.cost_usd
             ],
         )?;
         self.emit(
@@ -1262,6 +1281,7 @@ mod tests {
                     }],
                     base_commit: None,
                     check_command: None,
+                    series: None,
                 })
             })
             .unwrap();

@@ -21,17 +21,20 @@ fn time_ms(v: i64) -> DateTime<Utc> {
     DateTime::from_timestamp_millis(v).unwrap_or_default()
 }
 
-fn time(v: Option<i64>) -> Option<DateTime<Utc>> {
+pub(crate) fn time(v: Option<i64>) -> Option<DateTime<Utc>> {
     v.and_then(|m| Utc.timestamp_millis_opt(m).single())
 }
 
-fn parse<T: std::str::FromStr<Err = String>>(idx: usize, s: String) -> rusqlite::Result<T> {
+pub(crate) fn parse<T: std::str::FromStr<Err = String>>(
+    idx: usize,
+    s: String,
+) -> rusqlite::Result<T> {
     s.parse().map_err(|e: String| {
         rusqlite::Error::FromSqlConversionFailure(idx, rusqlite::types::Type::Text, e.into())
     })
 }
 
-const BATTLE_COLUMNS: &str = "id, battle_type, status, prompt, project_path, results_path, created_at, finished_at, winner_id, winner_source, base_commit, check_command";
+const BATTLE_COLUMNS: &str = "id, battle_type, status, prompt, project_path, results_path, created_at, finished_at, winner_id, winner_source, base_commit, check_command, series_id";
 
 fn battle_row(r: &Row<'_>) -> rusqlite::Result<Battle> {
     let winner_id: Option<String> = r.get(8)?;
@@ -56,10 +59,11 @@ fn battle_row(r: &Row<'_>) -> rusqlite::Result<Battle> {
         contestants: Vec::new(),
         base_commit: r.get(10)?,
         check_command: r.get(11)?,
+        series_id: r.get(12)?,
     })
 }
 
-const CONTESTANT_COLUMNS: &str = "id, battle_id, position, identity, model, provider, lane, status, error, attempts, run_spec, started_at, finished_at, duration_ms, ttft_ms, prompt_tokens, completion_tokens, cached_tokens, tokens_per_sec, rate_source, output, reasoning, truncated, result_path, worktree, diff_stats, check_result, waiting, prompt_per_sec, model_switched";
+const CONTESTANT_COLUMNS: &str = "id, battle_id, position, identity, model, provider, lane, status, error, attempts, run_spec, started_at, finished_at, duration_ms, ttft_ms, prompt_tokens, completion_tokens, cached_tokens, tokens_per_sec, rate_source, output, reasoning, truncated, result_path, worktree, diff_stats, check_result, waiting, prompt_per_sec, model_switched, cost_usd";
 
 fn contestant_row(r: &Row<'_>) -> rusqlite::Result<Contestant> {
     let u = |i: usize| -> rusqlite::Result<Option<u64>> {
@@ -91,6 +95,7 @@ fn contestant_row(r: &Row<'_>) -> rusqlite::Result<Contestant> {
             rate_source: rate_source.map(|s| parse(19, s)).transpose()?,
             prompt_per_sec: r.get(28)?,
             model_switched: r.get(29)?,
+            cost_usd: r.get(30)?,
         },
         output: r.get(20)?,
         reasoning: r.get(21)?,
@@ -223,7 +228,7 @@ fn enum_col<T: serde::de::DeserializeOwned>(idx: usize, text: String) -> rusqlit
 pub fn latest_analysis(c: &Connection, battle_id: &str) -> Result<Option<Analysis>> {
     let mut stmt = c.prepare_cached(
         "SELECT id, battle_id, status, model, provider, outcome, winner_id, ranking, reasons, digests,
-                judge_runs, error, created_at, finished_at
+                judge_runs, error, created_at, finished_at, cost_usd
          FROM analyses WHERE battle_id = ?1 ORDER BY created_at DESC, rowid DESC LIMIT 1",
     )?;
     Ok(stmt
@@ -246,6 +251,7 @@ pub fn latest_analysis(c: &Connection, battle_id: &str) -> Result<Option<Analysi
                 error: r.get(11)?,
                 created_at: time(Some(r.get(12)?)).unwrap_or_default(),
                 finished_at: time(r.get(13)?),
+                cost_usd: r.get(14)?,
             })
         })
         .optional()?)

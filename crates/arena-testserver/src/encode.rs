@@ -30,15 +30,21 @@ pub(crate) struct Stats {
     pub prompt_ms: f64,
     /// From the first token being sent to the last token being sent.
     pub predicted_ms: f64,
+    /// What the call cost (USD), sent as `usage.cost` as OpenRouter does.
+    pub cost: Option<f64>,
 }
 
 impl Stats {
     pub(crate) fn usage_json(&self) -> Value {
-        json!({
+        let mut usage = json!({
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
             "total_tokens": self.prompt_tokens + self.completion_tokens,
-        })
+        });
+        if let Some(cost) = self.cost {
+            usage["cost"] = json!(cost);
+        }
+        usage
     }
 
     /// llama.cpp's `timings` object.

@@ -58,6 +58,8 @@ pub struct ModelScript {
     pub prompt_tokens: u64,
     /// Send the usage chunk when the request asked `stream_options.include_usage`.
     pub usage: bool,
+    /// Report what each call cost in `usage.cost` (USD), as OpenRouter does.
+    pub cost: Option<f64>,
     /// Include llama.cpp `timings` in the final chunk.
     pub timings: bool,
     /// Consumed one per request in order: request #1 gets `faults[0]`, ...;
@@ -104,6 +106,7 @@ impl ModelScript {
             token_interval: Duration::ZERO,
             prompt_tokens: 12,
             usage: true,
+            cost: None,
             timings: true,
             faults: Vec::new(),
             responder: None,
@@ -246,6 +249,12 @@ impl ModelScript {
     /// Turns off the usage chunk.
     pub fn without_usage(mut self) -> Self {
         self.usage = false;
+        self
+    }
+
+    /// Reports `usd` as each call's `usage.cost`.
+    pub fn cost(mut self, usd: f64) -> Self {
+        self.cost = Some(usd);
         self
     }
 

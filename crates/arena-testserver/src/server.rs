@@ -554,6 +554,7 @@ async fn complete(
         completion_tokens: sent as u64,
         prompt_ms: ms(first_at.saturating_duration_since(received_at)),
         predicted_ms: ms(now.saturating_duration_since(first_at)),
+        cost: script.cost,
     };
     let reasoning: String = script.reasoning.concat();
     let content: String = script.content.concat();

@@ -198,6 +198,7 @@ pub(crate) fn sse_stream(
                 (Some(a), Some(b)) => ms(b.saturating_duration_since(a)),
                 _ => 0.0,
             },
+            cost: script.cost,
         };
         encoder.finish(&mut buf, &stats);
         yield Ok(buf.split().freeze());

@@ -36,8 +36,17 @@ struct Stage<'a> {
 }
 
 enum StageKind<'a> {
-    Analysis { id: &'a str, stage: String },
-    CrossExam { id: &'a str },
+    Analysis {
+        id: &'a str,
+        stage: String,
+    },
+    CrossExam {
+        id: &'a str,
+    },
+    /// A series' goal judge: its text is not streamed.
+    Goal {
+        contestant: &'a str,
+    },
 }
 
 impl Stage<'_> {
@@ -50,8 +59,17 @@ impl Stage<'_> {
                 _ => format!("{battle}, analysis ({stage})"),
             },
             StageKind::CrossExam { .. } => format!("{battle}, cross-examination"),
+            StageKind::Goal { contestant } => {
+                format!("{battle}, goal check of {}", lane::battle_name(contestant))
+            }
         }
     }
+}
+
+/// What one model call answered, and what it cost (USD; `None` unknown).
+pub(super) struct Reply {
+    pub text: String,
+    pub cost: Option<f64>,
 }
 
 /// Waits for the lane of `target`'s provider, as `holder`; `position`
@@ -87,7 +105,7 @@ async fn call(
     req: &ChatRequest,
     stage: &Stage<'_>,
     position: u32,
-) -> Result<String> {
+) -> Result<Reply> {
     // Cancelled, the call (and its wait for the lane) is dropped.
     tokio::select! {
         biased;
@@ -102,7 +120,7 @@ async fn call_in_turn(
     req: &ChatRequest,
     stage: &Stage<'_>,
     position: u32,
-) -> Result<String> {
+) -> Result<Reply> {
     let provider = engine.provider(&target.provider).ok_or_else(|| {
         Invalid::Other(format!("provider `{}` is not configured", target.provider))
     })?;
@@ -111,7 +129,11 @@ async fn call_in_turn(
     let mut attempt = 1;
     loop {
         match stream_text(engine, &provider, req, stage, limits.stall_timeout()).await {
-            Ok(text) => return Ok(text),
+            Ok((text, usage)) => {
+                let price = engine.config().price(&target.provider, &target.model);
+                let cost = crate::benchmark::usage_cost(usage.as_ref(), price.as_ref());
+                return Ok(Reply { text, cost });
+            }
             Err(Error::Provider(e)) if e.is_retryable() && attempt < limits.max_attempts => {
                 let delay = decisions::backoff_delay(
                     attempt,
@@ -135,11 +157,12 @@ async fn stream_text(
     req: &ChatRequest,
     stage: &Stage<'_>,
     stall: Duration,
-) -> Result<String> {
+) -> Result<(String, Option<crate::provider::Usage>)> {
     let mut stream = tokio::time::timeout(stall, provider.stream_chat(req))
         .await
         .map_err(|_| ProviderError::Stalled(stall))??;
     let mut text = String::new();
+    let mut usage = None;
     let mut pending = String::new();
     let mut last_flush = Instant::now();
     loop {
@@ -153,6 +176,7 @@ async fn stream_text(
                 text.push_str(&t);
                 pending.push_str(&t);
             }
+            Some(Ok(Chunk::Usage(u))) => usage = Some(u),
             Some(Ok(_)) => {}
         }
         if !pending.is_empty() && last_flush.elapsed() >= FLUSH_EVERY {
@@ -163,7 +187,7 @@ async fn stream_text(
     if !pending.is_empty() {
         emit_text(engine, stage, pending).await?;
     }
-    Ok(text)
+    Ok((text, usage))
 }
 
 async fn emit_text(engine: &Engine, stage: &Stage<'_>, text: String) -> Result<()> {
@@ -177,6 +201,7 @@ async fn emit_text(engine: &Engine, stage: &Stage<'_>, text: String) -> Result<(
             cross_exam_id: id.to_string(),
             text,
         },
+        StageKind::Goal { .. } => return Ok(()),
     };
     let (battle_id, at) = (stage.battle_id.to_string(), engine.now());
     engine
@@ -225,6 +250,7 @@ pub(super) async fn analyze(
         error: None,
         created_at: engine.now(),
         finished_at: None,
+        cost_usd: None,
     };
     let (row, me) = (a.clone(), engine.inner.me.clone());
     engine
@@ -303,6 +329,7 @@ async fn judge(
         a.outcome = Some(Outcome::Walkover);
         a.winner = survivors.first().map(|c| c.id.clone());
         a.ranking = survivors.iter().map(|c| c.id.clone()).collect();
+        a.cost_usd = Some(0.0);
         return Ok(());
     }
     let fence = Fence::new(&uuid::Uuid::new_v4().simple().to_string());
@@ -324,15 +351,18 @@ async fn judge(
                 },
                 token,
             };
-            let text = call(engine, target, &req, &stage, i as u32).await?;
-            Ok::<_, Error>(Digest {
+            let reply = call(engine, target, &req, &stage, i as u32).await?;
+            let digest = Digest {
                 contestant_id: c.id.clone(),
-                text,
+                text: reply.text,
                 words: analysis::word_count(&output),
-            })
+            };
+            Ok::<_, Error>((digest, reply.cost))
         }
     };
-    a.digests = futures::future::try_join_all((0..survivors.len()).map(digest_one)).await?;
+    let digested = futures::future::try_join_all((0..survivors.len()).map(digest_one)).await?;
+    let mut costs: Vec<Option<f64>> = digested.iter().map(|(_, cost)| *cost).collect();
+    a.digests = digested.into_iter().map(|(d, _)| d).collect();
 
     // Stage 2: the judge, twice, the second time in reverse order.
     let mut order: Vec<String> = survivors.iter().map(|c| c.id.clone()).collect();
@@ -366,7 +396,7 @@ async fn judge(
             },
             token,
         };
-        let raw = call(
+        let reply = call(
             engine,
             target,
             &request(target, system.clone(), prompt.clone(), 1000),
@@ -374,6 +404,8 @@ async fn judge(
             0,
         )
         .await?;
+        costs.push(reply.cost);
+        let raw = reply.text;
         let mut run = JudgeRun {
             order: order.clone(),
             raw: raw.clone(),
@@ -386,7 +418,7 @@ async fn judge(
             Err(first_error) => {
                 run.repaired = true;
                 let repair = format!("{prompt}{}", analysis::repair_note(&first_error));
-                let again = call(
+                let reply = call(
                     engine,
                     target,
                     &request(target, system, repair, 1000),
@@ -394,6 +426,8 @@ async fn judge(
                     0,
                 )
                 .await?;
+                costs.push(reply.cost);
+                let again = reply.text;
                 run.raw = again.clone();
                 match analysis::parse_verdict(&again, order) {
                     Ok(v) => run.verdict = Some(v),
@@ -403,6 +437,7 @@ async fn judge(
         }
         a.judge_runs.push(run);
     }
+    a.cost_usd = crate::benchmark::add_costs(costs);
     let (outcome, verdict) = analysis::decide(&a.judge_runs);
     a.outcome = Some(outcome);
     if let Some(v) = verdict {
@@ -416,6 +451,18 @@ async fn judge(
 /// What a contestant produced, as the digest sees it: the answer (Q&A), or
 /// the explanation, the change statistics, an excerpt of the diff and the
 /// check result (Coding).
+/// [`result_text`] with `output` as the contestant's latest answer (a
+/// series' later turn).
+pub(super) fn result_text_of(
+    battle: &Battle,
+    c: &crate::battle::Contestant,
+    output: &str,
+) -> String {
+    let mut latest = c.clone();
+    latest.output = Some(output.to_string());
+    result_text(battle, &latest)
+}
+
 fn result_text(battle: &Battle, c: &crate::battle::Contestant) -> String {
     let output = c.output.clone().unwrap_or_default();
     if battle.battle_type != crate::battle::BattleType::Coding {
@@ -476,6 +523,66 @@ fn request(target: &Resolved, system: String, prompt: String, max_tokens: u64) -
         max_tokens: Some(max_tokens),
         no_prompt_cache: false,
     }
+}
+
+/// A series' goal judge on one result: `Ok(verdict)`, or the judge's
+/// failure (a reply that is still no verdict after one repair, or a failed
+/// call) — never a fail. With the cost of its calls.
+pub(super) async fn judge_goal(
+    engine: &Engine,
+    battle: &Battle,
+    contestant_id: &str,
+    target: &Resolved,
+    goal: &str,
+    output: &str,
+) -> (Result<crate::series::GoalVerdict, String>, Option<f64>) {
+    let fence = Fence::new(&uuid::Uuid::new_v4().simple().to_string());
+    let (system, prompt) = crate::series::goal_prompt(goal, &battle.prompt, output, &fence);
+    let token = CancellationToken::new();
+    let stage = Stage {
+        battle_id: &battle.id,
+        kind: StageKind::Goal {
+            contestant: contestant_id,
+        },
+        token: &token,
+    };
+    let mut costs = Vec::new();
+    let first = match call(
+        engine,
+        target,
+        &request(target, system.clone(), prompt.clone(), 300),
+        &stage,
+        0,
+    )
+    .await
+    {
+        Ok(reply) => reply,
+        Err(e) => return (Err(format!("the goal judge failed: {e}")), None),
+    };
+    costs.push(first.cost);
+    let verdict = match crate::series::parse_goal_verdict(&first.text) {
+        Ok(v) => Ok(v),
+        Err(first_error) => {
+            let repair = format!("{prompt}{}", analysis::repair_note(&first_error));
+            match call(
+                engine,
+                target,
+                &request(target, system, repair, 300),
+                &stage,
+                0,
+            )
+            .await
+            {
+                Ok(reply) => {
+                    costs.push(reply.cost);
+                    crate::series::parse_goal_verdict(&reply.text)
+                        .map_err(|e| format!("{first_error}; after one repair: {e}"))
+                }
+                Err(e) => Err(format!("{first_error}; the repair failed: {e}")),
+            }
+        }
+    };
+    (verdict, crate::benchmark::add_costs(costs))
 }
 
 fn name_of(battle: &Battle, id: &str) -> String {
@@ -628,7 +735,7 @@ pub(super) async fn cross_examine(
     let answered = call(engine, &target, &req, &stage, 0).await;
     drop(watch);
     match answered {
-        Ok(text) => {
+        Ok(Reply { text, .. }) => {
             x.verdict = cross_exam::parse_verdict(&text, &order);
             x.output = text;
             x.status = AnalysisStatus::Done;

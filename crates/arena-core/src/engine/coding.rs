@@ -101,13 +101,15 @@ async fn run_inner(
     let path = ensure_worktree(engine, battle, c, &base).await?;
     let Work { run, diff, check } =
         work(engine, battle, c, &path, &battle.prompt, &base, token, slot).await?;
-    let bench = Benchmark {
+    let mut bench = Benchmark {
         duration_ms: Some(started.elapsed().as_millis() as u64),
         prompt_tokens: run.usage.and_then(|u| u.prompt_tokens),
         completion_tokens: run.usage.and_then(|u| u.completion_tokens),
         model_switched,
         ..Default::default()
     };
+    let price = engine.config().price(&c.provider, &c.model);
+    bench.cost_usd = crate::benchmark::call_cost(run.usage.as_ref(), &bench, price.as_ref());
     let status = if run.cancelled {
         ContestantStatus::Cancelled
     } else if run.error.is_some() {

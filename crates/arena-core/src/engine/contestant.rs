@@ -185,6 +185,8 @@ pub(super) async fn run(
     });
     let mut bench = benchmark::compute(&ended.got.measurement(run_started));
     bench.model_switched = model_switched;
+    let price = engine.config().price(&c.provider, &c.model);
+    bench.cost_usd = benchmark::call_cost(ended.got.usage.as_ref(), &bench, price.as_ref());
     if let Err(e) = record(engine, battle, &c, ended, bench).await {
         tracing::error!(contestant = %c.id, error = %e, "could not record the contestant's end");
     }

@@ -9,6 +9,7 @@ pub mod coding;
 mod contestant;
 mod drive;
 mod lane;
+mod series;
 mod settings;
 mod validate;
 
@@ -31,6 +32,8 @@ use crate::event::BattleEvent;
 use crate::persona::Registry;
 use crate::provider::Provider;
 use crate::store::{self, Store};
+
+pub use series::SeriesStart;
 
 /// How long a lease lasts without renewal, and how often it is renewed (the
 /// renewal also picks up cancellations requested by other processes).

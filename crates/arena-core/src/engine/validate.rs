@@ -13,7 +13,8 @@ use crate::store::{NewBattle, NewContestant};
 use super::Engine;
 
 /// One contestant after validation: canonical identity, resolved model.
-struct Checked {
+#[derive(Debug, Clone)]
+pub(super) struct Checked {
     identity: String,
     model: String,
     provider: String,
@@ -21,7 +22,35 @@ struct Checked {
     run: RunSpec,
 }
 
+/// A battle request that passed every check: what [`record`] writes.
+#[derive(Debug, Clone)]
+pub(super) struct Plan {
+    pub battle_type: BattleType,
+    pub project: std::path::PathBuf,
+    pub prompt: String,
+    contestants: Vec<Checked>,
+    base_commit: Option<String>,
+    pub check_command: Option<String>,
+}
+
+impl Plan {
+    /// Each contestant's `(provider, model)` (the provider is empty for a
+    /// CLI agent's own model).
+    pub fn models(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.contestants
+            .iter()
+            .map(|c| (c.provider.as_str(), c.model.as_str()))
+    }
+}
+
+/// Checks a request and records it: nothing is created when a check fails.
 pub(super) async fn create(engine: &Engine, request: BattleRequest) -> Result<Battle> {
+    let plan = check(engine, request).await?;
+    record(engine, &plan, None).await
+}
+
+/// Every check of a battle request, cheap ones first; touches nothing.
+pub(super) async fn check(engine: &Engine, request: BattleRequest) -> Result<Plan> {
     let BattleRequest {
         battle_type,
         project,
@@ -163,29 +192,56 @@ pub(super) async fn create(engine: &Engine, request: BattleRequest) -> Result<Ba
         });
     }
 
+    Ok(Plan {
+        battle_type,
+        project,
+        prompt,
+        contestants: checked,
+        base_commit,
+        check_command,
+    })
+}
+
+/// Writes a checked battle: its results folder and manifest, then its
+/// rows (a series' battle with its place in the series); the folder is
+/// removed again if the rows cannot be written.
+pub(super) async fn record(
+    engine: &Engine,
+    plan: &Plan,
+    series: Option<(String, u64)>,
+) -> Result<Battle> {
+    let Plan {
+        battle_type,
+        project,
+        prompt,
+        ..
+    } = plan;
+    let (battle_type, project) = (*battle_type, project.clone());
     let id = uuid::Uuid::now_v7().to_string();
     let created_at = engine.now();
-    let results_path = results::battle_dir(&project, &id, battle_type, &prompt, created_at)?;
+    let results_path = results::battle_dir(&project, &id, battle_type, prompt, created_at)?;
     let new = NewBattle {
         id: id.clone(),
         battle_type,
-        prompt,
+        prompt: prompt.clone(),
         project: project.clone(),
         results_path: results_path.clone(),
         created_at,
-        contestants: checked
-            .into_iter()
+        contestants: plan
+            .contestants
+            .iter()
             .map(|c| NewContestant {
                 id: uuid::Uuid::now_v7().to_string(),
-                identity: c.identity,
-                model: c.model,
-                provider: c.provider,
+                identity: c.identity.clone(),
+                model: c.model.clone(),
+                provider: c.provider.clone(),
                 lane: c.lane,
-                run: c.run,
+                run: c.run.clone(),
             })
             .collect(),
-        base_commit,
-        check_command,
+        base_commit: plan.base_commit.clone(),
+        check_command: plan.check_command.clone(),
+        series,
     };
     let battle = in_memory(&new);
 
@@ -226,6 +282,7 @@ fn in_memory(b: &NewBattle) -> Battle {
         winner: None,
         base_commit: b.base_commit.clone(),
         check_command: b.check_command.clone(),
+        series_id: b.series.as_ref().map(|(id, _)| id.clone()),
         contestants: b
             .contestants
             .iter()

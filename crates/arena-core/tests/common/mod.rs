@@ -56,6 +56,7 @@ impl Harness {
             ],
             limits,
             backends: Vec::new(),
+            prices: Vec::new(),
         };
         let data = tempfile::tempdir().expect("data dir");
         let project = tempfile::tempdir().expect("project dir");

@@ -23,4 +23,8 @@ no_clear_winner: boolean, ranking: Array<string>,
 /**
  * Reason per contestant id.
  */
-reasons: { [key in string]: string }, digests: Array<DigestDto>, judge_runs: Array<JudgeRunDto>, error: string | null, created_at: string, finished_at: string | null, };
+reasons: { [key in string]: string }, digests: Array<DigestDto>, judge_runs: Array<JudgeRunDto>, error: string | null, created_at: string, finished_at: string | null, 
+/**
+ * What its digest and judge calls cost (USD); `null` when unknown.
+ */
+cost_usd: number | null, };

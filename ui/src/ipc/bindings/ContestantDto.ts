@@ -64,4 +64,9 @@ prompt_per_sec: number | null,
  * The local server loaded this model first (it served another one just
  * before): the time to first token includes the model load.
  */
-model_switched: boolean, };
+model_switched: boolean, 
+/**
+ * What the run cost (USD): the server's figure, else its tokens at the
+ * model's `[[price]]` (local models are free); `null` when unknown.
+ */
+cost_usd: number | null, };

@@ -1,0 +1,321 @@
+//! `arena series`: the same battle many times, with goals, budgets and a
+//! report. A running series shows one progress line on stderr (battles
+//! done of N, time left, spend); Ctrl-C cancels it.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use arena_api::SeriesDto;
+use arena_core::battle::{BattleType, ContestantSpec};
+use arena_core::series::{parse_prompts, SeriesPrompt, SeriesRequest};
+use arena_core::{Engine, Error, Invalid, SeriesStart};
+use clap::{Args, Subcommand};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use crate::{print_json, JsonFlag};
+
+#[derive(Subcommand)]
+pub enum SeriesCommand {
+    /// Run one contestant set many times (over a prompt or a prompt set) and report.
+    Run(Box<SeriesArgs>),
+    /// Series, newest first.
+    List {
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+        #[command(flatten)]
+        json: JsonFlag,
+    },
+    /// One series: its progress and its report per contestant.
+    Show {
+        id: String,
+        #[command(flatten)]
+        json: JsonFlag,
+    },
+    /// Stop a series (from any process): no new battle starts, running ones are cancelled.
+    Cancel {
+        id: String,
+        #[command(flatten)]
+        json: JsonFlag,
+    },
+    /// Finish series left running by a process that stopped (all, or one).
+    Resume {
+        id: Option<String>,
+        #[command(flatten)]
+        json: JsonFlag,
+    },
+    /// Write the series' report files again (report.md, report.json, runs.csv).
+    Report { id: String },
+}
+
+#[derive(Args)]
+pub struct SeriesArgs {
+    /// Battle type: qa or coding.
+    #[arg(long = "type", value_name = "TYPE")]
+    battle_type: String,
+    /// The project folder; results go to PROJECT/Arena/.
+    #[arg(long)]
+    project: PathBuf,
+    /// The prompt of every run.
+    #[arg(long, conflicts_with = "prompts", required_unless_present = "prompts")]
+    prompt: Option<String>,
+    /// A prompt set: one prompt per line, or JSONL with `prompt` and optional `goal`, `check`, `tags`.
+    #[arg(long, value_name = "FILE")]
+    prompts: Option<PathBuf>,
+    /// A contestant as IDENTITY@MODEL; 2 to 6 of them.
+    #[arg(short = 'c', long = "contestant", value_name = "IDENTITY@MODEL")]
+    contestants: Vec<String>,
+    /// Runs of each prompt (with --until-decided, the most).
+    #[arg(long, default_value_t = 1)]
+    runs: u32,
+    /// Battles at once (always within the lanes).
+    #[arg(long, default_value_t = 1)]
+    parallel: u32,
+    /// What a result must achieve; a judge model checks every result.
+    #[arg(long)]
+    goal: Option<String>,
+    /// The goal judge (default: default_model from arena.toml).
+    #[arg(long, value_name = "MODEL")]
+    goal_model: Option<String>,
+    /// A second judge: a pass counts only if it agrees.
+    #[arg(long, value_name = "MODEL")]
+    confirm_model: Option<String>,
+    /// Turns a contestant gets to reach the goal (1–25; Coding: refine rounds with the check's output).
+    #[arg(long, default_value_t = 1)]
+    max_turns: u32,
+    /// Spend at most this much (USD); needs a [[price]] for every model.
+    #[arg(long, value_name = "USD")]
+    budget: Option<f64>,
+    /// Stop once the leader's win-rate interval separates from every other's.
+    #[arg(long)]
+    until_decided: bool,
+    /// An idempotency key: the same key again returns the series it started.
+    #[arg(long)]
+    key: Option<String>,
+    /// Don't judge a winner of each battle.
+    #[arg(long)]
+    no_analysis: bool,
+    /// Coding: a shell command run in each finished worktree; exit 0 is the goal.
+    #[arg(long, value_name = "CMD")]
+    check: Option<String>,
+    /// A tag for the series' battles (repeat for more).
+    #[arg(long = "tag", value_name = "TAG")]
+    tags: Vec<String>,
+    #[command(flatten)]
+    json: JsonFlag,
+}
+
+pub async fn series(engine: &Engine, command: SeriesCommand) -> Result<(), Error> {
+    match command {
+        SeriesCommand::Run(args) => run(engine, *args).await,
+        SeriesCommand::List { limit, json } => {
+            let list = engine.series_list(limit).await?;
+            let mut all = Vec::new();
+            for s in &list {
+                all.push(engine.series_summary(&s.id).await?);
+            }
+            if json.json {
+                print_json(&all.iter().map(SeriesDto::from).collect::<Vec<_>>());
+            } else if all.is_empty() {
+                println!("No series yet.");
+            } else {
+                for summary in &all {
+                    let s = &summary.series;
+                    println!(
+                        "{}  {:<14} {:>5}/{:<5} {:<6}  {}",
+                        arena_core::battle::short_id(&s.id),
+                        s.status,
+                        summary.progress.done,
+                        s.total,
+                        s.request.battle_type,
+                        s.request.prompts[0].prompt.lines().next().unwrap_or("")
+                    );
+                }
+            }
+            Ok(())
+        }
+        SeriesCommand::Show { id, json } => show(engine, &id, json.json).await,
+        SeriesCommand::Cancel { id, json } => {
+            let s = engine.cancel_series(&id).await?;
+            if json.json {
+                print_json(&SeriesDto::from(&engine.series_summary(&s.id).await?));
+            } else {
+                println!(
+                    "Series {}: cancel requested ({}).",
+                    arena_core::battle::short_id(&s.id),
+                    s.status
+                );
+            }
+            Ok(())
+        }
+        SeriesCommand::Resume { id, json } => {
+            let resumed = engine.resume_series(id.as_deref()).await?;
+            if json.json {
+                let mut all = Vec::new();
+                for s in &resumed {
+                    all.push(SeriesDto::from(&engine.series_summary(&s.id).await?));
+                }
+                print_json(&all);
+            } else if resumed.is_empty() {
+                println!("No series were left running.");
+            } else {
+                for s in &resumed {
+                    show(engine, &s.id, false).await?;
+                }
+            }
+            Ok(())
+        }
+        SeriesCommand::Report { id } => {
+            let dir = engine.write_series_report(&id).await?;
+            println!("{}", dir.display());
+            Ok(())
+        }
+    }
+}
+
+fn request(args: &SeriesArgs) -> Result<SeriesRequest, Error> {
+    let battle_type = BattleType::parse_arg(&args.battle_type)?;
+    let prompts = match (&args.prompt, &args.prompts) {
+        (Some(p), _) => vec![SeriesPrompt {
+            prompt: p.clone(),
+            goal: None,
+            check: None,
+            tags: Vec::new(),
+        }],
+        (None, Some(file)) => {
+            let text = std::fs::read_to_string(file).map_err(|e| {
+                Invalid::Other(format!(
+                    "cannot read the prompt set {}: {e}",
+                    file.display()
+                ))
+            })?;
+            parse_prompts(&text)?
+        }
+        (None, None) => Vec::new(),
+    };
+    let contestants = args
+        .contestants
+        .iter()
+        .map(|c| ContestantSpec::parse(c))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(SeriesRequest {
+        battle_type,
+        project: args.project.clone(),
+        contestants,
+        prompts,
+        runs: args.runs,
+        parallel: args.parallel,
+        goal: args.goal.clone(),
+        goal_model: args.goal_model.clone(),
+        confirm_model: args.confirm_model.clone(),
+        max_turns: args.max_turns,
+        budget_usd: args.budget,
+        until_decided: args.until_decided,
+        analysis: !args.no_analysis,
+        check_command: args.check.clone(),
+        tags: args.tags.clone(),
+    })
+}
+
+async fn run(engine: &Engine, args: SeriesArgs) -> Result<(), Error> {
+    let request = request(&args)?;
+    let started = engine.create_series(request, args.key.clone()).await?;
+    let id = started.series().id.clone();
+    if let SeriesStart::Existing(s) = &started {
+        if !args.json.json {
+            eprintln!(
+                "arena: the key `{}` already started series {} ({}); nothing new was started",
+                args.key.as_deref().unwrap_or(""),
+                arena_core::battle::short_id(&s.id),
+                s.status
+            );
+        }
+    }
+    if started.series().status.is_terminal() || matches!(started, SeriesStart::Existing(_)) {
+        return show(engine, &id, args.json.json).await;
+    }
+    follow(engine, &id, !args.json.json).await?;
+    show(engine, &id, args.json.json).await
+}
+
+/// Runs the series with a progress line; Ctrl-C cancels it.
+async fn follow(engine: &Engine, id: &str, show: bool) -> Result<(), Error> {
+    let bar = if show {
+        ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr())
+    } else {
+        ProgressBar::hidden()
+    };
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} series {prefix}: {wide_msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+    );
+    bar.set_prefix(arena_core::battle::short_id(id));
+    bar.enable_steady_tick(Duration::from_millis(200));
+    let started = Instant::now();
+    let run = engine.run_series(id);
+    tokio::pin!(run);
+    let mut tick = tokio::time::interval(Duration::from_millis(500));
+    let mut interrupted = false;
+    let result = loop {
+        tokio::select! {
+            done = &mut run => break done,
+            _ = tick.tick() => {
+                if let Ok(p) = engine.series_progress(id).await {
+                    let eta = (p.done > 0 && p.done < p.total).then(|| {
+                        let per = started.elapsed().as_secs_f64() / p.done as f64;
+                        format!(", about {} left", human(per * (p.total - p.done) as f64))
+                    });
+                    let spent = p
+                        .spent_usd
+                        .map(|s| format!(", spent ${s:.4}"))
+                        .unwrap_or_default();
+                    bar.set_message(format!(
+                        "{} of {} battles done, {} running{}{}",
+                        p.done,
+                        p.total,
+                        p.running,
+                        eta.unwrap_or_default(),
+                        spent
+                    ));
+                }
+            }
+            _ = tokio::signal::ctrl_c(), if !interrupted => {
+                interrupted = true;
+                bar.println(format!("arena: cancelling series {} (Ctrl-C again to quit at once)…", arena_core::battle::short_id(id)));
+                let (e, i) = (engine.clone(), id.to_string());
+                tokio::spawn(async move {
+                    if let Err(err) = e.cancel_series(&i).await {
+                        eprintln!("arena: cancel failed: {err}");
+                    }
+                });
+                tokio::spawn(async {
+                    if tokio::signal::ctrl_c().await.is_ok() {
+                        std::process::exit(130);
+                    }
+                });
+            }
+        }
+    };
+    bar.finish_and_clear();
+    result.map(|_| ())
+}
+
+fn human(secs: f64) -> String {
+    match secs {
+        s if s < 90.0 => format!("{s:.0} s"),
+        s if s < 5400.0 => format!("{:.0} min", s / 60.0),
+        s => format!("{:.1} h", s / 3600.0),
+    }
+}
+
+async fn show(engine: &Engine, id: &str, json: bool) -> Result<(), Error> {
+    let summary = engine.series_summary(id).await?;
+    if json {
+        print_json(&SeriesDto::from(&summary));
+    } else {
+        print!("{}", arena_core::series::report_markdown(&summary));
+        if let Some(dir) = &summary.series.report_path {
+            println!("\nReport: {}", dir.display());
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,797 @@
+//! Series: one contestant set run many times, each run an ordinary battle
+//! of the series (see `arena_domain::series` for the rules). The driver
+//! keeps up to `parallel` battles going — always within the lanes — and
+//! before each new one checks the cancel flag and the budget; after each,
+//! it judges the goal and, with `until_decided`, whether the leader has
+//! separated. A crash loses nothing: every battle knows its place in the
+//! series, so `resume_series` finishes the unfinished ones and starts only
+//! the places that have none.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use crate::battle::{Battle, BattleRequest, BattleType, ContestantStatus};
+use crate::error::{Error, Invalid, Result};
+use crate::series::{
+    self, GoalCheck, RunRow, Series, SeriesProgress, SeriesPrompt, SeriesRequest, SeriesStatus,
+    SeriesSummary,
+};
+use crate::store;
+
+use super::validate::{self, Plan};
+use super::{pid_alive, Engine, HEARTBEAT};
+
+/// What starting a series did.
+#[derive(Debug, Clone)]
+pub enum SeriesStart {
+    /// A new series, not yet run ([`Engine::run_series`]).
+    Created(Series),
+    /// The series started earlier with the same key: nothing was started.
+    Existing(Series),
+}
+
+impl SeriesStart {
+    pub fn series(&self) -> &Series {
+        match self {
+            SeriesStart::Created(s) | SeriesStart::Existing(s) => s,
+        }
+    }
+}
+
+/// A first guess at a battle's cost before any has finished: per
+/// contestant, the prompt (4 characters a token) plus 1,024 tokens out,
+/// and for the judges 2,000 tokens in and 500 out per contestant.
+fn first_guess(engine: &Engine, plan: &Plan, prompt: &str, judges: &[(String, String)]) -> f64 {
+    let config = engine.config();
+    let prompt_tokens = prompt.len() as u64 / 4 + 100;
+    let contestants: f64 = plan
+        .models()
+        .map(|(provider, model)| {
+            config
+                .price(provider, model)
+                .map_or(0.0, |p| p.cost(prompt_tokens, 0, 1024))
+        })
+        .sum();
+    let n = plan.models().count() as u64;
+    let judging: f64 = judges
+        .iter()
+        .filter_map(|(provider, model)| config.price(provider, model))
+        .map(|p| p.cost(2000 * n, 0, 500 * n))
+        .sum();
+    contestants + judging
+}
+
+impl Engine {
+    /// Starts a series: checks the request as a battle's (contestants,
+    /// models, project) and its own rules (caps, goals, budget), then
+    /// records it. With `key`, a series already started with that key is
+    /// returned and nothing starts; the same key with another request is
+    /// refused. Call [`Engine::run_series`] next.
+    pub async fn create_series(
+        &self,
+        mut request: SeriesRequest,
+        key: Option<String>,
+    ) -> Result<SeriesStart> {
+        request.validate()?;
+        // One project however it was named (a missing one is reported below).
+        if let Ok(project) = request.project.canonicalize() {
+            request.project = project;
+        }
+        let key = key.map(|k| k.trim().to_string()).filter(|k| !k.is_empty());
+        if let Some(key) = &key {
+            let k = key.clone();
+            if let Some(existing) = self.db(move |s| s.series_by_key(&k)).await? {
+                if existing.request == request {
+                    return Ok(SeriesStart::Existing(existing));
+                }
+                return Err(Invalid::Other(format!(
+                    "the key `{key}` started series {} with a different request; use another key, or the same request to get that series back",
+                    crate::battle::short_id(&existing.id)
+                ))
+                .into());
+            }
+        }
+        let plan = validate::check(self, first_battle(&request)).await?;
+        let judges = self.judges(&request).await?;
+        if request.budget_usd.is_some() {
+            let config = self.config();
+            let unpriced = plan
+                .models()
+                .map(|(p, m)| (p.to_string(), m.to_string()))
+                .chain(judges.iter().cloned())
+                .find(|(p, m)| config.price(p, m).is_none());
+            if let Some((provider, model)) = unpriced {
+                return Err(Invalid::Other(format!(
+                    "--budget needs the price of every model, and `{model}` at `{provider}` has none: add a [[price]] with provider = \"{provider}\" and model = \"{model}\" to arena.toml, or leave out --budget"
+                ))
+                .into());
+            }
+        }
+        let series = Series {
+            id: uuid::Uuid::now_v7().to_string(),
+            key,
+            total: request.battles(),
+            request,
+            status: SeriesStatus::Running,
+            created_at: self.now(),
+            finished_at: None,
+            decided_after: None,
+            report_path: None,
+        };
+        let row = series.clone();
+        let inserted = self
+            .db(move |s| s.transact(|tx| tx.insert_series(&row)))
+            .await;
+        match inserted {
+            Ok(()) => Ok(SeriesStart::Created(series)),
+            // Two starts with one key at once: the other one won.
+            Err(Error::Store(_)) if series.key.is_some() => {
+                let k = series.key.clone().unwrap_or_default();
+                match self.db(move |s| s.series_by_key(&k)).await? {
+                    Some(existing) if existing.request == series.request => {
+                        Ok(SeriesStart::Existing(existing))
+                    }
+                    _ => Err(Error::Conflict(
+                        "another series was started with the same key at the same time".into(),
+                    )),
+                }
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The models that judge a series' battles (analysis, goal, confirm),
+    /// as `(provider, model)`.
+    async fn judges(&self, request: &SeriesRequest) -> Result<Vec<(String, String)>> {
+        let default = self.config().default_model.clone();
+        let mut wanted: Vec<String> = Vec::new();
+        if request.analysis {
+            wanted.extend(default.clone());
+        }
+        if request.prompts.iter().any(|p| request.goal_of(p).is_some()) {
+            match request.goal_model.clone().or(default) {
+                Some(m) => wanted.push(m),
+                None => return Err(Invalid::Other(
+                    "a goal needs a judge: pass --goal-model or set default_model in arena.toml"
+                        .into(),
+                )
+                .into()),
+            }
+            wanted.extend(request.confirm_model.clone());
+        }
+        if wanted.is_empty() {
+            return Ok(Vec::new());
+        }
+        let catalog = self.catalog().await;
+        wanted
+            .iter()
+            .map(|m| {
+                let r = catalog.resolve(m)?;
+                Ok((r.provider, r.model))
+            })
+            .collect()
+    }
+
+    pub async fn series(&self, id: &str) -> Result<Series> {
+        let id = self.resolve_series(id).await?;
+        self.db(move |s| s.series(&id)).await
+    }
+
+    pub async fn series_list(&self, limit: usize) -> Result<Vec<Series>> {
+        self.db(move |s| s.series_list(limit)).await
+    }
+
+    async fn resolve_series(&self, key: &str) -> Result<String> {
+        let key = key.to_string();
+        self.db(move |s| s.resolve_series_id(&key)).await
+    }
+
+    /// Asks the series to stop (from any process): no new battle starts and
+    /// the running ones are cancelled; it ends `cancelled`. A series nobody
+    /// drives ends at once.
+    pub async fn cancel_series(&self, id: &str) -> Result<Series> {
+        let id = self.resolve_series(id).await?;
+        let i = id.clone();
+        self.db(move |s| s.transact(|tx| tx.request_series_cancel(&i)))
+            .await?;
+        let (i, now) = (id.clone(), store::ms(self.now()));
+        let lease = self.lease_for_now();
+        let free = self
+            .db(move |s| {
+                s.transact(|tx| {
+                    let free = tx.take_series_lease(&i, &lease, now, pid_alive)?;
+                    if free {
+                        tx.release_series_lease(&i, &lease.owner)?;
+                    }
+                    Ok(free)
+                })
+            })
+            .await?;
+        if free {
+            // Nobody drives it: cancel its unfinished battles and end it here.
+            let slots = {
+                let i = id.clone();
+                self.db(move |s| s.series_battles(&i)).await?
+            };
+            for battle_id in slots.values() {
+                if !self.battle(battle_id).await?.status.is_terminal() {
+                    self.cancel_battle(battle_id).await?;
+                }
+            }
+            let (i, at) = (id.clone(), self.now());
+            self.db(move |s| {
+                s.transact(|tx| tx.finish_series(&i, SeriesStatus::Cancelled, at, None))
+            })
+            .await?;
+        }
+        self.series(&id).await
+    }
+
+    /// Series left running by a process that stopped: all of them, or just
+    /// `only`; each is driven to its end (finished battles are kept, an
+    /// unfinished one is resumed, places without a battle are started).
+    /// Series another live process drives are skipped.
+    pub async fn resume_series(&self, only: Option<&str>) -> Result<Vec<Series>> {
+        let ids = match only {
+            Some(id) => vec![self.resolve_series(id).await?],
+            None => self.db(|s| s.running_series()).await?,
+        };
+        let mut out = Vec::new();
+        for id in ids {
+            match self.run_series(&id).await {
+                Ok(s) => out.push(s),
+                Err(Error::Conflict(msg)) if only.is_none() => {
+                    tracing::info!(series = %id, "{msg}");
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(out)
+    }
+
+    /// Drives a series to its end and writes its report; returns it ended.
+    /// Fails with `Conflict` when another live process drives it.
+    pub async fn run_series(&self, id: &str) -> Result<Series> {
+        let id = self.resolve_series(id).await?;
+        let engine = &self.pinned();
+        let series = engine.series(&id).await?;
+        if series.status.is_terminal() {
+            return Ok(series);
+        }
+        let lease = engine.lease_for_now();
+        let (i, now) = (id.clone(), store::ms(engine.now()));
+        let owner = lease.owner.clone();
+        let taken = engine
+            .db(move |s| s.transact(|tx| tx.take_series_lease(&i, &lease, now, pid_alive)))
+            .await?;
+        if !taken {
+            return Err(Error::Conflict(format!(
+                "series {} is being run by another process; wait for it, or cancel it",
+                crate::battle::short_id(&id)
+            )));
+        }
+        let token = CancellationToken::new();
+        let heartbeat = tokio::spawn(series_heartbeat(engine.clone(), id.clone(), token.clone()));
+        let driven = drive_series(engine, &series, &token).await;
+        heartbeat.abort();
+        let (i, o) = (id.clone(), owner);
+        let released = engine
+            .db(move |s| s.transact(|tx| tx.release_series_lease(&i, &o)))
+            .await;
+        let (status, decided_after) = driven?;
+        released?;
+        let (i, at) = (id.clone(), engine.now());
+        engine
+            .db(move |s| s.transact(|tx| tx.finish_series(&i, status, at, decided_after)))
+            .await?;
+        if let Err(e) = engine.write_series_report(&id).await {
+            tracing::warn!(series = %id, error = %e, "could not write the series report");
+        }
+        tracing::info!(series = %id, status = %status, "series finished");
+        engine.series(&id).await
+    }
+
+    /// Where a series is: battles ended and under way, and what it spent.
+    pub async fn series_progress(&self, id: &str) -> Result<SeriesProgress> {
+        Ok(self.series_summary(id).await?.progress)
+    }
+
+    /// A series with its rows (one per contestant per battle) and the
+    /// report computed from them.
+    pub async fn series_summary(&self, id: &str) -> Result<SeriesSummary> {
+        let series = self.series(id).await?;
+        let i = series.id.clone();
+        let slots = self.db(move |s| s.series_battles(&i)).await?;
+        let mut rows = Vec::new();
+        let (mut done, mut running) = (0, 0);
+        let mut spent = Some(0.0);
+        for (slot, battle_id) in &slots {
+            let battle = self.battle(battle_id).await?;
+            if battle.status.is_terminal() {
+                done += 1;
+            } else {
+                running += 1;
+            }
+            let analysis = self.analysis(battle_id).await?;
+            let b = battle_id.clone();
+            let checks = self.db(move |s| s.goal_checks(&b)).await?;
+            spent = crate::benchmark::add_costs([
+                spent,
+                analysis.as_ref().map_or(Some(0.0), |a| a.cost_usd),
+            ]);
+            let new_rows = rows_of(&series.request, *slot, &battle, analysis.as_ref(), &checks);
+            spent = crate::benchmark::add_costs(
+                std::iter::once(spent).chain(new_rows.iter().map(|r| r.cost_usd)),
+            );
+            rows.extend(new_rows);
+        }
+        let reports = series::report(&rows);
+        let progress = SeriesProgress {
+            status: series.status,
+            done,
+            total: series.total,
+            running,
+            spent_usd: spent,
+        };
+        Ok(SeriesSummary {
+            series,
+            rows,
+            reports,
+            progress,
+        })
+    }
+
+    /// Writes the series' report into `PROJECT/Arena/series-<slug>/`:
+    /// `report.md`, `report.json` and `runs.csv`; returns the folder.
+    pub async fn write_series_report(&self, id: &str) -> Result<PathBuf> {
+        let summary = self.series_summary(id).await?;
+        let s = &summary.series;
+        let dir = match &s.report_path {
+            Some(dir) => dir.clone(),
+            None => crate::results::series_dir(
+                &s.request.project,
+                &s.id,
+                &s.request.prompts[0].prompt,
+                s.created_at,
+            )?,
+        };
+        let files = [
+            ("report.md", series::report_markdown(&summary)),
+            ("report.json", series::report_json(&summary)),
+            ("runs.csv", series::runs_csv(&summary.rows)),
+        ];
+        let d = dir.clone();
+        tokio::task::spawn_blocking(move || -> Result<()> {
+            for (name, text) in files {
+                crate::results::write_atomic(&d.join(name), text.as_bytes())?;
+            }
+            Ok(())
+        })
+        .await??;
+        let (i, d) = (s.id.clone(), dir.clone());
+        self.db(move |st| st.transact(|tx| tx.set_series_report(&i, &d)))
+            .await?;
+        Ok(dir)
+    }
+}
+
+/// The request of a series' first battle, for checking the contestants.
+fn first_battle(r: &SeriesRequest) -> BattleRequest {
+    let p = &r.prompts[0];
+    BattleRequest {
+        battle_type: r.battle_type,
+        project: r.project.clone(),
+        prompt: p.prompt.clone(),
+        contestants: r.contestants.clone(),
+        check_command: r.check_of(p).map(str::to_string),
+    }
+}
+
+/// Renews the series' lease and watches its cancel flag; cancels `token`
+/// when asked to stop or when the lease is lost.
+async fn series_heartbeat(engine: Engine, id: String, token: CancellationToken) {
+    let mut tick = tokio::time::interval(HEARTBEAT * 4);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        let (i, lease, now) = (id.clone(), engine.lease_for_now(), store::ms(engine.now()));
+        let polled = engine
+            .db(move |s| {
+                let ours = s.transact(|tx| tx.take_series_lease(&i, &lease, now, pid_alive))?;
+                Ok::<_, Error>((ours, s.series_cancel_requested(&i)?))
+            })
+            .await;
+        match polled {
+            Ok((ours, cancel)) => {
+                if !ours {
+                    tracing::error!(series = %id, "lost the series' lease; stopping");
+                    token.cancel();
+                }
+                if cancel {
+                    token.cancel();
+                }
+            }
+            Err(e) => tracing::warn!(series = %id, error = %e, "series heartbeat failed"),
+        }
+    }
+}
+
+/// Runs the series' places until all are done or it must stop: how it
+/// ended and, when decided, after how many battles.
+async fn drive_series(
+    engine: &Engine,
+    series: &Series,
+    token: &CancellationToken,
+) -> Result<(SeriesStatus, Option<u64>)> {
+    let request = &series.request;
+    let plan = Arc::new(validate::check(engine, first_battle(request)).await?);
+    let judges = engine.judges(request).await?;
+    let series = Arc::new(series.clone());
+    let i = series.id.clone();
+    let slots: BTreeMap<u64, String> = engine.db(move |s| s.series_battles(&i)).await?;
+    let mut running: JoinSet<Result<String>> = JoinSet::new();
+    let mut next = 0u64;
+    let mut stop: Option<SeriesStatus> = None;
+    let mut decided_after = None;
+    let mut battle_costs: Vec<f64> = Vec::new();
+    loop {
+        while stop.is_none() && (running.len() as u32) < request.parallel && next < series.total {
+            if token.is_cancelled() {
+                stop = Some(SeriesStatus::Cancelled);
+                break;
+            }
+            let n = next;
+            let existing = slots.get(&n).cloned();
+            if existing.is_none() {
+                if let Some(budget) = request.budget_usd {
+                    let spent = engine.series_progress(&series.id).await?.spent_usd;
+                    let (prompt, _) = request.slot(n);
+                    let guess =
+                        first_guess(engine, &plan, &request.prompts[prompt].prompt, &judges);
+                    let expected = series::expected_battle_cost(&battle_costs, guess);
+                    let in_flight = expected * running.len() as f64;
+                    if !series::may_spend(
+                        spent.unwrap_or(f64::INFINITY) + in_flight,
+                        expected,
+                        Some(budget),
+                    ) {
+                        stop = Some(SeriesStatus::BudgetReached);
+                        break;
+                    }
+                }
+            }
+            next += 1;
+            running.spawn(run_place(
+                engine.clone(),
+                series.clone(),
+                plan.clone(),
+                n,
+                existing,
+                token.clone(),
+            ));
+        }
+        let Some(joined) = running.join_next().await else {
+            break;
+        };
+        match joined {
+            Ok(Ok(battle_id)) => {
+                let summary = engine.series_summary(&series.id).await?;
+                if let Some(cost) = battle_cost(engine, &summary, &battle_id).await? {
+                    battle_costs.push(cost);
+                }
+                if request.until_decided && stop.is_none() && series::decided(&summary.reports) {
+                    decided_after = Some(summary.progress.done);
+                    stop = Some(SeriesStatus::Decided);
+                }
+            }
+            Ok(Err(e)) => {
+                tracing::warn!(series = %series.id, error = %e, "a battle of the series failed");
+                if matches!(e, Error::Invalid(_) | Error::Config { .. }) && stop.is_none() {
+                    // The same mistake would stop every other battle too.
+                    running.abort_all();
+                    return Err(e);
+                }
+            }
+            Err(e) => tracing::error!(series = %series.id, error = %e, "a battle task panicked"),
+        }
+    }
+    if token.is_cancelled() {
+        stop = Some(SeriesStatus::Cancelled);
+    }
+    Ok((stop.unwrap_or(SeriesStatus::Done), decided_after))
+}
+
+/// What one battle of the series cost, all told: its contestants, their
+/// goal checks and its analysis.
+async fn battle_cost(
+    engine: &Engine,
+    summary: &SeriesSummary,
+    battle_id: &str,
+) -> Result<Option<f64>> {
+    let analysis = engine.analysis(battle_id).await?;
+    Ok(crate::benchmark::add_costs(
+        summary
+            .rows
+            .iter()
+            .filter(|r| r.battle_id == battle_id)
+            .map(|r| r.cost_usd)
+            .chain([analysis.map_or(Some(0.0), |a| a.cost_usd)]),
+    ))
+}
+
+/// One place of the series: its battle (created, or the one a stopped
+/// process left), run to its end, analysed, and its results checked
+/// against the goal. Returns the battle's id.
+async fn run_place(
+    engine: Engine,
+    series: Arc<Series>,
+    plan: Arc<Plan>,
+    n: u64,
+    existing: Option<String>,
+    token: CancellationToken,
+) -> Result<String> {
+    let request = &series.request;
+    let (p, _) = request.slot(n);
+    let prompt = &request.prompts[p];
+    let battle_id = match existing {
+        Some(id) => id,
+        None => {
+            let mut plan = (*plan).clone();
+            plan.prompt = prompt.prompt.clone();
+            if plan.battle_type == BattleType::Coding {
+                plan.check_command = request.check_of(prompt).map(str::to_string);
+            }
+            validate::record(&engine, &plan, Some((series.id.clone(), n)))
+                .await?
+                .id
+        }
+    };
+    // Cancelling the series cancels its battles.
+    let watch = {
+        let (engine, id, token) = (engine.clone(), battle_id.clone(), token.clone());
+        tokio::spawn(async move {
+            token.cancelled().await;
+            let _ = engine.cancel_battle(&id).await;
+        })
+    };
+    let battle = match engine.battle(&battle_id).await? {
+        b if b.status.is_terminal() => b,
+        b if b
+            .contestants
+            .iter()
+            .all(|c| c.status == ContestantStatus::Queued) =>
+        {
+            engine.run_battle(&battle_id).await?
+        }
+        _ => match engine.resume(Some(&battle_id)).await?.pop() {
+            Some(b) => b,
+            None => engine.battle(&battle_id).await?,
+        },
+    };
+    watch.abort();
+    if token.is_cancelled() || battle.status != crate::battle::BattleStatus::Done {
+        return Ok(battle_id);
+    }
+    if request.analysis
+        && engine.analysis(&battle_id).await?.is_none()
+        && matches!(engine.judging(&battle, None), super::Judging::Ready)
+    {
+        if let Err(e) = engine.analyze(&battle_id, None).await {
+            tracing::warn!(battle = %battle_id, error = %e, "the series' analysis of a battle failed");
+        }
+    }
+    check_goals(&engine, &series, &battle, prompt, &token).await?;
+    Ok(battle_id)
+}
+
+/// Checks every finished contestant's result against the goal, giving it
+/// more turns (up to `max_turns`) while it misses: for Coding with a check
+/// command, the check decides and a turn is a refine round with the check's
+/// output as feedback; otherwise the goal judge decides (confirmed by a
+/// second model when asked).
+async fn check_goals(
+    engine: &Engine,
+    series: &Series,
+    battle: &Battle,
+    prompt: &SeriesPrompt,
+    token: &CancellationToken,
+) -> Result<()> {
+    let request = &series.request;
+    let by_check = battle.battle_type == BattleType::Coding && battle.check_command.is_some();
+    let goal = request.goal_of(prompt).map(str::to_string);
+    if goal.is_none() && !by_check {
+        return Ok(());
+    }
+    let catalog = engine.catalog().await;
+    let resolve = |m: Option<&String>| -> Result<Option<crate::catalog::Resolved>> {
+        Ok(match m {
+            Some(m) => Some(catalog.resolve(m)?),
+            None => None,
+        })
+    };
+    let judge = resolve(
+        request
+            .goal_model
+            .as_ref()
+            .or(engine.config().default_model.as_ref()),
+    )?;
+    let confirm = resolve(request.confirm_model.as_ref())?;
+    let b = battle.id.clone();
+    let recorded = engine.db(move |s| s.goal_checks(&b)).await?;
+    for c in battle
+        .contestants
+        .iter()
+        .filter(|c| c.status == ContestantStatus::Done)
+    {
+        let mut turn = recorded.get(&c.id).map_or(0, |v| v.len() as u32);
+        let mut last = recorded.get(&c.id).and_then(|v| v.last().cloned());
+        // The latest result: the contestant's own, or its last round's.
+        let mut output = c.output.clone().unwrap_or_default();
+        let mut check = c.check.clone();
+        let rounds = engine.rounds(&c.id).await?;
+        if let Some(r) = rounds.last() {
+            output = r.output.clone();
+            check = r.check.clone();
+        }
+        loop {
+            if token.is_cancelled() {
+                return Ok(());
+            }
+            let passed = last.as_ref().and_then(|g| g.passed);
+            let judged_error = last.as_ref().is_some_and(|g| g.passed.is_none());
+            if passed == Some(true) || judged_error || turn >= request.max_turns {
+                break;
+            }
+            if turn > 0 {
+                // Another turn: only Coding (a refine round) has one.
+                if battle.battle_type != BattleType::Coding {
+                    break;
+                }
+                let feedback = match (&check, &last) {
+                    (Some(ch), _) if by_check => format!(
+                        "The check `{}` failed. Its output ends with:\n{}\nFix it.",
+                        ch.command, ch.output_tail
+                    ),
+                    (_, Some(g)) => series::next_turn_message(g.reason.as_deref().unwrap_or("")),
+                    _ => series::next_turn_message(""),
+                };
+                let round = engine.refine(&battle.id, &c.id, &feedback).await?;
+                output = round.output.clone();
+                check = round.check.clone();
+            }
+            turn += 1;
+            let g = if by_check {
+                let ch = check.as_ref();
+                GoalCheck {
+                    turn,
+                    passed: Some(ch.is_some_and(|c| c.passed)),
+                    reason: ch.map(|c| {
+                        format!(
+                            "check `{}` {}",
+                            c.command,
+                            if c.passed { "passed" } else { "failed" }
+                        )
+                    }),
+                    error: None,
+                    by_check: true,
+                    cost_usd: Some(0.0),
+                    at: engine.now(),
+                }
+            } else {
+                let (Some(judge), Some(goal)) = (&judge, &goal) else {
+                    break;
+                };
+                let text = if battle.battle_type == BattleType::Coding {
+                    super::analyze::result_text_of(battle, c, &output)
+                } else {
+                    output.clone()
+                };
+                let (verdict, mut cost) =
+                    super::analyze::judge_goal(engine, battle, &c.id, judge, goal, &text).await;
+                let mut confirmed = None;
+                if let (Ok(v), Some(confirm)) = (&verdict, &confirm) {
+                    if v.pass {
+                        let (second, c2) =
+                            super::analyze::judge_goal(engine, battle, &c.id, confirm, goal, &text)
+                                .await;
+                        cost = crate::benchmark::add_costs([cost, c2]);
+                        confirmed = Some(second);
+                    }
+                }
+                match (verdict, confirmed) {
+                    (Ok(v), None) => GoalCheck {
+                        turn,
+                        passed: Some(v.pass),
+                        reason: Some(v.reason),
+                        error: None,
+                        by_check: false,
+                        cost_usd: cost,
+                        at: engine.now(),
+                    },
+                    (Ok(v), Some(Ok(second))) => GoalCheck {
+                        turn,
+                        passed: Some(series::goal_passed(&v, Some(&second))),
+                        reason: Some(if second.pass {
+                            v.reason
+                        } else {
+                            format!("not confirmed: {}", second.reason)
+                        }),
+                        error: None,
+                        by_check: false,
+                        cost_usd: cost,
+                        at: engine.now(),
+                    },
+                    (Err(e), _) | (_, Some(Err(e))) => GoalCheck {
+                        turn,
+                        passed: None,
+                        reason: None,
+                        error: Some(e),
+                        by_check: false,
+                        cost_usd: cost,
+                        at: engine.now(),
+                    },
+                }
+            };
+            let (cid, row) = (c.id.clone(), g.clone());
+            engine
+                .db(move |s| s.transact(|tx| tx.insert_goal_check(&cid, &row)))
+                .await?;
+            last = Some(g);
+        }
+    }
+    Ok(())
+}
+
+/// One row per contestant of a series' battle at place `slot`.
+fn rows_of(
+    request: &SeriesRequest,
+    slot: u64,
+    battle: &Battle,
+    analysis: Option<&crate::analysis::Analysis>,
+    checks: &BTreeMap<String, Vec<GoalCheck>>,
+) -> Vec<RunRow> {
+    let (prompt, run) = request.slot(slot);
+    let tie = battle.winner.is_none()
+        && analysis.is_some_and(|a| a.outcome == Some(crate::analysis::Outcome::NoClearWinner));
+    let decided = battle.winner.is_some() || tie;
+    battle
+        .contestants
+        .iter()
+        .map(|c| {
+            let mine = checks.get(&c.id);
+            let last = mine.and_then(|v| v.last());
+            let goal_cost = mine
+                .map(|v| crate::benchmark::add_costs(v.iter().map(|g| g.cost_usd)))
+                .unwrap_or(Some(0.0));
+            RunRow {
+                run,
+                prompt,
+                battle_id: battle.id.clone(),
+                contestant_id: c.id.clone(),
+                contestant: format!("{}@{}", c.identity, c.model),
+                status: c.status,
+                won: battle
+                    .winner
+                    .as_ref()
+                    .is_some_and(|w| w.contestant_id == c.id),
+                tie,
+                decided,
+                goal_passed: last.and_then(|g| g.passed),
+                goal_reason: last.and_then(|g| g.reason.clone()),
+                goal_error: last.and_then(|g| g.error.clone()),
+                turns: mine.map_or(1, |v| v.len().max(1) as u32),
+                duration_ms: c.benchmark.duration_ms,
+                ttft_ms: c.benchmark.ttft_ms,
+                tokens_per_sec: c.benchmark.tokens_per_sec,
+                local: c.lane == crate::battle::Lane::Local,
+                prompt_tokens: c.benchmark.prompt_tokens,
+                completion_tokens: c.benchmark.completion_tokens,
+                cost_usd: crate::benchmark::add_costs([c.benchmark.cost_usd, goal_cost]),
+            }
+        })
+        .collect()
+}

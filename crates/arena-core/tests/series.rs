@@ -1,0 +1,357 @@
+//! Series on the scripted servers: every place of the series becomes one
+//! battle, judged and checked against the goal; the report counts wins,
+//! passes and costs; keys, budgets, "until decided", judge errors, the
+//! confirming judge and cancelling from another engine.
+
+mod common;
+
+use arena_core::battle::{BattleType, ContestantSpec};
+use arena_core::config::Price;
+use arena_core::series::{parse_prompts, SeriesRequest, SeriesStatus};
+use arena_core::{Error, SeriesStart};
+use arena_testserver::ModelScript;
+use common::*;
+use serde_json::Value;
+
+fn system_text(body: &Value) -> String {
+    body["messages"][0]["content"]
+        .as_str()
+        .unwrap_or("")
+        .to_string()
+}
+
+fn user_text(body: &Value) -> String {
+    body["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or("")
+        .to_string()
+}
+
+/// Digests mark the answer that says Paris; the judge names it; the goal
+/// judge passes an answer that names Paris (`goal` answers otherwise).
+fn judge(goal: &'static str) -> ModelScript {
+    ModelScript::respond_with(move |body| {
+        let (system, user) = (system_text(body), user_text(body));
+        if system.contains("You summarise one answer") {
+            let mark = if user.contains("Paris") {
+                "MARK-BEST"
+            } else {
+                "MARK-MEH"
+            };
+            return format!("{mark} a summary");
+        }
+        if system.contains("achieves a goal") {
+            let answer = user.split("answer\n").last().unwrap_or("");
+            return match goal {
+                "garbage" => "It looks fine to me.".into(),
+                "fail" => r#"{"pass": false, "reason": "a strict judge"}"#.into(),
+                _ if answer.contains("Paris") => {
+                    r#"{"pass": true, "reason": "names Paris"}"#.into()
+                }
+                _ => r#"{"pass": false, "reason": "does not name Paris"}"#.into(),
+            };
+        }
+        let mut label = "A";
+        let mut best = "A";
+        for line in user.lines() {
+            if let Some(rest) = line.strip_prefix("Answer ") {
+                label = &rest[..1];
+            }
+            if line.contains("MARK-BEST") {
+                best = label;
+            }
+        }
+        let other = if best == "A" { "B" } else { "A" };
+        format!("{{\"winner\": \"{best}\", \"ranking\": [\"{best}\", \"{other}\"]}}")
+    })
+}
+
+async fn harness(goal: &'static str) -> Harness {
+    let mut h = Harness::new().await;
+    h.cloud.set_model("judge", judge(goal));
+    h.cloud.set_model("confirm", judge("fail"));
+    h.cloud
+        .set_model("good", ModelScript::text("The capital of France is Paris."));
+    h.cloud
+        .set_model("bad", ModelScript::text("It is probably Lyon."));
+    h.reconfigure(|c| c.default_model = Some("judge".into()));
+    h
+}
+
+fn request(h: &Harness, runs: u32) -> SeriesRequest {
+    SeriesRequest {
+        battle_type: BattleType::Qa,
+        project: h.project.path().to_path_buf(),
+        contestants: ["debugger@good", "explainer@bad"]
+            .iter()
+            .map(|c| ContestantSpec::parse(c).unwrap())
+            .collect(),
+        prompts: parse_prompts("What is the capital of France?\n").unwrap(),
+        runs,
+        parallel: 2,
+        goal: Some("names the capital, Paris".into()),
+        goal_model: None,
+        confirm_model: None,
+        max_turns: 1,
+        budget_usd: None,
+        until_decided: false,
+        analysis: true,
+        check_command: None,
+        tags: vec![],
+    }
+}
+
+async fn start(h: &Harness, request: SeriesRequest) -> String {
+    match h.engine.create_series(request, None).await.expect("create") {
+        SeriesStart::Created(s) => s.id,
+        SeriesStart::Existing(s) => panic!("a new series was expected, got {}", s.id),
+    }
+}
+
+#[tokio::test]
+async fn a_series_runs_every_battle_judges_the_goal_and_reports() {
+    let h = harness("names").await;
+    let id = start(&h, request(&h, 3)).await;
+    let series = h.engine.run_series(&id).await.expect("run");
+    assert_eq!(series.status, SeriesStatus::Done);
+    let summary = h.engine.series_summary(&id).await.unwrap();
+    assert_eq!(summary.progress.done, 3);
+    assert_eq!(summary.rows.len(), 6, "one row per contestant per battle");
+    let good = &summary.reports[0];
+    let bad = &summary.reports[1];
+    assert_eq!(good.contestant, "Debugger@good");
+    assert_eq!((good.runs, good.wins, good.decided), (3, 3, 3));
+    assert_eq!((good.goal_passes, good.goal_checked), (3, 3));
+    assert_eq!((bad.wins, bad.goal_passes, bad.goal_checked), (0, 0, 3));
+    assert!(
+        good.win_rate_low > 0.4 && good.win_rate_high == 1.0,
+        "{good:?}"
+    );
+    assert_eq!(good.mean_turns_to_goal, Some(1.0));
+    assert!(good.duration_p50_ms.is_some() && good.ttft_p50_ms.is_some());
+    // Each battle is an ordinary battle of the series.
+    let battles = h.engine.battles(50).await.unwrap();
+    assert_eq!(battles.len(), 3);
+    assert!(battles
+        .iter()
+        .all(|b| b.series_id.as_deref() == Some(id.as_str())));
+    // The goal judge saw each answer fenced as untrusted data.
+    let goal_requests: Vec<_> = h
+        .cloud
+        .requests_for("judge")
+        .into_iter()
+        .filter(|r| system_text(&r.body).contains("achieves a goal"))
+        .collect();
+    assert_eq!(goal_requests.len(), 6);
+    assert!(goal_requests
+        .iter()
+        .all(|r| user_text(&r.body).contains("<<<UNTRUSTED-")));
+    // The report files.
+    let dir = series.report_path.expect("a report folder");
+    assert!(dir.starts_with(h.results_root()), "{}", dir.display());
+    let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    assert!(md.contains("| Debugger@good | 3 | 3 | 100%"), "{md}");
+    let csv = std::fs::read_to_string(dir.join("runs.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 7, "{csv}");
+    let json: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap();
+    assert_eq!(json["status"], "done");
+    assert_eq!(json["contestants"][0]["wins"], 3);
+}
+
+#[tokio::test]
+async fn the_same_key_returns_the_series_and_another_request_with_it_is_refused() {
+    let h = harness("names").await;
+    let first = h
+        .engine
+        .create_series(request(&h, 2), Some("nightly".into()))
+        .await
+        .unwrap();
+    let SeriesStart::Created(created) = first else {
+        panic!("created")
+    };
+    let again = h
+        .engine
+        .create_series(request(&h, 2), Some("nightly".into()))
+        .await
+        .unwrap();
+    assert!(matches!(&again, SeriesStart::Existing(s) if s.id == created.id));
+    let err = h
+        .engine
+        .create_series(request(&h, 5), Some("nightly".into()))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Invalid(_)), "{err}");
+    assert!(err.to_string().contains("different request"), "{err}");
+    assert_eq!(h.engine.series_list(10).await.unwrap().len(), 1);
+    assert!(
+        h.engine.battles(10).await.unwrap().is_empty(),
+        "nothing ran"
+    );
+}
+
+#[tokio::test]
+async fn until_decided_stops_once_the_leaders_interval_separates() {
+    let h = harness("names").await;
+    let mut r = request(&h, 20);
+    r.parallel = 1;
+    r.until_decided = true;
+    r.goal = None;
+    let id = start(&h, r).await;
+    let series = h.engine.run_series(&id).await.unwrap();
+    assert_eq!(series.status, SeriesStatus::Decided);
+    // 4 wins of 4 against 0 of 4: [0.51, 1] and [0, 0.49] no longer overlap.
+    assert_eq!(series.decided_after, Some(4));
+    assert_eq!(h.engine.battles(50).await.unwrap().len(), 4);
+    let md = std::fs::read_to_string(series.report_path.unwrap().join("report.md")).unwrap();
+    assert!(md.contains("decided after 4 runs"), "{md}");
+}
+
+fn price(model: &str) -> Price {
+    Price {
+        provider: "cloud".into(),
+        model: model.into(),
+        input_per_mtok: 1.0,
+        output_per_mtok: 1.0,
+        cached_input_per_mtok: None,
+    }
+}
+
+#[tokio::test]
+async fn a_budget_is_never_passed_and_needs_every_price() {
+    let mut h = harness("names").await;
+    let mut r = request(&h, 10);
+    r.parallel = 1;
+    r.goal = None;
+    r.budget_usd = Some(0.06);
+    // Without prices, a budget cannot be kept: refused, naming the model.
+    let err = h.engine.create_series(r.clone(), None).await.unwrap_err();
+    assert!(err.to_string().contains("`good` at `cloud`"), "{err}");
+    assert!(h.engine.series_list(10).await.unwrap().is_empty());
+    // The server says what each call cost (as OpenRouter does): 0.01 a
+    // contestant, 0.001 a judge call; a battle is 2 × 0.01 + 4 × 0.001.
+    h.cloud.set_model(
+        "good",
+        ModelScript::text("The capital of France is Paris.").cost(0.01),
+    );
+    h.cloud
+        .set_model("bad", ModelScript::text("It is probably Lyon.").cost(0.01));
+    h.cloud.set_model("judge", {
+        let mut j = judge("names");
+        j.cost = Some(0.001);
+        j
+    });
+    h.reconfigure(|c| c.prices = vec![price("good"), price("bad"), price("judge")]);
+    let id = start(&h, r).await;
+    let series = h.engine.run_series(&id).await.unwrap();
+    assert_eq!(series.status, SeriesStatus::BudgetReached);
+    let summary = h.engine.series_summary(&id).await.unwrap();
+    let spent = summary.progress.spent_usd.unwrap();
+    assert!(
+        (spent - 0.048).abs() < 1e-9,
+        "two battles of 0.024: {spent}"
+    );
+    assert!(spent <= 0.06);
+    assert_eq!(summary.progress.done, 2);
+    assert!((summary.reports[0].cost_usd.unwrap() - 0.02).abs() < 1e-9);
+    // Costs are kept with each contestant and analysis.
+    let b = &h.engine.battles(1).await.unwrap()[0];
+    let c = h.engine.battle(&b.id).await.unwrap().contestants[0].clone();
+    assert_eq!(c.benchmark.cost_usd, Some(0.01));
+    let a = h.engine.analysis(&b.id).await.unwrap().unwrap();
+    assert!((a.cost_usd.unwrap() - 0.004).abs() < 1e-9);
+}
+
+#[tokio::test]
+async fn an_unreadable_goal_verdict_is_a_judge_error_and_never_a_fail() {
+    let h = harness("garbage").await;
+    let mut r = request(&h, 1);
+    r.analysis = false;
+    let id = start(&h, r).await;
+    h.engine.run_series(&id).await.unwrap();
+    let summary = h.engine.series_summary(&id).await.unwrap();
+    for report in &summary.reports {
+        assert_eq!(report.goal_checked, 0, "{report:?}");
+        assert_eq!(report.goal_errors, 1);
+        assert_eq!(report.pass_rate, None);
+    }
+    assert!(summary.rows[0]
+        .goal_error
+        .as_deref()
+        .unwrap()
+        .contains("after one repair"));
+    // Asked once, then repaired once, for each contestant.
+    assert_eq!(h.cloud.requests_for("judge").len(), 4);
+}
+
+#[tokio::test]
+async fn a_pass_counts_only_when_the_confirming_judge_agrees() {
+    let h = harness("names").await;
+    let mut r = request(&h, 1);
+    r.analysis = false;
+    r.confirm_model = Some("confirm".into());
+    let id = start(&h, r).await;
+    h.engine.run_series(&id).await.unwrap();
+    let summary = h.engine.series_summary(&id).await.unwrap();
+    let good = summary
+        .rows
+        .iter()
+        .find(|r| r.contestant == "Debugger@good")
+        .unwrap();
+    assert_eq!(good.goal_passed, Some(false));
+    assert!(good
+        .goal_reason
+        .as_deref()
+        .unwrap()
+        .starts_with("not confirmed"));
+    // The confirming judge is asked only about passes.
+    assert_eq!(h.cloud.requests_for("confirm").len(), 1);
+}
+
+#[tokio::test]
+async fn a_series_cancelled_from_another_engine_stops_and_leaves_nothing_running() {
+    let h = harness("names").await;
+    h.cloud.set_model(
+        "good",
+        ModelScript::text("The capital of France is Paris, as everyone knows.").rate(20.0),
+    );
+    let mut r = request(&h, 10);
+    r.parallel = 1;
+    let id = start(&h, r).await;
+    let runner = {
+        let (engine, id) = (h.engine.clone(), id.clone());
+        tokio::spawn(async move { engine.run_series(&id).await })
+    };
+    // Once the first battle has started, another process cancels.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while h.engine.battles(1).await.unwrap().is_empty() {
+        assert!(std::time::Instant::now() < deadline);
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let other = h.second_engine();
+    other.cancel_series(&id).await.unwrap();
+    let series = runner.await.unwrap().unwrap();
+    assert_eq!(series.status, SeriesStatus::Cancelled);
+    let battles = h.engine.battles(50).await.unwrap();
+    assert!(battles.len() < 10, "{} battles", battles.len());
+    assert!(battles.iter().all(|b| b.status.is_terminal()));
+}
+
+#[tokio::test]
+async fn bad_requests_are_refused_before_anything_is_created() {
+    let h = harness("names").await;
+    let mut r = request(&h, 10_001);
+    let err = h.engine.create_series(r.clone(), None).await.unwrap_err();
+    assert!(
+        err.is_user_error() && err.to_string().contains("at most 10000"),
+        "{err}"
+    );
+    r.runs = 1;
+    r.contestants.pop();
+    let err = h.engine.create_series(r, None).await.unwrap_err();
+    assert!(err.to_string().contains("2 to 6 contestants"), "{err}");
+    assert!(h.engine.series_list(10).await.unwrap().is_empty());
+    assert!(!h.results_root().exists());
+}

@@ -1,0 +1,284 @@
+//! Series rows: the series, its lease, its battles' places, and the goal
+//! checks of their contestants.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use arena_domain::decisions::Lease;
+use arena_domain::series::{GoalCheck, Series, SeriesStatus};
+use chrono::{DateTime, Utc};
+use rusqlite::{params, OptionalExtension, Row};
+
+use crate::error::{Error, Result};
+use crate::rows::{ms, parse, time};
+use crate::{Store, Tx};
+
+const SERIES_COLUMNS: &str =
+    "id, idem_key, request, status, total, created_at, finished_at, decided_after, report_path";
+
+fn series_row(r: &Row<'_>) -> rusqlite::Result<Series> {
+    let request: String = r.get(2)?;
+    Ok(Series {
+        id: r.get(0)?,
+        key: r.get(1)?,
+        request: serde_json::from_str(&request).map_err(|e| {
+            rusqlite::Error::FromSqlConversionFailure(2, rusqlite::types::Type::Text, Box::new(e))
+        })?,
+        status: parse(3, r.get(3)?)?,
+        total: r.get::<_, i64>(4)?.max(0) as u64,
+        created_at: time(Some(r.get(5)?)).unwrap_or_default(),
+        finished_at: time(r.get(6)?),
+        decided_after: r.get::<_, Option<i64>>(7)?.map(|v| v.max(0) as u64),
+        report_path: r.get::<_, Option<String>>(8)?.map(PathBuf::from),
+    })
+}
+
+impl Store {
+    pub fn series(&self, id: &str) -> Result<Series> {
+        self.read(|c| {
+            c.query_row(
+                &format!("SELECT {SERIES_COLUMNS} FROM series WHERE id = ?1"),
+                [id],
+                series_row,
+            )
+            .optional()?
+            .ok_or_else(|| Error::not_found("series", id))
+        })
+    }
+
+    /// The series started with idempotency key `key`, if any.
+    pub fn series_by_key(&self, key: &str) -> Result<Option<Series>> {
+        self.read(|c| {
+            Ok(c.query_row(
+                &format!("SELECT {SERIES_COLUMNS} FROM series WHERE idem_key = ?1"),
+                [key],
+                series_row,
+            )
+            .optional()?)
+        })
+    }
+
+    /// Series newest first.
+    pub fn series_list(&self, limit: usize) -> Result<Vec<Series>> {
+        self.read(|c| {
+            let mut stmt = c.prepare(&format!(
+                "SELECT {SERIES_COLUMNS} FROM series ORDER BY created_at DESC, id DESC LIMIT ?1"
+            ))?;
+            let list = stmt
+                .query_map([limit as i64], series_row)?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            Ok(list)
+        })
+    }
+
+    /// Ids of series still marked running, oldest first.
+    pub fn running_series(&self) -> Result<Vec<String>> {
+        self.read(|c| {
+            let mut stmt =
+                c.prepare("SELECT id FROM series WHERE status = 'running' ORDER BY created_at")?;
+            let ids = stmt
+                .query_map([], |r| r.get(0))?
+                .collect::<rusqlite::Result<Vec<String>>>()?;
+            Ok(ids)
+        })
+    }
+
+    /// The full id of the series whose id is, starts with, or ends with `key`.
+    pub fn resolve_series_id(&self, key: &str) -> Result<String> {
+        self.resolve_id("series", key)
+    }
+
+    /// A series' battles by place (the n-th battle of the series).
+    pub fn series_battles(&self, series_id: &str) -> Result<BTreeMap<u64, String>> {
+        self.read(|c| {
+            let mut stmt = c.prepare(
+                "SELECT series_slot, id FROM battles WHERE series_id = ?1 ORDER BY series_slot",
+            )?;
+            let slots = stmt
+                .query_map([series_id], |r| {
+                    Ok((r.get::<_, i64>(0)?.max(0) as u64, r.get::<_, String>(1)?))
+                })?
+                .collect::<rusqlite::Result<BTreeMap<_, _>>>()?;
+            Ok(slots)
+        })
+    }
+
+    pub fn series_cancel_requested(&self, id: &str) -> Result<bool> {
+        self.read(|c| {
+            Ok(c.query_row(
+                "SELECT cancel_requested FROM series WHERE id = ?1",
+                [id],
+                |r| r.get::<_, bool>(0),
+            )
+            .optional()?
+            .unwrap_or(false))
+        })
+    }
+
+    pub fn series_lease(&self, id: &str) -> Result<Option<Lease>> {
+        self.read(|c| {
+            Ok(c.query_row(
+                "SELECT owner, host, pid, expires_at FROM series_leases WHERE series_id = ?1",
+                [id],
+                |r| {
+                    Ok(Lease {
+                        owner: r.get(0)?,
+                        host: r.get(1)?,
+                        pid: r.get(2)?,
+                        expires_at_ms: r.get(3)?,
+                    })
+                },
+            )
+            .optional()?)
+        })
+    }
+
+    /// Every goal check of a battle's contestants, by contestant, in turns.
+    pub fn goal_checks(&self, battle_id: &str) -> Result<BTreeMap<String, Vec<GoalCheck>>> {
+        self.read(|c| {
+            let mut stmt = c.prepare(
+                "SELECT g.contestant_id, g.turn, g.passed, g.reason, g.error, g.by_check, g.cost_usd, g.at
+                 FROM goal_checks g JOIN contestants c ON c.id = g.contestant_id
+                 WHERE c.battle_id = ?1 ORDER BY g.contestant_id, g.turn",
+            )?;
+            let mut out: BTreeMap<String, Vec<GoalCheck>> = BTreeMap::new();
+            let rows = stmt.query_map([battle_id], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    GoalCheck {
+                        turn: r.get(1)?,
+                        passed: r.get(2)?,
+                        reason: r.get(3)?,
+                        error: r.get(4)?,
+                        by_check: r.get(5)?,
+                        cost_usd: r.get(6)?,
+                        at: time(Some(r.get(7)?)).unwrap_or_default(),
+                    },
+                ))
+            })?;
+            for row in rows {
+                let (id, check) = row?;
+                out.entry(id).or_default().push(check);
+            }
+            Ok(out)
+        })
+    }
+}
+
+impl Tx<'_> {
+    pub fn insert_series(&mut self, s: &Series) -> Result<()> {
+        self.tx.execute(
+            &format!("INSERT INTO series ({SERIES_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, NULL, NULL, NULL)"),
+            params![
+                s.id,
+                s.key,
+                serde_json::to_string(&s.request)?,
+                s.status.as_str(),
+                s.total as i64,
+                ms(s.created_at),
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// Ends a running series; false when it had already ended.
+    pub fn finish_series(
+        &mut self,
+        id: &str,
+        status: SeriesStatus,
+        at: DateTime<Utc>,
+        decided_after: Option<u64>,
+    ) -> Result<bool> {
+        let changed = self.tx.execute(
+            "UPDATE series SET status = ?2, finished_at = ?3, decided_after = ?4
+             WHERE id = ?1 AND status = 'running'",
+            params![id, status.as_str(), ms(at), decided_after.map(|n| n as i64)],
+        )?;
+        Ok(changed == 1)
+    }
+
+    /// Asks whoever drives the series to stop; false when it is not running.
+    pub fn request_series_cancel(&mut self, id: &str) -> Result<bool> {
+        let changed = self.tx.execute(
+            "UPDATE series SET cancel_requested = 1 WHERE id = ?1 AND status = 'running'",
+            [id],
+        )?;
+        Ok(changed == 1)
+    }
+
+    pub fn set_series_report(&mut self, id: &str, path: &std::path::Path) -> Result<()> {
+        self.tx.execute(
+            "UPDATE series SET report_path = ?2 WHERE id = ?1",
+            params![id, path.to_string_lossy()],
+        )?;
+        Ok(())
+    }
+
+    /// Takes (or keeps) the series' lease when it is free (see
+    /// `decisions::lease_is_free`).
+    pub fn take_series_lease(
+        &mut self,
+        id: &str,
+        me: &Lease,
+        now_ms: i64,
+        pid_alive: impl Fn(u32) -> bool,
+    ) -> Result<bool> {
+        let current = self
+            .tx
+            .query_row(
+                "SELECT owner, host, pid, expires_at FROM series_leases WHERE series_id = ?1",
+                [id],
+                |r| {
+                    Ok(Lease {
+                        owner: r.get(0)?,
+                        host: r.get(1)?,
+                        pid: r.get(2)?,
+                        expires_at_ms: r.get(3)?,
+                    })
+                },
+            )
+            .optional()?;
+        if !arena_domain::decisions::lease_is_free(
+            current.as_ref(),
+            &me.owner,
+            &me.host,
+            now_ms,
+            pid_alive,
+        ) {
+            return Ok(false);
+        }
+        self.tx.execute(
+            "INSERT INTO series_leases (series_id, owner, host, pid, expires_at) VALUES (?1, ?2, ?3, ?4, ?5)
+             ON CONFLICT (series_id) DO UPDATE SET owner = ?2, host = ?3, pid = ?4, expires_at = ?5",
+            params![id, me.owner, me.host, me.pid, me.expires_at_ms],
+        )?;
+        Ok(true)
+    }
+
+    pub fn release_series_lease(&mut self, id: &str, owner: &str) -> Result<()> {
+        self.tx.execute(
+            "DELETE FROM series_leases WHERE series_id = ?1 AND owner = ?2",
+            params![id, owner],
+        )?;
+        Ok(())
+    }
+
+    /// Records a goal check (replacing one of the same turn).
+    pub fn insert_goal_check(&mut self, contestant_id: &str, g: &GoalCheck) -> Result<()> {
+        self.tx.execute(
+            "INSERT OR REPLACE INTO goal_checks (contestant_id, turn, passed, reason, error, by_check, cost_usd, at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            params![
+                contestant_id,
+                g.turn,
+                g.passed,
+                g.reason,
+                g.error,
+                g.by_check,
+                g.cost_usd,
+                ms(g.at)
+            ],
+        )?;
+        Ok(())
+    }
+}
