@@ -112,14 +112,23 @@ pub fn battle_text(b: &Battle, analysis: Option<&Analysis>, with_output: bool) -
         b.results_path.display()
     );
     out.push_str(&format!(
-        "  {:<3} {:<28} {:<6} {:<10} {:>8} {:>8} {:>7} {:>8} {:>8}\n",
-        "#", "contestant", "lane", "status", "duration", "ttft", "tokens", "pp t/s", "tok/s"
+        "  {:<3} {:<28} {:<6} {:<10} {:>8} {:>8} {:>7} {:>8} {:>8} {:>9}\n",
+        "#",
+        "contestant",
+        "lane",
+        "status",
+        "duration",
+        "ttft",
+        "tokens",
+        "pp t/s",
+        "tok/s",
+        "cost"
     ));
     for c in &b.contestants {
         let winner = b.winner.as_ref().is_some_and(|w| w.contestant_id == c.id);
         let name = format!("{}@{}", c.identity, c.model);
         out.push_str(&format!(
-            "{} {:<3} {:<28} {:<6} {:<10} {:>8} {:>8} {:>7} {:>8} {:>8}\n",
+            "{} {:<3} {:<28} {:<6} {:<10} {:>8} {:>8} {:>7} {:>8} {:>8} {:>9}\n",
             if winner { "🏆" } else { " " },
             c.position + 1,
             name,
@@ -136,6 +145,10 @@ pub fn battle_text(b: &Battle, analysis: Option<&Analysis>, with_output: bool) -
                 .map(|r| format!("{r:.1}"))
                 .unwrap_or_else(|| "—".into()),
             fmt_rate(c),
+            c.benchmark
+                .cost_usd
+                .map(|usd| format!("${usd:.4}"))
+                .unwrap_or_else(|| "—".into()),
         ));
         if let Some(e) = &c.error {
             out.push_str(&format!("      error: {e}\n"));

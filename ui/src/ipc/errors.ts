@@ -1,4 +1,4 @@
-/** The error shape serialised by the backend (`src-tauri/error.rs`). */
+/** The error shape serialised by the backend (`ErrorDto` of `arena-api`). */
 export interface IpcErrorPayload {
   /** Stable snake_case identifier (e.g. `data_dir`, `internal`). */
   code: string;

@@ -1,8 +1,9 @@
 // The only module that talks to the Tauri backend: everything else imports
 // the typed wrappers from here (enforced by ESLint).
 //
-// The types come from ./bindings/, generated from src-tauri/dto.rs by ts-rs
-// (regenerate: `cargo test -p arena-app -- --ignored export_bindings`).
+// The types come from ./bindings/, generated from the one wire model (the
+// `arena-api` crate, snake_case like the CLI's JSON) by ts-rs (regenerate:
+// `cargo test -p arena-api -- --ignored export_bindings`).
 // Every wrapper rejects with an IpcError `{ code, message }`; `code` is the
 // engine's stable code (`invalid_input`, `not_found`, `conflict`, `config`,
 // `provider`, …), `engine_unavailable` when the engine could not open, or
@@ -188,7 +189,7 @@ export function saveSettings(update: SettingsUpdateDto): Promise<SettingsDto> {
 
 /**
  * Stores a provider's API key in the OS keychain, or removes it with `null`.
- * The key is never sent back; `keySource` in the result says where each
+ * The key is never sent back; `key_source` in the result says where each
  * provider's key now comes from. Rejects with `keychain` when no keychain is
  * available (the message suggests `apiKeyEnv` instead).
  */

@@ -148,8 +148,8 @@ function contestantFrom(c: ContestantDto, seq: number): ContestantLive {
     attempt: c.attempts,
     error: c.error,
     waiting: c.waiting,
-    startedAt: c.startedAt,
-    finishedAt: c.finishedAt,
+    startedAt: c.started_at,
+    finishedAt: c.finished_at,
     output: '',
     reasoning: '',
     resetReason: null,
@@ -165,30 +165,30 @@ function contestantFrom(c: ContestantDto, seq: number): ContestantLive {
 /** The live state as a snapshot shows it, before any event. */
 export function liveFrom(detail: BattleDetailDto): Live {
   const live: Live = {
-    status: detail.battle.status,
-    winner: detail.battle.winner,
-    winnerSeq: detail.lastSeq,
+    status: detail.status,
+    winner: detail.winner,
+    winnerSeq: detail.last_seq,
     contestants: {},
     analyses: {},
     crossExams: {},
   };
-  for (const c of detail.battle.contestants) {
-    live.contestants[c.id] = contestantFrom(c, detail.lastSeq);
+  for (const c of detail.contestants) {
+    live.contestants[c.id] = contestantFrom(c, detail.last_seq);
   }
   return live;
 }
 
 /** Takes what a newer snapshot knows into `live`, never moving anything backwards. */
 export function mergeSnapshot(live: Live, detail: BattleDetailDto): void {
-  const seq = detail.lastSeq;
-  if (isTerminal(detail.battle.status)) {
-    live.status = detail.battle.status;
+  const seq = detail.last_seq;
+  if (isTerminal(detail.status)) {
+    live.status = detail.status;
   }
   if (seq >= live.winnerSeq) {
-    live.winner = detail.battle.winner;
+    live.winner = detail.winner;
     live.winnerSeq = seq;
   }
-  for (const c of detail.battle.contestants) {
+  for (const c of detail.contestants) {
     const current = live.contestants[c.id];
     if (!current) {
       live.contestants[c.id] = contestantFrom(c, seq);
@@ -198,8 +198,8 @@ export function mergeSnapshot(live: Live, detail: BattleDetailDto): void {
       current.attempt = c.attempts;
       current.error = c.error;
       current.waiting = c.waiting;
-      current.startedAt = c.startedAt;
-      current.finishedAt = c.finishedAt;
+      current.startedAt = c.started_at;
+      current.finishedAt = c.finished_at;
     }
   }
 }
@@ -212,7 +212,7 @@ export interface Followup {
 
 /** Applies one event to `live`. */
 export function applyEvent(live: Live, event: BattleEventDto): Followup {
-  const id = event.contestantId;
+  const id = event.contestant_id;
   const c = id === null ? undefined : live.contestants[id];
   switch (event.type) {
     case 'battle_status':
@@ -271,7 +271,7 @@ export function applyEvent(live: Live, event: BattleEventDto): Followup {
       return { refetch: false };
     case 'retry':
       if (c) {
-        c.retry = { attempt: event.attempt, delayMs: event.delayMs, reason: event.reason };
+        c.retry = { attempt: event.attempt, delayMs: event.delay_ms, reason: event.reason };
       }
       return { refetch: false };
     case 'benchmark':
@@ -320,9 +320,9 @@ export function applyEvent(live: Live, event: BattleEventDto): Followup {
       }
       return { refetch: true };
     case 'analysis_status': {
-      const a = live.analyses[event.analysisId];
+      const a = live.analyses[event.analysis_id];
       if (!a) {
-        live.analyses[event.analysisId] = {
+        live.analyses[event.analysis_id] = {
           status: event.status,
           outcome: event.outcome,
           winner: event.winner,
@@ -338,7 +338,7 @@ export function applyEvent(live: Live, event: BattleEventDto): Followup {
       return { refetch: true };
     }
     case 'analysis_output': {
-      const a = (live.analyses[event.analysisId] ??= {
+      const a = (live.analyses[event.analysis_id] ??= {
         status: 'running',
         outcome: null,
         winner: null,
@@ -349,9 +349,9 @@ export function applyEvent(live: Live, event: BattleEventDto): Followup {
       return { refetch: false };
     }
     case 'cross_exam_status': {
-      const x = live.crossExams[event.crossExamId];
+      const x = live.crossExams[event.cross_exam_id];
       if (!x) {
-        live.crossExams[event.crossExamId] = {
+        live.crossExams[event.cross_exam_id] = {
           number: event.number,
           status: event.status,
           error: event.error,
@@ -364,7 +364,7 @@ export function applyEvent(live: Live, event: BattleEventDto): Followup {
       return { refetch: true };
     }
     case 'cross_exam_output': {
-      const x = (live.crossExams[event.crossExamId] ??= {
+      const x = (live.crossExams[event.cross_exam_id] ??= {
         number: 0,
         status: 'running',
         error: null,
@@ -385,7 +385,7 @@ const REFETCH_DEBOUNCE_MS = 150;
 function analysisWinner(detail: BattleDetailDto): WinnerDto | null {
   const a = detail.analysis;
   if (a?.winner && (a.outcome === 'winner' || a.outcome === 'walkover')) {
-    return { contestantId: a.winner, source: 'analysis' };
+    return { contestant_id: a.winner, source: 'analysis' };
   }
   return null;
 }
@@ -478,7 +478,7 @@ export class BattleState {
     const request = this.#winnerRequest;
     this.pendingWinner = {
       winner:
-        contestantId === null ? analysisWinner(this.detail) : { contestantId, source: 'user' },
+        contestantId === null ? analysisWinner(this.detail) : { contestant_id: contestantId, source: 'user' },
     };
     this.winnerError = null;
     try {
@@ -532,20 +532,36 @@ export class BattleState {
   }
 }
 
+/** A contestant's speed figures, as a `benchmark` event carries them. */
+export function benchmarkOf(c: ContestantDto): BenchmarkDto {
+  return {
+    duration_ms: c.duration_ms,
+    ttft_ms: c.ttft_ms,
+    prompt_tokens: c.prompt_tokens,
+    completion_tokens: c.completion_tokens,
+    tokens_per_sec: c.tokens_per_sec,
+    tokens_per_sec_source: c.tokens_per_sec_source,
+    cached_tokens: c.cached_tokens,
+    prompt_per_sec: c.prompt_per_sec,
+    model_switched: c.model_switched,
+    cost_usd: c.cost_usd,
+  };
+}
+
 /**
  * A contestant's speed figures: the final ones once the snapshot has them,
  * else the latest live ones.
  */
 export function figures(c: ContestantDto, live: ContestantLive): BenchmarkDto {
   if (isTerminal(c.status) && isTerminal(live.status)) {
-    return c.benchmark;
+    return benchmarkOf(c);
   }
-  return live.benchmark ?? c.benchmark;
+  return live.benchmark ?? benchmarkOf(c);
 }
 
 /** Wall-clock time so far (running) or in all (finished), in ms. */
 export function elapsed(c: ContestantDto, live: ContestantLive, now: number): number | null {
-  const final = isTerminal(live.status) ? figures(c, live).durationMs : null;
+  const final = isTerminal(live.status) ? figures(c, live).duration_ms : null;
   if (final !== null) {
     return final;
   }
@@ -563,7 +579,7 @@ export interface RoundView {
   error: string | null;
   diff: DiffSummaryDto | null;
   check: CheckResultDto | null;
-  durationMs: number | null;
+  duration_ms: number | null;
 }
 
 /** A contestant's refinement rounds (2, 3, …), oldest first. */
@@ -584,7 +600,7 @@ export function roundsOf(stored: RoundDto[] | undefined, live: ContestantLive): 
         error: null,
         diff: null,
         check: null,
-        durationMs: null,
+        duration_ms: null,
       };
     } else if (known.status === null) {
       known.status = r.status;

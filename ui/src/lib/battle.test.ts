@@ -41,15 +41,16 @@ const AT = '2025-03-01T10:00:00Z';
 
 function benchmark(over: Partial<BenchmarkDto> = {}): BenchmarkDto {
   return {
-    durationMs: null,
-    ttftMs: null,
-    promptTokens: null,
-    completionTokens: null,
-    tokensPerSec: null,
-    rateSource: null,
-    cachedTokens: null,
-    promptPerSec: null,
-    modelSwitched: false,
+    duration_ms: null,
+    ttft_ms: null,
+    prompt_tokens: null,
+    completion_tokens: null,
+    tokens_per_sec: null,
+    tokens_per_sec_source: null,
+    cached_tokens: null,
+    prompt_per_sec: null,
+    model_switched: false,
+    cost_usd: null,
     ...over,
   };
 }
@@ -69,17 +70,18 @@ function contestant(
     status: 'queued',
     error: null,
     attempts: 0,
-    startedAt: null,
-    finishedAt: null,
-    benchmark: benchmark(),
+    started_at: null,
+    finished_at: null,
+    ...benchmark(),
     output: null,
     reasoning: null,
     truncated: false,
-    resultPath: null,
+    result_path: null,
     worktree: null,
     diff: null,
     check: null,
     waiting: null,
+    rounds: [],
     ...over,
   };
 }
@@ -94,30 +96,30 @@ interface DetailOptions {
 function detail({ lastSeq, status, winner, contestants }: DetailOptions): BattleDetailDto {
   const battle: BattleDto = {
     id: 'b1',
-    battleType: 'qa',
+    battle_type: 'qa',
     status: status ?? 'running',
     prompt: 'Explain monads',
     project: '/tmp/project',
-    resultsPath: '/tmp/project/Arena/b1',
-    createdAt: AT,
-    finishedAt: null,
+    results_path: '/tmp/project/Arena/b1',
+    created_at: AT,
+    finished_at: null,
     winner: winner ?? null,
     contestants: contestants ?? [contestant('a', 1), contestant('b', 2)],
-    baseCommit: null,
-    checkCommand: null,
+    base_commit: null,
+    check_command: null,
   };
-  return { battle, analysis: null, crossExaminations: [], rounds: {}, lastSeq };
+  return { ...battle, analysis: null, cross_examinations: [], last_seq: lastSeq };
 }
 
 /** The part of an event that differs between event types. */
 type EventBody = BattleEventDto extends infer E
   ? E extends unknown
-    ? Omit<E, 'battleId' | 'seq' | 'contestantId' | 'at'>
+    ? Omit<E, 'battle_id' | 'seq' | 'contestant_id' | 'at'>
     : never
   : never;
 
 function ev(seq: number, contestantId: string | null, body: EventBody, at = AT): BattleEventDto {
-  return { battleId: 'b1', seq, contestantId, at, ...body };
+  return { battle_id: 'b1', seq, contestant_id: contestantId, at, ...body };
 }
 
 const output = (seq: number, id: string, text: string): BattleEventDto =>
@@ -154,15 +156,15 @@ describe('liveFrom', () => {
     const live = liveFrom(
       detail({
         lastSeq: 7,
-        winner: { contestantId: 'b', source: 'analysis' },
+        winner: { contestant_id: 'b', source: 'analysis' },
         contestants: [
-          contestant('a', 1, { status: 'running', attempts: 2, startedAt: AT, output: 'stored' }),
+          contestant('a', 1, { status: 'running', attempts: 2, started_at: AT, output: 'stored' }),
           contestant('b', 2, { status: 'error', error: 'boom' }),
         ],
       }),
     );
     expect(live.status).toBe('running');
-    expect(live.winner).toEqual({ contestantId: 'b', source: 'analysis' });
+    expect(live.winner).toEqual({ contestant_id: 'b', source: 'analysis' });
     expect(live.winnerSeq).toBe(7);
     expect(get(live, 'a')).toMatchObject({
       status: 'running',
@@ -238,9 +240,9 @@ describe('applyEvent: streamed text', () => {
   it('keeps the latest retry note, benchmark and changed files, and every tool call', () => {
     const live = liveFrom(detail({ lastSeq: 0 }));
     applyAll(live, [
-      ev(1, 'a', { type: 'retry', attempt: 2, delayMs: 500, reason: 'HTTP 503' }),
-      ev(2, 'a', { type: 'benchmark', benchmark: benchmark({ completionTokens: 10 }) }),
-      ev(3, 'a', { type: 'benchmark', benchmark: benchmark({ completionTokens: 25 }) }),
+      ev(1, 'a', { type: 'retry', attempt: 2, delay_ms: 500, reason: 'HTTP 503' }),
+      ev(2, 'a', { type: 'benchmark', benchmark: benchmark({ completion_tokens: 10 }) }),
+      ev(3, 'a', { type: 'benchmark', benchmark: benchmark({ completion_tokens: 25 }) }),
       ev(4, 'a', { type: 'tool', name: 'read_file', summary: 'src/main.rs', ok: true }),
       ev(5, 'a', { type: 'tool', name: 'shell', summary: 'cargo test', ok: false }),
       ev(6, 'a', { type: 'changed_files', files: ['a.rs'] }),
@@ -248,7 +250,7 @@ describe('applyEvent: streamed text', () => {
     ]);
     const a = get(live, 'a');
     expect(a.retry).toEqual({ attempt: 2, delayMs: 500, reason: 'HTTP 503' });
-    expect(a.benchmark?.completionTokens).toBe(25);
+    expect(a.benchmark?.completion_tokens).toBe(25);
     expect(a.tools).toEqual([
       { name: 'read_file', summary: 'src/main.rs', ok: true, round: 1 },
       { name: 'shell', summary: 'cargo test', ok: false, round: 1 },
@@ -280,7 +282,7 @@ describe('applyEvent: contestant status', () => {
     const live = liveFrom(detail({ lastSeq: 0 }));
     applyAll(live, [
       status(1, 'a', 'running', '2025-03-01T10:00:01Z'),
-      ev(2, 'a', { type: 'retry', attempt: 2, delayMs: 1000, reason: 'HTTP 429' }),
+      ev(2, 'a', { type: 'retry', attempt: 2, delay_ms: 1000, reason: 'HTTP 429' }),
     ]);
     expect(get(live, 'a').retry).not.toBeNull();
     applyEvent(live, status(3, 'a', 'running', '2025-03-01T10:00:03Z', 2));
@@ -336,14 +338,14 @@ describe('applyEvent: battle status and winner', () => {
   it('ignores replayed winner events and applies newer ones, including a cleared winner', () => {
     const winner = (seq: number, w: WinnerDto | null): BattleEventDto =>
       ev(seq, null, { type: 'winner', winner: w });
-    const live = liveFrom(detail({ lastSeq: 10, winner: { contestantId: 'b', source: 'user' } }));
-    applyEvent(live, winner(6, { contestantId: 'a', source: 'analysis' }));
+    const live = liveFrom(detail({ lastSeq: 10, winner: { contestant_id: 'b', source: 'user' } }));
+    applyEvent(live, winner(6, { contestant_id: 'a', source: 'analysis' }));
     applyEvent(live, winner(10, null));
-    expect(live.winner).toEqual({ contestantId: 'b', source: 'user' });
+    expect(live.winner).toEqual({ contestant_id: 'b', source: 'user' });
     expect(live.winnerSeq).toBe(10);
 
-    applyEvent(live, winner(12, { contestantId: 'a', source: 'user' }));
-    expect(live.winner).toEqual({ contestantId: 'a', source: 'user' });
+    applyEvent(live, winner(12, { contestant_id: 'a', source: 'user' }));
+    expect(live.winner).toEqual({ contestant_id: 'a', source: 'user' });
     expect(live.winnerSeq).toBe(12);
 
     applyEvent(live, winner(13, null));
@@ -357,7 +359,7 @@ describe('mergeSnapshot', () => {
     const live = liveFrom(detail({ lastSeq: 5 }));
     applyAll(live, [
       status(8, 'a', 'done', '2025-03-01T10:00:08Z'),
-      ev(9, null, { type: 'winner', winner: { contestantId: 'a', source: 'user' } }),
+      ev(9, null, { type: 'winner', winner: { contestant_id: 'a', source: 'user' } }),
       ev(10, null, { type: 'battle_status', status: 'done' }),
       output(11, 'b', 'streamed'),
     ]);
@@ -372,7 +374,7 @@ describe('mergeSnapshot', () => {
       }),
     );
     expect(live.status).toBe('done');
-    expect(live.winner).toEqual({ contestantId: 'a', source: 'user' });
+    expect(live.winner).toEqual({ contestant_id: 'a', source: 'user' });
     expect(get(live, 'a')).toMatchObject({
       status: 'done',
       seq: 8,
@@ -389,13 +391,13 @@ describe('mergeSnapshot', () => {
       detail({
         lastSeq: 12,
         status: 'done',
-        winner: { contestantId: 'a', source: 'analysis' },
+        winner: { contestant_id: 'a', source: 'analysis' },
         contestants: [
           contestant('a', 1, {
             status: 'done',
             attempts: 1,
-            startedAt: '2025-03-01T10:00:06Z',
-            finishedAt: '2025-03-01T10:00:11Z',
+            started_at: '2025-03-01T10:00:06Z',
+            finished_at: '2025-03-01T10:00:11Z',
             output: 'partial and the rest',
           }),
           contestant('b', 2, { status: 'error', error: 'no such model' }),
@@ -404,7 +406,7 @@ describe('mergeSnapshot', () => {
       }),
     );
     expect(live.status).toBe('done');
-    expect(live.winner).toEqual({ contestantId: 'a', source: 'analysis' });
+    expect(live.winner).toEqual({ contestant_id: 'a', source: 'analysis' });
     expect(live.winnerSeq).toBe(12);
     expect(get(live, 'a')).toMatchObject({
       status: 'done',
@@ -482,7 +484,7 @@ describe('applyEvent: analysis and cross-examination', () => {
   ): BattleEventDto =>
     ev(seq, null, {
       type: 'analysis_status',
-      analysisId: 'an1',
+      analysis_id: 'an1',
       status: s,
       outcome,
       winner,
@@ -508,7 +510,7 @@ describe('applyEvent: analysis and cross-examination', () => {
   it('gathers judge output per stage, even before the status event', () => {
     const live = liveFrom(detail({ lastSeq: 0 }));
     const stage = (seq: number, name: string, text: string): BattleEventDto =>
-      ev(seq, null, { type: 'analysis_output', analysisId: 'an1', stage: name, text });
+      ev(seq, null, { type: 'analysis_output', analysis_id: 'an1', stage: name, text });
     applyAll(live, [
       stage(1, 'digest a', 'A is '),
       stage(2, 'digest b', 'B is '),
@@ -535,15 +537,15 @@ describe('applyEvent: analysis and cross-examination', () => {
     const xStatus = (seq: number, s: 'running' | 'done' | 'error'): BattleEventDto =>
       ev(seq, null, {
         type: 'cross_exam_status',
-        crossExamId: 'x1',
+        cross_exam_id: 'x1',
         number: 1,
         status: s,
         error: s === 'error' ? 'examiner crashed' : null,
       });
     applyAll(live, [
       xStatus(1, 'running'),
-      ev(2, null, { type: 'cross_exam_output', crossExamId: 'x1', text: 'A claims ' }),
-      ev(3, null, { type: 'cross_exam_output', crossExamId: 'x1', text: 'X.' }),
+      ev(2, null, { type: 'cross_exam_output', cross_exam_id: 'x1', text: 'A claims ' }),
+      ev(3, null, { type: 'cross_exam_output', cross_exam_id: 'x1', text: 'X.' }),
       xStatus(4, 'error'),
       xStatus(5, 'running'),
       xStatus(6, 'done'),
@@ -563,7 +565,7 @@ describe('applyEvent: which events ask for a refetch', () => {
     ['reasoning', false, ev(1, 'a', { type: 'reasoning', text: 'x' })],
     ['reset', false, ev(1, 'a', { type: 'reset', reason: 'retry' })],
     ['waiting', false, ev(1, 'a', { type: 'waiting', reason: 'waiting for local' })],
-    ['retry', false, ev(1, 'a', { type: 'retry', attempt: 2, delayMs: 1, reason: 'x' })],
+    ['retry', false, ev(1, 'a', { type: 'retry', attempt: 2, delay_ms: 1, reason: 'x' })],
     ['benchmark', false, ev(1, 'a', { type: 'benchmark', benchmark: benchmark() })],
     ['tool', false, ev(1, 'a', { type: 'tool', name: 't', summary: 's', ok: true })],
     ['changed_files', false, ev(1, 'a', { type: 'changed_files', files: [] })],
@@ -583,7 +585,7 @@ describe('applyEvent: which events ask for a refetch', () => {
       true,
       ev(1, null, {
         type: 'analysis_status',
-        analysisId: 'x',
+        analysis_id: 'x',
         status: 'running',
         outcome: null,
         winner: null,
@@ -593,14 +595,14 @@ describe('applyEvent: which events ask for a refetch', () => {
     [
       'analysis_output',
       false,
-      ev(1, null, { type: 'analysis_output', analysisId: 'x', stage: 's', text: 't' }),
+      ev(1, null, { type: 'analysis_output', analysis_id: 'x', stage: 's', text: 't' }),
     ],
     [
       'cross_exam_status',
       true,
       ev(1, null, {
         type: 'cross_exam_status',
-        crossExamId: 'x',
+        cross_exam_id: 'x',
         number: 1,
         status: 'running',
         error: null,
@@ -609,7 +611,7 @@ describe('applyEvent: which events ask for a refetch', () => {
     [
       'cross_exam_output',
       false,
-      ev(1, null, { type: 'cross_exam_output', crossExamId: 'x', text: 't' }),
+      ev(1, null, { type: 'cross_exam_output', cross_exam_id: 'x', text: 't' }),
     ],
   ];
 
@@ -643,10 +645,10 @@ describe('derived views', () => {
   });
 
   it('figures: the final ones once snapshot and events both say finished, else live ones', () => {
-    const stored = benchmark({ tokensPerSec: 40, durationMs: 2000 });
-    const running = contestant('a', 1, { status: 'running', benchmark: stored });
-    const done = contestant('a', 1, { status: 'done', benchmark: stored });
-    const liveFigures = benchmark({ tokensPerSec: 35 });
+    const stored = benchmark({ tokens_per_sec: 40, duration_ms: 2000 });
+    const running = contestant('a', 1, { status: 'running', ...stored });
+    const done = contestant('a', 1, { status: 'done', ...stored });
+    const liveFigures = benchmark({ tokens_per_sec: 35 });
     const live = liveFrom(detail({ lastSeq: 0 }));
     const a = get(live, 'a');
     a.benchmark = liveFigures;
@@ -656,10 +658,10 @@ describe('derived views', () => {
     a.status = 'done';
     // The snapshot has not caught up yet.
     expect(figures(running, a)).toBe(liveFigures);
-    expect(figures(done, a)).toBe(stored);
+    expect(figures(done, a)).toEqual(stored);
     a.benchmark = null;
     a.status = 'running';
-    expect(figures(running, a)).toBe(stored);
+    expect(figures(running, a)).toEqual(stored);
   });
 
   it('elapsed: the final duration once finished, else the time since it started', () => {
@@ -673,8 +675,8 @@ describe('derived views', () => {
     a.status = 'done';
     a.finishedAt = '2025-03-01T10:00:03Z';
     expect(elapsed(contestant('a', 1, { status: 'done' }), a, now)).toBe(2000);
-    const measured = benchmark({ durationMs: 1750 });
-    expect(elapsed(contestant('a', 1, { status: 'done', benchmark: measured }), a, now)).toBe(1750);
+    const measured = benchmark({ duration_ms: 1750 });
+    expect(elapsed(contestant('a', 1, { status: 'done', ...measured }), a, now)).toBe(1750);
 
     a.status = 'queued';
     a.startedAt = null;
@@ -684,7 +686,7 @@ describe('derived views', () => {
   it('roundsOf merges stored and live rounds, oldest first', () => {
     const round = (number: number, over: Partial<RoundDto>): RoundDto => ({
       id: `r${String(number)}`,
-      contestantId: 'a',
+      contestant_id: 'a',
       number,
       feedback: `feedback ${String(number)}`,
       status: 'done',
@@ -692,10 +694,10 @@ describe('derived views', () => {
       error: null,
       diff: null,
       check: null,
-      durationMs: 1000,
-      resultPath: null,
-      createdAt: AT,
-      finishedAt: AT,
+      duration_ms: 1000,
+      result_path: null,
+      created_at: AT,
+      finished_at: AT,
       ...over,
     });
     const live = liveFrom(detail({ lastSeq: 0 }));
@@ -715,7 +717,7 @@ describe('derived views', () => {
       [3, null, 'live 3'],
       [4, null, 'live 4'],
     ]);
-    expect(views[2]).toMatchObject({ feedback: 'feedback 4', diff: null, durationMs: null });
+    expect(views[2]).toMatchObject({ feedback: 'feedback 4', diff: null, duration_ms: null });
     expect(roundsOf(undefined, get(live, 'b'))).toEqual([]);
   });
 });
@@ -753,7 +755,7 @@ describe('BattleState', () => {
     expect(getBattle).toHaveBeenCalledTimes(1);
     await vi.runAllTimersAsync();
     expect(getBattle).toHaveBeenCalledTimes(2);
-    expect(state.detail?.lastSeq).toBe(6);
+    expect(state.detail?.last_seq).toBe(6);
     expect(state.live?.status).toBe('done');
 
     state.stop();
@@ -771,7 +773,7 @@ describe('BattleState', () => {
 
   it('shows a chosen winner at once and takes it back when the engine refuses', async () => {
     vi.mocked(getBattle).mockResolvedValueOnce(
-      detail({ lastSeq: 1, winner: { contestantId: 'a', source: 'analysis' } }),
+      detail({ lastSeq: 1, winner: { contestant_id: 'a', source: 'analysis' } }),
     );
     const state = new BattleState('b1');
     await state.start();
@@ -783,10 +785,10 @@ describe('BattleState', () => {
       }),
     );
     const choosing = state.chooseWinner('b');
-    expect(state.winner).toEqual({ contestantId: 'b', source: 'user' });
+    expect(state.winner).toEqual({ contestant_id: 'b', source: 'user' });
     refuse(new IpcError('conflict', 'the battle is still running'));
     await choosing;
-    expect(state.winner).toEqual({ contestantId: 'a', source: 'analysis' });
+    expect(state.winner).toEqual({ contestant_id: 'a', source: 'analysis' });
     expect(state.winnerError?.code).toBe('conflict');
   });
 });

@@ -8,6 +8,7 @@ import {
   numberedName,
   plural,
   rate,
+  usd,
   when,
 } from './format';
 
@@ -33,6 +34,15 @@ describe('duration', () => {
     expect(duration(3_599_000)).toBe('59 m 59 s');
     expect(duration(3_600_000)).toBe('1 h 00 m');
     expect(duration(7_260_000)).toBe('2 h 01 m');
+  });
+});
+
+describe('usd', () => {
+  it('shows cents for dollars, two digits for fractions, and a dash for unknown', () => {
+    expect(usd(12.345)).toBe('$12.35');
+    expect(usd(0.0123)).toBe('$0.012');
+    expect(usd(0)).toBe('$0');
+    expect(usd(null)).toBe('—');
   });
 });
 

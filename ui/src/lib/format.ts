@@ -34,6 +34,17 @@ export function rate(tps: number | null | undefined): string {
   return tps.toFixed(1);
 }
 
+/** A cost in US dollars: cents for large amounts, more digits for small ones; "—" unknown. */
+export function usd(amount: number | null | undefined): string {
+  if (amount === null || amount === undefined) {
+    return '—';
+  }
+  if (amount === 0) {
+    return '$0';
+  }
+  return amount >= 1 ? `$${amount.toFixed(2)}` : `$${amount.toPrecision(2)}`;
+}
+
 /** A count, `—` for unknown. */
 export function count(n: number | null | undefined): string {
   return n === null || n === undefined ? '—' : n.toLocaleString();

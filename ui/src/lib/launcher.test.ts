@@ -45,7 +45,7 @@ function provider(
   return {
     name,
     kind: 'openai',
-    baseUrl: `http://127.0.0.1/${name}`,
+    base_url: `http://127.0.0.1/${name}`,
     lane: 'local',
     reachable: true,
     error: null,
@@ -241,11 +241,11 @@ describe('identityChoices', () => {
     {
       name: 'critic',
       description: 'Finds the flaw',
-      systemPrompt: 'Be critical.',
+      system_prompt: 'Be critical.',
       tools: [],
       temperature: null,
-      topP: null,
-      maxTokens: null,
+      top_p: null,
+      max_tokens: null,
     },
   ];
   const backends: BackendDto[] = [
@@ -254,7 +254,7 @@ describe('identityChoices', () => {
       program: 'claude',
       installed: true,
       path: '/usr/bin/claude',
-      readOnly: true,
+      read_only: true,
       custom: false,
     },
     {
@@ -262,7 +262,7 @@ describe('identityChoices', () => {
       program: 'codex',
       installed: false,
       path: null,
-      readOnly: true,
+      read_only: true,
       custom: false,
     },
   ];
@@ -297,11 +297,11 @@ describe('toRequest', () => {
       checkCommand: 'cargo test',
     });
     expect(toRequest(f)).toEqual({
-      battleType: 'qa',
+      battle_type: 'qa',
       project: '/home/me/project',
       prompt: 'Explain monads',
       contestants: ['critic@qwen3', 'poet@llama-swap/qwen3'],
-      checkCommand: null,
+      check_command: null,
     });
   });
 
@@ -312,8 +312,8 @@ describe('toRequest', () => {
         contestants: { qa: [], coding: [newRow('claude', 'sonnet'), newRow('codex', 'gpt-5')] },
         checkCommand,
       });
-    expect(toRequest(coding('  cargo test ')).checkCommand).toBe('cargo test');
-    expect(toRequest(coding('   ')).checkCommand).toBeNull();
+    expect(toRequest(coding('  cargo test ')).check_command).toBe('cargo test');
+    expect(toRequest(coding('   ')).check_command).toBeNull();
   });
 });
 
@@ -423,18 +423,18 @@ describe('the examiner', () => {
   const persona: PersonaDto = {
     name: 'critic',
     description: 'finds faults',
-    systemPrompt: 'You find faults.',
+    system_prompt: 'You find faults.',
     tools: [],
     temperature: null,
-    topP: null,
-    maxTokens: null,
+    top_p: null,
+    max_tokens: null,
   };
   const agent = (name: string, installed: boolean, readOnly: boolean): BackendDto => ({
     name,
     program: name,
     installed,
     path: installed ? `/bin/${name}` : null,
-    readOnly,
+    read_only: readOnly,
     custom: false,
   });
 

@@ -222,13 +222,13 @@ export function problemCount(errors: LauncherErrors): number {
 export function toRequest(form: LauncherForm): StartBattleRequest {
   const check = form.checkCommand.trim();
   return {
-    battleType: form.battleType,
+    battle_type: form.battleType,
     project: form.project.trim(),
     prompt: form.prompt,
     contestants: form.contestants[form.battleType].map(
       (c) => `${c.identity.trim()}@${c.model.trim()}`,
     ),
-    checkCommand: form.battleType === 'coding' && check ? check : null,
+    check_command: form.battleType === 'coding' && check ? check : null,
   };
 }
 
@@ -344,7 +344,7 @@ export function examinerChoices(
       title: p.description,
     })),
     ...backends
-      .filter((b) => b.readOnly && b.name !== 'native')
+      .filter((b) => b.read_only && b.name !== 'native')
       .map((b) => ({
         value: b.name,
         label: b.installed ? `${b.name} (agent)` : `${b.name} (agent) — not installed`,

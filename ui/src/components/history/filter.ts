@@ -35,11 +35,11 @@ export function filterBattles(battles: readonly BattleDto[], filter: HistoryFilt
   return battles
     .filter(
       (b) =>
-        (filter.battleType === '' || b.battleType === filter.battleType) &&
+        (filter.battleType === '' || b.battle_type === filter.battleType) &&
         (filter.status === '' || b.status === filter.status) &&
         matches(b),
     )
-    .sort((a, b) => Date.parse(b.createdAt) - Date.parse(a.createdAt));
+    .sort((a, b) => Date.parse(b.created_at) - Date.parse(a.created_at));
 }
 
 /** The first non-empty line of a prompt, cut to `max` characters. */

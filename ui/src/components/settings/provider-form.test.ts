@@ -14,14 +14,14 @@ import {
 const configured: ProviderSettingsDto = {
   name: 'openrouter',
   kind: 'openai',
-  baseUrl: 'https://openrouter.example/api/v1',
+  base_url: 'https://openrouter.example/api/v1',
   lane: 'cloud',
-  apiKeyEnv: 'OPENROUTER_API_KEY',
-  apiKeySet: true,
-  keySource: 'env',
+  api_key_env: 'OPENROUTER_API_KEY',
+  api_key_set: true,
+  key_source: 'env',
   models: ['qwen3', 'gpt-5'],
-  maxConcurrency: 3,
-  requestsPerMinute: 60,
+  max_concurrency: 3,
+  requests_per_minute: 60,
 };
 
 function draft(over: Partial<ProviderDraft> = {}): ProviderDraft {
@@ -87,8 +87,8 @@ describe('lane limits', () => {
     expect(errors('', 'x')).toEqual([true, true]);
     expect(errors('1.5', '-3')).toEqual([true, true]);
     const input = toInput(draft({ maxConcurrency: ' 2 ', requestsPerMinute: '' }));
-    expect([input.maxConcurrency, input.requestsPerMinute]).toEqual([2, null]);
-    expect(toInput(draft({ requestsPerMinute: '30' })).requestsPerMinute).toBe(30);
+    expect([input.max_concurrency, input.requests_per_minute]).toEqual([2, null]);
+    expect(toInput(draft({ requestsPerMinute: '30' })).requests_per_minute).toBe(30);
   });
 });
 
@@ -106,12 +106,12 @@ describe('toInput', () => {
     ).toEqual({
       name: 'local',
       kind: 'openai',
-      baseUrl: 'http://127.0.0.1:8080/v1',
+      base_url: 'http://127.0.0.1:8080/v1',
       lane: 'local',
-      apiKeyEnv: null,
+      api_key_env: null,
       models: ['qwen3', 'gemma', 'llama'],
-      maxConcurrency: 8,
-      requestsPerMinute: null,
+      max_concurrency: 8,
+      requests_per_minute: null,
     });
   });
 });
@@ -125,20 +125,20 @@ describe('drafts of configured providers', () => {
   });
 
   it('shows a provider without a key variable with an empty field', () => {
-    expect(draftFrom({ ...configured, apiKeyEnv: null }).apiKeyEnv).toBe('');
-    expect(inputFrom({ ...configured, apiKeyEnv: null }).apiKeyEnv).toBeNull();
+    expect(draftFrom({ ...configured, api_key_env: null }).apiKeyEnv).toBe('');
+    expect(inputFrom({ ...configured, api_key_env: null }).api_key_env).toBeNull();
   });
 
   it('never carries the key status into an update', () => {
     expect(Object.keys(inputFrom(configured)).sort()).toEqual([
-      'apiKeyEnv',
-      'baseUrl',
+      'api_key_env',
+      'base_url',
       'kind',
       'lane',
-      'maxConcurrency',
+      'max_concurrency',
       'models',
       'name',
-      'requestsPerMinute',
+      'requests_per_minute',
     ]);
   });
 });

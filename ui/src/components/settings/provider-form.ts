@@ -73,12 +73,12 @@ export function draftFrom(p: ProviderSettingsDto): ProviderDraft {
   return {
     name: p.name,
     kind: p.kind,
-    baseUrl: p.baseUrl,
+    baseUrl: p.base_url,
     lane: p.lane,
-    apiKeyEnv: p.apiKeyEnv ?? '',
+    apiKeyEnv: p.api_key_env ?? '',
     models: p.models.join('\n'),
-    maxConcurrency: String(p.maxConcurrency),
-    requestsPerMinute: p.requestsPerMinute === null ? '' : String(p.requestsPerMinute),
+    maxConcurrency: String(p.max_concurrency),
+    requestsPerMinute: p.requests_per_minute === null ? '' : String(p.requests_per_minute),
   };
 }
 
@@ -87,12 +87,12 @@ export function inputFrom(p: ProviderSettingsDto): ProviderInputDto {
   return {
     name: p.name,
     kind: p.kind,
-    baseUrl: p.baseUrl,
+    base_url: p.base_url,
     lane: p.lane,
-    apiKeyEnv: p.apiKeyEnv,
+    api_key_env: p.api_key_env,
     models: p.models,
-    maxConcurrency: p.maxConcurrency,
-    requestsPerMinute: p.requestsPerMinute,
+    max_concurrency: p.max_concurrency,
+    requests_per_minute: p.requests_per_minute,
   };
 }
 
@@ -102,9 +102,9 @@ export function toInput(d: ProviderDraft): ProviderInputDto {
   return {
     name: d.name.trim(),
     kind: d.kind,
-    baseUrl: d.baseUrl.trim(),
+    base_url: d.baseUrl.trim(),
     lane: d.lane,
-    apiKeyEnv: apiKeyEnv === '' ? null : apiKeyEnv,
+    api_key_env: apiKeyEnv === '' ? null : apiKeyEnv,
     models: [
       ...new Set(
         d.models
@@ -113,8 +113,8 @@ export function toInput(d: ProviderDraft): ProviderInputDto {
           .filter(Boolean),
       ),
     ],
-    maxConcurrency: wholeNumber(d.maxConcurrency) ?? DEFAULT_MAX_CONCURRENCY,
-    requestsPerMinute: wholeNumber(d.requestsPerMinute),
+    max_concurrency: wholeNumber(d.maxConcurrency) ?? DEFAULT_MAX_CONCURRENCY,
+    requests_per_minute: wholeNumber(d.requestsPerMinute),
   };
 }
 
