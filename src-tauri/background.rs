@@ -1,7 +1,7 @@
 //! Work the app starts and does not wait for: driving a battle to its end,
 //! judging it and telling the user (an OS notification), and finishing
-//! battles an earlier run left running. Failures are logged; the window
-//! follows progress through the events.
+//! battles and series an earlier run left running. Failures are logged;
+//! the window follows progress through the events.
 
 use arena_core::{Battle, Engine, Judging};
 use tauri::{AppHandle, Runtime};
@@ -30,7 +30,8 @@ async fn finished<R: Runtime>(app: &AppHandle<R>, engine: &Engine, battle_id: &s
 
 /// Resumes every battle left running (each as soon as it can, in parallel),
 /// judges each one that finishes without an analysis, and notifies about
-/// each one that ends now.
+/// each one that ends now; and every series left running (its battles are
+/// its own to resume).
 pub async fn resume_all<R: Runtime>(app: AppHandle<R>, engine: Engine) {
     // Analyses, cross-examinations and refine rounds a stopped process left
     // running: marked failed (analyses judged again) by the engine.
@@ -42,12 +43,34 @@ pub async fn resume_all<R: Runtime>(app: AppHandle<R>, engine: Engine) {
         }
         Err(err) => tracing::warn!(%err, "recovering interrupted work failed"),
     }
+    let series = {
+        let engine = engine.clone();
+        tokio::spawn(async move {
+            match engine.resume_series(None).await {
+                Ok(done) => {
+                    for s in done {
+                        tracing::info!(series = %s.id, status = %s.status, "resumed series ended");
+                    }
+                }
+                Err(err) => tracing::warn!(%err, "resuming series failed"),
+            }
+        })
+    };
     let store = engine.store().clone();
     let ids = match tokio::task::spawn_blocking(move || store.running_battles()).await {
         Ok(Ok(ids)) => ids,
         Ok(Err(err)) => return tracing::warn!(%err, "listing battles to resume failed"),
         Err(err) => return tracing::warn!(%err, "listing battles to resume failed"),
     };
+    let mut own = Vec::new();
+    for id in ids {
+        match engine.battle(&id).await {
+            Ok(b) if b.series_id.is_some() => {}
+            Ok(_) => own.push(id),
+            Err(err) => tracing::warn!(battle = %id, %err, "reading a battle to resume failed"),
+        }
+    }
+    let ids = own;
     if !ids.is_empty() {
         tracing::info!(count = ids.len(), "resuming battles");
     }
@@ -55,6 +78,9 @@ pub async fn resume_all<R: Runtime>(app: AppHandle<R>, engine: Engine) {
         .into_iter()
         .map(|id| resume_and_judge(&app, engine.clone(), id));
     futures::future::join_all(resumes).await;
+    if let Err(err) = series.await {
+        tracing::warn!(%err, "resuming series failed");
+    }
 }
 
 async fn resume_and_judge<R: Runtime>(app: &AppHandle<R>, engine: Engine, battle_id: String) {

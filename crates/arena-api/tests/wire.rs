@@ -436,6 +436,32 @@ fn a_series() {
 }
 
 #[test]
+fn the_app_and_its_settings() {
+    assert_json_snapshot!(AppInfo {
+        version: "0.1.0".into(),
+        data_dir: "/data/dev.arena.desktop".into(),
+        battles: Some(3),
+        startup_error: None,
+    });
+    let provider = core::config::ProviderConfig::new(
+        "openrouter",
+        core::config::ProviderKind::Openai,
+        "https://openrouter.ai/api/v1",
+        core::Lane::Cloud,
+    );
+    assert_json_snapshot!(SettingsDto {
+        config_path: Some("/home/u/.config/dev.arena.desktop/arena.toml".into()),
+        config_exists: true,
+        data_dir: "/data/dev.arena.desktop".into(),
+        default_model: Some("judge".into()),
+        providers: vec![ProviderSettingsDto::new(
+            &provider,
+            Some(core::provider::KeySource::Keychain)
+        )],
+    });
+}
+
+#[test]
 fn an_error() {
     let e = core::Error::from(core::Invalid::EmptyPrompt);
     assert_json_snapshot!(ErrorDto::from(&e));
