@@ -36,7 +36,9 @@ async fn a_running_analysis_is_cancelled_from_the_battle_view() -> Result<()> {
     let shown = app
         .wait_until(
             "the analysis to say it was cancelled",
-            Duration::from_secs(10),
+            // Generous for a loaded machine; an analysis that was not
+            // cancelled ends with a verdict instead, which fails below.
+            Duration::from_secs(30),
             || async {
                 let text: String = app
                     .js(
