@@ -429,6 +429,8 @@ pub struct RoundDto {
     pub result_path: Option<String>,
     pub created_at: String,
     pub finished_at: Option<String>,
+    /// What the round cost (USD), when known.
+    pub cost_usd: Option<f64>,
 }
 
 impl From<&core::battle::Round> for RoundDto {
@@ -447,6 +449,7 @@ impl From<&core::battle::Round> for RoundDto {
             result_path: r.result_path.as_deref().map(path),
             created_at: rfc3339(r.created_at),
             finished_at: r.finished_at.map(rfc3339),
+            cost_usd: r.cost_usd,
         }
     }
 }

@@ -168,6 +168,7 @@ fn round() -> core::battle::Round {
         result_path: Some(PathBuf::from("/p/Arena/b/00/round-2/result.md")),
         created_at: at(31),
         finished_at: Some(at(35)),
+        cost_usd: None,
     }
 }
 

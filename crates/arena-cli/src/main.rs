@@ -144,7 +144,7 @@ enum BattleCommand {
         #[command(flatten)]
         json: JsonFlag,
     },
-    /// Continue a Coding contestant in its worktree with your feedback (a new round).
+    /// Continue a contestant with your feedback, as a new round (Coding: in its worktree; Q&A: in the same conversation).
     Refine {
         id: String,
         /// Contestant id, id prefix, or 1-based position.

@@ -355,3 +355,64 @@ async fn bad_requests_are_refused_before_anything_is_created() {
     assert!(h.engine.series_list(10).await.unwrap().is_empty());
     assert!(!h.results_root().exists());
 }
+
+/// Answers "Lyon" until it is told it has not reached the goal yet.
+fn learner() -> ModelScript {
+    ModelScript::respond_with(|body| {
+        let told = body["messages"].as_array().is_some_and(|m| {
+            m.iter()
+                .any(|m| m["content"].as_str().unwrap_or("").contains("Not yet"))
+        });
+        if told {
+            "Oh, it is Paris.".into()
+        } else {
+            "Lyon, surely.".into()
+        }
+    })
+}
+
+#[tokio::test]
+async fn a_miss_gets_another_turn_in_the_same_conversation() {
+    let h = harness("names").await;
+    h.cloud.set_model("learner", learner());
+    let mut r = request(&h, 1);
+    r.contestants[1] = ContestantSpec::parse("explainer@learner").unwrap();
+    r.max_turns = 3;
+    r.analysis = false;
+    let id = start(&h, r).await;
+    h.engine.run_series(&id).await.unwrap();
+    let summary = h.engine.series_summary(&id).await.unwrap();
+    let row = |who: &str| {
+        summary
+            .rows
+            .iter()
+            .find(|r| r.contestant == who)
+            .unwrap()
+            .clone()
+    };
+    let (good, learner) = (row("Debugger@good"), row("Explainer@learner"));
+    assert_eq!((good.goal_passed, good.turns), (Some(true), 1));
+    assert_eq!((learner.goal_passed, learner.turns), (Some(true), 2));
+    assert_eq!(summary.reports[1].mean_turns_to_goal, Some(2.0));
+    // The second turn saw the conversation: the question, its first answer,
+    // then the judge's reason.
+    let asked = h.cloud.requests_for("learner");
+    assert_eq!(asked.len(), 2);
+    let messages = asked[1].body["messages"].as_array().unwrap().clone();
+    let roles: Vec<&str> = messages
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["system", "user", "assistant", "user"]);
+    assert_eq!(messages[2]["content"], "Lyon, surely.");
+    assert_eq!(
+        messages[3]["content"],
+        "Not yet: does not name Paris. Continue."
+    );
+    // The turn is a round of the contestant, with its own result file.
+    let rounds = h.engine.rounds(&learner.contestant_id).await.unwrap();
+    assert_eq!(rounds.len(), 1);
+    assert_eq!(rounds[0].number, 2);
+    assert_eq!(rounds[0].output, "Oh, it is Paris.");
+    assert!(rounds[0].result_path.as_ref().unwrap().is_file());
+}

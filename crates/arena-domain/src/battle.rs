@@ -247,6 +247,9 @@ pub struct Round {
     pub result_path: Option<PathBuf>,
     pub created_at: DateTime<Utc>,
     pub finished_at: Option<DateTime<Utc>>,
+    /// What the round cost (USD), when known.
+    #[serde(default)]
+    pub cost_usd: Option<f64>,
 }
 
 /// Speed figures for one contestant.

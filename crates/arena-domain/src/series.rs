@@ -337,8 +337,10 @@ pub fn next_turn_message(reason: &str) -> String {
     let reason = reason.trim();
     if reason.is_empty() {
         "Not yet. Continue.".into()
-    } else {
+    } else if reason.ends_with(['.', '!', '?']) {
         format!("Not yet: {reason} Continue.")
+    } else {
+        format!("Not yet: {reason}. Continue.")
     }
 }
 

@@ -11,10 +11,16 @@ use super::{send, ChatRequest, Chunk, ChunkStream, Provider, ProviderError, Usag
 const DEFAULT_MAX_TOKENS: u64 = 8192;
 
 pub(super) fn request_body(req: &ChatRequest) -> serde_json::Value {
+    let mut messages = Vec::new();
+    for e in &req.history {
+        messages.push(json!({"role": "user", "content": e.user}));
+        messages.push(json!({"role": "assistant", "content": e.assistant}));
+    }
+    messages.push(json!({"role": "user", "content": req.prompt}));
     let mut body = json!({
         "model": req.model,
         "max_tokens": req.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
-        "messages": [{"role": "user", "content": req.prompt}],
+        "messages": messages,
         "stream": true,
     });
     if let Some(system) = &req.system {

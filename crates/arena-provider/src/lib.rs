@@ -67,6 +67,9 @@ impl ProviderError {
 pub struct ChatRequest {
     pub model: String,
     pub system: Option<String>,
+    /// Earlier exchanges of the conversation, oldest first: each the user's
+    /// message and the model's answer. Empty for a fresh question.
+    pub history: Vec<Exchange>,
     pub prompt: String,
     pub temperature: Option<f64>,
     pub top_p: Option<f64>,
@@ -74,6 +77,13 @@ pub struct ChatRequest {
     /// Ask a llama.cpp server not to reuse its prompt cache, so speed figures
     /// are comparable between contestants. Sent only to local providers.
     pub no_prompt_cache: bool,
+}
+
+/// One earlier exchange of a conversation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Exchange {
+    pub user: String,
+    pub assistant: String,
 }
 
 /// A piece of a streamed answer.

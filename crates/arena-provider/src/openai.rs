@@ -71,6 +71,10 @@ pub(super) fn request_body(req: &ChatRequest) -> serde_json::Value {
     if let Some(system) = &req.system {
         messages.push(json!({"role": "system", "content": system}));
     }
+    for e in &req.history {
+        messages.push(json!({"role": "user", "content": e.user}));
+        messages.push(json!({"role": "assistant", "content": e.assistant}));
+    }
     messages.push(json!({"role": "user", "content": req.prompt}));
     let mut body = json!({
         "model": req.model,
@@ -246,6 +250,24 @@ mod tests {
         let b = request_body(&req);
         assert_eq!(b["messages"][0]["role"], "system");
         assert_eq!(b["messages"][1]["content"], "hi");
+        // A conversation: earlier exchanges come before the new message.
+        let turn = ChatRequest {
+            history: vec![crate::Exchange {
+                user: "2+2?".into(),
+                assistant: "5".into(),
+            }],
+            prompt: "Not yet. Continue.".into(),
+            ..req.clone()
+        };
+        let b = request_body(&turn);
+        let roles: Vec<&str> = b["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["role"].as_str().unwrap())
+            .collect();
+        assert_eq!(roles, ["system", "user", "assistant", "user"]);
+        assert_eq!(b["messages"][2]["content"], "5");
         assert_eq!(b["temperature"], 0.2);
         assert_eq!(b["cache_prompt"], false);
         assert!(b.get("top_p").is_none());

@@ -3,6 +3,7 @@
 
 ALTER TABLE contestants ADD COLUMN cost_usd REAL;
 ALTER TABLE analyses ADD COLUMN cost_usd REAL;
+ALTER TABLE rounds ADD COLUMN cost_usd REAL;
 
 CREATE TABLE series (
     id               TEXT PRIMARY KEY,

@@ -855,7 +855,7 @@ impl Tx<'_> {
         self.require_lease(battle_id)?;
         self.tx.execute(
             "UPDATE rounds SET status = ?1, output = ?2, error = ?3, diff_stats = ?4, check_result = ?5,
-                duration_ms = ?6, result_path = ?7, finished_at = ?8 WHERE id = ?9",
+                duration_ms = ?6, result_path = ?7, finished_at = ?8, cost_usd = ?10 WHERE id = ?9",
             params![
                 round.status.map(|s| s.as_str()).unwrap_or("running"),
                 round.output,
@@ -865,7 +865,8 @@ impl Tx<'_> {
                 round.duration_ms.map(|v| v as i64),
                 round.result_path.as_ref().map(|p| p.to_string_lossy().into_owned()),
                 ms(at),
-                round.id
+                round.id,
+                round.cost_usd
             ],
         )?;
         self.emit(

@@ -292,7 +292,7 @@ pub fn cross_examinations(c: &Connection, battle_id: &str) -> Result<Vec<CrossEx
 pub fn rounds(c: &Connection, contestant_id: &str) -> Result<Vec<Round>> {
     let mut stmt = c.prepare_cached(
             "SELECT id, contestant_id, number, feedback, status, output, error, diff_stats, check_result,
-                    duration_ms, result_path, created_at, finished_at
+                    duration_ms, result_path, created_at, finished_at, cost_usd
              FROM rounds WHERE contestant_id = ?1 ORDER BY number",
         )?;
     let rows = stmt
@@ -320,6 +320,7 @@ pub fn rounds(c: &Connection, contestant_id: &str) -> Result<Vec<Round>> {
                 result_path: r.get::<_, Option<String>>(10)?.map(PathBuf::from),
                 created_at: time_ms(r.get(11)?),
                 finished_at: r.get::<_, Option<i64>>(12)?.map(time_ms),
+                cost_usd: r.get(13)?,
             })
         })?
         .collect::<rusqlite::Result<Vec<_>>>()?;

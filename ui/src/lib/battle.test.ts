@@ -698,6 +698,7 @@ describe('derived views', () => {
       result_path: null,
       created_at: AT,
       finished_at: AT,
+      cost_usd: null,
       ...over,
     });
     const live = liveFrom(detail({ lastSeq: 0 }));

@@ -47,6 +47,13 @@ enum StageKind<'a> {
     Goal {
         contestant: &'a str,
     },
+    /// Another turn of a Q&A contestant: its text streams as the
+    /// contestant's output.
+    Turn {
+        contestant: &'a str,
+        position: u32,
+        number: u32,
+    },
 }
 
 impl Stage<'_> {
@@ -62,6 +69,9 @@ impl Stage<'_> {
             StageKind::Goal { contestant } => {
                 format!("{battle}, goal check of {}", lane::battle_name(contestant))
             }
+            StageKind::Turn {
+                position, number, ..
+            } => format!("{battle}, contestant {} (round {number})", position + 1),
         }
     }
 }
@@ -202,10 +212,20 @@ async fn emit_text(engine: &Engine, stage: &Stage<'_>, text: String) -> Result<(
             text,
         },
         StageKind::Goal { .. } => return Ok(()),
+        StageKind::Turn { .. } => EventKind::Output { text },
+    };
+    let contestant = match &stage.kind {
+        StageKind::Turn { contestant, .. } => Some(contestant.to_string()),
+        _ => None,
     };
     let (battle_id, at) = (stage.battle_id.to_string(), engine.now());
     engine
-        .db(move |s| s.transact(|tx| tx.emit(&battle_id, None, at, kind).map(|_| ())))
+        .db(move |s| {
+            s.transact(|tx| {
+                tx.emit(&battle_id, contestant.as_deref(), at, kind)
+                    .map(|_| ())
+            })
+        })
         .await
 }
 
@@ -517,12 +537,41 @@ fn request(target: &Resolved, system: String, prompt: String, max_tokens: u64) -
     ChatRequest {
         model: target.model.clone(),
         system: Some(system),
+        history: Vec::new(),
         prompt,
         temperature: Some(0.0),
         top_p: None,
         max_tokens: Some(max_tokens),
         no_prompt_cache: false,
     }
+}
+
+/// One more turn of a Q&A contestant's conversation (`req` holds it), in
+/// its turn on the contestant's lane, with retries; the answer streams as
+/// the contestant's output events.
+pub(super) async fn turn(
+    engine: &Engine,
+    battle: &Battle,
+    c: &crate::battle::Contestant,
+    req: &ChatRequest,
+    number: u32,
+    token: &CancellationToken,
+) -> Result<Reply> {
+    let target = Resolved {
+        provider: c.provider.clone(),
+        model: c.model.clone(),
+        lane: c.lane,
+    };
+    let stage = Stage {
+        battle_id: &battle.id,
+        kind: StageKind::Turn {
+            contestant: &c.id,
+            position: c.position,
+            number,
+        },
+        token,
+    };
+    call(engine, &target, req, &stage, c.position).await
 }
 
 /// A series' goal judge on one result: `Ok(verdict)`, or the judge's
@@ -719,6 +768,7 @@ pub(super) async fn cross_examine(
     let req = ChatRequest {
         model: target.model.clone(),
         system: Some(system),
+        history: Vec::new(),
         prompt,
         temperature: persona.temperature,
         top_p: persona.top_p,

@@ -1028,7 +1028,7 @@ pub(super) async fn refine(
     Ok(round)
 }
 
-fn render_round(battle: &Battle, c: &Contestant, r: &crate::battle::Round) -> String {
+pub(super) fn render_round(battle: &Battle, c: &Contestant, r: &crate::battle::Round) -> String {
     let mut md = format!(
         "# {} · {} — round {}\n\n- Battle: `{}`\n- Status: {}\n- Duration: {:.2} s\n\n## Feedback\n\n{}\n\n",
         c.identity,

@@ -138,6 +138,7 @@ fn request(battle: &Battle, c: &Contestant) -> ChatRequest {
     ChatRequest {
         model: c.model.clone(),
         system: c.run.system_prompt.clone(),
+        history: Vec::new(),
         prompt: battle.prompt.clone(),
         temperature: c.run.temperature,
         top_p: c.run.top_p,
@@ -479,4 +480,76 @@ pub(super) async fn write_result(engine: &Engine, battle: &Battle, c: &Contestan
     let battle = engine.battle(&battle.id).await?;
     tokio::task::spawn_blocking(move || results::write_manifest(&battle)).await??;
     Ok(())
+}
+
+/// A Q&A contestant's conversation so far, as exchanges: the battle's
+/// question and its answer, then each finished round's feedback and answer.
+pub(super) fn conversation(
+    battle: &Battle,
+    c: &Contestant,
+    rounds: &[crate::battle::Round],
+) -> Vec<crate::provider::Exchange> {
+    let mut history = vec![crate::provider::Exchange {
+        user: battle.prompt.clone(),
+        assistant: c.output.clone().unwrap_or_default(),
+    }];
+    for r in rounds {
+        if r.status == Some(ContestantStatus::Done) {
+            history.push(crate::provider::Exchange {
+                user: r.feedback.clone(),
+                assistant: r.output.clone(),
+            });
+        }
+    }
+    history
+}
+
+/// Another turn of a finished Q&A contestant, in the same conversation:
+/// `round.feedback` is the next message. Streams like a run (in its turn on
+/// the contestant's lane, with retries), then records the round and writes
+/// `round-<n>/result.md`.
+pub(super) async fn continue_turn(
+    engine: &Engine,
+    battle: &Battle,
+    c: &Contestant,
+    mut round: crate::battle::Round,
+    history: Vec<crate::provider::Exchange>,
+    token: &CancellationToken,
+) -> Result<crate::battle::Round> {
+    let started = Instant::now();
+    let mut req = request(battle, c);
+    req.history = history;
+    req.prompt = round.feedback.clone();
+    let reply = super::analyze::turn(engine, battle, c, &req, round.number, token).await;
+    round.duration_ms = Some(started.elapsed().as_millis() as u64);
+    match reply {
+        Ok(reply) => {
+            round.status = Some(ContestantStatus::Done);
+            round.output = reply.text;
+            round.cost_usd = reply.cost;
+        }
+        Err(crate::error::Error::Cancelled) => round.status = Some(ContestantStatus::Cancelled),
+        Err(e) => {
+            round.status = Some(ContestantStatus::Error);
+            round.error = Some(e.to_string());
+        }
+    }
+    let dir = results::confined(
+        &battle.results_path,
+        &[
+            &results::contestant_dir_name(c.position, &c.identity, &c.model),
+            &format!("round-{}", round.number),
+        ],
+    )?;
+    let md = super::coding::render_round(battle, c, &round);
+    let file = dir.join(results::RESULT_FILE);
+    let f = file.clone();
+    tokio::task::spawn_blocking(move || results::write_atomic(&f, md.as_bytes())).await??;
+    round.result_path = Some(file);
+    round.finished_at = Some(engine.now());
+    let (bid, r, at) = (battle.id.clone(), round.clone(), engine.now());
+    engine
+        .db(move |s| s.transact(|tx| tx.finish_round(&bid, &r, at)))
+        .await?;
+    Ok(round)
 }

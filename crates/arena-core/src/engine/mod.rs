@@ -759,8 +759,10 @@ impl Engine {
         existing_folder("worktree", path).await
     }
 
-    /// Continues a finished Coding contestant in its own worktree with the
-    /// user's feedback, as a new round with its own output, diff and check.
+    /// Continues a finished contestant with the user's feedback, as a new
+    /// round with its own output: a Coding contestant in its own worktree
+    /// (with its diff and check), a Q&A contestant in the same conversation
+    /// (its question, its answers and the feedback so far, then this one).
     pub async fn refine(
         &self,
         battle_id: &str,
@@ -774,27 +776,27 @@ impl Engine {
             )
             .into());
         }
-        let battle = self.coding_battle(battle_id, "can be refined").await?;
+        let battle = self.battle(battle_id).await?;
         if !battle.status.is_terminal() {
             return Err(Error::Conflict(format!(
                 "battle {battle_id} is still running; refine a contestant when it has finished"
             )));
         }
         let c = contestant_of(&battle, contestant_id)?.clone();
-        if !c.worktree.as_ref().is_some_and(|p| p.exists()) {
+        let coding = battle.battle_type == crate::battle::BattleType::Coding;
+        if coding && !c.worktree.as_ref().is_some_and(|p| p.exists()) {
             return Err(Error::Conflict(format!(
                 "contestant {contestant_id} has no worktree any more (pruned?); it cannot be refined"
             )));
         }
+        if !coding && c.status != ContestantStatus::Done {
+            return Err(Error::Conflict(format!(
+                "contestant {contestant_id} has no answer to continue from ({})",
+                c.status
+            )));
+        }
         let held = drive::hold(self, battle_id).await?;
         let rounds = self.rounds(contestant_id).await?;
-        let previous = rounds
-            .iter()
-            .rev()
-            .find(|r| !r.output.trim().is_empty())
-            .map(|r| r.output.clone())
-            .or_else(|| c.output.clone())
-            .unwrap_or_default();
         let round = crate::battle::Round {
             id: uuid::Uuid::now_v7().to_string(),
             contestant_id: c.id.clone(),
@@ -809,6 +811,7 @@ impl Engine {
             result_path: None,
             created_at: self.now(),
             finished_at: None,
+            cost_usd: None,
         };
         let (bid, r) = (battle.id.clone(), round.clone());
         let me = self.inner.me.clone();
@@ -821,7 +824,19 @@ impl Engine {
         .await?;
         let token = held.live.contestant_token(&c.id);
         let watch = self.watch_work(crate::store::Work::Round, &round.id, token.clone());
-        let done = coding::refine(self, &battle, &c, round, &previous, &token).await;
+        let done = if coding {
+            let previous = rounds
+                .iter()
+                .rev()
+                .find(|r| !r.output.trim().is_empty())
+                .map(|r| r.output.clone())
+                .or_else(|| c.output.clone())
+                .unwrap_or_default();
+            coding::refine(self, &battle, &c, round, &previous, &token).await
+        } else {
+            let history = contestant::conversation(&battle, &c, &rounds);
+            contestant::continue_turn(self, &battle, &c, round, history, &token).await
+        };
         drop(watch);
         drop(held);
         done

@@ -310,20 +310,17 @@ impl Engine {
         let (mut done, mut running) = (0, 0);
         let mut spent = Some(0.0);
         for (slot, battle_id) in &slots {
-            let battle = self.battle(battle_id).await?;
-            if battle.status.is_terminal() {
+            let detail = self.battle_detail(battle_id).await?;
+            if detail.battle.status.is_terminal() {
                 done += 1;
             } else {
                 running += 1;
             }
-            let analysis = self.analysis(battle_id).await?;
             let b = battle_id.clone();
             let checks = self.db(move |s| s.goal_checks(&b)).await?;
-            spent = crate::benchmark::add_costs([
-                spent,
-                analysis.as_ref().map_or(Some(0.0), |a| a.cost_usd),
-            ]);
-            let new_rows = rows_of(&series.request, *slot, &battle, analysis.as_ref(), &checks);
+            let analysis_cost = detail.analysis.as_ref().map_or(Some(0.0), |a| a.cost_usd);
+            spent = crate::benchmark::add_costs([spent, analysis_cost]);
+            let new_rows = rows_of(&series.request, *slot, &detail, &checks);
             spent = crate::benchmark::add_costs(
                 std::iter::once(spent).chain(new_rows.iter().map(|r| r.cost_usd)),
             );
@@ -647,10 +644,8 @@ async fn check_goals(
                 break;
             }
             if turn > 0 {
-                // Another turn: only Coding (a refine round) has one.
-                if battle.battle_type != BattleType::Coding {
-                    break;
-                }
+                // Another turn: a refine round (Coding, in its worktree; Q&A,
+                // in the same conversation).
                 let feedback = match (&check, &last) {
                     (Some(ch), _) if by_check => format!(
                         "The check `{}` failed. Its output ends with:\n{}\nFix it.",
@@ -750,10 +745,10 @@ async fn check_goals(
 fn rows_of(
     request: &SeriesRequest,
     slot: u64,
-    battle: &Battle,
-    analysis: Option<&crate::analysis::Analysis>,
+    detail: &crate::store::BattleDetail,
     checks: &BTreeMap<String, Vec<GoalCheck>>,
 ) -> Vec<RunRow> {
+    let (battle, analysis) = (&detail.battle, detail.analysis.as_ref());
     let (prompt, run) = request.slot(slot);
     let tie = battle.winner.is_none()
         && analysis.is_some_and(|a| a.outcome == Some(crate::analysis::Outcome::NoClearWinner));
@@ -767,6 +762,13 @@ fn rows_of(
             let goal_cost = mine
                 .map(|v| crate::benchmark::add_costs(v.iter().map(|g| g.cost_usd)))
                 .unwrap_or(Some(0.0));
+            // Later turns are rounds; each costs what it cost.
+            let turns_cost = crate::benchmark::add_costs(
+                detail.rounds.get(&c.id).into_iter().flatten().map(|r| {
+                    r.cost_usd
+                        .or((r.status != Some(ContestantStatus::Done)).then_some(0.0))
+                }),
+            );
             RunRow {
                 run,
                 prompt,
@@ -790,7 +792,11 @@ fn rows_of(
                 local: c.lane == crate::battle::Lane::Local,
                 prompt_tokens: c.benchmark.prompt_tokens,
                 completion_tokens: c.benchmark.completion_tokens,
-                cost_usd: crate::benchmark::add_costs([c.benchmark.cost_usd, goal_cost]),
+                cost_usd: crate::benchmark::add_costs([
+                    c.benchmark.cost_usd,
+                    goal_cost,
+                    turns_cost,
+                ]),
             }
         })
         .collect()

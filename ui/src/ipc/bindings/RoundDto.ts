@@ -19,4 +19,8 @@ status: ContestantStatusDto | null, output: string, error: string | null,
 /**
  * Against the base commit, so it includes the earlier rounds' work.
  */
-diff: DiffSummaryDto | null, check: CheckResultDto | null, duration_ms: number | null, result_path: string | null, created_at: string, finished_at: string | null, };
+diff: DiffSummaryDto | null, check: CheckResultDto | null, duration_ms: number | null, result_path: string | null, created_at: string, finished_at: string | null, 
+/**
+ * What the round cost (USD), when known.
+ */
+cost_usd: number | null, };
