@@ -733,7 +733,20 @@ impl Tx<'_> {
         now_ms: i64,
         pid_alive: impl Fn(u32) -> bool,
     ) -> Result<bool> {
-        let current = rows::lease(&self.tx, battle_id)?;
+        self.take_lease_of(rows::LeaseOf::Battle, battle_id, me, now_ms, pid_alive)
+    }
+
+    /// Takes (or keeps) the lease on a battle or a series when it is free
+    /// (see `decisions::lease_is_free`).
+    pub(crate) fn take_lease_of(
+        &mut self,
+        of: rows::LeaseOf,
+        id: &str,
+        me: &Lease,
+        now_ms: i64,
+        pid_alive: impl Fn(u32) -> bool,
+    ) -> Result<bool> {
+        let current = rows::lease_of(&self.tx, of, id)?;
         if !arena_domain::decisions::lease_is_free(
             current.as_ref(),
             &me.owner,
@@ -743,10 +756,13 @@ impl Tx<'_> {
         ) {
             return Ok(false);
         }
+        let (table, key) = of.table();
         self.tx.execute(
-            "INSERT INTO leases (battle_id, owner, host, pid, expires_at) VALUES (?1, ?2, ?3, ?4, ?5)
-             ON CONFLICT (battle_id) DO UPDATE SET owner = ?2, host = ?3, pid = ?4, expires_at = ?5",
-            params![battle_id, me.owner, me.host, me.pid, me.expires_at_ms],
+            &format!(
+                "INSERT INTO {table} ({key}, owner, host, pid, expires_at) VALUES (?1, ?2, ?3, ?4, ?5)
+                 ON CONFLICT ({key}) DO UPDATE SET owner = ?2, host = ?3, pid = ?4, expires_at = ?5"
+            ),
+            params![id, me.owner, me.host, me.pid, me.expires_at_ms],
         )?;
         Ok(true)
     }
@@ -766,9 +782,19 @@ impl Tx<'_> {
     }
 
     pub fn release_lease(&mut self, battle_id: &str, owner: &str) -> Result<()> {
+        self.release_lease_of(rows::LeaseOf::Battle, battle_id, owner)
+    }
+
+    pub(crate) fn release_lease_of(
+        &mut self,
+        of: rows::LeaseOf,
+        id: &str,
+        owner: &str,
+    ) -> Result<()> {
+        let (table, key) = of.table();
         self.tx.execute(
-            "DELETE FROM leases WHERE battle_id = ?1 AND owner = ?2",
-            params![battle_id, owner],
+            &format!("DELETE FROM {table} WHERE {key} = ?1 AND owner = ?2"),
+            params![id, owner],
         )?;
         Ok(())
     }

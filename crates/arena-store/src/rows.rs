@@ -198,10 +198,33 @@ pub fn events_since(
     Ok(events)
 }
 
+/// What a lease is held on: a battle (`leases`) or a series
+/// (`series_leases`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum LeaseOf {
+    Battle,
+    Series,
+}
+
+impl LeaseOf {
+    /// The table and its key column.
+    pub(crate) fn table(self) -> (&'static str, &'static str) {
+        match self {
+            LeaseOf::Battle => ("leases", "battle_id"),
+            LeaseOf::Series => ("series_leases", "series_id"),
+        }
+    }
+}
+
 pub fn lease(c: &Connection, battle_id: &str) -> Result<Option<Lease>> {
+    lease_of(c, LeaseOf::Battle, battle_id)
+}
+
+pub(crate) fn lease_of(c: &Connection, of: LeaseOf, id: &str) -> Result<Option<Lease>> {
+    let (table, key) = of.table();
     Ok(c.query_row(
-        "SELECT owner, host, pid, expires_at FROM leases WHERE battle_id = ?1",
-        [battle_id],
+        &format!("SELECT owner, host, pid, expires_at FROM {table} WHERE {key} = ?1"),
+        [id],
         |r| {
             Ok(Lease {
                 owner: r.get(0)?,

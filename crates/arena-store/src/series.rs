@@ -10,7 +10,7 @@ use chrono::{DateTime, Utc};
 use rusqlite::{params, OptionalExtension, Row};
 
 use crate::error::{Error, Result};
-use crate::rows::{ms, parse, time};
+use crate::rows::{self, ms, parse, time, LeaseOf};
 use crate::{Store, Tx};
 
 const SERIES_COLUMNS: &str =
@@ -116,21 +116,7 @@ impl Store {
     }
 
     pub fn series_lease(&self, id: &str) -> Result<Option<Lease>> {
-        self.read(|c| {
-            Ok(c.query_row(
-                "SELECT owner, host, pid, expires_at FROM series_leases WHERE series_id = ?1",
-                [id],
-                |r| {
-                    Ok(Lease {
-                        owner: r.get(0)?,
-                        host: r.get(1)?,
-                        pid: r.get(2)?,
-                        expires_at_ms: r.get(3)?,
-                    })
-                },
-            )
-            .optional()?)
-        })
+        self.read(|c| rows::lease_of(c, LeaseOf::Series, id))
     }
 
     /// Every goal check of a battle's contestants, by contestant, in turns.
@@ -223,44 +209,11 @@ impl Tx<'_> {
         now_ms: i64,
         pid_alive: impl Fn(u32) -> bool,
     ) -> Result<bool> {
-        let current = self
-            .tx
-            .query_row(
-                "SELECT owner, host, pid, expires_at FROM series_leases WHERE series_id = ?1",
-                [id],
-                |r| {
-                    Ok(Lease {
-                        owner: r.get(0)?,
-                        host: r.get(1)?,
-                        pid: r.get(2)?,
-                        expires_at_ms: r.get(3)?,
-                    })
-                },
-            )
-            .optional()?;
-        if !arena_domain::decisions::lease_is_free(
-            current.as_ref(),
-            &me.owner,
-            &me.host,
-            now_ms,
-            pid_alive,
-        ) {
-            return Ok(false);
-        }
-        self.tx.execute(
-            "INSERT INTO series_leases (series_id, owner, host, pid, expires_at) VALUES (?1, ?2, ?3, ?4, ?5)
-             ON CONFLICT (series_id) DO UPDATE SET owner = ?2, host = ?3, pid = ?4, expires_at = ?5",
-            params![id, me.owner, me.host, me.pid, me.expires_at_ms],
-        )?;
-        Ok(true)
+        self.take_lease_of(LeaseOf::Series, id, me, now_ms, pid_alive)
     }
 
     pub fn release_series_lease(&mut self, id: &str, owner: &str) -> Result<()> {
-        self.tx.execute(
-            "DELETE FROM series_leases WHERE series_id = ?1 AND owner = ?2",
-            params![id, owner],
-        )?;
-        Ok(())
+        self.release_lease_of(LeaseOf::Series, id, owner)
     }
 
     /// Records a goal check (replacing one of the same turn).
