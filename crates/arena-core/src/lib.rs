@@ -12,6 +12,7 @@ pub mod clock;
 pub mod config;
 mod engine;
 pub mod error;
+pub mod html;
 pub mod persona;
 pub mod results;
 pub use arena_agent as agent;

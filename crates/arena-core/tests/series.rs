@@ -159,6 +159,15 @@ async fn a_series_runs_every_battle_judges_the_goal_and_reports() {
         serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap();
     assert_eq!(json["status"], "done");
     assert_eq!(json["contestants"][0]["wins"], 3);
+    // One self-contained HTML file: charts inline, nothing to run or load.
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert!(html.contains("<svg") && html.contains("Debugger@good"));
+    assert!(
+        html.contains("The capital of France is Paris."),
+        "sample answers"
+    );
+    assert!(html.contains("default-src 'none'"));
+    assert!(!html.contains("<script") && !html.contains(" src="));
 }
 
 #[tokio::test]

@@ -356,10 +356,15 @@ impl Engine {
                 s.created_at,
             )?,
         };
+        let samples = self.samples(&summary).await?;
         let files = [
             ("report.md", series::report_markdown(&summary)),
             ("report.json", series::report_json(&summary)),
             ("runs.csv", series::runs_csv(&summary.rows)),
+            (
+                "report.html",
+                crate::html::series_report(&summary, &samples),
+            ),
         ];
         let d = dir.clone();
         tokio::task::spawn_blocking(move || -> Result<()> {
@@ -373,6 +378,37 @@ impl Engine {
         self.db(move |st| st.transact(|tx| tx.set_series_report(&i, &d)))
             .await?;
         Ok(dir)
+    }
+}
+
+impl Engine {
+    /// The first run's answers to each prompt (the first 10 prompts), for
+    /// the HTML report.
+    async fn samples(&self, summary: &SeriesSummary) -> Result<Vec<crate::html::Sample>> {
+        let mut samples = Vec::new();
+        for (p, prompt) in summary.series.request.prompts.iter().enumerate().take(10) {
+            let Some(row) = summary.rows.iter().find(|r| r.prompt == p && r.run == 1) else {
+                continue;
+            };
+            let battle = self.battle(&row.battle_id).await?;
+            samples.push(crate::html::Sample {
+                prompt: prompt.prompt.clone(),
+                answers: battle
+                    .contestants
+                    .iter()
+                    .map(|c| {
+                        let answer = c.output.clone().unwrap_or_else(|| {
+                            c.error
+                                .clone()
+                                .map(|e| format!("(error: {e})"))
+                                .unwrap_or_default()
+                        });
+                        (format!("{}@{}", c.identity, c.model), answer)
+                    })
+                    .collect(),
+            });
+        }
+        Ok(samples)
     }
 }
 
