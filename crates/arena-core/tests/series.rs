@@ -425,3 +425,200 @@ async fn a_miss_gets_another_turn_in_the_same_conversation() {
     assert_eq!(rounds[0].output, "Oh, it is Paris.");
     assert!(rounds[0].result_path.as_ref().unwrap().is_file());
 }
+
+#[tokio::test]
+async fn each_prompt_of_a_set_is_judged_against_its_own_goal() {
+    let h = harness("names").await;
+    // A goal judge that reads the goal: Paris for one prompt, 4 for the other.
+    h.cloud.set_model(
+        "goals",
+        ModelScript::respond_with(|body| {
+            let user = user_text(body);
+            let goal = user.lines().next().unwrap_or("");
+            // The answer, without the fence (whose random tag may hold a 4).
+            let answer = user
+                .split("answer\n")
+                .last()
+                .unwrap_or("")
+                .split("UNTRUSTED")
+                .next()
+                .unwrap_or("");
+            let pass = if goal.contains("Paris") {
+                answer.contains("Paris")
+            } else {
+                answer.contains('4')
+            };
+            format!("{{\"pass\": {pass}, \"reason\": \"{goal}\"}}")
+        }),
+    );
+    let mut r = request(&h, 2);
+    r.goal = None;
+    r.goal_model = Some("goals".into());
+    r.analysis = false;
+    r.prompts = parse_prompts(
+        "{\"prompt\": \"Capital of France?\", \"goal\": \"names Paris\"}\n{\"prompt\": \"What is 2+2?\", \"goal\": \"says 4\"}\n",
+    )
+    .unwrap();
+    let id = start(&h, r).await;
+    h.engine.run_series(&id).await.unwrap();
+    let summary = h.engine.series_summary(&id).await.unwrap();
+    assert_eq!(summary.progress.done, 4, "2 runs × 2 prompts");
+    let good: Vec<_> = summary
+        .rows
+        .iter()
+        .filter(|r| r.contestant == "Debugger@good")
+        .map(|r| (r.prompt, r.run, r.goal_passed))
+        .collect();
+    assert_eq!(
+        good,
+        [
+            (0, 1, Some(true)),
+            (1, 1, Some(false)),
+            (0, 2, Some(true)),
+            (1, 2, Some(false))
+        ]
+    );
+    // Each goal judge request carried its own prompt's goal.
+    let goals: Vec<String> = h
+        .cloud
+        .requests_for("goals")
+        .iter()
+        .map(|r| user_text(&r.body).lines().next().unwrap_or("").to_string())
+        .collect();
+    assert_eq!(
+        goals.iter().filter(|g| g.contains("names Paris")).count(),
+        4
+    );
+    assert_eq!(goals.iter().filter(|g| g.contains("says 4")).count(), 4);
+}
+
+#[tokio::test]
+async fn a_coin_flip_is_never_decided_and_runs_to_the_maximum() {
+    let h = harness("names").await;
+    // The same answer from both: the judge always names the first shown,
+    // so the two runs in opposite orders disagree: no clear winner.
+    h.cloud
+        .set_model("bad", ModelScript::text("The capital of France is Paris."));
+    h.cloud.set_model(
+        "judge",
+        ModelScript::respond_with(|body| {
+            if system_text(body).contains("You summarise one answer") {
+                "a summary".into()
+            } else {
+                r#"{"winner": "A"}"#.into()
+            }
+        }),
+    );
+    let mut r = request(&h, 5);
+    r.parallel = 1;
+    r.until_decided = true;
+    r.goal = None;
+    let id = start(&h, r).await;
+    let series = h.engine.run_series(&id).await.unwrap();
+    assert_eq!(series.status, SeriesStatus::Done);
+    assert_eq!(series.decided_after, None);
+    let summary = h.engine.series_summary(&id).await.unwrap();
+    assert_eq!(summary.progress.done, 5);
+    assert!(summary.reports.iter().all(|c| c.ties == 5 && c.wins == 0));
+}
+
+#[tokio::test]
+async fn turns_stop_at_max_turns_when_the_goal_is_never_reached() {
+    let h = harness("names").await;
+    let mut r = request(&h, 1);
+    r.max_turns = 2;
+    r.analysis = false;
+    let id = start(&h, r).await;
+    h.engine.run_series(&id).await.unwrap();
+    let summary = h.engine.series_summary(&id).await.unwrap();
+    let bad = summary
+        .rows
+        .iter()
+        .find(|r| r.contestant == "Explainer@bad")
+        .unwrap();
+    assert_eq!((bad.goal_passed, bad.turns), (Some(false), 2));
+    assert_eq!(h.cloud.requests_for("bad").len(), 2, "one answer per turn");
+    let good = summary
+        .rows
+        .iter()
+        .find(|r| r.contestant == "Debugger@good")
+        .unwrap();
+    assert_eq!(good.turns, 1, "a pass ends the turns");
+    assert_eq!(h.cloud.requests_for("good").len(), 1);
+}
+
+/// A Coding series: the check command is the goal (exit 0 passes), no
+/// judge is asked, and a miss gets a refine round with the check's output.
+#[tokio::test]
+async fn a_coding_series_takes_its_check_command_as_the_goal() {
+    if !arena_core::agent::sandbox::supported() {
+        eprintln!("skipped: this kernel has no Landlock");
+        return;
+    }
+    let mut h = harness("names").await;
+    // An agent that writes DONE for m1, and for m2 only once told the check failed.
+    let script = r#"if [ "$1" = m1 ] || printf '%s' "$2" | grep -q 'check'; then echo ok > DONE; fi; echo worked"#;
+    h.reconfigure(|c| {
+        c.backends = vec![arena_core::config::CustomBackend {
+            name: "fake".into(),
+            command: vec![
+                "sh".into(),
+                "-c".into(),
+                script.into(),
+                "fake".into(),
+                "{model}".into(),
+                "{prompt}".into(),
+            ],
+        }]
+    });
+    h.cloud.set_model("m1", ModelScript::tokens(1));
+    h.cloud.set_model("m2", ModelScript::tokens(1));
+    let project = repo();
+    let r = SeriesRequest {
+        battle_type: BattleType::Coding,
+        project: project.path().to_path_buf(),
+        contestants: ["fake@m1", "fake@m2"]
+            .iter()
+            .map(|c| ContestantSpec::parse(c).unwrap())
+            .collect(),
+        prompts: parse_prompts("Create DONE.\n").unwrap(),
+        runs: 1,
+        parallel: 1,
+        goal: None,
+        goal_model: None,
+        confirm_model: None,
+        max_turns: 2,
+        budget_usd: None,
+        until_decided: false,
+        analysis: false,
+        check_command: Some("test -f DONE".into()),
+        tags: vec![],
+    };
+    let id = start(&h, r).await;
+    h.engine.run_series(&id).await.unwrap();
+    let summary = h.engine.series_summary(&id).await.unwrap();
+    let row = |who: &str| {
+        summary
+            .rows
+            .iter()
+            .find(|r| r.contestant == who)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(
+        (row("fake@m1").goal_passed, row("fake@m1").turns),
+        (Some(true), 1)
+    );
+    assert_eq!(
+        (row("fake@m2").goal_passed, row("fake@m2").turns),
+        (Some(true), 2)
+    );
+    assert!(row("fake@m1")
+        .goal_reason
+        .unwrap()
+        .contains("check `test -f DONE` passed"));
+    assert!(
+        h.cloud.requests_for("judge").is_empty(),
+        "no judge for a check"
+    );
+}

@@ -171,3 +171,37 @@ pub async fn collect_until_done(engine: &Engine, battle_id: &str, since: u64) ->
 pub fn script(n: usize, rate: f64) -> ModelScript {
     ModelScript::tokens(n).rate(rate)
 }
+
+pub fn git(dir: &std::path::Path, args: &[&str]) {
+    let out = std::process::Command::new("git")
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A repository with one commit: README.md and src/lib.rs.
+pub fn repo() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    git(dir.path(), &["init", "-q", "-b", "main"]);
+    git(
+        dir.path(),
+        &["config", "user.email", "arena@example.invalid"],
+    );
+    git(dir.path(), &["config", "user.name", "Arena Test"]);
+    std::fs::write(dir.path().join("README.md"), "# Demo\n\nHello.\n").unwrap();
+    std::fs::create_dir(dir.path().join("src")).unwrap();
+    std::fs::write(
+        dir.path().join("src/lib.rs"),
+        "pub fn one() -> u32 {\n    1\n}\n",
+    )
+    .unwrap();
+    git(dir.path(), &["add", "."]);
+    git(dir.path(), &["commit", "-q", "-m", "initial"]);
+    dir
+}
