@@ -103,6 +103,41 @@ impl Store {
         })
     }
 
+    /// A series' battles ended and under way, and what it spent (USD):
+    /// its contestants, every analysis, goal check and round; `None` when
+    /// any of them has an unknown cost (a round that did not finish costs
+    /// nothing).
+    pub fn series_progress(&self, id: &str) -> Result<(u64, u64, Option<f64>)> {
+        self.read(|c| {
+            let (done, running): (i64, i64) = c.query_row(
+                "SELECT COALESCE(SUM(status != 'running'), 0), COALESCE(SUM(status = 'running'), 0)
+                 FROM battles WHERE series_id = ?1",
+                [id],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )?;
+            let (spent, unknown): (f64, i64) = c.query_row(
+                "WITH b AS (SELECT id FROM battles WHERE series_id = ?1),
+                      k AS (SELECT id FROM contestants WHERE battle_id IN (SELECT id FROM b)),
+                      costs(cost, known) AS (
+                        SELECT cost_usd, cost_usd IS NOT NULL OR status IN ('queued', 'running')
+                          FROM contestants WHERE id IN (SELECT id FROM k)
+                        UNION ALL SELECT cost_usd, cost_usd IS NOT NULL OR status = 'running'
+                          FROM analyses WHERE battle_id IN (SELECT id FROM b)
+                        UNION ALL SELECT cost_usd, cost_usd IS NOT NULL FROM goal_checks WHERE contestant_id IN (SELECT id FROM k)
+                        UNION ALL SELECT cost_usd, cost_usd IS NOT NULL OR status != 'done'
+                          FROM rounds WHERE contestant_id IN (SELECT id FROM k))
+                 SELECT COALESCE(SUM(cost), 0.0), COALESCE(SUM(NOT known), 0) FROM costs",
+                [id],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )?;
+            Ok((
+                done.max(0) as u64,
+                running.max(0) as u64,
+                (unknown == 0).then_some(spent),
+            ))
+        })
+    }
+
     pub fn series_cancel_requested(&self, id: &str) -> Result<bool> {
         self.read(|c| {
             Ok(c.query_row(

@@ -295,9 +295,27 @@ impl Engine {
         engine.series(&id).await
     }
 
-    /// Where a series is: battles ended and under way, and what it spent.
+    /// Where a series is: battles ended and under way, and what it spent
+    /// (one query, however long the series).
     pub async fn series_progress(&self, id: &str) -> Result<SeriesProgress> {
-        Ok(self.series_summary(id).await?.progress)
+        let series = self.series(id).await?;
+        let i = series.id.clone();
+        let (done, running, spent_usd) = self.db(move |s| s.series_progress(&i)).await?;
+        Ok(SeriesProgress {
+            status: series.status,
+            done,
+            total: series.total,
+            running,
+            spent_usd,
+        })
+    }
+
+    /// The rows of the battle at place `slot` of a series.
+    async fn place_rows(&self, series: &Series, slot: u64, battle_id: &str) -> Result<Vec<RunRow>> {
+        let detail = self.battle_detail(battle_id).await?;
+        let b = battle_id.to_string();
+        let checks = self.db(move |s| s.goal_checks(&b)).await?;
+        Ok(rows_of(&series.request, slot, &detail, &checks))
     }
 
     /// A series with its rows (one per contestant per battle) and the
@@ -307,33 +325,11 @@ impl Engine {
         let i = series.id.clone();
         let slots = self.db(move |s| s.series_battles(&i)).await?;
         let mut rows = Vec::new();
-        let (mut done, mut running) = (0, 0);
-        let mut spent = Some(0.0);
         for (slot, battle_id) in &slots {
-            let detail = self.battle_detail(battle_id).await?;
-            if detail.battle.status.is_terminal() {
-                done += 1;
-            } else {
-                running += 1;
-            }
-            let b = battle_id.clone();
-            let checks = self.db(move |s| s.goal_checks(&b)).await?;
-            let analysis_cost = detail.analysis.as_ref().map_or(Some(0.0), |a| a.cost_usd);
-            spent = crate::benchmark::add_costs([spent, analysis_cost]);
-            let new_rows = rows_of(&series.request, *slot, &detail, &checks);
-            spent = crate::benchmark::add_costs(
-                std::iter::once(spent).chain(new_rows.iter().map(|r| r.cost_usd)),
-            );
-            rows.extend(new_rows);
+            rows.extend(self.place_rows(&series, *slot, battle_id).await?);
         }
         let reports = series::report(&rows);
-        let progress = SeriesProgress {
-            status: series.status,
-            done,
-            total: series.total,
-            running,
-            spent_usd: spent,
-        };
+        let progress = self.series_progress(&series.id).await?;
         Ok(SeriesSummary {
             series,
             rows,
@@ -466,10 +462,14 @@ async fn drive_series(
     let series = Arc::new(series.clone());
     let i = series.id.clone();
     let slots: BTreeMap<u64, String> = engine.db(move |s| s.series_battles(&i)).await?;
-    let mut running: JoinSet<Result<String>> = JoinSet::new();
+    let mut running: JoinSet<Result<(u64, String)>> = JoinSet::new();
     let mut next = 0u64;
     let mut stop: Option<SeriesStatus> = None;
     let mut decided_after = None;
+    // What the driver knows so far, kept up to date battle by battle so
+    // that a long series costs the same per battle at its end as at its start.
+    let mut rows: Vec<RunRow> = Vec::new();
+    let mut done = 0u64;
     let mut battle_costs: Vec<f64> = Vec::new();
     loop {
         while stop.is_none() && (running.len() as u32) < request.parallel && next < series.total {
@@ -481,7 +481,8 @@ async fn drive_series(
             let existing = slots.get(&n).cloned();
             if existing.is_none() {
                 if let Some(budget) = request.budget_usd {
-                    let spent = engine.series_progress(&series.id).await?.spent_usd;
+                    let i = series.id.clone();
+                    let (_, _, spent) = engine.db(move |s| s.series_progress(&i)).await?;
                     let (prompt, _) = request.slot(n);
                     let guess =
                         first_guess(engine, &plan, &request.prompts[prompt].prompt, &judges);
@@ -511,13 +512,23 @@ async fn drive_series(
             break;
         };
         match joined {
-            Ok(Ok(battle_id)) => {
-                let summary = engine.series_summary(&series.id).await?;
-                if let Some(cost) = battle_cost(engine, &summary, &battle_id).await? {
-                    battle_costs.push(cost);
-                }
-                if request.until_decided && stop.is_none() && series::decided(&summary.reports) {
-                    decided_after = Some(summary.progress.done);
+            Ok(Ok((slot, battle_id))) => {
+                done += 1;
+                let new_rows = engine.place_rows(&series, slot, &battle_id).await?;
+                let analysis = engine.analysis(&battle_id).await?;
+                let cost = crate::benchmark::add_costs(
+                    new_rows
+                        .iter()
+                        .map(|r| r.cost_usd)
+                        .chain([analysis.map_or(Some(0.0), |a| a.cost_usd)]),
+                );
+                battle_costs.extend(cost);
+                rows.extend(new_rows);
+                if request.until_decided
+                    && stop.is_none()
+                    && series::decided(&series::report(&rows))
+                {
+                    decided_after = Some(done);
                     stop = Some(SeriesStatus::Decided);
                 }
             }
@@ -538,24 +549,6 @@ async fn drive_series(
     Ok((stop.unwrap_or(SeriesStatus::Done), decided_after))
 }
 
-/// What one battle of the series cost, all told: its contestants, their
-/// goal checks and its analysis.
-async fn battle_cost(
-    engine: &Engine,
-    summary: &SeriesSummary,
-    battle_id: &str,
-) -> Result<Option<f64>> {
-    let analysis = engine.analysis(battle_id).await?;
-    Ok(crate::benchmark::add_costs(
-        summary
-            .rows
-            .iter()
-            .filter(|r| r.battle_id == battle_id)
-            .map(|r| r.cost_usd)
-            .chain([analysis.map_or(Some(0.0), |a| a.cost_usd)]),
-    ))
-}
-
 /// One place of the series: its battle (created, or the one a stopped
 /// process left), run to its end, analysed, and its results checked
 /// against the goal. Returns the battle's id.
@@ -566,7 +559,7 @@ async fn run_place(
     n: u64,
     existing: Option<String>,
     token: CancellationToken,
-) -> Result<String> {
+) -> Result<(u64, String)> {
     let request = &series.request;
     let (p, _) = request.slot(n);
     let prompt = &request.prompts[p];
@@ -607,7 +600,7 @@ async fn run_place(
     };
     watch.abort();
     if token.is_cancelled() || battle.status != crate::battle::BattleStatus::Done {
-        return Ok(battle_id);
+        return Ok((n, battle_id));
     }
     if request.analysis
         && engine.analysis(&battle_id).await?.is_none()
@@ -618,7 +611,7 @@ async fn run_place(
         }
     }
     check_goals(&engine, &series, &battle, prompt, &token).await?;
-    Ok(battle_id)
+    Ok((n, battle_id))
 }
 
 /// Checks every finished contestant's result against the goal, giving it
