@@ -514,16 +514,24 @@ async fn drive_series(
         match joined {
             Ok(Ok((slot, battle_id))) => {
                 done += 1;
+                if request.budget_usd.is_none() && !request.until_decided {
+                    continue;
+                }
                 let new_rows = engine.place_rows(&series, slot, &battle_id).await?;
-                let analysis = engine.analysis(&battle_id).await?;
-                let cost = crate::benchmark::add_costs(
-                    new_rows
-                        .iter()
-                        .map(|r| r.cost_usd)
-                        .chain([analysis.map_or(Some(0.0), |a| a.cost_usd)]),
-                );
-                battle_costs.extend(cost);
-                rows.extend(new_rows);
+                if request.budget_usd.is_some() {
+                    let analysis = engine.analysis(&battle_id).await?;
+                    let cost = crate::benchmark::add_costs(
+                        new_rows
+                            .iter()
+                            .map(|r| r.cost_usd)
+                            .chain([analysis.map_or(Some(0.0), |a| a.cost_usd)]),
+                    );
+                    battle_costs.extend(cost);
+                }
+                // Only "until decided" needs the rows so far.
+                if request.until_decided {
+                    rows.extend(new_rows);
+                }
                 if request.until_decided
                     && stop.is_none()
                     && series::decided(&series::report(&rows))
