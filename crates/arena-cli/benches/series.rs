@@ -69,7 +69,16 @@ async fn main() {
     let project = bench.project().to_string_lossy().into_owned();
     let runs_arg = runs.to_string();
     let started = Instant::now();
-    let mut child = Command::new(arena_bin())
+    // ARENA_BENCH_WRAP=heaptrack (say) runs the CLI under a profiler.
+    let mut command = match std::env::var("ARENA_BENCH_WRAP") {
+        Ok(wrap) => {
+            let mut c = Command::new(wrap);
+            c.arg(arena_bin());
+            c
+        }
+        Err(_) => Command::new(arena_bin()),
+    };
+    let mut child = command
         .args([
             "series",
             "run",

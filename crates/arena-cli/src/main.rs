@@ -219,7 +219,14 @@ fn main() -> ExitCode {
         )
         .with_writer(std::io::stderr)
         .init();
-    let runtime = match tokio::runtime::Runtime::new() {
+    // Blocking work (SQLite, git, files) is serialised by the store anyway;
+    // a few threads for it keep a long series' memory from spreading over
+    // many threads' allocator arenas.
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .max_blocking_threads(8)
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("arena: cannot start the async runtime: {e}");
