@@ -227,3 +227,58 @@ async fn a_killed_series_is_resumed_and_no_place_runs_twice() {
     // (plus the one the kill interrupted, which ran again).
     assert!(s.local.requests_for("good").len() <= 5);
 }
+
+/// Two processes started at once with the same key: one series, run once.
+#[tokio::test]
+async fn two_processes_with_one_key_at_once_make_one_series() {
+    let s = Setup::new().await;
+    models(&s, 200.0);
+    let project = s.project().to_string_lossy().into_owned();
+    let args = series_args(
+        &s,
+        &project,
+        &["--runs", "2", "--no-analysis", "--key", "same"],
+    );
+    let children: Vec<_> = (0..2)
+        .map(|_| {
+            s.command(&args)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let mut ids = Vec::new();
+    for child in children {
+        let out = tokio::task::spawn_blocking(move || child.wait_with_output().unwrap())
+            .await
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+        ids.push(json["id"].as_str().unwrap().to_string());
+    }
+    assert_eq!(ids[0], ids[1], "both got the same series");
+    let list = s.arena(&["series", "list", "--json"]).await;
+    let list: Value = serde_json::from_slice(&list.stdout).unwrap();
+    assert_eq!(list.as_array().unwrap().len(), 1);
+    // The one that did not start it may return before the other finishes;
+    // either way each place has one battle.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let shown = s.arena(&["series", "show", &ids[0], "--json"]).await;
+        let shown: Value = serde_json::from_slice(&shown.stdout).unwrap();
+        if shown["status"] != "running" {
+            assert_eq!(shown["done"], 2);
+            break;
+        }
+        assert!(Instant::now() < deadline, "the series never ended");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let battles = s.arena(&["battle", "list", "--json"]).await;
+    let battles: Value = serde_json::from_slice(&battles.stdout).unwrap();
+    assert_eq!(battles.as_array().unwrap().len(), 2);
+}
