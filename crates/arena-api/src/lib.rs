@@ -1041,6 +1041,10 @@ pub struct StandingDto {
     pub win_rate: f64,
     pub median_duration_ms: Option<f64>,
     pub median_tokens_per_sec: Option<f64>,
+    /// What its runs cost in all (USD); `null` when any cost is unknown.
+    pub cost_usd: Option<f64>,
+    /// `cost_usd / wins`, when both are known and it won.
+    pub cost_per_win_usd: Option<f64>,
 }
 
 impl From<&core::leaderboard::Standing> for StandingDto {
@@ -1060,6 +1064,8 @@ impl From<&core::leaderboard::Standing> for StandingDto {
             win_rate: s.win_rate,
             median_duration_ms: s.median_duration_ms,
             median_tokens_per_sec: s.median_tokens_per_sec,
+            cost_usd: s.cost_usd,
+            cost_per_win_usd: s.cost_per_win_usd,
         }
     }
 }

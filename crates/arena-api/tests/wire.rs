@@ -260,6 +260,8 @@ fn a_standing() {
         win_rate: 0.7,
         median_duration_ms: Some(5200.0),
         median_tokens_per_sec: Some(80.5),
+        cost_usd: Some(0.35),
+        cost_per_win_usd: Some(0.05),
     }));
 }
 

@@ -30,7 +30,7 @@ pub fn leaderboard_text(standings: &[Standing]) -> String {
         return "No finished battles yet.\n".into();
     }
     let mut out = format!(
-        "{:>4}  {:<36} {:>7} {:>17} {:>7} {:>5} {:>6} {:>9} {:>8}\n",
+        "{:>4}  {:<36} {:>7} {:>17} {:>7} {:>5} {:>6} {:>9} {:>8} {:>9}\n",
         "rank",
         "contestant",
         "rating",
@@ -39,12 +39,13 @@ pub fn leaderboard_text(standings: &[Standing]) -> String {
         "wins",
         "win %",
         "median s",
-        "tok/s"
+        "tok/s",
+        "$/win"
     );
     for s in standings {
         let name = format!("{}@{}", s.identity, s.model);
         out.push_str(&format!(
-            "{:>4}  {:<36} {:>7.0} {:>17} {:>7} {:>5} {:>5.0}% {:>9} {:>8}\n",
+            "{:>4}  {:<36} {:>7.0} {:>17} {:>7} {:>5} {:>5.0}% {:>9} {:>8} {:>9}\n",
             s.rank,
             name,
             s.rating,
@@ -57,6 +58,9 @@ pub fn leaderboard_text(standings: &[Standing]) -> String {
                 .unwrap_or_else(|| "—".into()),
             s.median_tokens_per_sec
                 .map(|r| format!("{r:.1}"))
+                .unwrap_or_else(|| "—".into()),
+            s.cost_per_win_usd
+                .map(|c| format!("{c:.4}"))
                 .unwrap_or_else(|| "—".into()),
         ));
     }

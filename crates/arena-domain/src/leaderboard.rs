@@ -89,6 +89,8 @@ pub struct Entry {
     pub player: Player,
     pub duration_ms: Option<u64>,
     pub tokens_per_sec: Option<f64>,
+    /// What its run cost (USD), when known.
+    pub cost_usd: Option<f64>,
 }
 
 /// How a battle ended.
@@ -137,6 +139,10 @@ pub struct Standing {
     pub win_rate: f64,
     pub median_duration_ms: Option<f64>,
     pub median_tokens_per_sec: Option<f64>,
+    /// What its runs cost in all (USD); `None` when any cost is unknown.
+    pub cost_usd: Option<f64>,
+    /// `cost_usd / wins`, when both are known and it won.
+    pub cost_per_win_usd: Option<f64>,
 }
 
 /// What to compute.
@@ -224,6 +230,10 @@ pub fn compute(outcomes: &[BattleOutcome], options: &Options) -> Vec<Standing> {
             },
             median_duration_ms: median(record.durations),
             median_tokens_per_sec: median(record.rates),
+            cost_usd: crate::benchmark::add_costs(record.costs.iter().copied()),
+            cost_per_win_usd: crate::benchmark::add_costs(record.costs.iter().copied())
+                .filter(|_| record.wins > 0)
+                .map(|c| c / f64::from(record.wins)),
         })
         .collect();
 
@@ -355,12 +365,15 @@ struct Record {
     losses: u32,
     durations: Vec<f64>,
     rates: Vec<f64>,
+    /// Costs of its runs (`None` for an unknown one).
+    costs: Vec<Option<f64>>,
 }
 
 impl Record {
     /// Adds the entry at `position` of a battle that ended with `decision`.
     fn add(&mut self, entry: &Entry, decision: Option<Decision>, position: usize) {
         self.battles += 1;
+        self.costs.push(entry.cost_usd);
         if let Some(ms) = entry.duration_ms {
             self.durations.push(ms as f64);
         }
@@ -559,6 +572,7 @@ mod tests {
             player: player(name),
             duration_ms: None,
             tokens_per_sec: None,
+            cost_usd: Some(0.01),
         }
     }
 
@@ -834,6 +848,7 @@ mod tests {
                         player: player("Fast"),
                         duration_ms,
                         tokens_per_sec,
+                        cost_usd: None,
                     },
                     entry("Blank"),
                 ],
@@ -966,5 +981,25 @@ mod tests {
         let (a, d) = (find(&standings, "A"), find(&standings, "D"));
         let gap = RATING_SCALE * (p[0] / p[3]).log10();
         assert!((a.rating - d.rating - gap).abs() < 1e-9);
+    }
+
+    #[test]
+    fn cost_per_win_is_known_only_when_every_cost_is() {
+        let outcomes: Vec<BattleOutcome> = (0..2)
+            .map(|i| outcome(i, BattleType::Qa, &["A", "B"], Verdict::Winner(0)))
+            .collect();
+        let standings = compute(&outcomes, &Options::default());
+        let a = standings.iter().find(|s| s.identity == "A").unwrap();
+        let b = standings.iter().find(|s| s.identity == "B").unwrap();
+        assert!((a.cost_usd.unwrap() - 0.02).abs() < 1e-12);
+        assert!((a.cost_per_win_usd.unwrap() - 0.01).abs() < 1e-12);
+        assert_eq!(b.cost_per_win_usd, None, "no win, no cost per win");
+        let mut unknown = outcomes.clone();
+        unknown[0].entries[0].cost_usd = None;
+        let a = compute(&unknown, &Options::default())
+            .into_iter()
+            .find(|s| s.identity == "A")
+            .unwrap();
+        assert_eq!((a.cost_usd, a.cost_per_win_usd), (None, None));
     }
 }

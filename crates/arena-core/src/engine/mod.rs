@@ -619,6 +619,7 @@ impl Engine {
                             player: Player::new(c.identity.clone(), c.model.clone()),
                             duration_ms: c.benchmark.duration_ms,
                             tokens_per_sec: c.benchmark.tokens_per_sec,
+                            cost_usd: c.benchmark.cost_usd,
                         })
                         .collect(),
                     verdict,

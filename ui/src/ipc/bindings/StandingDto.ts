@@ -27,4 +27,12 @@ decided: number, wins: number, ties: number, losses: number,
 /**
  * `wins / decided` (0 when nothing was decided).
  */
-win_rate: number, median_duration_ms: number | null, median_tokens_per_sec: number | null, };
+win_rate: number, median_duration_ms: number | null, median_tokens_per_sec: number | null, 
+/**
+ * What its runs cost in all (USD); `null` when any cost is unknown.
+ */
+cost_usd: number | null, 
+/**
+ * `cost_usd / wins`, when both are known and it won.
+ */
+cost_per_win_usd: number | null, };
