@@ -15,6 +15,7 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::battle::{Battle, BattleRequest, BattleType, ContestantStatus};
+use crate::catalog::Resolved;
 use crate::error::{Error, Invalid, Result};
 use crate::series::{
     self, GoalCheck, RunRow, Series, SeriesProgress, SeriesPrompt, SeriesRequest, SeriesStatus,
@@ -24,6 +25,24 @@ use crate::store;
 
 use super::validate::{self, Plan};
 use super::{pid_alive, Engine, HEARTBEAT};
+
+/// The models that judge a series' battles, with their providers.
+#[derive(Debug, Clone, Default)]
+struct Judges {
+    analysis: Option<Resolved>,
+    goal: Option<Resolved>,
+    confirm: Option<Resolved>,
+}
+
+impl Judges {
+    /// Each judge as `(provider, model)`.
+    fn models(&self) -> impl Iterator<Item = (String, String)> + '_ {
+        [&self.analysis, &self.goal, &self.confirm]
+            .into_iter()
+            .flatten()
+            .map(|r| (r.provider.clone(), r.model.clone()))
+    }
+}
 
 /// What starting a series did.
 #[derive(Debug, Clone)]
@@ -45,7 +64,7 @@ impl SeriesStart {
 /// A first guess at a battle's cost before any has finished: per
 /// contestant, the prompt (4 characters a token) plus 1,024 tokens out,
 /// and for the judges 2,000 tokens in and 500 out per contestant.
-fn first_guess(engine: &Engine, plan: &Plan, prompt: &str, judges: &[(String, String)]) -> f64 {
+fn first_guess(engine: &Engine, plan: &Plan, prompt: &str, judges: &Judges) -> f64 {
     let config = engine.config();
     let prompt_tokens = prompt.len() as u64 / 4 + 100;
     let contestants: f64 = plan
@@ -58,8 +77,8 @@ fn first_guess(engine: &Engine, plan: &Plan, prompt: &str, judges: &[(String, St
         .sum();
     let n = plan.models().count() as u64;
     let judging: f64 = judges
-        .iter()
-        .filter_map(|(provider, model)| config.price(provider, model))
+        .models()
+        .filter_map(|(provider, model)| config.price(&provider, &model))
         .map(|p| p.cost(2000 * n, 0, 500 * n))
         .sum();
     contestants + judging
@@ -102,7 +121,7 @@ impl Engine {
             let unpriced = plan
                 .models()
                 .map(|(p, m)| (p.to_string(), m.to_string()))
-                .chain(judges.iter().cloned())
+                .chain(judges.models())
                 .find(|(p, m)| config.price(p, m).is_none());
             if let Some((provider, model)) = unpriced {
                 return Err(Invalid::Other(format!(
@@ -144,36 +163,38 @@ impl Engine {
         }
     }
 
-    /// The models that judge a series' battles (analysis, goal, confirm),
-    /// as `(provider, model)`.
-    async fn judges(&self, request: &SeriesRequest) -> Result<Vec<(String, String)>> {
+    /// The models that judge a series' battles, resolved to their
+    /// providers once (discovery asks every provider).
+    async fn judges(&self, request: &SeriesRequest) -> Result<Judges> {
         let default = self.config().default_model.clone();
-        let mut wanted: Vec<String> = Vec::new();
-        if request.analysis {
-            wanted.extend(default.clone());
-        }
-        if request.prompts.iter().any(|p| request.goal_of(p).is_some()) {
-            match request.goal_model.clone().or(default) {
-                Some(m) => wanted.push(m),
-                None => return Err(Invalid::Other(
+        let has_goal = request.prompts.iter().any(|p| request.goal_of(p).is_some());
+        let goal_model =
+            match (has_goal, request.goal_model.clone().or(default.clone())) {
+                (false, _) => None,
+                (true, Some(m)) => Some(m),
+                (true, None) => return Err(Invalid::Other(
                     "a goal needs a judge: pass --goal-model or set default_model in arena.toml"
                         .into(),
                 )
                 .into()),
-            }
-            wanted.extend(request.confirm_model.clone());
-        }
-        if wanted.is_empty() {
-            return Ok(Vec::new());
+            };
+        let analysis_model = default.filter(|_| request.analysis);
+        let confirm_model = request.confirm_model.clone().filter(|_| has_goal);
+        if analysis_model.is_none() && goal_model.is_none() {
+            return Ok(Judges::default());
         }
         let catalog = self.catalog().await;
-        wanted
-            .iter()
-            .map(|m| {
-                let r = catalog.resolve(m)?;
-                Ok((r.provider, r.model))
+        let resolve = |m: Option<String>| -> Result<Option<Resolved>> {
+            Ok(match m {
+                Some(m) => Some(catalog.resolve(&m)?),
+                None => None,
             })
-            .collect()
+        };
+        Ok(Judges {
+            analysis: resolve(analysis_model)?,
+            goal: resolve(goal_model)?,
+            confirm: resolve(confirm_model)?,
+        })
     }
 
     pub async fn series(&self, id: &str) -> Result<Series> {
@@ -458,7 +479,7 @@ async fn drive_series(
 ) -> Result<(SeriesStatus, Option<u64>)> {
     let request = &series.request;
     let plan = Arc::new(validate::check(engine, first_battle(request)).await?);
-    let judges = engine.judges(request).await?;
+    let judges = Arc::new(engine.judges(request).await?);
     let series = Arc::new(series.clone());
     let i = series.id.clone();
     let slots: BTreeMap<u64, String> = engine.db(move |s| s.series_battles(&i)).await?;
@@ -503,6 +524,7 @@ async fn drive_series(
                 engine.clone(),
                 series.clone(),
                 plan.clone(),
+                judges.clone(),
                 n,
                 existing,
                 token.clone(),
@@ -564,6 +586,7 @@ async fn run_place(
     engine: Engine,
     series: Arc<Series>,
     plan: Arc<Plan>,
+    judges: Arc<Judges>,
     n: u64,
     existing: Option<String>,
     token: CancellationToken,
@@ -618,7 +641,7 @@ async fn run_place(
             tracing::warn!(battle = %battle_id, error = %e, "the series' analysis of a battle failed");
         }
     }
-    check_goals(&engine, &series, &battle, prompt, &token).await?;
+    check_goals(&engine, &series, &judges, &battle, prompt, &token).await?;
     Ok((n, battle_id))
 }
 
@@ -630,6 +653,7 @@ async fn run_place(
 async fn check_goals(
     engine: &Engine,
     series: &Series,
+    judges: &Judges,
     battle: &Battle,
     prompt: &SeriesPrompt,
     token: &CancellationToken,
@@ -640,20 +664,7 @@ async fn check_goals(
     if goal.is_none() && !by_check {
         return Ok(());
     }
-    let catalog = engine.catalog().await;
-    let resolve = |m: Option<&String>| -> Result<Option<crate::catalog::Resolved>> {
-        Ok(match m {
-            Some(m) => Some(catalog.resolve(m)?),
-            None => None,
-        })
-    };
-    let judge = resolve(
-        request
-            .goal_model
-            .as_ref()
-            .or(engine.config().default_model.as_ref()),
-    )?;
-    let confirm = resolve(request.confirm_model.as_ref())?;
+    let (judge, confirm) = (&judges.goal, &judges.confirm);
     let b = battle.id.clone();
     let recorded = engine.db(move |s| s.goal_checks(&b)).await?;
     for c in battle
