@@ -20,6 +20,15 @@ pub async fn run_and_judge<R: Runtime>(app: AppHandle<R>, engine: Engine, battle
     }
 }
 
+/// Drives a freshly created series to its end (its battles are judged by
+/// the series itself).
+pub async fn run_series(engine: Engine, series_id: String) {
+    match engine.run_series(&series_id).await {
+        Ok(series) => tracing::info!(series = %series.id, status = %series.status, "series ended"),
+        Err(err) => tracing::warn!(series = %series_id, %err, "running the series failed"),
+    }
+}
+
 /// Notifies the user that a battle ended, with its winner when known.
 async fn finished<R: Runtime>(app: &AppHandle<R>, engine: &Engine, battle_id: &str) {
     match engine.battle(battle_id).await {

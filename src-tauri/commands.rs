@@ -21,8 +21,8 @@ use crate::state::AppState;
 use arena_api::{
     AnalysisDto, AppInfo, ApplyResultDto, BackendDto, BattleDetailDto, BattleDto, BattleEventDto,
     BattleTypeDto, CrossExaminationDto, DiffViewDto, PersonasDto, ProviderModelsDto,
-    ProviderSettingsDto, RoundDto, SettingsDto, SettingsUpdateDto, StandingDto, StartBattleRequest,
-    WorkDto,
+    ProviderSettingsDto, RoundDto, SeriesDto, SettingsDto, SettingsUpdateDto, StandingDto,
+    StartBattleRequest, StartSeriesRequest, WorkDto,
 };
 
 /// `list_battles` without a limit.
@@ -103,6 +103,89 @@ pub async fn start_battle<R: Runtime>(
         battle.id.clone(),
     ));
     Ok(BattleDto::from(&battle))
+}
+
+/// Validates and records a series (or, for a key used before, returns the
+/// series it started), then runs it in the background. Poll it with
+/// `get_series`; its battles stream like any battle.
+#[tauri::command]
+pub async fn start_series(
+    state: State<'_, AppState>,
+    request: StartSeriesRequest,
+) -> Result<SeriesDto, Error> {
+    let engine = state.engine()?;
+    let prompt_set = match non_blank(request.prompt_set.clone()) {
+        Some(file) => Some(
+            blocking(move || {
+                std::fs::read_to_string(&file).map_err(|e| {
+                    arena_core::Invalid::Other(format!("cannot read the prompt set {file}: {e}"))
+                        .into()
+                })
+            })
+            .await?,
+        ),
+        None => None,
+    };
+    let (request, key) = request.into_engine(prompt_set.as_deref())?;
+    let started = engine.create_series(request, key).await?;
+    if let arena_core::SeriesStart::Created(series) = &started {
+        tauri::async_runtime::spawn(background::run_series(engine.clone(), series.id.clone()));
+    }
+    series_dto(engine, &started.series().id).await
+}
+
+async fn series_dto(engine: &Engine, id: &str) -> Result<SeriesDto, Error> {
+    Ok(SeriesDto::from(&engine.series_summary(id).await?))
+}
+
+/// Series, newest first (default 50), each with its report so far.
+#[tauri::command]
+pub async fn list_series(
+    state: State<'_, AppState>,
+    limit: Option<u32>,
+) -> Result<Vec<SeriesDto>, Error> {
+    let engine = state.engine()?;
+    let limit = limit.unwrap_or(50).min(MAX_LIST_LIMIT) as usize;
+    let mut all = Vec::new();
+    for s in engine.series_list(limit).await? {
+        all.push(series_dto(engine, &s.id).await?);
+    }
+    Ok(all)
+}
+
+/// A series: its progress, its battles and its report per contestant.
+#[tauri::command]
+pub async fn get_series(state: State<'_, AppState>, id: String) -> Result<SeriesDto, Error> {
+    series_dto(state.engine()?, &id).await
+}
+
+/// Stops a series (whichever process runs it): no new battle starts and
+/// the running ones are cancelled.
+#[tauri::command]
+pub async fn cancel_series(state: State<'_, AppState>, id: String) -> Result<SeriesDto, Error> {
+    let engine = state.engine()?;
+    let series = engine.cancel_series(&id).await?;
+    series_dto(engine, &series.id).await
+}
+
+/// Writes the series' report files (report.html, report.md, report.json,
+/// runs.csv) into its folder; returns the path of report.html.
+#[tauri::command]
+pub async fn export_series_report(state: State<'_, AppState>, id: String) -> Result<String, Error> {
+    let dir = state.engine()?.write_series_report(&id).await?;
+    Ok(dir.join("report.html").display().to_string())
+}
+
+/// Shows a series' report folder in the OS file manager (written first
+/// when it is not yet).
+#[tauri::command]
+pub async fn open_series_folder<R: Runtime>(
+    app: AppHandle<R>,
+    state: State<'_, AppState>,
+    id: String,
+) -> Result<(), Error> {
+    let dir = state.engine()?.write_series_report(&id).await?;
+    open_folder(&app, &dir)
 }
 
 /// Cancels a whole battle; returns it once the cancellation took effect.

@@ -87,10 +87,29 @@ wire_enum!(
     /// Work that runs after (or beside) a battle and can be cancelled.
     WorkDto from core::store::Work { Analysis, CrossExamination, Round }
 );
-wire_enum!(
-    /// How a series ended (or `running`).
-    SeriesStatusDto from core::series::SeriesStatus { Running, Done, Decided, BudgetReached, Cancelled }
-);
+/// How a series ended (or `running`). A series stopped by
+/// `until_decided` is `done`, with `decided_after` set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[serde(rename_all = "snake_case")]
+pub enum SeriesStatusDto {
+    Running,
+    Done,
+    BudgetReached,
+    Cancelled,
+}
+
+impl From<core::series::SeriesStatus> for SeriesStatusDto {
+    fn from(value: core::series::SeriesStatus) -> Self {
+        use core::series::SeriesStatus as S;
+        match value {
+            S::Running => SeriesStatusDto::Running,
+            S::Done | S::Decided => SeriesStatusDto::Done,
+            S::BudgetReached => SeriesStatusDto::BudgetReached,
+            S::Cancelled => SeriesStatusDto::Cancelled,
+        }
+    }
+}
 wire_enum!(
     /// The API dialect a provider speaks.
     ProviderKindDto from core::config::ProviderKind { Openai, Anthropic }
@@ -387,6 +406,8 @@ pub struct BattleDto {
     /// Coding: the commit every worktree branched from.
     pub base_commit: Option<String>,
     pub check_command: Option<String>,
+    /// The series it is a run of, if any.
+    pub series_id: Option<String>,
 }
 
 impl From<&core::Battle> for BattleDto {
@@ -404,6 +425,7 @@ impl From<&core::Battle> for BattleDto {
             contestants: b.contestants.iter().map(Into::into).collect(),
             base_commit: b.base_commit.clone(),
             check_command: b.check_command.clone(),
+            series_id: b.series_id.clone(),
         }
     }
 }
@@ -1073,6 +1095,89 @@ impl From<&core::leaderboard::Standing> for StandingDto {
 // ---------------------------------------------------------------------------
 // Series
 
+/// What the launcher sends to start a series: a battle's fields, plus how
+/// often and against what it runs.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct StartSeriesRequest {
+    pub battle_type: BattleTypeDto,
+    pub project: String,
+    /// The prompt of every run, unless `prompt_set` is given.
+    pub prompt: String,
+    /// A prompt-set file: one prompt per line, or JSONL with `prompt` and
+    /// optional `goal`, `check`, `tags`.
+    pub prompt_set: Option<String>,
+    pub contestants: Vec<String>,
+    pub check_command: Option<String>,
+    pub runs: u32,
+    pub parallel: u32,
+    pub goal: Option<String>,
+    pub goal_model: Option<String>,
+    pub confirm_model: Option<String>,
+    pub max_turns: u32,
+    pub budget_usd: Option<f64>,
+    pub until_decided: bool,
+    /// Judge a winner of each battle.
+    pub analysis: bool,
+    pub tags: Vec<String>,
+    /// An idempotency key: the same key again returns the series it started.
+    pub key: Option<String>,
+}
+
+/// A trimmed text, `None` when blank.
+fn text(value: Option<String>) -> Option<String> {
+    value
+        .map(|v| v.trim().to_string())
+        .filter(|v| !v.is_empty())
+}
+
+impl StartSeriesRequest {
+    /// The engine's request and key. `prompt_set` is the text of the file
+    /// the request names (the caller reads it); fails on a contestant that
+    /// is not `IDENTITY@MODEL` or a prompt set that does not parse.
+    pub fn into_engine(
+        self,
+        prompt_set: Option<&str>,
+    ) -> Result<(core::series::SeriesRequest, Option<String>), core::Invalid> {
+        let prompts = match prompt_set {
+            Some(text) => core::series::parse_prompts(text)?,
+            None => vec![core::series::SeriesPrompt {
+                prompt: self.prompt,
+                goal: None,
+                check: None,
+                tags: Vec::new(),
+            }],
+        };
+        let contestants = self
+            .contestants
+            .iter()
+            .map(|c| core::ContestantSpec::parse(c))
+            .collect::<Result<Vec<_>, _>>()?;
+        let request = core::series::SeriesRequest {
+            battle_type: self.battle_type.into(),
+            project: self.project.trim().into(),
+            contestants,
+            prompts,
+            runs: self.runs,
+            parallel: self.parallel,
+            goal: text(self.goal),
+            goal_model: text(self.goal_model),
+            confirm_model: text(self.confirm_model),
+            max_turns: self.max_turns,
+            budget_usd: self.budget_usd,
+            until_decided: self.until_decided,
+            analysis: self.analysis,
+            check_command: text(self.check_command),
+            tags: self
+                .tags
+                .into_iter()
+                .filter_map(|t| text(Some(t)))
+                .collect(),
+        };
+        Ok((request, text(self.key)))
+    }
+}
+
 /// A series: what it runs, how far it got, and its report per contestant
 /// (`arena series show --json`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -1085,55 +1190,67 @@ pub struct SeriesDto {
     pub status: SeriesStatusDto,
     pub battle_type: BattleTypeDto,
     pub project: String,
+    /// The first prompt of the set (the only one without a set).
+    pub prompt: String,
+    /// Prompts in the set.
+    pub prompts: usize,
     /// Runs of each prompt (with `until_decided`, the most).
     pub runs: u32,
-    pub prompts: usize,
+    pub parallel: u32,
     pub goal: Option<String>,
     pub max_turns: u32,
     pub budget_usd: Option<f64>,
     pub until_decided: bool,
+    pub tags: Vec<String>,
     /// Battles at most (runs × prompts).
-    pub total: u64,
+    pub runs_planned: u64,
     /// Battles that have ended.
-    pub done: u64,
+    pub runs_done: u64,
+    /// Battles under way.
     pub running: u64,
     /// Spent so far (USD); `null` when a price is unknown.
     pub spent_usd: Option<f64>,
-    /// Battles done when the leader separated.
+    /// Battles done when the leader's interval separated (`until_decided`).
     pub decided_after: Option<u64>,
     pub created_at: String,
     pub finished_at: Option<String>,
-    /// Its report folder (report.md, report.json, runs.csv).
+    /// Its report folder (report.md, report.json, runs.csv, report.html).
     pub report_path: Option<String>,
-    pub contestants: Vec<ContestantReportDto>,
+    /// Its battles' ids, in the order they were planned.
+    pub battles: Vec<String>,
+    pub contestants: Vec<SeriesContestantDto>,
 }
 
-/// One contestant over a series. Rates are 0–1 with 95% Wilson intervals.
+/// One contestant over a series. Rates are 0–1, each with its 95% Wilson
+/// interval `[low, high]`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
-pub struct ContestantReportDto {
-    /// `IDENTITY@MODEL`.
-    pub contestant: String,
+pub struct SeriesContestantDto {
+    /// A persona name or a CLI agent.
+    pub identity: String,
+    pub model: String,
     pub runs: u32,
     pub wins: u32,
     pub ties: u32,
     /// Runs with a verdict (a winner or a tie).
     pub decided: u32,
+    /// Wins of the decided runs.
     pub win_rate: Option<f64>,
-    pub win_rate_low: f64,
-    pub win_rate_high: f64,
+    pub win_rate_ci: [f64; 2],
     /// Results checked against the goal (no judge error).
     pub goal_checked: u32,
     pub goal_passes: u32,
-    pub pass_rate: Option<f64>,
-    pub pass_rate_low: f64,
-    pub pass_rate_high: f64,
+    /// `null` without a goal.
+    pub goal_pass_rate: Option<f64>,
+    pub goal_pass_rate_ci: [f64; 2],
+    /// Goal checks the judge could not answer (not counted as fails).
     pub goal_errors: u32,
-    pub mean_turns_to_goal: Option<f64>,
+    /// Mean turns of the results that reached the goal.
+    pub mean_turns: Option<f64>,
     pub errors: u32,
-    pub duration_p50_ms: Option<f64>,
-    pub duration_p95_ms: Option<f64>,
-    pub ttft_p50_ms: Option<f64>,
+    pub duration_ms_p50: Option<f64>,
+    pub duration_ms_p95: Option<f64>,
+    pub ttft_ms_p50: Option<f64>,
     /// Generation speed of local runs.
     pub tokens_per_sec_mean: Option<f64>,
     pub tokens_per_sec_sd: Option<f64>,
@@ -1143,28 +1260,31 @@ pub struct ContestantReportDto {
     pub cost_per_pass_usd: Option<f64>,
 }
 
-impl From<&core::series::ContestantReport> for ContestantReportDto {
+impl From<&core::series::ContestantReport> for SeriesContestantDto {
     fn from(r: &core::series::ContestantReport) -> Self {
-        ContestantReportDto {
-            contestant: r.contestant.clone(),
+        let (identity, model) = r
+            .contestant
+            .split_once('@')
+            .unwrap_or((r.contestant.as_str(), ""));
+        SeriesContestantDto {
+            identity: identity.to_string(),
+            model: model.to_string(),
             runs: r.runs,
             wins: r.wins,
             ties: r.ties,
             decided: r.decided,
             win_rate: r.win_rate,
-            win_rate_low: r.win_rate_low,
-            win_rate_high: r.win_rate_high,
+            win_rate_ci: [r.win_rate_low, r.win_rate_high],
             goal_checked: r.goal_checked,
             goal_passes: r.goal_passes,
-            pass_rate: r.pass_rate,
-            pass_rate_low: r.pass_rate_low,
-            pass_rate_high: r.pass_rate_high,
+            goal_pass_rate: r.pass_rate,
+            goal_pass_rate_ci: [r.pass_rate_low, r.pass_rate_high],
             goal_errors: r.goal_errors,
-            mean_turns_to_goal: r.mean_turns_to_goal,
+            mean_turns: r.mean_turns_to_goal,
             errors: r.errors,
-            duration_p50_ms: r.duration_p50_ms,
-            duration_p95_ms: r.duration_p95_ms,
-            ttft_p50_ms: r.ttft_p50_ms,
+            duration_ms_p50: r.duration_p50_ms,
+            duration_ms_p95: r.duration_p95_ms,
+            ttft_ms_p50: r.ttft_p50_ms,
             tokens_per_sec_mean: r.tokens_per_sec_mean,
             tokens_per_sec_sd: r.tokens_per_sec_sd,
             prompt_tokens: r.prompt_tokens,
@@ -1186,20 +1306,28 @@ impl From<&core::series::SeriesSummary> for SeriesDto {
             status: s.status.into(),
             battle_type: r.battle_type.into(),
             project: path(&r.project),
-            runs: r.runs,
+            prompt: r
+                .prompts
+                .first()
+                .map(|p| p.prompt.clone())
+                .unwrap_or_default(),
             prompts: r.prompts.len(),
+            runs: r.runs,
+            parallel: r.parallel,
             goal: r.goal.clone(),
             max_turns: r.max_turns,
             budget_usd: r.budget_usd,
             until_decided: r.until_decided,
-            total: s.total,
-            done: summary.progress.done,
+            tags: r.tags.clone(),
+            runs_planned: s.total,
+            runs_done: summary.progress.done,
             running: summary.progress.running,
             spent_usd: summary.progress.spent_usd,
             decided_after: s.decided_after,
             created_at: rfc3339(s.created_at),
             finished_at: s.finished_at.map(rfc3339),
             report_path: s.report_path.as_deref().map(path),
+            battles: summary.battles.clone(),
             contestants: summary.reports.iter().map(Into::into).collect(),
         }
     }

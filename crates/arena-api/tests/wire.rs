@@ -425,6 +425,7 @@ fn a_series() {
             decided_after: None,
             report_path: Some(PathBuf::from("/p/Arena/series-x")),
         },
+        battles: vec!["b1".into(), "b2".into()],
         reports: report(&rows),
         rows,
         progress: SeriesProgress {

@@ -5,9 +5,9 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use arena_api::SeriesDto;
-use arena_core::battle::{BattleType, ContestantSpec};
-use arena_core::series::{parse_prompts, SeriesPrompt, SeriesRequest};
+use arena_api::{BattleTypeDto, SeriesDto, StartSeriesRequest};
+use arena_core::battle::BattleType;
+use arena_core::series::SeriesRequest;
 use arena_core::{Engine, Error, Invalid, SeriesStart};
 use clap::{Args, Subcommand};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -43,8 +43,14 @@ pub enum SeriesCommand {
         #[command(flatten)]
         json: JsonFlag,
     },
-    /// Write the series' report files again (report.md, report.json, runs.csv).
-    Report { id: String },
+    /// Write the series' report files again (report.md, report.json, runs.csv,
+    /// report.html) and print the folder, or with --format one file's text.
+    Report {
+        id: String,
+        /// Print this report instead of the folder: md, json, csv or html.
+        #[arg(long, value_parser = ["md", "json", "csv", "html"])]
+        format: Option<String>,
+    },
 }
 
 #[derive(Args)]
@@ -164,44 +170,49 @@ pub async fn series(engine: &Engine, command: SeriesCommand) -> Result<(), Error
             }
             Ok(())
         }
-        SeriesCommand::Report { id } => {
+        SeriesCommand::Report { id, format } => {
             let dir = engine.write_series_report(&id).await?;
-            println!("{}", dir.display());
+            let Some(format) = format else {
+                println!("{}", dir.display());
+                return Ok(());
+            };
+            let file = match format.as_str() {
+                "csv" => dir.join("runs.csv"),
+                other => dir.join(format!("report.{other}")),
+            };
+            let text = std::fs::read_to_string(&file).map_err(|e| arena_core::Error::Io {
+                path: file.clone(),
+                source: e,
+            })?;
+            print!("{text}");
             Ok(())
         }
     }
 }
 
-fn request(args: &SeriesArgs) -> Result<SeriesRequest, Error> {
-    let battle_type = BattleType::parse_arg(&args.battle_type)?;
-    let prompts = match (&args.prompt, &args.prompts) {
-        (Some(p), _) => vec![SeriesPrompt {
-            prompt: p.clone(),
-            goal: None,
-            check: None,
-            tags: Vec::new(),
-        }],
-        (None, Some(file)) => {
-            let text = std::fs::read_to_string(file).map_err(|e| {
+/// The request as the app sends it, so the CLI and the app check and read
+/// it the same way.
+fn request(args: &SeriesArgs) -> Result<(SeriesRequest, Option<String>), Error> {
+    let battle_type = BattleTypeDto::from(BattleType::parse_arg(&args.battle_type)?);
+    let prompt_set = args
+        .prompts
+        .as_ref()
+        .map(|file| {
+            std::fs::read_to_string(file).map_err(|e| {
                 Invalid::Other(format!(
                     "cannot read the prompt set {}: {e}",
                     file.display()
                 ))
-            })?;
-            parse_prompts(&text)?
-        }
-        (None, None) => Vec::new(),
-    };
-    let contestants = args
-        .contestants
-        .iter()
-        .map(|c| ContestantSpec::parse(c))
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(SeriesRequest {
+            })
+        })
+        .transpose()?;
+    let request = StartSeriesRequest {
         battle_type,
-        project: args.project.clone(),
-        contestants,
-        prompts,
+        project: args.project.display().to_string(),
+        prompt: args.prompt.clone().unwrap_or_default(),
+        prompt_set: None,
+        contestants: args.contestants.clone(),
+        check_command: args.check.clone(),
         runs: args.runs,
         parallel: args.parallel,
         goal: args.goal.clone(),
@@ -211,14 +222,15 @@ fn request(args: &SeriesArgs) -> Result<SeriesRequest, Error> {
         budget_usd: args.budget,
         until_decided: args.until_decided,
         analysis: !args.no_analysis,
-        check_command: args.check.clone(),
         tags: args.tags.clone(),
-    })
+        key: args.key.clone(),
+    };
+    Ok(request.into_engine(prompt_set.as_deref())?)
 }
 
 async fn run(engine: &Engine, args: SeriesArgs) -> Result<(), Error> {
-    let request = request(&args)?;
-    let started = engine.create_series(request, args.key.clone()).await?;
+    let (request, key) = request(&args)?;
+    let started = engine.create_series(request, key).await?;
     let id = started.series().id.clone();
     if let SeriesStart::Existing(s) = &started {
         if !args.json.json {

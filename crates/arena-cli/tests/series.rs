@@ -7,44 +7,15 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use arena_testserver::ModelScript;
-use serde_json::Value;
+use serde_json::{json, Value};
 
 mod common;
 use common::Setup;
 
-/// Digests and a judge that picks the answer naming Paris; a goal judge
+/// Digests and a judge that pick the answer naming Paris; a goal judge
 /// that passes it.
 fn judge() -> ModelScript {
-    ModelScript::respond_with(|body| {
-        let system = body["messages"][0]["content"].as_str().unwrap_or("");
-        let user = body["messages"][1]["content"].as_str().unwrap_or("");
-        if system.contains("You summarise one answer") {
-            return if user.contains("Paris") {
-                "MARK-BEST"
-            } else {
-                "MARK-MEH"
-            }
-            .into();
-        }
-        if system.contains("achieves a goal") {
-            let pass = user
-                .rsplit("answer\n")
-                .next()
-                .unwrap_or("")
-                .contains("Paris");
-            return format!("{{\"pass\": {pass}, \"reason\": \"checked\"}}");
-        }
-        let (mut label, mut best) = ("A", "A");
-        for line in user.lines() {
-            if let Some(rest) = line.strip_prefix("Answer ") {
-                label = &rest[..1];
-            }
-            if line.contains("MARK-BEST") {
-                best = label;
-            }
-        }
-        format!("{{\"winner\": \"{best}\"}}")
-    })
+    ModelScript::judge_preferring("Paris")
 }
 
 fn models(s: &Setup, rate: f64) {
@@ -98,14 +69,19 @@ async fn a_series_runs_to_its_end_with_json_and_report_files() {
     let json: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(json["status"], "done", "{json:#}");
     assert_eq!(
-        (json["total"].as_u64(), json["done"].as_u64()),
+        (json["runs_planned"].as_u64(), json["runs_done"].as_u64()),
         (Some(3), Some(3))
     );
+    assert_eq!(json["battles"].as_array().map(Vec::len), Some(3));
     let good = &json["contestants"][0];
-    assert_eq!(good["contestant"], "Debugger@good");
+    assert_eq!(
+        (&good["identity"], &good["model"]),
+        (&json!("Debugger"), &json!("good"))
+    );
     assert_eq!(good["wins"], 3);
-    assert_eq!(good["pass_rate"], 1.0);
-    assert_eq!(json["contestants"][1]["pass_rate"], 0.0);
+    assert_eq!(good["goal_pass_rate"], 1.0);
+    assert!(good["win_rate_ci"][0].as_f64().unwrap() > 0.0, "{good:#}");
+    assert_eq!(json["contestants"][1]["goal_pass_rate"], 0.0);
     // Local models are free, but the cloud judge has no [[price]]: the
     // spend is unknown, not zero.
     assert!(json["spent_usd"].is_null(), "{json:#}");
@@ -124,6 +100,20 @@ async fn a_series_runs_to_its_end_with_json_and_report_files() {
     let text = s.arena(&["series", "show", &id[id.len() - 8..]]).await;
     let text = String::from_utf8_lossy(&text.stdout);
     assert!(text.contains("| Debugger@good | 3 | 3 | 100%"), "{text}");
+    // `series report --format` prints one of the files.
+    let csv = s.arena(&["series", "report", id, "--format", "csv"]).await;
+    let csv = String::from_utf8_lossy(&csv.stdout);
+    assert_eq!(
+        csv.lines().count(),
+        1 + 3 * 2,
+        "a header and a row per contestant per run: {csv}"
+    );
+    let html = s.arena(&["series", "report", id, "--format", "html"]).await;
+    let html = String::from_utf8_lossy(&html.stdout);
+    assert!(
+        html.starts_with("<!doctype html>") && !html.contains("<script"),
+        "{html}"
+    );
 }
 
 #[tokio::test]
@@ -214,7 +204,7 @@ async fn a_killed_series_is_resumed_and_no_place_runs_twice() {
     );
     let resumed: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(resumed[0]["status"], "done", "{resumed:#}");
-    assert_eq!(resumed[0]["done"], 4);
+    assert_eq!(resumed[0]["runs_done"], 4);
     let battles = s.arena(&["battle", "list", "--json"]).await;
     let battles: Value = serde_json::from_slice(&battles.stdout).unwrap();
     assert_eq!(battles.as_array().unwrap().len(), 4, "one battle per place");
@@ -272,7 +262,7 @@ async fn two_processes_with_one_key_at_once_make_one_series() {
         let shown = s.arena(&["series", "show", &ids[0], "--json"]).await;
         let shown: Value = serde_json::from_slice(&shown.stdout).unwrap();
         if shown["status"] != "running" {
-            assert_eq!(shown["done"], 2);
+            assert_eq!(shown["runs_done"], 2);
             break;
         }
         assert!(Instant::now() < deadline, "the series never ended");

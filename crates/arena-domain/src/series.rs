@@ -603,6 +603,8 @@ pub struct SeriesProgress {
 #[derive(Debug, Clone)]
 pub struct SeriesSummary {
     pub series: Series,
+    /// Its battles' ids, by place.
+    pub battles: Vec<String>,
     pub rows: Vec<RunRow>,
     pub reports: Vec<ContestantReport>,
     pub progress: SeriesProgress,

@@ -40,6 +40,7 @@
 
 mod app;
 mod battle;
+mod beacon;
 mod driver;
 mod launcher;
 mod lock;
@@ -58,6 +59,7 @@ use arena_testserver::{ModelScript, TestServer};
 
 pub use app::App;
 pub use battle::{BattleSnapshot, OutputPane, RosterRow};
+pub use beacon::Beacon;
 pub use fantoccini::{self, Locator};
 pub use launcher::BattleForm;
 pub use processes::{process_tree_memory, Memory};

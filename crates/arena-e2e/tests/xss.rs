@@ -4,14 +4,12 @@
 //!
 //! Needs a display and the drivers; see the crate docs.
 
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, ensure, Context, Result};
 use arena_e2e::arena_testserver::ModelScript;
-use arena_e2e::{config_toml, App, BattleForm, Harness, ProviderEntry};
+use arena_e2e::{config_toml, App, BattleForm, Beacon, Harness, ProviderEntry};
 use serde::Deserialize;
-use tokio::io::AsyncReadExt;
 
 const BATTLE_TIMEOUT: Duration = Duration::from_secs(90);
 /// How long rendered output gets to (wrongly) load its remote resources.
@@ -65,78 +63,6 @@ Still streaming: {}.
 "#,
         padding.join(" ")
     )
-}
-
-/// A loopback HTTP listener that records every connection (nothing in the
-/// window may ever connect to it).
-struct Beacon {
-    url: String,
-    hits: Arc<Mutex<Vec<String>>>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Beacon {
-    async fn start() -> Result<Beacon> {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .context("binding the beacon listener")?;
-        let url = format!("http://{}", listener.local_addr()?);
-        let hits = Arc::new(Mutex::new(Vec::new()));
-        let seen = Arc::clone(&hits);
-        let task = tokio::spawn(async move {
-            while let Ok((mut socket, peer)) = listener.accept().await {
-                let mut head = vec![0u8; 512];
-                let n = tokio::time::timeout(Duration::from_secs(1), socket.read(&mut head))
-                    .await
-                    .ok()
-                    .and_then(Result::ok)
-                    .unwrap_or(0);
-                let first_line = String::from_utf8_lossy(&head[..n])
-                    .lines()
-                    .next()
-                    .unwrap_or_default()
-                    .to_string();
-                if let Ok(mut hits) = seen.lock() {
-                    hits.push(format!("{peer}: {first_line}"));
-                }
-            }
-        });
-        Ok(Beacon { url, hits, task })
-    }
-
-    /// Proves the listener records a request (so that "no hits" means
-    /// something), then forgets it.
-    async fn self_test(&self) -> Result<()> {
-        let addr = self.url.trim_start_matches("http://");
-        let mut socket = tokio::net::TcpStream::connect(addr)
-            .await
-            .context("connecting to the beacon")?;
-        tokio::io::AsyncWriteExt::write_all(&mut socket, b"GET /self-test HTTP/1.0\r\n\r\n")
-            .await
-            .context("writing to the beacon")?;
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while self.hits().is_empty() {
-            ensure!(
-                Instant::now() < deadline,
-                "the beacon recorded no self-test request"
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        if let Ok(mut hits) = self.hits.lock() {
-            hits.clear();
-        }
-        Ok(())
-    }
-
-    fn hits(&self) -> Vec<String> {
-        self.hits.lock().map(|h| h.clone()).unwrap_or_default()
-    }
-}
-
-impl Drop for Beacon {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
 }
 
 /// What the page holds that it should not.

@@ -57,6 +57,7 @@
 
 mod encode;
 mod error;
+mod judge;
 mod record;
 mod script;
 mod server;

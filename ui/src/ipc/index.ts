@@ -23,10 +23,12 @@ import type {
   PersonasDto,
   ProviderModelsDto,
   RoundDto,
+  SeriesDto,
   SettingsDto,
   SettingsUpdateDto,
   StandingDto,
   StartBattleRequest,
+  StartSeriesRequest,
   WorkDto,
 } from './bindings';
 import { CLIENT_ERROR_CODES, IpcError, toIpcError } from './errors';
@@ -68,6 +70,40 @@ export function getBattle(id: string): Promise<BattleDetailDto> {
  */
 export function startBattle(request: StartBattleRequest): Promise<BattleDto> {
   return call<BattleDto>('start_battle', { request });
+}
+
+/**
+ * Validates and creates a series (or, for a key used before, returns the
+ * series it started), then runs it in the background. Follow it with
+ * {@link getSeries}.
+ */
+export function startSeries(request: StartSeriesRequest): Promise<SeriesDto> {
+  return call<SeriesDto>('start_series', { request });
+}
+
+/** Series, newest first (default 50), each with its report so far. */
+export function listSeries(limit?: number): Promise<SeriesDto[]> {
+  return call<SeriesDto[]>('list_series', { limit: limit ?? null });
+}
+
+/** A series: its progress, its battles and its report per contestant. */
+export function getSeries(id: string): Promise<SeriesDto> {
+  return call<SeriesDto>('get_series', { id });
+}
+
+/** Stops a series: no new battle starts, running ones are cancelled. */
+export function cancelSeries(id: string): Promise<SeriesDto> {
+  return call<SeriesDto>('cancel_series', { id });
+}
+
+/** Writes the series' report files; resolves with the path of report.html. */
+export function exportSeriesReport(id: string): Promise<string> {
+  return call<string>('export_series_report', { id });
+}
+
+/** Shows a series' report folder in the OS file manager. */
+export function openSeriesFolder(id: string): Promise<void> {
+  return call<null>('open_series_folder', { id }).then(() => undefined);
 }
 
 /** Cancels a whole battle; resolves once the cancellation took effect. */

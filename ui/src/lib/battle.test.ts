@@ -107,6 +107,7 @@ function detail({ lastSeq, status, winner, contestants }: DetailOptions): Battle
     contestants: contestants ?? [contestant('a', 1), contestant('b', 2)],
     base_commit: null,
     check_command: null,
+    series_id: null,
   };
   return { ...battle, analysis: null, cross_examinations: [], last_seq: lastSeq };
 }

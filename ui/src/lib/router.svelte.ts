@@ -1,28 +1,33 @@
 // Which screen is showing, kept in the URL hash so back/forward work:
-// #/new, #/battle/<id>, #/history, #/leaderboard, #/settings.
+// #/new, #/battle/<id>, #/series/<id>, #/history, #/leaderboard, #/settings.
 
 export type Route =
   | { name: 'launcher' }
   | { name: 'battle'; id: string }
+  | { name: 'series'; id: string }
   | { name: 'history' }
   | { name: 'leaderboard' }
   | { name: 'settings' };
 
-/** The route a location hash shows; anything unknown is the launcher. */
-/** A battle's route from its escaped id; history when the id is garbled. */
-function battleRoute(escaped: string): Route {
+/** A battle's or series' route from its escaped id; history when the id is garbled. */
+function idRoute(name: 'battle' | 'series', escaped: string | undefined): Route {
+  if (!escaped) {
+    return { name: 'history' };
+  }
   try {
-    return { name: 'battle', id: decodeURIComponent(escaped) };
+    return { name, id: decodeURIComponent(escaped) };
   } catch {
     return { name: 'history' };
   }
 }
 
+/** The route a location hash shows; anything unknown is the launcher. */
 export function parse(hash: string): Route {
   const parts = hash.replace(/^#\/?/, '').split('/');
   switch (parts[0]) {
     case 'battle':
-      return parts[1] ? battleRoute(parts[1]) : { name: 'history' };
+    case 'series':
+      return idRoute(parts[0], parts[1]);
     case 'history':
       return { name: 'history' };
     case 'leaderboard':
@@ -38,7 +43,8 @@ export function parse(hash: string): Route {
 export function href(route: Route): string {
   switch (route.name) {
     case 'battle':
-      return `#/battle/${encodeURIComponent(route.id)}`;
+    case 'series':
+      return `#/${route.name}/${encodeURIComponent(route.id)}`;
     case 'launcher':
       return '#/new';
     default:

@@ -41,6 +41,8 @@ describe('parse', () => {
     ['#/battle/', { name: 'history' }],
     ['#/battle', { name: 'history' }],
     ['#/battle/%', { name: 'history' }],
+    ['#/series/0193a2b4', { name: 'series', id: '0193a2b4' }],
+    ['#/series/', { name: 'history' }],
   ])('%s shows %o', (hash, route) => {
     expect(parse(hash)).toEqual(route);
   });
@@ -53,6 +55,7 @@ describe('href', () => {
     expect(href({ name: 'leaderboard' })).toBe('#/leaderboard');
     expect(href({ name: 'settings' })).toBe('#/settings');
     expect(href({ name: 'battle', id: '01J9ZK' })).toBe('#/battle/01J9ZK');
+    expect(href({ name: 'series', id: 's/1' })).toBe('#/series/s%2F1');
   });
 
   it('round-trips through parse, even for an id that needs escaping', () => {

@@ -353,6 +353,7 @@ impl Engine {
         let progress = self.series_progress(&series.id).await?;
         Ok(SeriesSummary {
             series,
+            battles: slots.into_values().collect(),
             rows,
             reports,
             progress,

@@ -51,6 +51,7 @@ function battle(id: string, over: Partial<BattleDto>): BattleDto {
     contestants: [],
     base_commit: null,
     check_command: null,
+    series_id: null,
     ...over,
   };
 }

@@ -28,4 +28,8 @@ winner: WinnerDto | null, contestants: Array<ContestantDto>,
 /**
  * Coding: the commit every worktree branched from.
  */
-base_commit: string | null, check_command: string | null, };
+base_commit: string | null, check_command: string | null, 
+/**
+ * The series it is a run of, if any.
+ */
+series_id: string | null, };

@@ -1,0 +1,182 @@
+import { describe, expect, it } from 'vitest';
+import type { SeriesContestantDto, SeriesDto } from '../ipc';
+import { newRow, type LauncherForm } from './launcher';
+import {
+  eta,
+  initialSeriesFields,
+  interval,
+  leader,
+  percent,
+  seriesProblemCount,
+  statusLine,
+  toSeriesRequest,
+  validateSeries,
+  type SeriesFields,
+} from './series';
+
+function form(over: Partial<LauncherForm> = {}): LauncherForm {
+  return {
+    battleType: 'qa',
+    project: '/home/me/project',
+    prompt: 'Explain monads',
+    contestants: {
+      qa: [newRow('critic', 'qwen3'), newRow('poet', 'qwen3')],
+      coding: [newRow(), newRow()],
+    },
+    checkCommand: '',
+    ...over,
+  };
+}
+
+function fields(over: Partial<SeriesFields> = {}): SeriesFields {
+  return { ...initialSeriesFields(), enabled: true, ...over };
+}
+
+function contestant(over: Partial<SeriesContestantDto> = {}): SeriesContestantDto {
+  return {
+    identity: 'critic',
+    model: 'qwen3',
+    runs: 10,
+    wins: 5,
+    ties: 0,
+    decided: 10,
+    win_rate: 0.5,
+    win_rate_ci: [0.24, 0.76],
+    goal_checked: 0,
+    goal_passes: 0,
+    goal_pass_rate: null,
+    goal_pass_rate_ci: [0, 0],
+    goal_errors: 0,
+    mean_turns: null,
+    errors: 0,
+    duration_ms_p50: 1000,
+    duration_ms_p95: 2000,
+    ttft_ms_p50: 100,
+    tokens_per_sec_mean: null,
+    tokens_per_sec_sd: null,
+    prompt_tokens: 100,
+    completion_tokens: 200,
+    cost_usd: null,
+    cost_per_pass_usd: null,
+    ...over,
+  };
+}
+
+function series(over: Partial<SeriesDto> = {}): SeriesDto {
+  return {
+    id: 'id',
+    short_id: 'short',
+    key: null,
+    status: 'running',
+    battle_type: 'qa',
+    project: '/p',
+    prompt: 'Why?',
+    prompts: 1,
+    runs: 10,
+    parallel: 1,
+    goal: null,
+    max_turns: 1,
+    budget_usd: null,
+    until_decided: false,
+    tags: [],
+    runs_planned: 10,
+    runs_done: 0,
+    running: 0,
+    spent_usd: null,
+    decided_after: null,
+    created_at: '2026-01-01T00:00:00Z',
+    finished_at: null,
+    report_path: null,
+    battles: [],
+    contestants: [],
+    ...over,
+  };
+}
+
+describe('series fields', () => {
+  it('accept the defaults', () => {
+    expect(seriesProblemCount(validateSeries(fields(), form()))).toBe(0);
+  });
+
+  it('refuse runs, parallel and turns out of range, and a bad budget', () => {
+    const errors = validateSeries(
+      fields({ runs: '0', parallel: '17', maxTurns: '26', budget: '-1' }),
+      form(),
+    );
+    expect(errors.runs).toMatch(/1 to 10,000/);
+    expect(errors.parallel).toMatch(/1 to 16/);
+    expect(errors.maxTurns).toMatch(/1 to 25/);
+    expect(errors.budget).toMatch(/USD above 0/);
+    expect(validateSeries(fields({ runs: '2.5' }), form()).runs).not.toBeNull();
+  });
+
+  it('want a goal for more than one turn, which a Coding check command is', () => {
+    expect(validateSeries(fields({ maxTurns: '3' }), form()).maxTurns).toMatch(/needs a goal/);
+    expect(validateSeries(fields({ maxTurns: '3', goal: 'names Paris' }), form()).maxTurns).toBe(
+      null,
+    );
+    const coding = form({ battleType: 'coding', checkCommand: 'cargo test' });
+    expect(validateSeries(fields({ maxTurns: '3' }), coding).maxTurns).toBe(null);
+  });
+
+  it('make the request the engine takes', () => {
+    const request = toSeriesRequest(
+      form(),
+      fields({
+        runs: ' 20 ',
+        parallel: '2',
+        goal: ' names Paris ',
+        maxTurns: '3',
+        budget: '1.5',
+        untilDecided: true,
+        tags: 'nightly, , geo',
+      }),
+    );
+    expect(request).toMatchObject({
+      battle_type: 'qa',
+      prompt: 'Explain monads',
+      contestants: ['critic@qwen3', 'poet@qwen3'],
+      prompt_set: null,
+      runs: 20,
+      parallel: 2,
+      goal: 'names Paris',
+      goal_model: null,
+      max_turns: 3,
+      budget_usd: 1.5,
+      until_decided: true,
+      analysis: true,
+      tags: ['nightly', 'geo'],
+    });
+    expect(toSeriesRequest(form(), fields()).budget_usd).toBeNull();
+  });
+});
+
+describe('reading a series', () => {
+  it('formats rates and intervals', () => {
+    expect(percent(0.666)).toBe('67%');
+    expect(percent(null)).toBe('—');
+    expect(interval([0.411, 0.768])).toBe('41–77%');
+  });
+
+  it('says how it ended', () => {
+    expect(statusLine(series({ running: 2 }))).toBe('running (2 under way)');
+    expect(statusLine(series({ status: 'done', decided_after: 7 }))).toBe(
+      'decided after 7 of 10 battles',
+    );
+    expect(statusLine(series({ status: 'budget_reached' }))).toMatch(/budget/);
+  });
+
+  it('estimates the time left from the pace so far', () => {
+    const start = Date.parse('2026-01-01T00:00:00Z');
+    expect(eta(series(), start + 1000)).toBeNull();
+    expect(eta(series({ runs_done: 2 }), start + 20_000)).toBe(80_000);
+    expect(eta(series({ runs_done: 2, status: 'cancelled' }), start + 20_000)).toBeNull();
+  });
+
+  it('names the leader by win rate', () => {
+    const a = contestant({ identity: 'a', win_rate: 0.3 });
+    const b = contestant({ identity: 'b', win_rate: 0.7 });
+    expect(leader(series({ contestants: [a, b] }))?.identity).toBe('b');
+    expect(leader(series({ contestants: [contestant({ win_rate: null })] }))).toBeNull();
+  });
+});
