@@ -112,6 +112,7 @@ async fn a_series_runs_from_the_launcher_with_progress_report_and_export() -> Re
         ("series-runs", "4"),
         ("series-parallel", "2"),
         ("series-goal", "names Paris"),
+        ("series-turns", "2"),
         ("series-budget", "5"),
         ("series-tags", "geography"),
     ] {
@@ -185,6 +186,14 @@ async fn a_series_runs_from_the_launcher_with_progress_report_and_export() -> Re
     )
     .await?;
     app.wait_for("[data-testid=roster]").await?;
+    // The answer that missed the goal got a second turn in its conversation.
+    let turn = app
+        .wait_for("[data-testid=turn][data-turn=\"2\"][data-status=done]")
+        .await?;
+    let told = turn.text().await?;
+    ensure!(told.contains("Not yet"), "turn 2 reads {told:?}");
+    app.screenshot("series-battle-turns").await?;
+    app.wait_for("[data-testid=battle-series]").await?;
 
     // Export, then open report.html in this very webview.
     app.goto(&format!("#/series/{id}")).await?;
