@@ -16,7 +16,7 @@ use arena_api::{
     PersonasDto, PruneDto, RoundDto, StandingDto, WorktreeDto,
 };
 use arena_core::battle::{BattleRequest, BattleType, ContestantSpec};
-use arena_core::{Battle, Engine, EngineOptions, Error, Invalid};
+use arena_core::{Battle, Engine, EngineOptions, Error, Invalid, ReportFormat};
 use clap::{Args, Parser, Subcommand};
 
 #[derive(Parser)]
@@ -99,6 +99,16 @@ enum BattleCommand {
         output: bool,
         #[command(flatten)]
         json: JsonFlag,
+    },
+    /// A report of the battle to share: one self-contained HTML file (no
+    /// script, no remote resource), Markdown, or its JSON.
+    Export {
+        id: String,
+        #[arg(long, default_value = "html", value_parser = ["html", "md", "json"])]
+        format: String,
+        /// Write it to this file (else to standard output).
+        #[arg(short, long, value_name = "FILE")]
+        output: Option<PathBuf>,
     },
     /// Cancel a battle, or one contestant of it.
     Cancel {
@@ -444,6 +454,27 @@ async fn battle(engine: &Engine, command: BattleCommand) -> Result<(), Error> {
         }
         BattleCommand::Show { id, output, json } => {
             show(engine, &resolve_battle(engine, &id)?, json.json, output).await?;
+        }
+        BattleCommand::Export { id, format, output } => {
+            let id = resolve_battle(engine, &id)?;
+            let text = match format.as_str() {
+                "json" => {
+                    let detail = engine.battle_detail(&id).await?;
+                    serde_json::to_string_pretty(&BattleDetailDto::from(&detail))?
+                }
+                "md" => engine.battle_report(&id, ReportFormat::Markdown).await?,
+                _ => engine.battle_report(&id, ReportFormat::Html).await?,
+            };
+            match output {
+                Some(file) => {
+                    std::fs::write(&file, text).map_err(|e| arena_core::Error::Io {
+                        path: file.clone(),
+                        source: e,
+                    })?;
+                    eprintln!("arena: wrote {}", file.display());
+                }
+                None => print!("{text}"),
+            }
         }
         BattleCommand::Cancel {
             id,

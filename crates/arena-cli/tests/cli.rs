@@ -900,3 +900,83 @@ async fn without_a_kernel_sandbox_coding_battles_are_refused_unless_it_is_switch
     let b: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(b["contestants"][0]["status"], "done", "{b:#}");
 }
+
+#[tokio::test]
+async fn battle_export_makes_a_report_that_runs_nothing_and_colours_diffs() {
+    let s = Setup::new().await;
+    // Q&A: markup in an answer is rendered inert.
+    s.cloud.set_model(
+        "evil",
+        ModelScript::text(
+            "**Paris**. <script>alert(1)</script> <img src=x onerror=\"alert(2)\"> ![b](http://127.0.0.1:9/b.png)",
+        ),
+    );
+    s.cloud.set_model("plain", ModelScript::text("Lyon."));
+    let out = s
+        .arena(&[
+            "battle",
+            "run",
+            "--type",
+            "qa",
+            "--json",
+            "--no-analysis",
+            "--prompt",
+            "Capital?",
+            "--project",
+            s.project().to_str().unwrap(),
+            "-c",
+            "debugger@evil",
+            "-c",
+            "explainer@plain",
+        ])
+        .await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let b: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let id = b["id"].as_str().unwrap();
+    let html = s.arena(&["battle", "export", id]).await;
+    let html = String::from_utf8_lossy(&html.stdout);
+    assert!(html.starts_with("<!doctype html>"), "{html}");
+    assert!(html.contains("<strong>Paris</strong>") && html.contains("Debugger@evil"));
+    for bad in ["<script", "onerror", "<img", "127.0.0.1:9"] {
+        assert!(!html.contains(bad), "{bad} in the report");
+    }
+    assert!(html.contains("Content-Security-Policy"));
+    let file = s.dir.path().join("report.md");
+    let out = s
+        .arena(&[
+            "battle",
+            "export",
+            id,
+            "--format",
+            "md",
+            "-o",
+            file.to_str().unwrap(),
+        ])
+        .await;
+    assert!(out.status.success());
+    let md = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        md.contains("## Explainer@plain") && md.contains("Lyon."),
+        "{md}"
+    );
+    let json = s.json(&["battle", "export", id, "--format", "json"]).await;
+    assert_eq!(json["id"], b["id"]);
+
+    // Coding: the diff in colour.
+    let project = commit_project(&s);
+    s.cloud.set_model("coder", write_turns("a.txt", "alpha\n"));
+    let b = run_coding(&s, &project, &["native@coder", "native@evil"], &[]).await;
+    let id = b["id"].as_str().unwrap();
+    let html = s.arena(&["battle", "export", id, "--format", "html"]).await;
+    let html = String::from_utf8_lossy(&html.stdout);
+    assert!(html.contains("<p class=\"file\">a.txt"), "{html}");
+    assert!(html.contains("<span class=\"add\">+alpha</span>"), "{html}");
+    assert!(
+        html.contains(".diff .add{background:#e6f6ea"),
+        "the colours are inline"
+    );
+}

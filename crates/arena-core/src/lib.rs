@@ -25,6 +25,8 @@ pub use battle::{
     Battle, BattleRequest, BattleStatus, BattleType, Contestant, ContestantSpec, ContestantStatus,
     Lane,
 };
-pub use engine::{Engine, EngineOptions, Judging, Recovered, SeriesStart, WorktreeEntry};
+pub use engine::{
+    Engine, EngineOptions, Judging, Recovered, ReportFormat, SeriesStart, WorktreeEntry,
+};
 pub use error::{Error, Invalid, Result};
 pub use event::{BattleEvent, EventKind};

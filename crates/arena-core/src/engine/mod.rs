@@ -8,6 +8,7 @@ mod analyze;
 pub mod coding;
 mod contestant;
 mod drive;
+mod export;
 mod lane;
 mod series;
 mod settings;
@@ -33,6 +34,7 @@ use crate::persona::Registry;
 use crate::provider::Provider;
 use crate::store::{self, Store};
 
+pub use export::ReportFormat;
 pub use series::SeriesStart;
 
 /// How long a lease lasts without renewal, and how often it is renewed (the
