@@ -147,6 +147,62 @@ pub struct BattleRequest {
     pub check_command: Option<String>,
 }
 
+/// Which battles a listing shows, and which page of them, newest first
+/// (see `Store::battle_page`). The filters combine with AND; `None` (or a
+/// blank search) leaves that filter out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BattleQuery {
+    /// Words, split at whitespace, that must each appear (ignoring case)
+    /// in the prompt or in one of the contestants' `identity@model
+    /// provider` (its persona or backend, model and provider), as the
+    /// app's history filter matches them.
+    pub search: Option<String>,
+    pub battle_type: Option<BattleType>,
+    pub status: Option<BattleStatus>,
+    /// Only the battles of this series (its full id).
+    pub series_id: Option<String>,
+    /// At most this many battles...
+    pub limit: usize,
+    /// ...after skipping this many.
+    pub offset: usize,
+}
+
+impl BattleQuery {
+    /// The page size of a listing when none is given.
+    pub const DEFAULT_LIMIT: usize = 50;
+
+    /// The newest `limit` battles, unfiltered.
+    pub fn newest(limit: usize) -> BattleQuery {
+        BattleQuery {
+            limit,
+            ..BattleQuery::default()
+        }
+    }
+
+    /// The search words, lower-cased (none for a blank search).
+    pub fn words(&self) -> Vec<String> {
+        self.search
+            .as_deref()
+            .unwrap_or("")
+            .split_whitespace()
+            .map(str::to_lowercase)
+            .collect()
+    }
+}
+
+impl Default for BattleQuery {
+    fn default() -> BattleQuery {
+        BattleQuery {
+            search: None,
+            battle_type: None,
+            status: None,
+            series_id: None,
+            limit: BattleQuery::DEFAULT_LIMIT,
+            offset: 0,
+        }
+    }
+}
+
 /// Lines changed by a Coding contestant, against the base commit.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DiffSummary {

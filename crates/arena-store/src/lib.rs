@@ -23,13 +23,14 @@ use tokio::sync::broadcast;
 
 use arena_domain::analysis::{Analysis, AnalysisStatus, Outcome};
 use arena_domain::battle::{
-    Battle, BattleStatus, Contestant, ContestantStatus, Lane, Round, RunSpec, Winner,
+    Battle, BattleQuery, BattleStatus, BattleType, Contestant, ContestantStatus, Lane, Round,
+    RunSpec, Winner,
 };
 use arena_domain::cross_exam::CrossExamination;
 use arena_domain::decisions::{self, LaneSpec, Lease, Ticket, Turn};
 use arena_domain::event::{BattleEvent, EventKind};
 
-pub use rows::ms;
+pub use rows::{ms, RankedBattle};
 
 /// A unit enum's serde name (`"no_clear_winner"`), as stored in a TEXT column.
 fn serde_plain<T: serde::Serialize>(v: &T) -> Result<String> {
@@ -41,6 +42,25 @@ fn serde_plain<T: serde::Serialize>(v: &T) -> Result<String> {
 
 pub const DATABASE_FILE: &str = "arena.db";
 
+/// SQL functions the queries use (see [`rows::FOLD_FUNCTION`]).
+fn register_functions(conn: &Connection) -> Result<()> {
+    use rusqlite::functions::FunctionFlags;
+    conn.create_scalar_function(
+        rows::FOLD_FUNCTION,
+        1,
+        FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC,
+        |ctx| {
+            Ok(match ctx.get_raw(0) {
+                rusqlite::types::ValueRef::Text(t) => {
+                    Some(String::from_utf8_lossy(t).to_lowercase())
+                }
+                _ => None,
+            })
+        },
+    )?;
+    Ok(())
+}
+
 fn migrations() -> Migrations<'static> {
     Migrations::new(vec![
         M::up(include_str!("../migrations/001_init.sql")),
@@ -51,6 +71,7 @@ fn migrations() -> Migrations<'static> {
         M::up(include_str!("../migrations/006_owners.sql")),
         M::up(include_str!("../migrations/007_work_cancel.sql")),
         M::up(include_str!("../migrations/008_series.sql")),
+        M::up(include_str!("../migrations/009_history.sql")),
     ])
 }
 
@@ -125,6 +146,7 @@ impl Store {
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
+        register_functions(&conn)?;
         migrations().to_latest(&mut conn)?;
         drop(lock);
         let (events, _) = broadcast::channel(4096);
@@ -194,7 +216,24 @@ impl Store {
 
     /// Battles, newest first, without contestants' outputs.
     pub fn battles(&self, limit: usize) -> Result<Vec<Battle>> {
-        self.read(|c| rows::battles(c, limit))
+        Ok(self.battle_page(&BattleQuery::newest(limit))?.0)
+    }
+
+    /// A page of the battles `query` selects, newest first (`created_at`,
+    /// then `id`, descending), without contestants' outputs, and how many
+    /// battles it selects in all (read in one transaction).
+    pub fn battle_page(&self, query: &BattleQuery) -> Result<(Vec<Battle>, u64)> {
+        let mut conn = self.lock();
+        let tx = conn.transaction()?;
+        let page = rows::battle_page(&tx, query)?;
+        tx.commit()?;
+        Ok(page)
+    }
+
+    /// Every finished battle (of `battle_type`, if given), newest first,
+    /// with its finished contestants: what the leaderboard ranks.
+    pub fn ranked_battles(&self, battle_type: Option<BattleType>) -> Result<Vec<RankedBattle>> {
+        self.read(|c| rows::ranked_battles(c, battle_type))
     }
 
     pub fn battle_count(&self) -> Result<u64> {

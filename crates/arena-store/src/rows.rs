@@ -1,16 +1,19 @@
 //! Row mapping: SQL rows to domain types.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 
 use chrono::{DateTime, TimeZone, Utc};
-use rusqlite::{params, Connection, OptionalExtension, Row};
+use rusqlite::types::Value;
+use rusqlite::{params, params_from_iter, Connection, OptionalExtension, Row};
 
 use crate::error::Result;
 use arena_domain::analysis::Analysis;
-use arena_domain::battle::{Battle, Benchmark, Contestant, Round, Winner};
+use arena_domain::battle::{Battle, BattleQuery, BattleType, Benchmark, Contestant, Round, Winner};
 use arena_domain::cross_exam::CrossExamination;
 use arena_domain::decisions::{Lease, Ticket};
 use arena_domain::event::BattleEvent;
+use arena_domain::leaderboard::{Entry, Player};
 
 /// Milliseconds since the epoch, as stored.
 pub fn ms(t: DateTime<Utc>) -> i64 {
@@ -122,18 +125,6 @@ pub fn contestants(c: &Connection, battle_id: &str) -> Result<Vec<Contestant>> {
     Ok(rows)
 }
 
-/// Like [`contestants`] without the output and reasoning texts (for listings).
-fn contestant_summaries(c: &Connection, battle_id: &str) -> Result<Vec<Contestant>> {
-    let columns = CONTESTANT_COLUMNS.replace("output, reasoning", "NULL, NULL");
-    let mut stmt = c.prepare_cached(&format!(
-        "SELECT {columns} FROM contestants WHERE battle_id = ?1 ORDER BY position"
-    ))?;
-    let rows = stmt
-        .query_map([battle_id], contestant_row)?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
-    Ok(rows)
-}
-
 pub fn contestant(c: &Connection, id: &str) -> Result<Option<Contestant>> {
     let mut stmt = c.prepare_cached(&format!(
         "SELECT {CONTESTANT_COLUMNS} FROM contestants WHERE id = ?1"
@@ -152,18 +143,193 @@ pub fn battle(c: &Connection, id: &str) -> Result<Option<Battle>> {
     Ok(Some(b))
 }
 
-/// Battles newest first, without contestants' outputs.
-pub fn battles(c: &Connection, limit: usize) -> Result<Vec<Battle>> {
-    let mut stmt = c.prepare_cached(&format!(
-        "SELECT {BATTLE_COLUMNS} FROM battles ORDER BY created_at DESC, id DESC LIMIT ?1"
-    ))?;
-    let mut list = stmt
-        .query_map([limit as i64], battle_row)?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
-    for b in &mut list {
-        b.contestants = contestant_summaries(c, &b.id)?;
+/// The SQL function that lower-cases text as Rust does (all of Unicode;
+/// SQLite's own `lower()` and `LIKE` fold ASCII only). Registered on every
+/// connection by `Store::open`.
+pub(crate) const FOLD_FUNCTION: &str = "arena_fold";
+
+/// `%word%` for `LIKE … ESCAPE '\'`, with the user's `%`, `_` and `\` taken
+/// literally.
+pub(crate) fn like_pattern(word: &str) -> String {
+    let mut pattern = String::with_capacity(word.len() + 2);
+    pattern.push('%');
+    for ch in word.chars() {
+        if matches!(ch, '%' | '_' | '\\') {
+            pattern.push('\\');
+        }
+        pattern.push(ch);
     }
-    Ok(list)
+    pattern.push('%');
+    pattern
+}
+
+/// ` WHERE …` (or nothing) selecting the battles `b` that `q` asks for, and
+/// its parameters, in order.
+fn battle_filter(q: &BattleQuery) -> (String, Vec<Value>) {
+    let mut clauses: Vec<String> = Vec::new();
+    let mut values: Vec<Value> = Vec::new();
+    if let Some(t) = q.battle_type {
+        clauses.push("b.battle_type = ?".into());
+        values.push(Value::Text(t.as_str().into()));
+    }
+    if let Some(s) = q.status {
+        clauses.push("b.status = ?".into());
+        values.push(Value::Text(s.as_str().into()));
+    }
+    if let Some(id) = &q.series_id {
+        clauses.push("b.series_id = ?".into());
+        values.push(Value::Text(id.clone()));
+    }
+    // What the app's history filter searches: the prompt, and per
+    // contestant `identity@model provider`. Every word must appear in one
+    // of them. LIKE ignores ASCII case; a word with other letters is
+    // compared with both sides folded (slower, so only then).
+    for word in q.words() {
+        let (prompt, contestant) = if word.is_ascii() {
+            (
+                "b.prompt".to_string(),
+                "(c.identity || '@' || c.model || ' ' || c.provider)".to_string(),
+            )
+        } else {
+            (
+                format!("{FOLD_FUNCTION}(b.prompt)"),
+                format!("{FOLD_FUNCTION}(c.identity || '@' || c.model || ' ' || c.provider)"),
+            )
+        };
+        clauses.push(format!(
+            "({prompt} LIKE ? ESCAPE '\\' OR EXISTS (SELECT 1 FROM contestants c \
+             WHERE c.battle_id = b.id AND {contestant} LIKE ? ESCAPE '\\'))"
+        ));
+        let pattern = like_pattern(&word);
+        values.push(Value::Text(pattern.clone()));
+        values.push(Value::Text(pattern));
+    }
+    if clauses.is_empty() {
+        (String::new(), values)
+    } else {
+        (format!(" WHERE {}", clauses.join(" AND ")), values)
+    }
+}
+
+fn sql_count(n: usize) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+/// A page of the battles `q` selects, newest first (`created_at`, then
+/// `id`, descending), with their contestants' summaries (no output or
+/// reasoning texts), and how many battles it selects in all. Run it in a
+/// transaction for the two to agree.
+pub fn battle_page(c: &Connection, q: &BattleQuery) -> Result<(Vec<Battle>, u64)> {
+    let (filter, values) = battle_filter(q);
+    let total: i64 = c
+        .prepare_cached(&format!("SELECT COUNT(*) FROM battles b{filter}"))?
+        .query_row(params_from_iter(&values), |r| r.get(0))?;
+    let total = total.max(0) as u64;
+    if q.limit == 0 || q.offset as u64 >= total {
+        return Ok((Vec::new(), total));
+    }
+    let mut stmt = c.prepare_cached(&format!(
+        "SELECT {BATTLE_COLUMNS} FROM battles b{filter}
+         ORDER BY b.created_at DESC, b.id DESC LIMIT ? OFFSET ?"
+    ))?;
+    let page = values
+        .iter()
+        .cloned()
+        .chain([
+            Value::Integer(sql_count(q.limit)),
+            Value::Integer(sql_count(q.offset)),
+        ])
+        .collect::<Vec<_>>();
+    let mut list = stmt
+        .query_map(params_from_iter(&page), battle_row)?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    attach_contestant_summaries(c, &mut list)?;
+    Ok((list, total))
+}
+
+/// Battle ids per `IN (…)` query: well under SQLite's limit on parameters.
+const IN_CHUNK: usize = 500;
+
+/// Fills each battle's contestants (without output and reasoning texts),
+/// a few hundred battles per query.
+fn attach_contestant_summaries(c: &Connection, battles: &mut [Battle]) -> Result<()> {
+    let columns = CONTESTANT_COLUMNS.replace("output, reasoning", "NULL, NULL");
+    for chunk in battles.chunks_mut(IN_CHUNK) {
+        let marks = vec!["?"; chunk.len()].join(", ");
+        let mut stmt = c.prepare_cached(&format!(
+            "SELECT {columns} FROM contestants WHERE battle_id IN ({marks})
+             ORDER BY battle_id, position"
+        ))?;
+        let mut by_battle: HashMap<String, Vec<Contestant>> = HashMap::new();
+        let rows = stmt.query_map(
+            params_from_iter(chunk.iter().map(|b| &b.id)),
+            contestant_row,
+        )?;
+        for row in rows {
+            let contestant = row?;
+            by_battle
+                .entry(contestant.battle_id.clone())
+                .or_default()
+                .push(contestant);
+        }
+        for b in chunk.iter_mut() {
+            b.contestants = by_battle.remove(&b.id).unwrap_or_default();
+        }
+    }
+    Ok(())
+}
+
+/// A finished battle as the leaderboard reads it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RankedBattle {
+    pub battle_id: String,
+    pub battle_type: BattleType,
+    /// The winner's contestant id (the user's choice, else the analysis's).
+    pub winner_id: Option<String>,
+    /// The contestants that finished (`done`), by position: id and entry.
+    pub finished: Vec<(String, Entry)>,
+}
+
+/// Every finished (not running) battle, of `battle_type` if given, newest
+/// first like [`battle_page`], with its finished contestants: one query.
+pub fn ranked_battles(
+    c: &Connection,
+    battle_type: Option<BattleType>,
+) -> Result<Vec<RankedBattle>> {
+    let mut stmt = c.prepare_cached(
+        "SELECT b.id, b.battle_type, CASE WHEN b.winner_source IS NOT NULL THEN b.winner_id END,
+                c.id, c.identity, c.model, c.duration_ms, c.tokens_per_sec, c.cost_usd
+         FROM battles b
+         LEFT JOIN contestants c ON c.battle_id = b.id AND c.status = 'done'
+         WHERE b.status <> 'running' AND (?1 IS NULL OR b.battle_type = ?1)
+         ORDER BY b.created_at DESC, b.id DESC, c.position",
+    )?;
+    let mut rows = stmt.query([battle_type.map(|t| t.as_str())])?;
+    let mut out: Vec<RankedBattle> = Vec::new();
+    while let Some(r) = rows.next()? {
+        let id: String = r.get(0)?;
+        if out.last().is_none_or(|b| b.battle_id != id) {
+            out.push(RankedBattle {
+                battle_id: id,
+                battle_type: parse(1, r.get(1)?)?,
+                winner_id: r.get(2)?,
+                finished: Vec::new(),
+            });
+        }
+        let Some(contestant_id) = r.get::<_, Option<String>>(3)? else {
+            continue;
+        };
+        let entry = Entry {
+            player: Player::new(r.get::<_, String>(4)?, r.get::<_, String>(5)?),
+            duration_ms: r.get::<_, Option<i64>>(6)?.map(|v| v.max(0) as u64),
+            tokens_per_sec: r.get(7)?,
+            cost_usd: r.get(8)?,
+        };
+        if let Some(b) = out.last_mut() {
+            b.finished.push((contestant_id, entry));
+        }
+    }
+    Ok(out)
 }
 
 pub fn events_since(
@@ -393,4 +559,104 @@ pub fn lane_starts(c: &Connection, lane: &str, now_ms: i64) -> Result<Vec<i64>> 
         .query_map(params![lane, now_ms - 60_000], |r| r.get(0))?
         .collect::<rusqlite::Result<Vec<i64>>>()?;
     Ok(rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The query plan of `sql`, one step per line.
+    fn plan(c: &Connection, sql: &str, values: &[Value]) -> String {
+        let mut stmt = c.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
+        let steps = stmt
+            .query_map(params_from_iter(values), |r| r.get::<_, String>(3))
+            .unwrap()
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .unwrap();
+        steps.join("\n")
+    }
+
+    fn page_plan(c: &Connection, q: &BattleQuery) -> String {
+        let (filter, mut values) = battle_filter(q);
+        values.extend([Value::Integer(50), Value::Integer(0)]);
+        plan(
+            c,
+            &format!(
+                "SELECT {BATTLE_COLUMNS} FROM battles b{filter}
+                 ORDER BY b.created_at DESC, b.id DESC LIMIT ? OFFSET ?"
+            ),
+            &values,
+        )
+    }
+
+    #[test]
+    fn the_history_queries_use_indices() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::Store::open(&dir.path().join("a.db")).unwrap();
+        store
+            .read(|c| {
+                let all = page_plan(c, &BattleQuery::default());
+                assert_eq!(all, "SCAN b USING INDEX battles_newest");
+                let by_status = page_plan(
+                    c,
+                    &BattleQuery {
+                        status: Some(arena_domain::battle::BattleStatus::Done),
+                        ..BattleQuery::default()
+                    },
+                );
+                assert_eq!(
+                    by_status,
+                    "SEARCH b USING INDEX battles_status_newest (status=?)"
+                );
+                let by_type = page_plan(
+                    c,
+                    &BattleQuery {
+                        battle_type: Some(BattleType::Qa),
+                        search: Some("rust".into()),
+                        ..BattleQuery::default()
+                    },
+                );
+                assert!(by_type.starts_with("SCAN b USING INDEX battles_newest"));
+                assert!(by_type.contains("SEARCH c USING INDEX contestants_battle (battle_id=?)"));
+                assert!(!by_type.contains("TEMP B-TREE"), "{by_type}");
+                let by_series = page_plan(
+                    c,
+                    &BattleQuery {
+                        series_id: Some("s".into()),
+                        ..BattleQuery::default()
+                    },
+                );
+                assert_eq!(
+                    by_series,
+                    "SEARCH b USING INDEX battles_series_newest (series_id=?)"
+                );
+                let columns = CONTESTANT_COLUMNS.replace("output, reasoning", "NULL, NULL");
+                let summaries = plan(
+                    c,
+                    &format!(
+                        "SELECT {columns} FROM contestants WHERE battle_id IN (?, ?)
+                         ORDER BY battle_id, position"
+                    ),
+                    &[Value::Text("a".into()), Value::Text("b".into())],
+                );
+                assert_eq!(
+                    summaries,
+                    "SEARCH contestants USING INDEX contestants_battle (battle_id=?)"
+                );
+                let ranked = plan(
+                    c,
+                    "SELECT b.id, c.id FROM battles b
+                     LEFT JOIN contestants c ON c.battle_id = b.id AND c.status = 'done'
+                     WHERE b.status <> 'running' AND (?1 IS NULL OR b.battle_type = ?1)
+                     ORDER BY b.created_at DESC, b.id DESC, c.position",
+                    &[Value::Null],
+                );
+                // Only each battle's few contestants are sorted.
+                assert!(ranked.starts_with("SCAN b USING INDEX battles_newest"));
+                assert!(ranked.contains("SEARCH c USING INDEX contestants_battle"));
+                assert!(!ranked.contains("TEMP B-TREE FOR ORDER BY"), "{ranked}");
+                Ok(())
+            })
+            .unwrap();
+    }
 }

@@ -1,0 +1,478 @@
+//! The history's queries over a real SQLite file: search, filters, paging
+//! and the total, and what the leaderboard reads.
+
+use arena_domain::battle::{
+    Battle, BattleQuery, BattleStatus, BattleType, Benchmark, ContestantStatus, Lane, RunSpec,
+    Winner, WinnerSource,
+};
+use arena_store::{NewBattle, NewContestant, Store};
+use chrono::{DateTime, Utc};
+
+/// One contestant: identity, model, provider, and whether it finished.
+type Who<'a> = (&'a str, &'a str, &'a str, bool);
+
+struct Seed<'a> {
+    id: &'a str,
+    at_ms: i64,
+    battle_type: BattleType,
+    prompt: &'a str,
+    contestants: &'a [Who<'a>],
+    status: BattleStatus,
+    /// Position of the winner (the user's pick).
+    winner: Option<usize>,
+    series: Option<(&'a str, u64)>,
+}
+
+impl Default for Seed<'_> {
+    fn default() -> Self {
+        Seed {
+            id: "",
+            at_ms: 0,
+            battle_type: BattleType::Qa,
+            prompt: "",
+            contestants: &[
+                ("Debugger", "qwen3-8b", "local", true),
+                ("explainer", "gpt-4o", "cloud", true),
+            ],
+            status: BattleStatus::Done,
+            winner: None,
+            series: None,
+        }
+    }
+}
+
+fn at(ms: i64) -> DateTime<Utc> {
+    DateTime::from_timestamp_millis(ms).unwrap()
+}
+
+/// Records a battle as a run would: inserted, each contestant run and
+/// finished, the battle finished, maybe a winner.
+fn seed(store: &Store, s: Seed<'_>) {
+    store
+        .transact(|tx| {
+            tx.insert_battle(&NewBattle {
+                id: s.id.into(),
+                battle_type: s.battle_type,
+                prompt: s.prompt.into(),
+                project: "/tmp/project".into(),
+                results_path: format!("/tmp/project/Arena/{}", s.id).into(),
+                created_at: at(s.at_ms),
+                contestants: s
+                    .contestants
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (identity, model, provider, _))| NewContestant {
+                        id: format!("{}-c{i}", s.id),
+                        identity: identity.to_string(),
+                        model: model.to_string(),
+                        provider: provider.to_string(),
+                        lane: Lane::Cloud,
+                        run: RunSpec::default(),
+                    })
+                    .collect(),
+                base_commit: None,
+                check_command: None,
+                series: s.series.map(|(id, slot)| (id.to_string(), slot)),
+            })?;
+            if s.status == BattleStatus::Running {
+                return Ok(());
+            }
+            let t = at(s.at_ms + 1000);
+            for (c, who) in tx.contestants(s.id)?.iter().zip(s.contestants) {
+                tx.move_contestant(
+                    c,
+                    ContestantStatus::Queued,
+                    ContestantStatus::Running,
+                    None,
+                    t,
+                )?;
+                let c = tx.contestant(&c.id)?;
+                let (status, error) = if who.3 {
+                    (ContestantStatus::Done, None)
+                } else {
+                    (ContestantStatus::Error, Some("boom"))
+                };
+                let bench = Benchmark {
+                    duration_ms: Some(1000 + u64::from(c.position)),
+                    tokens_per_sec: Some(50.0),
+                    cost_usd: Some(0.01),
+                    ..Benchmark::default()
+                };
+                tx.finish_contestant(&c, status, error, "answer", "", false, &bench, t)?;
+            }
+            tx.finish_battle(s.id, s.status, t)?;
+            if let Some(w) = s.winner {
+                let winner = Winner {
+                    contestant_id: format!("{}-c{w}", s.id),
+                    source: WinnerSource::User,
+                };
+                tx.set_winner(s.id, Some(&winner), t)?;
+            }
+            Ok(())
+        })
+        .unwrap();
+}
+
+fn store() -> (tempfile::TempDir, Store) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("arena.db")).unwrap();
+    (dir, store)
+}
+
+/// The fixture: seven battles, b1 oldest … b7 newest (b6 and b7 at the
+/// same instant: the id breaks the tie).
+fn history() -> (tempfile::TempDir, Store) {
+    let (dir, store) = store();
+    store
+        .transact(|tx| {
+            tx.conn().execute(
+                "INSERT INTO series (id, request, status, total, created_at)
+                 VALUES ('series-1', '{}', 'done', 2, 0)",
+                [],
+            )?;
+            Ok(())
+        })
+        .unwrap();
+    seed(
+        &store,
+        Seed {
+            id: "b1",
+            at_ms: 1_000,
+            prompt: "Explain Rust lifetimes",
+            winner: Some(0),
+            ..Seed::default()
+        },
+    );
+    seed(
+        &store,
+        Seed {
+            id: "b2",
+            at_ms: 2_000,
+            prompt: "Am I 100% sure? Say yes",
+            ..Seed::default()
+        },
+    );
+    seed(
+        &store,
+        Seed {
+            id: "b3",
+            at_ms: 3_000,
+            battle_type: BattleType::Coding,
+            prompt: "Fix the 1000 failing tests in snake_case.rs",
+            contestants: &[
+                ("aider", "claude-sonnet", "openrouter", true),
+                ("native", "gpt-4o", "cloud", false),
+            ],
+            status: BattleStatus::Error,
+            ..Seed::default()
+        },
+    );
+    seed(
+        &store,
+        Seed {
+            id: "b4",
+            at_ms: 4_000,
+            prompt: "Écris un poème ÜBER den Wald",
+            contestants: &[("Poet", "mistral-large", "cloud", true)],
+            status: BattleStatus::Cancelled,
+            ..Seed::default()
+        },
+    );
+    seed(
+        &store,
+        Seed {
+            id: "b5",
+            at_ms: 5_000,
+            prompt: r"Escape C:\path and a_b",
+            status: BattleStatus::Running,
+            series: Some(("series-1", 0)),
+            ..Seed::default()
+        },
+    );
+    for id in ["b6", "b7"] {
+        seed(
+            &store,
+            Seed {
+                id,
+                at_ms: 6_000,
+                prompt: "What is a lane?",
+                series: Some(("series-1", if id == "b6" { 1 } else { 2 })),
+                winner: Some(1),
+                ..Seed::default()
+            },
+        );
+    }
+    (dir, store)
+}
+
+fn ids(battles: &[Battle]) -> Vec<&str> {
+    battles.iter().map(|b| b.id.as_str()).collect()
+}
+
+fn search(store: &Store, text: &str) -> Vec<String> {
+    let (page, total) = store
+        .battle_page(&BattleQuery {
+            search: Some(text.into()),
+            ..BattleQuery::default()
+        })
+        .unwrap();
+    assert_eq!(total as usize, page.len(), "search {text:?}: one page");
+    page.into_iter().map(|b| b.id).collect()
+}
+
+#[test]
+fn an_unfiltered_page_is_newest_first_with_contestant_summaries() {
+    let (_dir, store) = history();
+    let (page, total) = store.battle_page(&BattleQuery::default()).unwrap();
+    assert_eq!(total, 7);
+    assert_eq!(ids(&page), ["b7", "b6", "b5", "b4", "b3", "b2", "b1"]);
+    let b3 = &page[4];
+    assert_eq!(b3.contestants.len(), 2);
+    assert_eq!(b3.contestants[0].identity, "aider");
+    assert_eq!(b3.contestants[1].model, "gpt-4o");
+    assert_eq!(b3.contestants[1].status, ContestantStatus::Error);
+    assert_eq!(b3.contestants[0].benchmark.duration_ms, Some(1000));
+    // Summaries: no output texts (the battle itself has them).
+    assert!(page
+        .iter()
+        .flat_map(|b| &b.contestants)
+        .all(|c| c.output.is_none()));
+    assert_eq!(
+        store.battle("b3").unwrap().contestants[0].output.as_deref(),
+        Some("answer")
+    );
+    assert_eq!(page[0].winner.as_ref().unwrap().contestant_id, "b7-c1");
+    assert_eq!(page[0].series_id.as_deref(), Some("series-1"));
+    // The old listing is the same first page.
+    let old: Vec<String> = store
+        .battles(3)
+        .unwrap()
+        .into_iter()
+        .map(|b| b.id)
+        .collect();
+    assert_eq!(old, ["b7", "b6", "b5"]);
+}
+
+#[test]
+fn search_matches_the_prompt_identity_model_and_provider_ignoring_case() {
+    let (_dir, store) = history();
+    // The prompt.
+    assert_eq!(search(&store, "RUST"), ["b1"]);
+    assert_eq!(search(&store, "lane?"), ["b7", "b6"]);
+    // A model, an identity (persona or backend), a provider.
+    assert_eq!(search(&store, "claude-SONNET"), ["b3"]);
+    assert_eq!(search(&store, "gpt-4o").len(), 6);
+    assert_eq!(search(&store, "debugger").len(), 5);
+    assert_eq!(search(&store, "AIDER"), ["b3"]);
+    assert_eq!(search(&store, "openrouter"), ["b3"]);
+    // `identity@model`, as the app shows a contestant.
+    assert_eq!(search(&store, "poet@mistral"), ["b4"]);
+    assert!(search(&store, "debugger@gpt").is_empty());
+    // Every word must appear, each anywhere.
+    assert_eq!(search(&store, "  lifetimes \t  QWEN3 "), ["b1"]);
+    assert!(search(&store, "lifetimes claude").is_empty());
+    // Letters beyond ASCII fold too.
+    assert_eq!(search(&store, "über"), ["b4"]);
+    assert_eq!(search(&store, "ÉCRIS"), ["b4"]);
+    // A blank search is no search.
+    assert_eq!(search(&store, "   ").len(), 7);
+}
+
+#[test]
+fn search_takes_like_wildcards_literally() {
+    let (_dir, store) = history();
+    // "100%" is not "100 followed by anything" (b3 says "1000").
+    assert_eq!(search(&store, "100%"), ["b2"]);
+    assert_eq!(search(&store, "%"), ["b2"]);
+    // "_" is not "any one letter".
+    assert_eq!(search(&store, "a_b"), ["b5"]);
+    assert_eq!(search(&store, "snake_case"), ["b3"]);
+    assert!(search(&store, "snake_cas_").is_empty());
+    assert!(search(&store, "_____________").is_empty());
+    // The escape character itself.
+    assert_eq!(search(&store, r"c:\path"), ["b5"]);
+    assert!(search(&store, r"\").len() == 1);
+}
+
+#[test]
+fn type_status_and_series_filters_combine_with_search() {
+    let (_dir, store) = history();
+    let page = |q: BattleQuery| {
+        let (page, total) = store.battle_page(&q).unwrap();
+        (
+            ids(&page).into_iter().map(String::from).collect::<Vec<_>>(),
+            total,
+        )
+    };
+    let coding = page(BattleQuery {
+        battle_type: Some(BattleType::Coding),
+        ..BattleQuery::default()
+    });
+    assert_eq!(coding, (vec!["b3".to_string()], 1));
+    let qa_done = page(BattleQuery {
+        battle_type: Some(BattleType::Qa),
+        status: Some(BattleStatus::Done),
+        ..BattleQuery::default()
+    });
+    assert_eq!(qa_done.0, ["b7", "b6", "b2", "b1"]);
+    assert_eq!(
+        page(BattleQuery {
+            status: Some(BattleStatus::Running),
+            ..BattleQuery::default()
+        })
+        .0,
+        ["b5"]
+    );
+    assert_eq!(
+        page(BattleQuery {
+            status: Some(BattleStatus::Cancelled),
+            search: Some("wald".into()),
+            ..BattleQuery::default()
+        })
+        .0,
+        ["b4"]
+    );
+    assert!(page(BattleQuery {
+        status: Some(BattleStatus::Done),
+        search: Some("wald".into()),
+        ..BattleQuery::default()
+    })
+    .0
+    .is_empty());
+    assert_eq!(
+        page(BattleQuery {
+            series_id: Some("series-1".into()),
+            ..BattleQuery::default()
+        }),
+        (vec!["b7".into(), "b6".into(), "b5".into()], 3)
+    );
+    assert_eq!(
+        page(BattleQuery {
+            series_id: Some("series-1".into()),
+            status: Some(BattleStatus::Done),
+            limit: 1,
+            ..BattleQuery::default()
+        }),
+        (vec!["b7".into()], 2)
+    );
+}
+
+#[test]
+fn pages_follow_each_other_and_the_total_counts_every_match() {
+    let (_dir, store) = history();
+    let page = |limit, offset, search: Option<&str>| {
+        let (page, total) = store
+            .battle_page(&BattleQuery {
+                search: search.map(String::from),
+                limit,
+                offset,
+                ..BattleQuery::default()
+            })
+            .unwrap();
+        (
+            ids(&page).into_iter().map(String::from).collect::<Vec<_>>(),
+            total,
+        )
+    };
+    assert_eq!(
+        page(3, 0, None),
+        (vec!["b7".into(), "b6".into(), "b5".into()], 7)
+    );
+    assert_eq!(
+        page(3, 3, None),
+        (vec!["b4".into(), "b3".into(), "b2".into()], 7)
+    );
+    assert_eq!(page(3, 6, None), (vec!["b1".into()], 7));
+    assert_eq!(page(3, 7, None), (vec![], 7));
+    assert_eq!(page(3, 100, None), (vec![], 7));
+    assert_eq!(page(0, 0, None), (vec![], 7));
+    // Debugger is in five battles.
+    assert_eq!(
+        page(2, 0, Some("debugger")),
+        (vec!["b7".into(), "b6".into()], 5)
+    );
+    assert_eq!(page(2, 4, Some("debugger")), (vec!["b1".into()], 5));
+    assert_eq!(page(2, 0, Some("nothing-like-this")), (vec![], 0));
+    // A huge limit (the engine's "all of them") is fine.
+    assert_eq!(page(usize::MAX >> 1, 0, None).0.len(), 7);
+    assert_eq!(page(usize::MAX, usize::MAX, None), (vec![], 7));
+}
+
+#[test]
+fn pages_of_many_battles_load_every_contestant() {
+    let (_dir, store) = store();
+    // More battles than one `IN (…)` query takes.
+    store
+        .transact(|tx| {
+            for n in 0..1_203 {
+                tx.insert_battle(&NewBattle {
+                    id: format!("m{n:05}"),
+                    battle_type: BattleType::Qa,
+                    prompt: format!("prompt {n}"),
+                    project: "/tmp/p".into(),
+                    results_path: "/tmp/p/Arena/x".into(),
+                    created_at: at(n),
+                    contestants: (0..(n % 4 + 1))
+                        .map(|i| NewContestant {
+                            id: format!("m{n}-c{i}"),
+                            identity: format!("id{i}"),
+                            model: format!("model{}", n % 7),
+                            provider: "cloud".into(),
+                            lane: Lane::Cloud,
+                            run: RunSpec::default(),
+                        })
+                        .collect(),
+                    base_commit: None,
+                    check_command: None,
+                    series: None,
+                })?;
+            }
+            Ok(())
+        })
+        .unwrap();
+    let all = store.battles(usize::MAX >> 1).unwrap();
+    assert_eq!(all.len(), 1_203);
+    for (k, b) in all.iter().enumerate() {
+        let n = 1_202 - k as i64;
+        assert_eq!(b.id, format!("m{n:05}"));
+        assert_eq!(b.contestants.len() as i64, n % 4 + 1, "{}", b.id);
+        for (i, c) in b.contestants.iter().enumerate() {
+            assert_eq!(c.battle_id, b.id);
+            assert_eq!(c.position as usize, i);
+        }
+    }
+    let (page, total) = store
+        .battle_page(&BattleQuery {
+            search: Some("MODEL3".into()),
+            limit: 10,
+            offset: 5,
+            ..BattleQuery::default()
+        })
+        .unwrap();
+    assert_eq!(total, (0..1_203).filter(|n| n % 7 == 3).count() as u64);
+    assert_eq!(page.len(), 10);
+    assert!(page.iter().all(|b| b.contestants[0].model == "model3"));
+}
+
+#[test]
+fn ranked_battles_are_the_finished_ones_with_their_finished_contestants() {
+    let (_dir, store) = history();
+    let ranked = store.ranked_battles(None).unwrap();
+    let ids: Vec<&str> = ranked.iter().map(|b| b.battle_id.as_str()).collect();
+    // b5 is still running.
+    assert_eq!(ids, ["b7", "b6", "b4", "b3", "b2", "b1"]);
+    let b3 = &ranked[3];
+    assert_eq!(b3.battle_type, BattleType::Coding);
+    // Its second contestant failed.
+    assert_eq!(b3.finished.len(), 1);
+    assert_eq!(b3.finished[0].0, "b3-c0");
+    assert_eq!(b3.finished[0].1.player.identity, "aider");
+    assert_eq!(b3.finished[0].1.duration_ms, Some(1000));
+    assert_eq!(b3.finished[0].1.cost_usd, Some(0.01));
+    assert_eq!(ranked[0].winner_id.as_deref(), Some("b7-c1"));
+    assert_eq!(ranked[0].finished[1].1.player.model, "gpt-4o");
+    assert!(ranked[4].winner_id.is_none());
+    let coding = store.ranked_battles(Some(BattleType::Coding)).unwrap();
+    assert_eq!(coding.len(), 1);
+    assert_eq!(coding[0], ranked[3]);
+}
