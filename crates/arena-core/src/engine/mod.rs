@@ -352,6 +352,16 @@ impl Engine {
         self.db(move |s| s.battles(limit)).await
     }
 
+    /// A page of the battles `query` selects (search, type, status,
+    /// series), newest first, without contestants' outputs, and how many
+    /// it selects in all.
+    pub async fn battle_page(
+        &self,
+        query: crate::battle::BattleQuery,
+    ) -> Result<(Vec<Battle>, u64)> {
+        self.db(move |s| s.battle_page(&query)).await
+    }
+
     pub async fn battle_count(&self) -> Result<u64> {
         self.db(|s| s.battle_count()).await
     }
@@ -590,40 +600,28 @@ impl Engine {
         &self,
         battle_type: Option<crate::battle::BattleType>,
     ) -> Result<Vec<crate::leaderboard::Standing>> {
-        use crate::leaderboard::{BattleOutcome, Entry, Options, Player, Verdict};
+        use crate::leaderboard::{BattleOutcome, Options, Verdict};
+        // Two queries: the finished battles with their finished
+        // contestants, and each battle's newest analysis outcome.
         let (battles, outcomes) = self
-            .db(|s| Ok::<_, Error>((s.battles(usize::MAX >> 1)?, s.analysis_outcomes()?)))
+            .db(move |s| Ok::<_, Error>((s.ranked_battles(battle_type)?, s.analysis_outcomes()?)))
             .await?;
         let outcomes: Vec<BattleOutcome> = battles
             .into_iter()
-            .filter(|b| b.status.is_terminal())
             .map(|b| {
-                let done: Vec<_> = b
-                    .contestants
-                    .iter()
-                    .filter(|c| c.status == ContestantStatus::Done)
-                    .collect();
                 let winner = b
-                    .winner
+                    .winner_id
                     .as_ref()
-                    .and_then(|w| done.iter().position(|c| c.id == w.contestant_id));
-                let verdict = match (winner, outcomes.get(&b.id)) {
+                    .and_then(|w| b.finished.iter().position(|(id, _)| id == w));
+                let verdict = match (winner, outcomes.get(&b.battle_id)) {
                     (Some(i), _) => Verdict::Winner(i),
                     (None, Some(crate::analysis::Outcome::NoClearWinner)) => Verdict::Tie,
                     _ => Verdict::None,
                 };
                 BattleOutcome {
-                    battle_id: b.id.clone(),
+                    battle_id: b.battle_id,
                     battle_type: b.battle_type,
-                    entries: done
-                        .iter()
-                        .map(|c| Entry {
-                            player: Player::new(c.identity.clone(), c.model.clone()),
-                            duration_ms: c.benchmark.duration_ms,
-                            tokens_per_sec: c.benchmark.tokens_per_sec,
-                            cost_usd: c.benchmark.cost_usd,
-                        })
-                        .collect(),
+                    entries: b.finished.into_iter().map(|(_, entry)| entry).collect(),
                     verdict,
                 }
             })
