@@ -15,7 +15,7 @@ use arena_api::{
     ApplyResultDto, BackendDto, BattleDetailDto, BattleDto, CatalogDto, CrossExaminationDto,
     PersonasDto, PruneDto, RoundDto, StandingDto, WorktreeDto,
 };
-use arena_core::battle::{BattleRequest, BattleType, ContestantSpec};
+use arena_core::battle::{BattleQuery, BattleRequest, BattleStatus, BattleType, ContestantSpec};
 use arena_core::{Battle, Engine, EngineOptions, Error, Invalid, ReportFormat};
 use clap::{Args, Parser, Subcommand};
 
@@ -84,10 +84,27 @@ enum WorktreesCommand {
 enum BattleCommand {
     /// Start a battle and follow it to the end.
     Run(RunArgs),
-    /// Battles, newest first.
+    /// Battles, newest first: a page of them, searched and filtered.
     List {
-        #[arg(long, default_value_t = 50)]
+        /// Words that must all appear (ignoring case) in the prompt or in a
+        /// contestant's identity, model or provider.
+        #[arg(long, value_name = "TEXT")]
+        search: Option<String>,
+        /// Only battles of this type (qa or coding).
+        #[arg(long = "type", value_name = "TYPE")]
+        battle_type: Option<String>,
+        /// Only battles with this status.
+        #[arg(long, value_name = "STATUS", value_parser = ["running", "done", "cancelled", "error"])]
+        status: Option<String>,
+        /// Only the battles of this series (its id or a unique part of it).
+        #[arg(long, value_name = "ID")]
+        series: Option<String>,
+        /// At most this many battles...
+        #[arg(long, default_value_t = BattleQuery::DEFAULT_LIMIT)]
         limit: usize,
+        /// ...after skipping this many.
+        #[arg(long, default_value_t = 0)]
+        offset: usize,
         #[command(flatten)]
         json: JsonFlag,
     },
@@ -444,12 +461,38 @@ async fn battle(engine: &Engine, command: BattleCommand) -> Result<(), Error> {
                 print!("{}", view::round_text(&round));
             }
         }
-        BattleCommand::List { limit, json } => {
-            let battles = engine.battles(limit).await?;
+        BattleCommand::List {
+            search,
+            battle_type,
+            status,
+            series,
+            limit,
+            offset,
+            json,
+        } => {
+            let query = BattleQuery {
+                search,
+                battle_type: battle_type.map(|t| BattleType::parse_arg(&t)).transpose()?,
+                status: status
+                    .map(|s| s.parse::<BattleStatus>().map_err(Invalid::Other))
+                    .transpose()?,
+                series_id: series
+                    .map(|key| engine.store().resolve_series_id(&key))
+                    .transpose()?,
+                limit,
+                offset,
+            };
+            let filtered = query
+                != BattleQuery {
+                    limit,
+                    offset,
+                    ..BattleQuery::default()
+                };
+            let (battles, total) = engine.battle_page(query).await?;
             if json.json {
                 print_json(&battles.iter().map(BattleDto::from).collect::<Vec<_>>());
             } else {
-                print!("{}", view::list_text(&battles));
+                print!("{}", view::page_text(&battles, offset, total, filtered));
             }
         }
         BattleCommand::Show { id, output, json } => {

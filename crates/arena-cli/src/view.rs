@@ -276,6 +276,24 @@ pub fn list_text(battles: &[Battle]) -> String {
     out
 }
 
+/// A page of a listing: its battles, then "showing 51–100 of 10000" when
+/// the page is not everything. `filtered`: a search or a filter chose them.
+pub fn page_text(battles: &[Battle], offset: usize, total: u64, filtered: bool) -> String {
+    if battles.is_empty() {
+        return match (total, filtered) {
+            (0, false) => list_text(battles),
+            (0, true) => "No battles match.\n".into(),
+            _ => format!("No battles after the first {offset} (there are {total}).\n"),
+        };
+    }
+    let mut out = list_text(battles);
+    let (first, last) = (offset as u64 + 1, (offset + battles.len()) as u64);
+    if first > 1 || last < total {
+        out.push_str(&format!("showing {first}–{last} of {total}\n"));
+    }
+    out
+}
+
 pub fn round_text(r: &Round) -> String {
     let status = r.status.map(|s| s.as_str()).unwrap_or("running");
     let mut out = format!("Round {}: {status}\n", r.number);
