@@ -20,9 +20,9 @@ use crate::events;
 use crate::state::AppState;
 use arena_api::{
     AnalysisDto, AppInfo, ApplyResultDto, BackendDto, BattleDetailDto, BattleDto, BattleEventDto,
-    BattleTypeDto, CrossExaminationDto, DiffViewDto, PersonasDto, ProviderModelsDto,
-    ProviderSettingsDto, RoundDto, SeriesDto, SettingsDto, SettingsUpdateDto, StandingDto,
-    StartBattleRequest, StartSeriesRequest, WorkDto,
+    BattlePageDto, BattleQueryDto, BattleTypeDto, CrossExaminationDto, DiffViewDto, PersonasDto,
+    ProviderModelsDto, ProviderSettingsDto, RoundDto, SeriesDto, SettingsDto, SettingsUpdateDto,
+    StandingDto, StartBattleRequest, StartSeriesRequest, WorkDto,
 };
 
 /// `list_battles` without a limit.
@@ -76,6 +76,23 @@ pub async fn list_battles(
     let limit = limit.unwrap_or(DEFAULT_LIST_LIMIT).min(MAX_LIST_LIMIT) as usize;
     let battles = state.engine()?.battles(limit).await?;
     Ok(battles.iter().map(BattleDto::from).collect())
+}
+
+/// A page of battles matching a search and filters, newest first, with
+/// how many match in all (the search runs in the database).
+#[tauri::command]
+pub async fn search_battles(
+    state: State<'_, AppState>,
+    query: BattleQueryDto,
+) -> Result<BattlePageDto, Error> {
+    let query = query.into_engine();
+    let offset = query.offset as u64;
+    let (battles, total) = state.engine()?.battle_page(query).await?;
+    Ok(BattlePageDto {
+        battles: battles.iter().map(BattleDto::from).collect(),
+        total,
+        offset,
+    })
 }
 
 /// A battle with its outputs, its newest analysis, its cross-examinations
@@ -387,15 +404,18 @@ pub async fn refine(
     Ok(RoundDto::from(&round))
 }
 
-/// Ratings per (identity, model), for one battle type or all.
+/// Ratings per (identity, model), for one battle type or all, and of
+/// one series or all battles.
 #[tauri::command]
 pub async fn leaderboard(
     state: State<'_, AppState>,
     battle_type: Option<BattleTypeDto>,
+    series_id: Option<String>,
 ) -> Result<Vec<StandingDto>, Error> {
+    let series_id = non_blank(series_id);
     let standings = state
         .engine()?
-        .leaderboard(battle_type.map(Into::into))
+        .leaderboard(battle_type.map(Into::into), series_id.as_deref())
         .await?;
     Ok(standings.iter().map(StandingDto::from).collect())
 }

@@ -64,6 +64,7 @@ pub fn app_builder<R: tauri::Runtime>(builder: tauri::Builder<R>) -> tauri::Buil
         .invoke_handler(tauri::generate_handler![
             commands::app_info,
             commands::list_battles,
+            commands::search_battles,
             commands::get_battle,
             commands::start_battle,
             commands::start_series,

@@ -50,6 +50,8 @@ fn export_into(dir: &Path) -> Result<(), ts_rs::ExportError> {
     DiffViewDto::export_all(&cfg)?;
     WorkDto::export_all(&cfg)?;
     SeriesDto::export_all(&cfg)?;
+    BattleQueryDto::export_all(&cfg)?;
+    BattlePageDto::export_all(&cfg)?;
     StartSeriesRequest::export_all(&cfg)?;
     write_index(dir)?;
     Ok(())

@@ -430,6 +430,53 @@ impl From<&core::Battle> for BattleDto {
     }
 }
 
+/// What the history asks for: a page of battles matching a search and
+/// filters (all optional), newest first.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct BattleQueryDto {
+    /// Words that must each appear in the prompt or a contestant's
+    /// `identity@model provider` (ignoring case).
+    pub search: Option<String>,
+    pub battle_type: Option<BattleTypeDto>,
+    pub status: Option<BattleStatusDto>,
+    /// The full id of a series.
+    pub series_id: Option<String>,
+    /// At most this many (default 50, at most 500)...
+    pub limit: Option<u32>,
+    /// ...after skipping this many.
+    pub offset: Option<u32>,
+}
+
+impl BattleQueryDto {
+    /// The most battles one page holds.
+    pub const MAX_LIMIT: u32 = 500;
+
+    pub fn into_engine(self) -> core::battle::BattleQuery {
+        core::battle::BattleQuery {
+            search: self.search.filter(|s| !s.trim().is_empty()),
+            battle_type: self.battle_type.map(Into::into),
+            status: self.status.map(Into::into),
+            series_id: self.series_id.filter(|s| !s.trim().is_empty()),
+            limit: self
+                .limit
+                .map_or(core::battle::BattleQuery::DEFAULT_LIMIT, |l| {
+                    l.min(Self::MAX_LIMIT) as usize
+                }),
+            offset: self.offset.unwrap_or(0) as usize,
+        }
+    }
+}
+
+/// A page of battles and how many match in all.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct BattlePageDto {
+    pub battles: Vec<BattleDto>,
+    pub total: u64,
+    pub offset: u64,
+}
+
 /// A refinement round of a Coding contestant (round 1 is its own run, so
 /// these are 2, 3, …).
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -52,6 +52,9 @@ enum Command {
         /// Only battles of this type (qa or coding).
         #[arg(long = "type", value_name = "TYPE")]
         battle_type: Option<String>,
+        /// Only the battles of this series (its id or short id).
+        #[arg(long, value_name = "ID")]
+        series: Option<String>,
         #[arg(long, conflicts_with = "csv")]
         json: bool,
         /// Comma-separated values with a header row.
@@ -370,11 +373,12 @@ async fn run(cli: Cli) -> Result<(), Error> {
         }
         Command::Leaderboard {
             battle_type,
+            series,
             json,
             csv,
         } => {
             let battle_type = battle_type.map(|t| BattleType::parse_arg(&t)).transpose()?;
-            let standings = engine.leaderboard(battle_type).await?;
+            let standings = engine.leaderboard(battle_type, series.as_deref()).await?;
             if json {
                 print_json(&standings.iter().map(StandingDto::from).collect::<Vec<_>>());
             } else if csv {

@@ -100,6 +100,16 @@ async fn a_series_runs_to_its_end_with_json_and_report_files() {
     let text = s.arena(&["series", "show", &id[id.len() - 8..]]).await;
     let text = String::from_utf8_lossy(&text.stdout);
     assert!(text.contains("| Debugger@good | 3 | 3 | 100%"), "{text}");
+    // The leaderboard of the series: its contestants, Debugger first.
+    let board = s.json(&["leaderboard", "--series", id, "--json"]).await;
+    assert_eq!(board.as_array().map(Vec::len), Some(2), "{board:#}");
+    assert_eq!(board[0]["identity"], "Debugger");
+    let none = s.arena(&["leaderboard", "--series", "nosuchseries"]).await;
+    assert_eq!(
+        none.status.code(),
+        Some(2),
+        "an unknown series is an input error"
+    );
     // `series report --format` prints one of the files.
     let csv = s.arena(&["series", "report", id, "--format", "csv"]).await;
     let csv = String::from_utf8_lossy(&csv.stdout);

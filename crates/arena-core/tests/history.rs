@@ -291,7 +291,7 @@ async fn the_leaderboard_is_what_reading_every_battle_gave() {
     seed_varied(h.engine.store(), 600);
     let engine: &Engine = &h.engine;
     for battle_type in [None, Some(BattleType::Qa), Some(BattleType::Coding)] {
-        let bulk = engine.leaderboard(battle_type).await.unwrap();
+        let bulk = engine.leaderboard(battle_type, None).await.unwrap();
         let reference = leaderboard_one_by_one(engine.store(), battle_type);
         assert!(bulk.len() >= 10, "{battle_type:?}: {} players", bulk.len());
         assert!(bulk.iter().any(|s| s.wins > 0) && bulk.iter().any(|s| s.ties > 0));

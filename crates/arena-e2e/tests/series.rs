@@ -243,6 +243,18 @@ async fn a_series_runs_from_the_launcher_with_progress_report_and_export() -> Re
     ))
     .await?;
     app.screenshot("series-history").await?;
+
+    // The leaderboard of this series alone: its two contestants.
+    app.goto("#/leaderboard").await?;
+    let select = app
+        .wait_for("select[data-testid=leaderboard-filter-series]")
+        .await?;
+    app.choose(&select, &id).await?;
+    app.wait_for("[data-testid=leaderboard-row][data-identity=Debugger][data-model=good]")
+        .await?;
+    let rows = app.count("[data-testid=leaderboard-row]").await?;
+    ensure!(rows == 2, "the series' leaderboard has {rows} rows");
+    app.screenshot("series-leaderboard").await?;
     app.close().await
 }
 

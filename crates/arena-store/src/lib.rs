@@ -232,8 +232,12 @@ impl Store {
 
     /// Every finished battle (of `battle_type`, if given), newest first,
     /// with its finished contestants: what the leaderboard ranks.
-    pub fn ranked_battles(&self, battle_type: Option<BattleType>) -> Result<Vec<RankedBattle>> {
-        self.read(|c| rows::ranked_battles(c, battle_type))
+    pub fn ranked_battles(
+        &self,
+        battle_type: Option<BattleType>,
+        series_id: Option<&str>,
+    ) -> Result<Vec<RankedBattle>> {
+        self.read(|c| rows::ranked_battles(c, battle_type, series_id))
     }
 
     pub fn battle_count(&self) -> Result<u64> {

@@ -295,6 +295,7 @@ pub struct RankedBattle {
 pub fn ranked_battles(
     c: &Connection,
     battle_type: Option<BattleType>,
+    series_id: Option<&str>,
 ) -> Result<Vec<RankedBattle>> {
     let mut stmt = c.prepare_cached(
         "SELECT b.id, b.battle_type, CASE WHEN b.winner_source IS NOT NULL THEN b.winner_id END,
@@ -302,9 +303,13 @@ pub fn ranked_battles(
          FROM battles b
          LEFT JOIN contestants c ON c.battle_id = b.id AND c.status = 'done'
          WHERE b.status <> 'running' AND (?1 IS NULL OR b.battle_type = ?1)
+           AND (?2 IS NULL OR b.series_id = ?2)
          ORDER BY b.created_at DESC, b.id DESC, c.position",
     )?;
-    let mut rows = stmt.query([battle_type.map(|t| t.as_str())])?;
+    let mut rows = stmt.query(rusqlite::params![
+        battle_type.map(|t| t.as_str()),
+        series_id
+    ])?;
     let mut out: Vec<RankedBattle> = Vec::new();
     while let Some(r) = rows.next()? {
         let id: String = r.get(0)?;

@@ -457,7 +457,7 @@ fn pages_of_many_battles_load_every_contestant() {
 #[test]
 fn ranked_battles_are_the_finished_ones_with_their_finished_contestants() {
     let (_dir, store) = history();
-    let ranked = store.ranked_battles(None).unwrap();
+    let ranked = store.ranked_battles(None, None).unwrap();
     let ids: Vec<&str> = ranked.iter().map(|b| b.battle_id.as_str()).collect();
     // b5 is still running.
     assert_eq!(ids, ["b7", "b6", "b4", "b3", "b2", "b1"]);
@@ -472,7 +472,9 @@ fn ranked_battles_are_the_finished_ones_with_their_finished_contestants() {
     assert_eq!(ranked[0].winner_id.as_deref(), Some("b7-c1"));
     assert_eq!(ranked[0].finished[1].1.player.model, "gpt-4o");
     assert!(ranked[4].winner_id.is_none());
-    let coding = store.ranked_battles(Some(BattleType::Coding)).unwrap();
+    let coding = store
+        .ranked_battles(Some(BattleType::Coding), None)
+        .unwrap();
     assert_eq!(coding.len(), 1);
     assert_eq!(coding[0], ranked[3]);
 }

@@ -17,6 +17,8 @@ import type {
   BattleDetailDto,
   BattleDto,
   BattleEventDto,
+  BattlePageDto,
+  BattleQueryDto,
   BattleTypeDto,
   CrossExaminationDto,
   DiffViewDto,
@@ -56,6 +58,14 @@ export function appInfo(): Promise<AppInfo> {
 /** Battles, newest first (default 100), without contestants' outputs. */
 export function listBattles(limit?: number): Promise<BattleDto[]> {
   return call<BattleDto[]>('list_battles', { limit: limit ?? null });
+}
+
+/**
+ * A page of battles matching a search and filters, newest first, with how
+ * many match in all (the search runs in the engine's database).
+ */
+export function searchBattles(query: BattleQueryDto): Promise<BattlePageDto> {
+  return call<BattlePageDto>('search_battles', { query });
 }
 
 /** A battle with its outputs, newest analysis, cross-examinations and rounds. */
@@ -189,9 +199,15 @@ export function refine(battleId: string, contestantId: string, feedback: string)
   return call<RoundDto>('refine', { battleId, contestantId, feedback });
 }
 
-/** Ratings per (identity, model), for one battle type or all. */
-export function leaderboard(battleType?: BattleTypeDto | null): Promise<StandingDto[]> {
-  return call<StandingDto[]>('leaderboard', { battleType: battleType ?? null });
+/** Ratings per (identity, model), for one battle type or all, of one series or all battles. */
+export function leaderboard(
+  battleType?: BattleTypeDto | null,
+  seriesId?: string | null,
+): Promise<StandingDto[]> {
+  return call<StandingDto[]>('leaderboard', {
+    battleType: battleType ?? null,
+    seriesId: seriesId ?? null,
+  });
 }
 
 /** Every provider and the models it serves (asked live). */

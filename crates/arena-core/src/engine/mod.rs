@@ -599,12 +599,25 @@ impl Engine {
     pub async fn leaderboard(
         &self,
         battle_type: Option<crate::battle::BattleType>,
+        series: Option<&str>,
     ) -> Result<Vec<crate::leaderboard::Standing>> {
         use crate::leaderboard::{BattleOutcome, Options, Verdict};
+        let series = match series {
+            Some(key) => {
+                let key = key.to_string();
+                Some(self.db(move |s| s.resolve_series_id(&key)).await?)
+            }
+            None => None,
+        };
         // Two queries: the finished battles with their finished
         // contestants, and each battle's newest analysis outcome.
         let (battles, outcomes) = self
-            .db(move |s| Ok::<_, Error>((s.ranked_battles(battle_type)?, s.analysis_outcomes()?)))
+            .db(move |s| {
+                Ok::<_, Error>((
+                    s.ranked_battles(battle_type, series.as_deref())?,
+                    s.analysis_outcomes()?,
+                ))
+            })
             .await?;
         let outcomes: Vec<BattleOutcome> = battles
             .into_iter()

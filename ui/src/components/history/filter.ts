@@ -1,7 +1,8 @@
 // Which battles the history shows: a text search over the prompt and the
-// contestants, and filters by type and status. Pure, so the screen stays thin.
-import type { BattleDto, BattleStatusDto, BattleTypeDto } from '../../ipc';
-import { clip, contestantName } from '../../lib/format';
+// contestants, and filters by type and status, as the engine's query (it
+// searches the database). Pure, so the screen stays thin.
+import type { BattleQueryDto, BattleStatusDto, BattleTypeDto } from '../../ipc';
+import { clip } from '../../lib/format';
 
 export interface HistoryFilter {
   /** Words that must all appear in the prompt or a contestant's identity, model or provider. */
@@ -17,29 +18,20 @@ export const BATTLE_STATUSES: readonly BattleStatusDto[] = [
   'cancelled',
 ];
 
-function haystack(battle: BattleDto): string {
-  const contestants = battle.contestants.map((c) => `${contestantName(c)} ${c.provider}`);
-  return [battle.prompt, ...contestants].join('\n').toLowerCase();
-}
-
-/** The battles matching `filter`, newest first. */
-export function filterBattles(battles: readonly BattleDto[], filter: HistoryFilter): BattleDto[] {
-  const words = filter.search.toLowerCase().split(/\s+/).filter(Boolean);
-  const matches = (b: BattleDto): boolean => {
-    if (words.length === 0) {
-      return true;
-    }
-    const text = haystack(b);
-    return words.every((w) => text.includes(w));
+/**
+ * The engine's query for `filter`: the search and filters run in the
+ * database, a page at a time.
+ */
+export function toQuery(filter: HistoryFilter, offset: number, limit: number): BattleQueryDto {
+  const search = filter.search.trim();
+  return {
+    search: search === '' ? null : search,
+    battle_type: filter.battleType === '' ? null : filter.battleType,
+    status: filter.status === '' ? null : filter.status,
+    series_id: null,
+    limit,
+    offset,
   };
-  return battles
-    .filter(
-      (b) =>
-        (filter.battleType === '' || b.battle_type === filter.battleType) &&
-        (filter.status === '' || b.status === filter.status) &&
-        matches(b),
-    )
-    .sort((a, b) => Date.parse(b.created_at) - Date.parse(a.created_at));
 }
 
 /** The first non-empty line of a prompt, cut to `max` characters. */

@@ -7,6 +7,8 @@ export type * from './BackendDto';
 export type * from './BattleDetailDto';
 export type * from './BattleDto';
 export type * from './BattleEventDto';
+export type * from './BattlePageDto';
+export type * from './BattleQueryDto';
 export type * from './BattleStatusDto';
 export type * from './BattleTypeDto';
 export type * from './BenchmarkDto';
