@@ -330,6 +330,31 @@ pub async fn contestant_diff(
     Ok(diff.into())
 }
 
+/// Writes the battle's report (one self-contained HTML file) into its
+/// results folder as `report.html`; returns its path.
+#[tauri::command]
+pub async fn export_battle_report(
+    state: State<'_, AppState>,
+    battle_id: String,
+) -> Result<String, Error> {
+    let engine = state.engine()?;
+    let html = engine
+        .battle_report(&battle_id, arena_core::ReportFormat::Html)
+        .await?;
+    let file = engine.results_folder(&battle_id).await?.join("report.html");
+    let path = file.clone();
+    blocking(move || {
+        std::fs::write(&path, html).map_err(|e| {
+            Error::Engine(arena_core::Error::Io {
+                path: path.clone(),
+                source: e,
+            })
+        })
+    })
+    .await?;
+    Ok(file.display().to_string())
+}
+
 /// Shows a battle's results folder in the OS file manager.
 #[tauri::command]
 pub async fn open_results_folder<R: Runtime>(

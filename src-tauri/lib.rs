@@ -82,6 +82,7 @@ pub fn app_builder<R: tauri::Runtime>(builder: tauri::Builder<R>) -> tauri::Buil
             commands::apply_diff,
             commands::contestant_diff,
             commands::open_results_folder,
+            commands::export_battle_report,
             commands::open_worktree,
             commands::pick_folder,
             commands::refine,

@@ -194,6 +194,18 @@ async fn a_series_runs_from_the_launcher_with_progress_report_and_export() -> Re
     ensure!(told.contains("Not yet"), "turn 2 reads {told:?}");
     app.screenshot("series-battle-turns").await?;
     app.wait_for("[data-testid=battle-series]").await?;
+    // The battle's own report, written into its results folder.
+    app.click("[data-testid=export-battle]").await?;
+    let written = app.text_of("[data-testid=battle-report-file]").await?;
+    let battle_file = written
+        .split_whitespace()
+        .find(|w| w.ends_with("report.html"))
+        .with_context(|| format!("no report path in {written:?}"))?;
+    let battle_html = std::fs::read_to_string(battle_file)?;
+    ensure!(
+        battle_html.contains("Paris is the capital") && !battle_html.contains("<script"),
+        "the battle report: {battle_html}"
+    );
 
     // Export, then open report.html in this very webview.
     app.goto(&format!("#/series/{id}")).await?;

@@ -179,6 +179,14 @@ export function contestantDiff(battleId: string, contestantId: string): Promise<
   return call<DiffViewDto>('contestant_diff', { battleId, contestantId });
 }
 
+/**
+ * Writes the battle's report (one self-contained HTML file: no script, no
+ * remote resource) into its results folder; resolves with its path.
+ */
+export function exportBattleReport(battleId: string): Promise<string> {
+  return call<string>('export_battle_report', { battleId });
+}
+
 /** Shows a battle's results folder in the OS file manager (`not_found` if it is gone). */
 export function openResultsFolder(battleId: string): Promise<void> {
   return call<null>('open_results_folder', { battleId }).then(() => undefined);
