@@ -337,21 +337,7 @@ pub async fn export_battle_report(
     state: State<'_, AppState>,
     battle_id: String,
 ) -> Result<String, Error> {
-    let engine = state.engine()?;
-    let html = engine
-        .battle_report(&battle_id, arena_core::ReportFormat::Html)
-        .await?;
-    let file = engine.results_folder(&battle_id).await?.join("report.html");
-    let path = file.clone();
-    blocking(move || {
-        std::fs::write(&path, html).map_err(|e| {
-            Error::Engine(arena_core::Error::Io {
-                path: path.clone(),
-                source: e,
-            })
-        })
-    })
-    .await?;
+    let file = state.engine()?.write_battle_report(&battle_id).await?;
     Ok(file.display().to_string())
 }
 

@@ -49,6 +49,17 @@ impl Engine {
             ReportFormat::Markdown => markdown(&report),
         })
     }
+
+    /// Writes the battle's HTML report into its results folder as
+    /// `report.html`; returns its path.
+    pub async fn write_battle_report(&self, id: &str) -> Result<std::path::PathBuf> {
+        let html = self.battle_report(id, ReportFormat::Html).await?;
+        let file = self.results_folder(id).await?.join("report.html");
+        let path = file.clone();
+        tokio::task::spawn_blocking(move || crate::results::write_atomic(&path, html.as_bytes()))
+            .await??;
+        Ok(file)
+    }
 }
 
 /// The report as Markdown: the answers as they are, diffs in `diff` fences.
