@@ -20,9 +20,9 @@ use crate::events;
 use crate::state::AppState;
 use arena_api::{
     AnalysisDto, AppInfo, ApplyResultDto, BackendDto, BattleDetailDto, BattleDto, BattleEventDto,
-    BattlePageDto, BattleQueryDto, BattleTypeDto, CrossExaminationDto, DiffViewDto, PersonasDto,
-    ProviderModelsDto, ProviderSettingsDto, RoundDto, SeriesDto, SettingsDto, SettingsUpdateDto,
-    StandingDto, StartBattleRequest, StartSeriesRequest, WorkDto,
+    BattlePageDto, BattleQueryDto, CrossExaminationDto, DiffViewDto, LeaderboardDto,
+    LeaderboardQueryDto, PersonasDto, ProviderModelsDto, ProviderSettingsDto, RoundDto, SeriesDto,
+    SettingsDto, SettingsUpdateDto, StartBattleRequest, StartSeriesRequest, VoteDto, WorkDto,
 };
 
 /// `list_battles` without a limit.
@@ -259,6 +259,36 @@ pub async fn set_winner(
     Ok(BattleDto::from(&battle))
 }
 
+/// The user's vote (a winner by label or id, a tie, or "all bad"), also
+/// while contestants still run; a blind battle is revealed.
+#[tauri::command]
+pub async fn vote(
+    state: State<'_, AppState>,
+    battle_id: String,
+    vote: VoteDto,
+) -> Result<BattleDto, Error> {
+    let battle = state.engine()?.vote(&battle_id, vote.into()).await?;
+    Ok(BattleDto::from(&battle))
+}
+
+/// Shows a blind battle's names without a vote.
+#[tauri::command]
+pub async fn reveal(state: State<'_, AppState>, battle_id: String) -> Result<BattleDto, Error> {
+    let battle = state.engine()?.reveal(&battle_id).await?;
+    Ok(BattleDto::from(&battle))
+}
+
+/// Replaces a battle's tags.
+#[tauri::command]
+pub async fn set_tags(
+    state: State<'_, AppState>,
+    battle_id: String,
+    tags: Vec<String>,
+) -> Result<BattleDto, Error> {
+    let battle = state.engine()?.set_tags(&battle_id, &tags).await?;
+    Ok(BattleDto::from(&battle))
+}
+
 /// Judges a finished battle with `model`, else the configured
 /// `default_model`. Resolves when the analysis is done; its progress
 /// streams as `analysis_status` / `analysis_output` events.
@@ -420,15 +450,10 @@ pub async fn refine(
 #[tauri::command]
 pub async fn leaderboard(
     state: State<'_, AppState>,
-    battle_type: Option<BattleTypeDto>,
-    series_id: Option<String>,
-) -> Result<Vec<StandingDto>, Error> {
-    let series_id = non_blank(series_id);
-    let standings = state
-        .engine()?
-        .leaderboard(battle_type.map(Into::into), series_id.as_deref())
-        .await?;
-    Ok(standings.iter().map(StandingDto::from).collect())
+    query: LeaderboardQueryDto,
+) -> Result<LeaderboardDto, Error> {
+    let board = state.engine()?.leaderboard(query.into_engine()).await?;
+    Ok(LeaderboardDto::from(&board))
 }
 
 /// Every provider with the models it serves (asked live, in parallel).

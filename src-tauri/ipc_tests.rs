@@ -358,9 +358,28 @@ fn a_battle_runs_streams_and_is_judged_through_ipc() {
     let list = app.ok("list_battles", json!({"limit": 10}));
     assert_eq!(list.as_array().map(Vec::len), Some(1));
     assert_eq!(list[0]["contestants"][0]["output"], Value::Null);
-    let standings = app.ok("leaderboard", json!({"battleType": "qa"}));
+    let board = app.ok(
+        "leaderboard",
+        json!({"query": {"battle_type": "qa", "source": "mine"}}),
+    );
+    let standings = &board["standings"];
     assert_eq!(standings.as_array().map(Vec::len), Some(2));
     assert_eq!(standings[0]["wins"], 1);
+    assert_eq!(board["agreement"]["both_chose"], 1, "{board:#}");
+    // The user's vote: a tie replaces the chosen winner; tags are saved.
+    let tie = app.ok(
+        "vote",
+        json!({"battleId": battle_id, "vote": {"kind": "tie"}}),
+    );
+    assert_eq!(
+        (&tie["user_verdict"], &tie["winner"]),
+        (&json!("tie"), &Value::Null)
+    );
+    let tagged = app.ok(
+        "set_tags",
+        json!({"battleId": battle_id, "tags": ["ipc", " ipc ", "demo"]}),
+    );
+    assert_eq!(tagged["tags"], json!(["demo", "ipc"]));
     let err = app
         .invoke(
             "apply_diff",

@@ -88,6 +88,7 @@ mod tests {
             diff: None,
             check: None,
             waiting: None,
+            label: None,
         };
         Battle {
             id: "b".into(),
@@ -106,6 +107,10 @@ mod tests {
             base_commit: None,
             check_command: None,
             series_id: None,
+            blind: false,
+            revealed_at: None,
+            user_verdict: None,
+            tags: Vec::new(),
         }
     }
 

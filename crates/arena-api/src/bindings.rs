@@ -42,6 +42,9 @@ fn export_into(dir: &Path) -> Result<(), ts_rs::ExportError> {
     ApplyResultDto::export_all(&cfg)?;
     RoundDto::export_all(&cfg)?;
     StandingDto::export_all(&cfg)?;
+    LeaderboardDto::export_all(&cfg)?;
+    LeaderboardQueryDto::export_all(&cfg)?;
+    VoteDto::export_all(&cfg)?;
     ProviderModelsDto::export_all(&cfg)?;
     PersonasDto::export_all(&cfg)?;
     BackendDto::export_all(&cfg)?;

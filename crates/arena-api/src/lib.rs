@@ -72,6 +72,15 @@ wire_enum!(
     WinnerSourceDto from core::battle::WinnerSource { Analysis, User }
 );
 wire_enum!(
+    /// The user's verdict when it names no winner: `tie` or `all_bad`.
+    UserVerdictDto from core::battle::UserVerdict { Tie, AllBad }
+);
+wire_enum!(
+    /// Whose verdicts the leaderboard counts: `mine`, `judge`, or `both`
+    /// (the user's where given, else the judge's).
+    SourceDto from core::leaderboard::Source { Mine, Judge, Both }
+);
+wire_enum!(
     /// Where a tokens/s figure came from.
     RateSourceDto from core::battle::RateSource { Server, Measured }
 );
@@ -183,6 +192,11 @@ pub struct StartBattleRequest {
     pub contestants: Vec<String>,
     /// Coding: a command run in each finished worktree (e.g. `cargo test`).
     pub check_command: Option<String>,
+    /// Show the contestants as A, B, … until the user votes.
+    #[serde(default)]
+    pub blind: bool,
+    #[serde(default)]
+    pub tags: Vec<String>,
 }
 
 impl StartBattleRequest {
@@ -202,6 +216,8 @@ impl StartBattleRequest {
                 .check_command
                 .map(|c| c.trim().to_string())
                 .filter(|c| !c.is_empty()),
+            blind: self.blind,
+            tags: core::blind::tags(&self.tags)?,
         })
     }
 }
@@ -326,13 +342,18 @@ impl From<&core::battle::CheckResult> for CheckResultDto {
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct ContestantDto {
     pub id: String,
-    /// 1-based place in the roster (as in `arena battle show`).
+    /// 1-based place in the roster (as in `arena battle show`); in a
+    /// masked blind battle, its place among the labels.
     pub position: u32,
-    /// The persona (Q&A) or backend (Coding).
+    /// A blind battle's letter (A, B, …), shuffled per battle.
+    pub label: Option<String>,
+    /// The persona (Q&A) or backend (Coding); the label while a blind
+    /// battle is masked (then `model` and `provider` are empty).
     pub identity: String,
     pub model: String,
     pub provider: String,
-    pub lane: LaneDto,
+    /// `null` while a blind battle is masked.
+    pub lane: Option<LaneDto>,
     pub status: ContestantStatusDto,
     pub error: Option<String>,
     pub attempts: u32,
@@ -364,10 +385,11 @@ impl From<&core::Contestant> for ContestantDto {
         ContestantDto {
             id: c.id.clone(),
             position: c.position + 1,
+            label: c.label.clone(),
             identity: c.identity.clone(),
             model: c.model.clone(),
             provider: c.provider.clone(),
-            lane: c.lane.into(),
+            lane: Some(c.lane.into()),
             status: c.status.into(),
             error: c.error.clone(),
             attempts: c.attempts,
@@ -408,10 +430,23 @@ pub struct BattleDto {
     pub check_command: Option<String>,
     /// The series it is a run of, if any.
     pub series_id: Option<String>,
+    /// Started blind.
+    pub blind: bool,
+    /// Blind and not revealed yet: contestants show as their labels, with
+    /// no model, provider, lane, speeds, times, costs, result paths, lane
+    /// waits or errors, and no winner or analysis.
+    pub masked: bool,
+    /// The user's tie or "all bad" (a chosen winner is `winner`).
+    pub user_verdict: Option<UserVerdictDto>,
+    pub tags: Vec<String>,
 }
 
+/// A battle as a viewer may see it (see `blind::masked`).
 impl From<&core::Battle> for BattleDto {
-    fn from(b: &core::Battle) -> Self {
+    fn from(battle: &core::Battle) -> Self {
+        let masked = battle.is_masked();
+        let view = core::blind::masked(battle);
+        let b = &view;
         BattleDto {
             id: b.id.clone(),
             battle_type: b.battle_type.into(),
@@ -426,7 +461,25 @@ impl From<&core::Battle> for BattleDto {
             base_commit: b.base_commit.clone(),
             check_command: b.check_command.clone(),
             series_id: b.series_id.clone(),
+            blind: b.blind,
+            masked,
+            user_verdict: b.user_verdict.map(Into::into),
+            tags: b.tags.clone(),
         }
+        .masked_lanes()
+    }
+}
+
+impl BattleDto {
+    /// While masked: no lanes, and positions follow the labels.
+    fn masked_lanes(mut self) -> Self {
+        if self.masked {
+            for (i, c) in self.contestants.iter_mut().enumerate() {
+                c.lane = None;
+                c.position = i as u32 + 1;
+            }
+        }
+        self
     }
 }
 
@@ -541,20 +594,52 @@ pub struct BattleDetailDto {
 impl From<&core::store::BattleDetail> for BattleDetailDto {
     fn from(d: &core::store::BattleDetail) -> Self {
         let mut battle = BattleDto::from(&d.battle);
+        let masked = battle.masked;
         for c in &mut battle.contestants {
             if let Some(rounds) = d.rounds.get(&c.id) {
                 c.rounds = rounds.iter().map(RoundDto::from).collect();
             }
+            if masked {
+                for r in &mut c.rounds {
+                    (r.duration_ms, r.cost_usd, r.error) = (None, None, None);
+                }
+            }
         }
+        // The judge's panel and cross-examinations wait for the vote.
+        let open = !battle.masked;
         BattleDetailDto {
-            battle,
-            analysis: d.analysis.as_ref().map(AnalysisDto::from),
+            analysis: d.analysis.as_ref().filter(|_| open).map(AnalysisDto::from),
             cross_examinations: d
                 .cross_examinations
                 .iter()
+                .filter(|_| open)
                 .map(CrossExaminationDto::from)
                 .collect(),
+            battle,
             last_seq: d.last_seq,
+        }
+    }
+}
+
+/// The user's vote on a battle (`vote`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum VoteDto {
+    /// This contestant won: its label (`B`) or id.
+    Winner {
+        contestant: String,
+    },
+    Tie,
+    AllBad,
+}
+
+impl From<VoteDto> for core::blind::Vote {
+    fn from(v: VoteDto) -> Self {
+        match v {
+            VoteDto::Winner { contestant } => core::blind::Vote::Winner(contestant),
+            VoteDto::Tie => core::blind::Vote::Tie,
+            VoteDto::AllBad => core::blind::Vote::AllBad,
         }
     }
 }
@@ -952,6 +1037,9 @@ pub enum EventKindDto {
     Winner {
         winner: Option<WinnerDto>,
     },
+    /// A blind battle was revealed: read the battle again for its names,
+    /// speeds and analysis.
+    Revealed,
     ResultWritten {
         path: String,
     },
@@ -1026,6 +1114,7 @@ impl From<core::EventKind> for EventKindDto {
             K::Winner { winner } => EventKindDto::Winner {
                 winner: winner.as_ref().map(Into::into),
             },
+            K::Revealed => EventKindDto::Revealed,
             K::ResultWritten { path } => EventKindDto::ResultWritten { path },
             K::AnalysisStatus {
                 analysis_id,
@@ -1114,6 +1203,10 @@ pub struct StandingDto {
     pub cost_usd: Option<f64>,
     /// `cost_usd / wins`, when both are known and it won.
     pub cost_per_win_usd: Option<f64>,
+    /// The length-controlled rating (same scale): what the rating would
+    /// be if answer length did not sway the verdicts. `null` when some
+    /// answer's length is unknown.
+    pub rating_lc: Option<f64>,
 }
 
 impl From<&core::leaderboard::Standing> for StandingDto {
@@ -1135,6 +1228,77 @@ impl From<&core::leaderboard::Standing> for StandingDto {
             median_tokens_per_sec: s.median_tokens_per_sec,
             cost_usd: s.cost_usd,
             cost_per_win_usd: s.cost_per_win_usd,
+            rating_lc: s.rating_lc,
+        }
+    }
+}
+
+/// How often the judge and the user agreed, over the battles where both
+/// gave a verdict.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct AgreementDto {
+    /// Battles with both a user's and a judge's verdict.
+    pub both_chose: u32,
+    /// ...where they were the same (the same winner, or both a tie).
+    pub agreed: u32,
+    /// `agreed / both_chose`; `null` when none.
+    pub rate: Option<f64>,
+    /// Its 95% Wilson interval `[lo, hi]`.
+    pub rate_ci: Option<[f64; 2]>,
+}
+
+/// The leaderboard (`arena leaderboard --json`): the standings, judge–human
+/// agreement, and how much longer answers sway the verdicts.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct LeaderboardDto {
+    pub standings: Vec<StandingDto>,
+    pub agreement: AgreementDto,
+    /// The length coefficient of the length-controlled fit (log-odds per
+    /// unit of relative length difference; positive: longer answers won
+    /// more). `null` when it was not fitted.
+    pub length_coefficient: Option<f64>,
+}
+
+impl From<&core::leaderboard::Leaderboard> for LeaderboardDto {
+    fn from(l: &core::leaderboard::Leaderboard) -> Self {
+        LeaderboardDto {
+            standings: l.standings.iter().map(Into::into).collect(),
+            agreement: AgreementDto {
+                both_chose: l.agreement.both_chose,
+                agreed: l.agreement.agreed,
+                rate: l.agreement.rate,
+                rate_ci: l.agreement.rate_ci.map(|(lo, hi)| [lo, hi]),
+            },
+            length_coefficient: l.length_coefficient,
+        }
+    }
+}
+
+/// What the leaderboard screen asks for: filters (all optional) and whose
+/// verdicts count.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct LeaderboardQueryDto {
+    pub battle_type: Option<BattleTypeDto>,
+    /// A series' id (or its start or end).
+    pub series_id: Option<String>,
+    /// A project folder.
+    pub project: Option<String>,
+    pub tag: Option<String>,
+    /// `both` when absent.
+    pub source: Option<SourceDto>,
+}
+
+impl LeaderboardQueryDto {
+    pub fn into_engine(self) -> core::LeaderboardQuery {
+        core::LeaderboardQuery {
+            battle_type: self.battle_type.map(Into::into),
+            series: text(self.series_id),
+            project: text(self.project).map(Into::into),
+            tag: text(self.tag),
+            source: self.source.map(Into::into).unwrap_or_default(),
         }
     }
 }
@@ -1167,6 +1331,9 @@ pub struct StartSeriesRequest {
     /// Judge a winner of each battle.
     pub analysis: bool,
     pub tags: Vec<String>,
+    /// Every battle blind: the user votes on each.
+    #[serde(default)]
+    pub blind: bool,
     /// An idempotency key: the same key again returns the series it started.
     pub key: Option<String>,
 }
@@ -1215,11 +1382,8 @@ impl StartSeriesRequest {
             until_decided: self.until_decided,
             analysis: self.analysis,
             check_command: text(self.check_command),
-            tags: self
-                .tags
-                .into_iter()
-                .filter_map(|t| text(Some(t)))
-                .collect(),
+            tags: core::blind::tags(&self.tags)?,
+            blind: self.blind,
         };
         Ok((request, text(self.key)))
     }
@@ -1700,6 +1864,7 @@ mod tests {
                 output_tail: "ok".into(),
             }),
             waiting: None,
+            label: None,
         };
         core::Battle {
             id: "b1".into(),
@@ -1718,6 +1883,10 @@ mod tests {
             base_commit: Some("abc123".into()),
             check_command: Some("cargo test".into()),
             series_id: None,
+            blind: false,
+            revealed_at: None,
+            user_verdict: None,
+            tags: Vec::new(),
         }
     }
 

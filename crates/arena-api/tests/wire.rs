@@ -57,6 +57,7 @@ fn contestant(position: u32, id: &str) -> core::Contestant {
         }),
         check: Some(check()),
         waiting: None,
+        label: None,
     }
 }
 
@@ -89,6 +90,10 @@ fn battle() -> core::Battle {
         base_commit: Some("abc123".into()),
         check_command: Some("cargo test".into()),
         series_id: None,
+        blind: false,
+        revealed_at: None,
+        user_verdict: None,
+        tags: Vec::new(),
     }
 }
 
@@ -192,6 +197,39 @@ fn a_battle_in_full() {
     assert_json_snapshot!(BattleDetailDto::from(&detail()));
 }
 
+/// A blind battle before the vote: labels in label order, and nothing in
+/// the JSON names a contestant, its provider or lane, or its speeds.
+#[test]
+fn a_blind_battle_before_the_vote() {
+    let mut d = detail();
+    d.battle.blind = true;
+    d.battle.contestants[0].label = Some("B".into());
+    d.battle.contestants[1].label = Some("A".into());
+    let dto = BattleDetailDto::from(&d);
+    let json = serde_json::to_string(&dto).expect("serialisable");
+    let c = &d.battle.contestants;
+    for secret in [
+        &c[0].identity,
+        &c[0].model,
+        &c[0].provider,
+        &c[1].identity,
+        &c[1].model,
+        &c[1].provider,
+        &"\"lane\":\"".to_string(),
+        &"judge".to_string(),
+    ] {
+        assert!(!json.contains(secret.as_str()), "{secret} in {json}");
+    }
+    assert!(dto.battle.masked && dto.analysis.is_none());
+    assert_json_snapshot!(dto);
+    // Revealed: everything, labels kept.
+    d.battle.revealed_at = Some(at(40));
+    let dto = BattleDetailDto::from(&d);
+    assert!(!dto.battle.masked && dto.analysis.is_some());
+    assert_eq!(dto.battle.contestants[0].model, c[0].model);
+    assert_eq!(dto.battle.contestants[0].label.as_deref(), Some("B"));
+}
+
 #[test]
 fn an_analysis() {
     assert_json_snapshot!(AnalysisDto::from(&analysis()));
@@ -252,6 +290,7 @@ fn a_standing() {
         rating: 1087.5,
         rating_low: 1010.0,
         rating_high: 1160.25,
+        rating_lc: Some(1042.0),
         battles: 12,
         decided: 10,
         wins: 7,
@@ -384,6 +423,7 @@ fn a_series() {
         analysis: true,
         check_command: None,
         tags: vec![],
+        blind: false,
     };
     let row = |run: u32, who: &str, won: bool| RunRow {
         run,

@@ -135,11 +135,14 @@ fn seed(store: &Store, n: u64) -> Result<(), arena_core::store::Error> {
                             Lane::Cloud
                         },
                         run: RunSpec::default(),
+                        label: None,
                     })
                     .collect(),
                 base_commit: None,
                 check_command: None,
                 series: None,
+                blind: false,
+                tags: Vec::new(),
             })?;
             let finished = created + chrono::Duration::seconds(30);
             for c in tx.contestants(&id)? {

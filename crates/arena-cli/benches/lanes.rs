@@ -118,6 +118,8 @@ async fn in_one_engine(round: usize) -> Figures {
                 })
                 .collect(),
             check_command: None,
+            blind: false,
+            tags: Vec::new(),
         };
         ids.push(engine.create_battle(request).await.expect("create").id);
     }

@@ -70,6 +70,8 @@ async fn engine_round(bench: &common::Bench, engine: &arena_core::Engine, round:
             })
             .collect(),
         check_command: None,
+        blind: false,
+        tags: Vec::new(),
     };
     let battle = engine.create_battle(request).await.expect("create");
     let sink = {

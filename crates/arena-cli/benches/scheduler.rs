@@ -47,6 +47,8 @@ async fn main() {
             prompt: format!("round {round}"),
             contestants,
             check_command: None,
+            blind: false,
+            tags: Vec::new(),
         };
         let battle = engine.create_battle(request).await.expect("create");
         let started = Instant::now();

@@ -13,7 +13,7 @@ use std::process::ExitCode;
 
 use arena_api::{
     ApplyResultDto, BackendDto, BattleDetailDto, BattleDto, CatalogDto, CrossExaminationDto,
-    PersonasDto, PruneDto, RoundDto, StandingDto, WorktreeDto,
+    LeaderboardDto, PersonasDto, PruneDto, RoundDto, WorktreeDto,
 };
 use arena_core::battle::{BattleQuery, BattleRequest, BattleStatus, BattleType, ContestantSpec};
 use arena_core::{Battle, Engine, EngineOptions, Error, Invalid, ReportFormat};
@@ -55,6 +55,16 @@ enum Command {
         /// Only the battles of this series (its id or short id).
         #[arg(long, value_name = "ID")]
         series: Option<String>,
+        /// Only the battles of this project folder.
+        #[arg(long, value_name = "DIR")]
+        project: Option<PathBuf>,
+        /// Only the battles carrying this tag.
+        #[arg(long, value_name = "TAG")]
+        tag: Option<String>,
+        /// Whose verdicts count: mine (your votes and winner choices), judge
+        /// (the analysis), or both (yours where given, else the judge's).
+        #[arg(long, default_value = "both", value_parser = ["mine", "judge", "both"])]
+        source: String,
         #[arg(long, conflicts_with = "csv")]
         json: bool,
         /// Comma-separated values with a header row.
@@ -193,6 +203,39 @@ enum BattleCommand {
         #[command(flatten)]
         json: JsonFlag,
     },
+    /// Your verdict: the winner (its label in a blind battle, or id or
+    /// 1-based position), a tie, or "all bad"; it may come before every
+    /// contestant finished. A blind battle is revealed.
+    Vote {
+        id: String,
+        /// The winner: A, B, … in a blind battle; else id, id prefix, or position.
+        #[arg(required_unless_present_any = ["tie", "all_bad"], conflicts_with_all = ["tie", "all_bad"])]
+        contestant: Option<String>,
+        /// Every answer as good.
+        #[arg(long, conflicts_with = "all_bad")]
+        tie: bool,
+        /// None good enough.
+        #[arg(long)]
+        all_bad: bool,
+        #[command(flatten)]
+        json: JsonFlag,
+    },
+    /// Show a blind battle's names without voting.
+    Reveal {
+        id: String,
+        #[command(flatten)]
+        json: JsonFlag,
+    },
+    /// A battle's tags: list them, add some, or remove some.
+    Tag {
+        id: String,
+        /// Tags to add (or with --remove, to remove).
+        tags: Vec<String>,
+        #[arg(long)]
+        remove: bool,
+        #[command(flatten)]
+        json: JsonFlag,
+    },
     /// Set the winner (overrides the analysis), or clear your choice.
     Winner {
         id: String,
@@ -236,6 +279,13 @@ struct RunArgs {
     /// The judge model (default: default_model from arena.toml).
     #[arg(long, conflicts_with = "no_analysis")]
     analysis_model: Option<String>,
+    /// Show the contestants as A, B, … (shuffled) until you vote
+    /// (`arena battle vote`).
+    #[arg(long)]
+    blind: bool,
+    /// A tag to find the battle by (repeat for more).
+    #[arg(long = "tag", value_name = "TAG")]
+    tags: Vec<String>,
     #[command(flatten)]
     json: JsonFlag,
 }
@@ -374,17 +424,26 @@ async fn run(cli: Cli) -> Result<(), Error> {
         Command::Leaderboard {
             battle_type,
             series,
+            project,
+            tag,
+            source,
             json,
             csv,
         } => {
-            let battle_type = battle_type.map(|t| BattleType::parse_arg(&t)).transpose()?;
-            let standings = engine.leaderboard(battle_type, series.as_deref()).await?;
+            let query = arena_core::LeaderboardQuery {
+                battle_type: battle_type.map(|t| BattleType::parse_arg(&t)).transpose()?,
+                series,
+                project,
+                tag,
+                source: source.parse().map_err(Invalid::Other)?,
+            };
+            let board = engine.leaderboard(query).await?;
             if json {
-                print_json(&standings.iter().map(StandingDto::from).collect::<Vec<_>>());
+                print_json(&LeaderboardDto::from(&board));
             } else if csv {
-                print!("{}", arena_core::leaderboard::to_csv(&standings));
+                print!("{}", arena_core::leaderboard::to_csv(&board.standings));
             } else {
-                print!("{}", view::leaderboard_text(&standings));
+                print!("{}", view::leaderboard_text(&board));
             }
         }
     }
@@ -496,7 +555,8 @@ async fn battle(engine: &Engine, command: BattleCommand) -> Result<(), Error> {
             if json.json {
                 print_json(&battles.iter().map(BattleDto::from).collect::<Vec<_>>());
             } else {
-                print!("{}", view::page_text(&battles, offset, total, filtered));
+                let shown: Vec<Battle> = battles.iter().map(arena_core::blind::masked).collect();
+                print!("{}", view::page_text(&shown, offset, total, filtered));
             }
         }
         BattleCommand::Show { id, output, json } => {
@@ -603,6 +663,65 @@ async fn battle(engine: &Engine, command: BattleCommand) -> Result<(), Error> {
                 }
             }
         }
+        BattleCommand::Vote {
+            id,
+            contestant,
+            tie,
+            all_bad,
+            json,
+        } => {
+            use arena_core::blind::Vote;
+            let id = resolve_battle(engine, &id)?;
+            let vote = match (contestant, tie, all_bad) {
+                (Some(key), ..) => {
+                    let battle = engine.battle(&id).await?;
+                    // A label in a blind battle; else an id, prefix or position.
+                    if battle.blind {
+                        Vote::Winner(key)
+                    } else {
+                        Vote::Winner(resolve_contestant(&battle, &key)?)
+                    }
+                }
+                (None, true, _) => Vote::Tie,
+                (None, _, _) => Vote::AllBad,
+            };
+            let battle = engine.vote(&id, vote).await?;
+            if !json.json {
+                let analysis = engine.analysis(&id).await?;
+                if let Some(words) = arena_core::blind::vote_words(&battle, analysis.as_ref()) {
+                    println!("{words}");
+                }
+            }
+            show(engine, &battle.id, json.json, false).await?;
+        }
+        BattleCommand::Reveal { id, json } => {
+            let id = resolve_battle(engine, &id)?;
+            let battle = engine.reveal(&id).await?;
+            show(engine, &battle.id, json.json, false).await?;
+        }
+        BattleCommand::Tag {
+            id,
+            tags,
+            remove,
+            json,
+        } => {
+            let id = resolve_battle(engine, &id)?;
+            let battle = engine.battle(&id).await?;
+            let mut now = battle.tags.clone();
+            if remove {
+                now.retain(|t| !tags.iter().any(|r| r.trim().eq_ignore_ascii_case(t)));
+            } else {
+                now.extend(tags);
+            }
+            let battle = engine.set_tags(&id, &now).await?;
+            if json.json {
+                print_json(&battle.tags);
+            } else if battle.tags.is_empty() {
+                println!("Battle {} has no tags.", battle.id);
+            } else {
+                println!("{}", battle.tags.join(", "));
+            }
+        }
         BattleCommand::Winner {
             id,
             contestant,
@@ -652,8 +771,19 @@ async fn show(engine: &Engine, id: &str, json: bool, output: bool) -> Result<(),
         print_json(&detail(engine, id).await?);
     } else {
         let battle = engine.battle(id).await?;
-        let analysis = engine.analysis(id).await?;
-        print!("{}", view::battle_text(&battle, analysis.as_ref(), output));
+        // A blind battle shows labels only, and no analysis, until the vote.
+        let analysis = match battle.is_masked() {
+            true => None,
+            false => engine.analysis(id).await?,
+        };
+        print!(
+            "{}",
+            view::battle_text(
+                &arena_core::blind::masked(&battle),
+                analysis.as_ref(),
+                output
+            )
+        );
     }
     Ok(())
 }
@@ -681,6 +811,8 @@ fn run_request(args: RunArgs) -> Result<BattleRequest, Error> {
         prompt,
         contestants,
         check_command: args.check,
+        blind: args.blind,
+        tags: arena_core::blind::tags(&args.tags)?,
     })
 }
 

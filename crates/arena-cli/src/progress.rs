@@ -66,20 +66,31 @@ impl Bars {
         let style = ProgressStyle::with_template("{spinner} {prefix:<32} {elapsed:>4} {msg}")
             .unwrap_or_else(|_| ProgressStyle::default_spinner());
         let width = 32;
+        // A blind battle shows its labels only, until the vote.
+        let masked = battle.is_masked();
+        let battle = &arena_core::blind::masked(battle);
         let lines = battle
             .contestants
             .iter()
             .map(|c| {
                 let bar = multi.add(ProgressBar::new_spinner());
                 bar.set_style(style.clone());
-                let mut name = format!("{}@{}", c.identity, c.model);
+                let mut name = if masked {
+                    format!("Contestant {}", c.identity)
+                } else {
+                    format!("{}@{}", c.identity, c.model)
+                };
                 if name.chars().count() > width {
                     name = name.chars().take(width - 1).collect::<String>() + "…";
                 }
                 bar.set_prefix(name);
                 let mut line = Line {
                     bar,
-                    lane: c.lane.to_string(),
+                    lane: if masked {
+                        "blind".to_string()
+                    } else {
+                        c.lane.to_string()
+                    },
                     status: c.status,
                     tokens: 0,
                     rate: None,

@@ -106,6 +106,10 @@ pub struct SeriesArgs {
     /// A tag for the series' battles (repeat for more).
     #[arg(long = "tag", value_name = "TAG")]
     tags: Vec<String>,
+    /// Every battle blind: its contestants show as A, B, … until you vote
+    /// on it (`arena battle vote`).
+    #[arg(long)]
+    blind: bool,
     #[command(flatten)]
     json: JsonFlag,
 }
@@ -223,6 +227,7 @@ fn request(args: &SeriesArgs) -> Result<(SeriesRequest, Option<String>), Error> 
         until_decided: args.until_decided,
         analysis: !args.no_analysis,
         tags: args.tags.clone(),
+        blind: args.blind,
         key: args.key.clone(),
     };
     Ok(request.into_engine(prompt_set.as_deref())?)

@@ -5,7 +5,7 @@ use arena_core::analysis::{Analysis, Outcome};
 use arena_core::battle::{Battle, Contestant, Round};
 use arena_core::catalog::Catalog;
 use arena_core::cross_exam::CrossExamination;
-use arena_core::leaderboard::Standing;
+use arena_core::leaderboard::Leaderboard;
 
 pub fn cross_exam_text(x: &CrossExamination) -> String {
     let mut out = format!(
@@ -25,16 +25,18 @@ pub fn cross_exam_text(x: &CrossExamination) -> String {
     out
 }
 
-pub fn leaderboard_text(standings: &[Standing]) -> String {
+pub fn leaderboard_text(board: &Leaderboard) -> String {
+    let standings = &board.standings;
     if standings.is_empty() {
         return "No finished battles yet.\n".into();
     }
     let mut out = format!(
-        "{:>4}  {:<36} {:>7} {:>17} {:>7} {:>5} {:>6} {:>9} {:>8} {:>9}\n",
+        "{:>4}  {:<36} {:>7} {:>17} {:>9} {:>7} {:>5} {:>6} {:>9} {:>8} {:>9}\n",
         "rank",
         "contestant",
         "rating",
         "95% interval",
+        "length-c.",
         "battles",
         "wins",
         "win %",
@@ -45,11 +47,14 @@ pub fn leaderboard_text(standings: &[Standing]) -> String {
     for s in standings {
         let name = format!("{}@{}", s.identity, s.model);
         out.push_str(&format!(
-            "{:>4}  {:<36} {:>7.0} {:>17} {:>7} {:>5} {:>5.0}% {:>9} {:>8} {:>9}\n",
+            "{:>4}  {:<36} {:>7.0} {:>17} {:>9} {:>7} {:>5} {:>5.0}% {:>9} {:>8} {:>9}\n",
             s.rank,
             name,
             s.rating,
             format!("[{:.0}, {:.0}]", s.rating_low, s.rating_high),
+            s.rating_lc
+                .map(|r| format!("{r:.0}"))
+                .unwrap_or_else(|| "—".into()),
             s.battles,
             s.wins,
             s.win_rate * 100.0,
@@ -62,6 +67,24 @@ pub fn leaderboard_text(standings: &[Standing]) -> String {
             s.cost_per_win_usd
                 .map(|c| format!("{c:.4}"))
                 .unwrap_or_else(|| "—".into()),
+        ));
+    }
+    let a = &board.agreement;
+    match (a.rate, a.rate_ci) {
+        (Some(rate), Some((lo, hi))) => out.push_str(&format!(
+            "\nJudge and you agreed in {} of {} battles you both judged: {:.0}% (95% interval {:.0}–{:.0}%).\n",
+            a.agreed,
+            a.both_chose,
+            rate * 100.0,
+            lo * 100.0,
+            hi * 100.0
+        )),
+        _ => out.push_str("\nNo battle has both your verdict and the judge's yet.\n"),
+    }
+    if let Some(g) = board.length_coefficient {
+        out.push_str(&format!(
+            "Length-controlled ratings (length-c.) discount answer length; its coefficient is {g:+.2} ({}).\n",
+            if g > 0.0 { "longer answers won more" } else { "shorter answers won more" }
         ));
     }
     out
@@ -128,15 +151,23 @@ pub fn battle_text(b: &Battle, analysis: Option<&Analysis>, with_output: bool) -
         "tok/s",
         "cost"
     ));
+    let masked = b.is_masked();
     for c in &b.contestants {
         let winner = b.winner.as_ref().is_some_and(|w| w.contestant_id == c.id);
-        let name = format!("{}@{}", c.identity, c.model);
+        let name = contestant_name(b, c);
         out.push_str(&format!(
             "{} {:<3} {:<28} {:<6} {:<10} {:>8} {:>8} {:>7} {:>8} {:>8} {:>9}\n",
             if winner { "🏆" } else { " " },
-            c.position + 1,
+            c.label
+                .clone()
+                .filter(|_| masked)
+                .unwrap_or_else(|| (c.position + 1).to_string()),
             name,
-            c.lane,
+            if masked {
+                "—".to_string()
+            } else {
+                c.lane.to_string()
+            },
             c.status,
             fmt_ms(c.benchmark.duration_ms),
             fmt_ms(c.benchmark.ttft_ms),
@@ -170,9 +201,23 @@ pub fn battle_text(b: &Battle, analysis: Option<&Analysis>, with_output: bool) -
         b.contestants
             .iter()
             .find(|c| c.id == id)
-            .map(|c| format!("{}@{}", c.identity, c.model))
+            .map(|c| contestant_name(b, c))
             .unwrap_or_else(|| id.to_string())
     };
+    if masked {
+        out.push_str(&format!(
+            "Blind: names, speeds and the judge show after your vote (arena battle vote {} A|B|…|--tie|--all-bad).\n",
+            arena_core::battle::short_id(&b.id)
+        ));
+    }
+    match b.user_verdict {
+        Some(arena_core::battle::UserVerdict::Tie) => out.push_str("Your vote: a tie\n"),
+        Some(arena_core::battle::UserVerdict::AllBad) => out.push_str("Your vote: all bad\n"),
+        None => {}
+    }
+    if !b.tags.is_empty() {
+        out.push_str(&format!("Tags: {}\n", b.tags.join(", ")));
+    }
     if let Some(w) = &b.winner {
         out.push_str(&format!(
             "Winner: {} (chosen by {})\n",
@@ -204,14 +249,24 @@ pub fn battle_text(b: &Battle, analysis: Option<&Analysis>, with_output: bool) -
     if with_output {
         for c in &b.contestants {
             out.push_str(&format!(
-                "\n── {}@{} ──\n{}\n",
-                c.identity,
-                c.model,
+                "\n── {} ──\n{}\n",
+                contestant_name(b, c),
                 c.output.as_deref().unwrap_or("(no output)")
             ));
         }
     }
     out
+}
+
+/// `debugger@qwen3-8b`; `Contestant B` while a blind battle is masked
+/// (pass it through `blind::masked` first); `B · debugger@qwen3-8b` after
+/// the reveal.
+fn contestant_name(b: &Battle, c: &Contestant) -> String {
+    match (&c.label, b.is_masked()) {
+        (Some(label), true) => format!("Contestant {label}"),
+        (Some(label), false) => format!("{label} · {}@{}", c.identity, c.model),
+        (None, _) => format!("{}@{}", c.identity, c.model),
+    }
 }
 
 /// What `battle cancel --analysis|--cross-exam|--contestant` stopped.

@@ -495,7 +495,7 @@ async fn run_waits_for_the_analysis_and_the_leaderboard_agrees_in_json_and_csv()
 
     // Leaderboard: good won battle 1, bad won battle 2 (the user's pick).
     let board = s.json(&["leaderboard", "--json"]).await;
-    let rows = board.as_array().unwrap();
+    let rows = board["standings"].as_array().unwrap();
     assert_eq!(rows.len(), 2);
     for r in rows {
         assert_eq!(r["battles"], 2);

@@ -102,8 +102,12 @@ async fn a_series_runs_to_its_end_with_json_and_report_files() {
     assert!(text.contains("| Debugger@good | 3 | 3 | 100%"), "{text}");
     // The leaderboard of the series: its contestants, Debugger first.
     let board = s.json(&["leaderboard", "--series", id, "--json"]).await;
-    assert_eq!(board.as_array().map(Vec::len), Some(2), "{board:#}");
-    assert_eq!(board[0]["identity"], "Debugger");
+    assert_eq!(
+        board["standings"].as_array().map(Vec::len),
+        Some(2),
+        "{board:#}"
+    );
+    assert_eq!(board["standings"][0]["identity"], "Debugger");
     let none = s.arena(&["leaderboard", "--series", "nosuchseries"]).await;
     assert_eq!(
         none.status.code(),

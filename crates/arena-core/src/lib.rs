@@ -5,7 +5,7 @@
 //! stream. See `docs/ARCHITECTURE.md` for the map.
 
 pub use arena_domain::{
-    analysis, battle, benchmark, cross_exam, decisions, event, leaderboard, patch, series,
+    analysis, battle, benchmark, blind, cross_exam, decisions, event, leaderboard, patch, series,
 };
 
 pub mod clock;
@@ -26,7 +26,8 @@ pub use battle::{
     Lane,
 };
 pub use engine::{
-    Engine, EngineOptions, Judging, Recovered, ReportFormat, SeriesStart, WorktreeEntry,
+    Engine, EngineOptions, Judging, LeaderboardQuery, Recovered, ReportFormat, SeriesStart,
+    WorktreeEntry,
 };
 pub use error::{Error, Invalid, Result};
 pub use event::{BattleEvent, EventKind};

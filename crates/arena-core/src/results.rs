@@ -94,6 +94,18 @@ pub fn battle_slug(
     slug
 }
 
+/// A contestant's folder (and worktree) name: `01-debugger-qwen3-8b`, or
+/// `contestant-B` in a blind battle, so that no path tells who it is.
+pub fn contestant_dir(c: &Contestant) -> String {
+    match &c.label {
+        Some(label) if label.chars().all(|c| c.is_ascii_alphanumeric()) => {
+            format!("contestant-{label}")
+        }
+        Some(label) => format!("contestant-{}", safe_component(label, 8)),
+        None => contestant_dir_name(c.position, &c.identity, &c.model),
+    }
+}
+
 /// `01-debugger-qwen3-8b`
 pub fn contestant_dir_name(position: u32, identity: &str, model: &str) -> String {
     format!(
@@ -221,6 +233,16 @@ struct Manifest<'a> {
     created_at: String,
     finished_at: Option<String>,
     winner: Option<&'a Winner>,
+    /// The user's tie or "all bad".
+    #[serde(skip_serializing_if = "Option::is_none")]
+    user_verdict: Option<crate::battle::UserVerdict>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    blind: bool,
+    /// Whether a blind battle's names are shown (here and in the app).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    revealed_at: Option<String>,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    tags: &'a [String],
     #[serde(skip_serializing_if = "Option::is_none")]
     base_commit: Option<&'a str>,
     contestants: Vec<ManifestContestant<'a>>,
@@ -229,10 +251,18 @@ struct Manifest<'a> {
 #[derive(Serialize)]
 struct ManifestContestant<'a> {
     id: &'a str,
-    identity: &'a str,
-    model: &'a str,
-    provider: &'a str,
-    lane: crate::battle::Lane,
+    /// A blind battle's letter.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    label: Option<&'a str>,
+    /// Who it is: left out while a blind battle is masked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    identity: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    model: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    provider: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    lane: Option<crate::battle::Lane>,
     status: crate::battle::ContestantStatus,
     error: Option<&'a str>,
     benchmark: &'a Benchmark,
@@ -243,7 +273,12 @@ struct ManifestContestant<'a> {
     check: Option<&'a crate::battle::CheckResult>,
 }
 
+/// Writes `manifest.json`; while a blind battle is masked, with labels
+/// and only what a viewer may see (see `blind::masked`).
 pub fn write_manifest(battle: &Battle) -> Result<()> {
+    let masked = battle.is_masked();
+    let view = crate::blind::masked(battle);
+    let battle = &view;
     let manifest = Manifest {
         id: &battle.id,
         battle_type: battle.battle_type,
@@ -252,16 +287,21 @@ pub fn write_manifest(battle: &Battle) -> Result<()> {
         created_at: rfc3339(battle.created_at),
         finished_at: battle.finished_at.map(rfc3339),
         winner: battle.winner.as_ref(),
+        user_verdict: battle.user_verdict,
+        blind: battle.blind,
+        revealed_at: battle.revealed_at.map(rfc3339),
+        tags: &battle.tags,
         base_commit: battle.base_commit.as_deref(),
         contestants: battle
             .contestants
             .iter()
             .map(|c| ManifestContestant {
                 id: &c.id,
-                identity: &c.identity,
-                model: &c.model,
-                provider: &c.provider,
-                lane: c.lane,
+                label: c.label.as_deref(),
+                identity: (!masked).then_some(c.identity.as_str()),
+                model: (!masked).then_some(c.model.as_str()),
+                provider: (!masked).then_some(c.provider.as_str()),
+                lane: (!masked).then_some(c.lane),
                 status: c.status,
                 error: c.error.as_deref(),
                 benchmark: &c.benchmark,
@@ -282,10 +322,7 @@ pub fn write_manifest(battle: &Battle) -> Result<()> {
 
 /// Writes `<results>/<contestant dir>/result.md`; returns its path.
 pub fn write_result(battle: &Battle, c: &Contestant) -> Result<PathBuf> {
-    let dir = confined(
-        &battle.results_path,
-        &[&contestant_dir_name(c.position, &c.identity, &c.model)],
-    )?;
+    let dir = confined(&battle.results_path, &[&contestant_dir(c)])?;
     let path = dir.join(RESULT_FILE);
     write_atomic(&path, render_result(battle, c).as_bytes())?;
     Ok(path)
@@ -296,7 +333,20 @@ fn fmt_opt<T: std::fmt::Display>(v: Option<T>, unit: &str) -> String {
         .unwrap_or_else(|| "—".into())
 }
 
+/// A contestant's `result.md`; while a blind battle is masked, under its
+/// label and with its work only (rewritten with everything at the reveal).
 pub fn render_result(battle: &Battle, c: &Contestant) -> String {
+    if battle.is_masked() {
+        let mut md = format!(
+            "# Contestant {}\n\n- Battle: `{}` ({}), blind until your vote\n- Status: {}\n\n",
+            c.label.as_deref().unwrap_or("?"),
+            battle.id,
+            battle.battle_type,
+            c.status,
+        );
+        push_work(&mut md, battle, c, false);
+        return md;
+    }
     let b = &c.benchmark;
     let rate = match (b.tokens_per_sec, b.rate_source) {
         (Some(r), Some(src)) => format!("{r:.1} ({src})"),
@@ -334,7 +384,14 @@ pub fn render_result(battle: &Battle, c: &Contestant) -> String {
             .unwrap_or_else(|| "—".into()),
         rate
     ));
-    if let Some(error) = &c.error {
+    push_work(&mut md, battle, c, true);
+    md
+}
+
+/// The part of `result.md` that is the contestant's work (and its error,
+/// when `with_error`).
+fn push_work(md: &mut String, battle: &Battle, c: &Contestant, with_error: bool) {
+    if let Some(error) = c.error.as_ref().filter(|_| with_error) {
         md.push_str(&format!("## Error\n\n{error}\n\n"));
     }
     if let Some(d) = &c.diff {
@@ -382,7 +439,6 @@ pub fn render_result(battle: &Battle, c: &Contestant) -> String {
     if c.truncated {
         md.push_str("\n_(output truncated at the size cap, limits.max_output_bytes)_\n");
     }
-    md
 }
 
 #[cfg(test)]

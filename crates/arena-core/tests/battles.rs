@@ -583,6 +583,8 @@ async fn the_anthropic_messages_api_streams_too() {
                 arena_core::ContestantSpec::parse("debugger@claude-two").unwrap(),
             ],
             check_command: None,
+            blind: false,
+            tags: Vec::new(),
         })
         .await
         .unwrap();

@@ -50,6 +50,8 @@ async fn coding(h: &Harness, project: &Path, contestants: &[&str], check: Option
                 .map(|c| ContestantSpec::parse(c).unwrap())
                 .collect(),
             check_command: check.map(str::to_string),
+            blind: false,
+            tags: Vec::new(),
         })
         .await
         .expect("create");
@@ -276,6 +278,8 @@ async fn coding_refusals_leave_nothing_behind() {
                 ContestantSpec::parse("native@m2").unwrap(),
             ],
             check_command: None,
+            blind: false,
+            tags: Vec::new(),
         })
         .await
         .unwrap_err();
@@ -292,6 +296,8 @@ async fn coding_refusals_leave_nothing_behind() {
                 ContestantSpec::parse("claude-code@m").unwrap(),
             ],
             check_command: None,
+            blind: false,
+            tags: Vec::new(),
         })
         .await
         .unwrap_err();

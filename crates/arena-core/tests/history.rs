@@ -11,7 +11,7 @@ use arena_core::battle::{
     BattleQuery, BattleStatus, BattleType, Benchmark, ContestantStatus, Lane, RunSpec, Winner,
     WinnerSource,
 };
-use arena_core::leaderboard::{self, BattleOutcome, Entry, Options, Player, Standing, Verdict};
+use arena_core::leaderboard::{self, BattleOutcome, Entry, Leaderboard, Options, Player, Verdict};
 use arena_core::store::{NewBattle, NewContestant, Store};
 use arena_core::Engine;
 use arena_testserver::ModelScript;
@@ -130,6 +130,7 @@ fn seed_varied(store: &Store, n: u64) {
                         provider: "cloud".into(),
                         lane: Lane::Cloud,
                         run: RunSpec::default(),
+                        label: None,
                     })
                     .collect();
                 // (identity, model) is unique within a battle.
@@ -149,6 +150,8 @@ fn seed_varied(store: &Store, n: u64) {
                     base_commit: None,
                     check_command: None,
                     series: None,
+                    blind: false,
+                    tags: Vec::new(),
                 })?;
                 let status = match rng.next(10) {
                     0 => BattleStatus::Running,
@@ -239,25 +242,33 @@ fn seed_varied(store: &Store, n: u64) {
 
 /// The leaderboard as the engine computed it before the bulk read: every
 /// battle with its contestants, one by one.
-fn leaderboard_one_by_one(store: &Store, battle_type: Option<BattleType>) -> Vec<Standing> {
+fn leaderboard_one_by_one(store: &Store, battle_type: Option<BattleType>) -> Leaderboard {
     let battles = store.battles(usize::MAX >> 1).unwrap();
     let analysed = store.analysis_outcomes().unwrap();
     let outcomes: Vec<BattleOutcome> = battles
         .into_iter()
         .filter(|b| b.status.is_terminal())
+        // With its outputs, which a listing leaves out.
+        .map(|b| store.battle(&b.id).unwrap())
         .map(|b| {
             let done: Vec<_> = b
                 .contestants
                 .iter()
                 .filter(|c| c.status == ContestantStatus::Done)
                 .collect();
-            let winner = b
-                .winner
-                .as_ref()
-                .and_then(|w| done.iter().position(|c| c.id == w.contestant_id));
-            let verdict = match (winner, analysed.get(&b.id)) {
-                (Some(i), _) => Verdict::Winner(i),
-                (None, Some(Outcome::NoClearWinner)) => Verdict::Tie,
+            let place = |id: &str| done.iter().position(|c| c.id == id);
+            let user = match (&b.winner, b.user_verdict) {
+                (Some(w), _) if w.source == WinnerSource::User => {
+                    place(&w.contestant_id).map_or(Verdict::None, Verdict::Winner)
+                }
+                (_, Some(_)) => Verdict::Tie,
+                _ => Verdict::None,
+            };
+            let judge = match analysed.get(&b.id) {
+                Some((Outcome::Winner | Outcome::Walkover, Some(w))) => {
+                    place(w).map_or(Verdict::None, Verdict::Winner)
+                }
+                Some((Outcome::NoClearWinner, _)) => Verdict::Tie,
                 _ => Verdict::None,
             };
             BattleOutcome {
@@ -270,9 +281,11 @@ fn leaderboard_one_by_one(store: &Store, battle_type: Option<BattleType>) -> Vec
                         duration_ms: c.benchmark.duration_ms,
                         tokens_per_sec: c.benchmark.tokens_per_sec,
                         cost_usd: c.benchmark.cost_usd,
+                        output_chars: c.output.as_ref().map(|o| o.chars().count() as u64),
                     })
                     .collect(),
-                verdict,
+                user,
+                judge,
             }
         })
         .collect();
@@ -291,10 +304,21 @@ async fn the_leaderboard_is_what_reading_every_battle_gave() {
     seed_varied(h.engine.store(), 600);
     let engine: &Engine = &h.engine;
     for battle_type in [None, Some(BattleType::Qa), Some(BattleType::Coding)] {
-        let bulk = engine.leaderboard(battle_type, None).await.unwrap();
+        let bulk = engine
+            .leaderboard(arena_core::LeaderboardQuery {
+                battle_type,
+                ..Default::default()
+            })
+            .await
+            .unwrap();
         let reference = leaderboard_one_by_one(engine.store(), battle_type);
-        assert!(bulk.len() >= 10, "{battle_type:?}: {} players", bulk.len());
-        assert!(bulk.iter().any(|s| s.wins > 0) && bulk.iter().any(|s| s.ties > 0));
+        let standings = &bulk.standings;
+        assert!(
+            standings.len() >= 10,
+            "{battle_type:?}: {} players",
+            standings.len()
+        );
+        assert!(standings.iter().any(|s| s.wins > 0) && standings.iter().any(|s| s.ties > 0));
         assert_eq!(bulk, reference, "{battle_type:?}");
     }
 }

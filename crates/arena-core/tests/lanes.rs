@@ -56,6 +56,8 @@ async fn battle_on(
                 .map(|c| arena_core::ContestantSpec::parse(c).unwrap())
                 .collect(),
             check_command: None,
+            blind: false,
+            tags: Vec::new(),
         })
         .await
         .expect("create battle");

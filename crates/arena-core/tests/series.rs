@@ -100,6 +100,7 @@ fn request(h: &Harness, runs: u32) -> SeriesRequest {
         analysis: true,
         check_command: None,
         tags: vec![],
+        blind: false,
     }
 }
 
@@ -593,6 +594,7 @@ async fn a_coding_series_takes_its_check_command_as_the_goal() {
         analysis: false,
         check_command: Some("test -f DONE".into()),
         tags: vec![],
+        blind: false,
     };
     let id = start(&h, r).await;
     h.engine.run_series(&id).await.unwrap();

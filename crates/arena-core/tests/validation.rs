@@ -46,6 +46,8 @@ async fn rejections_are_clear_and_leave_nothing_behind() {
         prompt: prompt.into(),
         contestants: specs(list),
         check_command: None,
+        blind: false,
+        tags: Vec::new(),
     };
 
     let e = rejected(&h, qa("q", &["debugger@m1"])).await;
@@ -114,6 +116,8 @@ async fn rejections_are_clear_and_leave_nothing_behind() {
         prompt: "fix it".into(),
         contestants: specs(list),
         check_command: None,
+        blind: false,
+        tags: Vec::new(),
     };
     let e = rejected(&h, coding(&["cursor@m1", "native@m1"])).await;
     assert!(

@@ -74,6 +74,12 @@ string_enum!(
 );
 
 string_enum!(
+    /// The user's verdict when it names no winner: every answer as good
+    /// (`tie`) or none good enough (`all_bad`). Both rank as a tie.
+    UserVerdict { Tie => "tie", AllBad => "all_bad" }
+);
+
+string_enum!(
     /// Where a tokens/s figure came from.
     RateSource { Server => "server", Measured => "measured" }
 );
@@ -145,6 +151,10 @@ pub struct BattleRequest {
     pub contestants: Vec<ContestantSpec>,
     /// Coding: a shell command run in each finished worktree (e.g. `cargo test`).
     pub check_command: Option<String>,
+    /// Show the contestants as A, B, C… (shuffled) until the user votes.
+    pub blind: bool,
+    /// Labels to find it by (`--tag`); see [`crate::blind::tags`].
+    pub tags: Vec<String>,
 }
 
 /// Which battles a listing shows, and which page of them, newest first
@@ -249,6 +259,22 @@ pub struct Battle {
     pub check_command: Option<String>,
     /// The series it is a run of, if any.
     pub series_id: Option<String>,
+    /// Started blind: contestants carry labels (A, B, …) and viewers see
+    /// only those until it is revealed.
+    pub blind: bool,
+    /// When a blind battle was revealed (by the vote, or on request).
+    pub revealed_at: Option<DateTime<Utc>>,
+    /// The user's tie or "all bad" (a chosen winner is in `winner`).
+    pub user_verdict: Option<UserVerdict>,
+    pub tags: Vec<String>,
+}
+
+impl Battle {
+    /// Whether viewers must see labels instead of names: blind and not
+    /// revealed yet.
+    pub fn is_masked(&self) -> bool {
+        self.blind && self.revealed_at.is_none()
+    }
 }
 
 /// A contestant as stored, with its benchmark.
@@ -281,6 +307,8 @@ pub struct Contestant {
     /// While `queued`: why it has not started (its lane is busy, and who
     /// holds it). `None` otherwise.
     pub waiting: Option<String>,
+    /// In a blind battle: its letter (A, B, …), shuffled per battle.
+    pub label: Option<String>,
 }
 
 /// A refinement round of a Coding contestant: the user's feedback, and what

@@ -77,6 +77,9 @@ pub enum EventKind {
     Winner {
         winner: Option<Winner>,
     },
+    /// A blind battle was revealed: its names, speeds and analysis may be
+    /// shown from now on (viewers read the battle again).
+    Revealed,
     ResultWritten {
         path: String,
     },
@@ -120,6 +123,7 @@ impl EventKind {
             EventKind::Retry { .. } => "retry",
             EventKind::Benchmark { .. } => "benchmark",
             EventKind::Winner { .. } => "winner",
+            EventKind::Revealed => "revealed",
             EventKind::ResultWritten { .. } => "result_written",
             EventKind::AnalysisStatus { .. } => "analysis_status",
             EventKind::AnalysisOutput { .. } => "analysis_output",

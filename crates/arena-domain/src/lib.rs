@@ -9,6 +9,7 @@ pub mod analysis;
 pub mod backend;
 pub mod battle;
 pub mod benchmark;
+pub mod blind;
 pub mod config;
 pub mod cross_exam;
 pub mod decisions;

@@ -65,6 +65,9 @@ pub struct SeriesRequest {
     /// Coding: the check command of every prompt that has none of its own.
     pub check_command: Option<String>,
     pub tags: Vec<String>,
+    /// Every battle blind (see `blind`): the user votes on each.
+    #[serde(default)]
+    pub blind: bool,
 }
 
 impl SeriesRequest {
@@ -779,6 +782,7 @@ mod tests {
             analysis: true,
             check_command: None,
             tags: vec![],
+            blind: false,
         }
     }
 

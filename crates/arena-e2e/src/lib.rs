@@ -239,6 +239,8 @@ impl Harness {
                 prompt: prompt.to_string(),
                 contestants,
                 check_command: None,
+                blind: false,
+                tags: Vec::new(),
             })
             .await
             .context("creating the battle")?;

@@ -311,6 +311,7 @@ async fn a_series_left_running_is_finished_when_the_app_starts() -> Result<()> {
             analysis: true,
             check_command: None,
             tags: Vec::new(),
+            blind: false,
         };
         engine
             .create_series(request, None)

@@ -23,14 +23,14 @@ use tokio::sync::broadcast;
 
 use arena_domain::analysis::{Analysis, AnalysisStatus, Outcome};
 use arena_domain::battle::{
-    Battle, BattleQuery, BattleStatus, BattleType, Contestant, ContestantStatus, Lane, Round,
-    RunSpec, Winner,
+    Battle, BattleQuery, BattleStatus, Contestant, ContestantStatus, Lane, Round, RunSpec,
+    UserVerdict, Winner,
 };
 use arena_domain::cross_exam::CrossExamination;
 use arena_domain::decisions::{self, LaneSpec, Lease, Ticket, Turn};
 use arena_domain::event::{BattleEvent, EventKind};
 
-pub use rows::{ms, RankedBattle};
+pub use rows::{ms, RankFilter, RankedBattle};
 
 /// A unit enum's serde name (`"no_clear_winner"`), as stored in a TEXT column.
 fn serde_plain<T: serde::Serialize>(v: &T) -> Result<String> {
@@ -72,6 +72,7 @@ fn migrations() -> Migrations<'static> {
         M::up(include_str!("../migrations/007_work_cancel.sql")),
         M::up(include_str!("../migrations/008_series.sql")),
         M::up(include_str!("../migrations/009_history.sql")),
+        M::up(include_str!("../migrations/010_blind.sql")),
     ])
 }
 
@@ -94,6 +95,8 @@ pub struct NewContestant {
     pub provider: String,
     pub lane: Lane,
     pub run: RunSpec,
+    /// In a blind battle: its letter (A, B, …).
+    pub label: Option<String>,
 }
 
 /// A new battle row with its contestants.
@@ -110,6 +113,8 @@ pub struct NewBattle {
     pub check_command: Option<String>,
     /// A series' battle: the series and its place in it.
     pub series: Option<(String, u64)>,
+    pub blind: bool,
+    pub tags: Vec<String>,
 }
 
 /// A battle as the battle view shows it (see [`Store::battle_detail`]).
@@ -232,12 +237,8 @@ impl Store {
 
     /// Every finished battle (of `battle_type`, if given), newest first,
     /// with its finished contestants: what the leaderboard ranks.
-    pub fn ranked_battles(
-        &self,
-        battle_type: Option<BattleType>,
-        series_id: Option<&str>,
-    ) -> Result<Vec<RankedBattle>> {
-        self.read(|c| rows::ranked_battles(c, battle_type, series_id))
+    pub fn ranked_battles(&self, filter: &RankFilter) -> Result<Vec<RankedBattle>> {
+        self.read(|c| rows::ranked_battles(c, filter))
     }
 
     pub fn battle_count(&self) -> Result<u64> {
@@ -312,20 +313,27 @@ impl Store {
         self.read(|c| rows::latest_analysis(c, battle_id))
     }
 
-    /// Each battle's newest analysis outcome, for the leaderboard.
-    pub fn analysis_outcomes(&self) -> Result<HashMap<String, Outcome>> {
+    /// Each battle's newest analysis outcome and the winner it chose (a
+    /// contestant id), for the leaderboard.
+    pub fn analysis_outcomes(&self) -> Result<HashMap<String, (Outcome, Option<String>)>> {
         self.read(|c| {
             let mut stmt = c.prepare(
-                "SELECT battle_id, outcome FROM analyses a
+                "SELECT battle_id, outcome, winner_id FROM analyses a
                  WHERE status = 'done' AND outcome IS NOT NULL AND created_at = (
                      SELECT MAX(created_at) FROM analyses b WHERE b.battle_id = a.battle_id AND b.status = 'done')",
             )?;
-            let rows = stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?;
+            let rows = stmt.query_map([], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, Option<String>>(2)?,
+                ))
+            })?;
             let mut map = HashMap::new();
             for row in rows {
-                let (battle, outcome) = row?;
+                let (battle, outcome, winner) = row?;
                 if let Ok(o) = serde_json::from_value(serde_json::Value::String(outcome)) {
-                    map.insert(battle, o);
+                    map.insert(battle, (o, winner));
                 }
             }
             Ok(map)
@@ -530,8 +538,8 @@ impl Tx<'_> {
 
     pub fn insert_battle(&mut self, b: &NewBattle) -> Result<()> {
         self.tx.execute(
-            "INSERT INTO battles (id, battle_type, status, prompt, project_path, results_path, created_at, base_commit, check_command, series_id, series_slot)
-             VALUES (?1, ?2, 'running', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+            "INSERT INTO battles (id, battle_type, status, prompt, project_path, results_path, created_at, base_commit, check_command, series_id, series_slot, blind)
+             VALUES (?1, ?2, 'running', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
             params![
                 b.id,
                 b.battle_type.as_str(),
@@ -542,13 +550,15 @@ impl Tx<'_> {
                 b.base_commit,
                 b.check_command,
                 b.series.as_ref().map(|(id, _)| id),
-                b.series.as_ref().map(|(_, slot)| *slot as i64)
+                b.series.as_ref().map(|(_, slot)| *slot as i64),
+                b.blind
             ],
         )?;
+        self.write_tags(&b.id, &b.tags)?;
         for (position, c) in b.contestants.iter().enumerate() {
             self.tx.execute(
-                "INSERT INTO contestants (id, battle_id, position, identity, model, provider, lane, status, run_spec)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'queued', ?8)",
+                "INSERT INTO contestants (id, battle_id, position, identity, model, provider, lane, status, run_spec, label)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'queued', ?8, ?9)",
                 params![
                     c.id,
                     b.id,
@@ -557,7 +567,8 @@ impl Tx<'_> {
                     c.model,
                     c.provider,
                     c.lane.as_str(),
-                    serde_json::to_string(&c.run)?
+                    serde_json::to_string(&c.run)?,
+                    c.label
                 ],
             )?;
         }
@@ -743,10 +754,40 @@ impl Tx<'_> {
         Ok(changed == 1)
     }
 
+    /// Sets (or clears) the winner; the user's tie or "all bad" stays.
     pub fn set_winner(
         &mut self,
         battle_id: &str,
         winner: Option<&Winner>,
+        at: DateTime<Utc>,
+    ) -> Result<()> {
+        self.set_verdict(battle_id, winner, false, at)
+    }
+
+    /// Records the user's verdict: a winner (`winner`, from the user), or
+    /// a tie or "all bad" (`verdict`, and `winner` none), or neither (the
+    /// analysis's winner, if any, is passed back in). With `reveal`, a
+    /// blind battle is revealed too (once); every viewer hears of it.
+    pub fn set_vote(
+        &mut self,
+        battle_id: &str,
+        winner: Option<&Winner>,
+        verdict: Option<UserVerdict>,
+        reveal: bool,
+        at: DateTime<Utc>,
+    ) -> Result<()> {
+        self.tx.execute(
+            "UPDATE battles SET user_verdict = ?1 WHERE id = ?2",
+            params![verdict.map(|v| v.as_str()), battle_id],
+        )?;
+        self.set_verdict(battle_id, winner, reveal, at)
+    }
+
+    fn set_verdict(
+        &mut self,
+        battle_id: &str,
+        winner: Option<&Winner>,
+        reveal: bool,
         at: DateTime<Utc>,
     ) -> Result<()> {
         self.tx.execute(
@@ -757,6 +798,9 @@ impl Tx<'_> {
                 battle_id
             ],
         )?;
+        if reveal {
+            self.reveal(battle_id, at)?;
+        }
         self.emit(
             battle_id,
             None,
@@ -953,6 +997,47 @@ impl Tx<'_> {
 
     pub fn battle_winner(&self, battle_id: &str) -> Result<Option<Winner>> {
         Ok(rows::battle(&self.tx, battle_id)?.and_then(|b| b.winner))
+    }
+
+    /// Whether the user has decided the battle: chosen a winner, or voted
+    /// a tie or "all bad". The analysis then no longer sets the winner.
+    pub fn user_decided(&self, battle_id: &str) -> Result<bool> {
+        Ok(self
+            .tx
+            .query_row(
+                "SELECT winner_source = 'user' OR user_verdict IS NOT NULL FROM battles WHERE id = ?1",
+                [battle_id],
+                |r| r.get::<_, Option<bool>>(0),
+            )
+            .optional()?
+            .flatten()
+            .unwrap_or(false))
+    }
+
+    /// Reveals a blind battle (once): from now on viewers see its names.
+    /// Returns whether this call revealed it.
+    pub fn reveal(&mut self, battle_id: &str, at: DateTime<Utc>) -> Result<bool> {
+        let changed = self.tx.execute(
+            "UPDATE battles SET revealed_at = ?1 WHERE id = ?2 AND blind = 1 AND revealed_at IS NULL",
+            params![ms(at), battle_id],
+        )?;
+        if changed == 1 {
+            self.emit(battle_id, None, at, EventKind::Revealed)?;
+        }
+        Ok(changed == 1)
+    }
+
+    /// Replaces a battle's tags (already normalised, see `blind::tags`).
+    pub fn write_tags(&mut self, battle_id: &str, tags: &[String]) -> Result<()> {
+        self.tx
+            .execute("DELETE FROM battle_tags WHERE battle_id = ?1", [battle_id])?;
+        for tag in tags {
+            self.tx.execute(
+                "INSERT OR IGNORE INTO battle_tags (battle_id, tag) VALUES (?1, ?2)",
+                params![battle_id, tag],
+            )?;
+        }
+        Ok(())
     }
 
     pub fn insert_cross_examination(&mut self, x: &CrossExamination) -> Result<u32> {
@@ -1348,10 +1433,13 @@ mod tests {
                         provider: "p".into(),
                         lane: Lane::Local,
                         run: RunSpec::default(),
+                        label: None,
                     }],
                     base_commit: None,
                     check_command: None,
                     series: None,
+                    blind: false,
+                    tags: Vec::new(),
                 })
             })
             .unwrap();

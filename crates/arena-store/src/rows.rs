@@ -9,7 +9,9 @@ use rusqlite::{params, params_from_iter, Connection, OptionalExtension, Row};
 
 use crate::error::Result;
 use arena_domain::analysis::Analysis;
-use arena_domain::battle::{Battle, BattleQuery, BattleType, Benchmark, Contestant, Round, Winner};
+use arena_domain::battle::{
+    Battle, BattleQuery, BattleType, Benchmark, Contestant, Round, UserVerdict, Winner,
+};
 use arena_domain::cross_exam::CrossExamination;
 use arena_domain::decisions::{Lease, Ticket};
 use arena_domain::event::BattleEvent;
@@ -37,7 +39,9 @@ pub(crate) fn parse<T: std::str::FromStr<Err = String>>(
     })
 }
 
-const BATTLE_COLUMNS: &str = "id, battle_type, status, prompt, project_path, results_path, created_at, finished_at, winner_id, winner_source, base_commit, check_command, series_id";
+/// The battle's columns, then its tags sorted and joined by line breaks
+/// (in the subquery, `id` is the battle's: `battle_tags` has no `id`).
+const BATTLE_COLUMNS: &str = "id, battle_type, status, prompt, project_path, results_path, created_at, finished_at, winner_id, winner_source, base_commit, check_command, series_id, blind, revealed_at, user_verdict, (SELECT group_concat(tag, char(10)) FROM (SELECT tag FROM battle_tags WHERE battle_id = id ORDER BY tag))";
 
 fn battle_row(r: &Row<'_>) -> rusqlite::Result<Battle> {
     let winner_id: Option<String> = r.get(8)?;
@@ -63,10 +67,20 @@ fn battle_row(r: &Row<'_>) -> rusqlite::Result<Battle> {
         base_commit: r.get(10)?,
         check_command: r.get(11)?,
         series_id: r.get(12)?,
+        blind: r.get(13)?,
+        revealed_at: time(r.get(14)?),
+        user_verdict: r
+            .get::<_, Option<String>>(15)?
+            .map(|v| parse(15, v))
+            .transpose()?,
+        tags: r
+            .get::<_, Option<String>>(16)?
+            .map(|t| t.lines().map(str::to_string).collect())
+            .unwrap_or_default(),
     })
 }
 
-const CONTESTANT_COLUMNS: &str = "id, battle_id, position, identity, model, provider, lane, status, error, attempts, run_spec, started_at, finished_at, duration_ms, ttft_ms, prompt_tokens, completion_tokens, cached_tokens, tokens_per_sec, rate_source, output, reasoning, truncated, result_path, worktree, diff_stats, check_result, waiting, prompt_per_sec, model_switched, cost_usd";
+const CONTESTANT_COLUMNS: &str = "id, battle_id, position, identity, model, provider, lane, status, error, attempts, run_spec, started_at, finished_at, duration_ms, ttft_ms, prompt_tokens, completion_tokens, cached_tokens, tokens_per_sec, rate_source, output, reasoning, truncated, result_path, worktree, diff_stats, check_result, waiting, prompt_per_sec, model_switched, cost_usd, label";
 
 fn contestant_row(r: &Row<'_>) -> rusqlite::Result<Contestant> {
     let u = |i: usize| -> rusqlite::Result<Option<u64>> {
@@ -112,6 +126,7 @@ fn contestant_row(r: &Row<'_>) -> rusqlite::Result<Contestant> {
             .get::<_, Option<String>>(26)?
             .and_then(|t| serde_json::from_str(&t).ok()),
         waiting: r.get(27)?,
+        label: r.get(31)?,
     })
 }
 
@@ -284,31 +299,51 @@ fn attach_contestant_summaries(c: &Connection, battles: &mut [Battle]) -> Result
 pub struct RankedBattle {
     pub battle_id: String,
     pub battle_type: BattleType,
-    /// The winner's contestant id (the user's choice, else the analysis's).
-    pub winner_id: Option<String>,
+    /// The user's chosen winner (contestant id), if they chose one.
+    pub user_winner: Option<String>,
+    /// The user's tie or "all bad".
+    pub user_verdict: Option<UserVerdict>,
     /// The contestants that finished (`done`), by position: id and entry.
     pub finished: Vec<(String, Entry)>,
 }
 
-/// Every finished (not running) battle, of `battle_type` if given, newest
-/// first like [`battle_page`], with its finished contestants: one query.
-pub fn ranked_battles(
-    c: &Connection,
-    battle_type: Option<BattleType>,
-    series_id: Option<&str>,
-) -> Result<Vec<RankedBattle>> {
+/// Which finished battles the leaderboard ranks (all when every field is
+/// `None`); the filters combine with AND.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RankFilter {
+    pub battle_type: Option<BattleType>,
+    /// A series' full id.
+    pub series_id: Option<String>,
+    /// The project folder, as the battle recorded it.
+    pub project: Option<String>,
+    /// Battles carrying this tag (exactly).
+    pub tag: Option<String>,
+}
+
+/// Every finished (not running) battle `filter` selects, newest first like
+/// [`battle_page`], with its finished contestants: one query. A blind
+/// battle counts only once revealed: until the vote it is the user's to
+/// judge, and its figures would tell its contestants apart.
+pub fn ranked_battles(c: &Connection, filter: &RankFilter) -> Result<Vec<RankedBattle>> {
     let mut stmt = c.prepare_cached(
-        "SELECT b.id, b.battle_type, CASE WHEN b.winner_source IS NOT NULL THEN b.winner_id END,
-                c.id, c.identity, c.model, c.duration_ms, c.tokens_per_sec, c.cost_usd
+        "SELECT b.id, b.battle_type, CASE WHEN b.winner_source = 'user' THEN b.winner_id END,
+                b.user_verdict,
+                c.id, c.identity, c.model, c.duration_ms, c.tokens_per_sec, c.cost_usd,
+                LENGTH(c.output)
          FROM battles b
          LEFT JOIN contestants c ON c.battle_id = b.id AND c.status = 'done'
          WHERE b.status <> 'running' AND (?1 IS NULL OR b.battle_type = ?1)
            AND (?2 IS NULL OR b.series_id = ?2)
+           AND (?3 IS NULL OR b.project_path = ?3)
+           AND (?4 IS NULL OR EXISTS (SELECT 1 FROM battle_tags t WHERE t.battle_id = b.id AND t.tag = ?4))
+           AND (b.blind = 0 OR b.revealed_at IS NOT NULL)
          ORDER BY b.created_at DESC, b.id DESC, c.position",
     )?;
     let mut rows = stmt.query(rusqlite::params![
-        battle_type.map(|t| t.as_str()),
-        series_id
+        filter.battle_type.map(|t| t.as_str()),
+        filter.series_id,
+        filter.project,
+        filter.tag,
     ])?;
     let mut out: Vec<RankedBattle> = Vec::new();
     while let Some(r) = rows.next()? {
@@ -317,18 +352,23 @@ pub fn ranked_battles(
             out.push(RankedBattle {
                 battle_id: id,
                 battle_type: parse(1, r.get(1)?)?,
-                winner_id: r.get(2)?,
+                user_winner: r.get(2)?,
+                user_verdict: r
+                    .get::<_, Option<String>>(3)?
+                    .map(|v| parse(3, v))
+                    .transpose()?,
                 finished: Vec::new(),
             });
         }
-        let Some(contestant_id) = r.get::<_, Option<String>>(3)? else {
+        let Some(contestant_id) = r.get::<_, Option<String>>(4)? else {
             continue;
         };
         let entry = Entry {
-            player: Player::new(r.get::<_, String>(4)?, r.get::<_, String>(5)?),
-            duration_ms: r.get::<_, Option<i64>>(6)?.map(|v| v.max(0) as u64),
-            tokens_per_sec: r.get(7)?,
-            cost_usd: r.get(8)?,
+            player: Player::new(r.get::<_, String>(5)?, r.get::<_, String>(6)?),
+            duration_ms: r.get::<_, Option<i64>>(7)?.map(|v| v.max(0) as u64),
+            tokens_per_sec: r.get(8)?,
+            cost_usd: r.get(9)?,
+            output_chars: r.get::<_, Option<i64>>(10)?.map(|v| v.max(0) as u64),
         };
         if let Some(b) = out.last_mut() {
             b.finished.push((contestant_id, entry));
@@ -581,17 +621,31 @@ mod tests {
         steps.join("\n")
     }
 
+    /// The plan of a history page, without the steps reading each row's
+    /// tags (by `battle_tags`' primary key: asserted once, here).
     fn page_plan(c: &Connection, q: &BattleQuery) -> String {
         let (filter, mut values) = battle_filter(q);
         values.extend([Value::Integer(50), Value::Integer(0)]);
-        plan(
+        let full = plan(
             c,
             &format!(
                 "SELECT {BATTLE_COLUMNS} FROM battles b{filter}
                  ORDER BY b.created_at DESC, b.id DESC LIMIT ? OFFSET ?"
             ),
             &values,
-        )
+        );
+        assert!(
+            full.contains("SEARCH battle_tags USING PRIMARY KEY (battle_id=?)"),
+            "{full}"
+        );
+        full.lines()
+            .filter(|l| {
+                !["SUBQUERY", "CO-ROUTINE", "battle_tags", "(subquery-"]
+                    .iter()
+                    .any(|s| l.contains(s))
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
     }
 
     #[test]

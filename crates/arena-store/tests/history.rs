@@ -5,7 +5,7 @@ use arena_domain::battle::{
     Battle, BattleQuery, BattleStatus, BattleType, Benchmark, ContestantStatus, Lane, RunSpec,
     Winner, WinnerSource,
 };
-use arena_store::{NewBattle, NewContestant, Store};
+use arena_store::{NewBattle, NewContestant, RankFilter, Store};
 use chrono::{DateTime, Utc};
 
 /// One contestant: identity, model, provider, and whether it finished.
@@ -21,6 +21,10 @@ struct Seed<'a> {
     /// Position of the winner (the user's pick).
     winner: Option<usize>,
     series: Option<(&'a str, u64)>,
+    project: &'a str,
+    tags: &'a [&'a str],
+    /// Started blind; revealed when the user votes.
+    blind: bool,
 }
 
 impl Default for Seed<'_> {
@@ -37,6 +41,9 @@ impl Default for Seed<'_> {
             status: BattleStatus::Done,
             winner: None,
             series: None,
+            project: "/tmp/project",
+            tags: &[],
+            blind: false,
         }
     }
 }
@@ -54,8 +61,8 @@ fn seed(store: &Store, s: Seed<'_>) {
                 id: s.id.into(),
                 battle_type: s.battle_type,
                 prompt: s.prompt.into(),
-                project: "/tmp/project".into(),
-                results_path: format!("/tmp/project/Arena/{}", s.id).into(),
+                project: s.project.into(),
+                results_path: format!("{}/Arena/{}", s.project, s.id).into(),
                 created_at: at(s.at_ms),
                 contestants: s
                     .contestants
@@ -68,11 +75,14 @@ fn seed(store: &Store, s: Seed<'_>) {
                         provider: provider.to_string(),
                         lane: Lane::Cloud,
                         run: RunSpec::default(),
+                        label: s.blind.then(|| ["B", "A", "C"][i].to_string()),
                     })
                     .collect(),
                 base_commit: None,
                 check_command: None,
                 series: s.series.map(|(id, slot)| (id.to_string(), slot)),
+                blind: s.blind,
+                tags: s.tags.iter().map(|t| t.to_string()).collect(),
             })?;
             if s.status == BattleStatus::Running {
                 return Ok(());
@@ -420,11 +430,14 @@ fn pages_of_many_battles_load_every_contestant() {
                             provider: "cloud".into(),
                             lane: Lane::Cloud,
                             run: RunSpec::default(),
+                            label: None,
                         })
                         .collect(),
                     base_commit: None,
                     check_command: None,
                     series: None,
+                    blind: false,
+                    tags: Vec::new(),
                 })?;
             }
             Ok(())
@@ -457,7 +470,7 @@ fn pages_of_many_battles_load_every_contestant() {
 #[test]
 fn ranked_battles_are_the_finished_ones_with_their_finished_contestants() {
     let (_dir, store) = history();
-    let ranked = store.ranked_battles(None, None).unwrap();
+    let ranked = store.ranked_battles(&RankFilter::default()).unwrap();
     let ids: Vec<&str> = ranked.iter().map(|b| b.battle_id.as_str()).collect();
     // b5 is still running.
     assert_eq!(ids, ["b7", "b6", "b4", "b3", "b2", "b1"]);
@@ -469,12 +482,112 @@ fn ranked_battles_are_the_finished_ones_with_their_finished_contestants() {
     assert_eq!(b3.finished[0].1.player.identity, "aider");
     assert_eq!(b3.finished[0].1.duration_ms, Some(1000));
     assert_eq!(b3.finished[0].1.cost_usd, Some(0.01));
-    assert_eq!(ranked[0].winner_id.as_deref(), Some("b7-c1"));
+    assert_eq!(ranked[0].user_winner.as_deref(), Some("b7-c1"));
     assert_eq!(ranked[0].finished[1].1.player.model, "gpt-4o");
-    assert!(ranked[4].winner_id.is_none());
+    assert!(ranked[4].user_winner.is_none());
     let coding = store
-        .ranked_battles(Some(BattleType::Coding), None)
+        .ranked_battles(&RankFilter {
+            battle_type: Some(BattleType::Coding),
+            ..RankFilter::default()
+        })
         .unwrap();
     assert_eq!(coding.len(), 1);
     assert_eq!(coding[0], ranked[3]);
+}
+
+#[test]
+fn ranked_battles_filter_by_project_and_tag_and_wait_for_the_reveal() {
+    let (_dir, store) = store();
+    let seeds = [
+        ("t1", "/tmp/a", &["math", "hard"][..], false),
+        ("t2", "/tmp/a", &["math"][..], false),
+        ("t3", "/tmp/b", &["hard"][..], false),
+        ("t4", "/tmp/b", &["math"][..], true),
+    ];
+    for (n, (id, project, tags, blind)) in seeds.into_iter().enumerate() {
+        seed(
+            &store,
+            Seed {
+                id,
+                at_ms: n as i64 * 10_000,
+                project,
+                tags,
+                blind,
+                ..Seed::default()
+            },
+        );
+    }
+    let ids = |filter: RankFilter| -> Vec<String> {
+        let mut ids: Vec<String> = store
+            .ranked_battles(&filter)
+            .unwrap()
+            .into_iter()
+            .map(|b| b.battle_id)
+            .collect();
+        ids.sort();
+        ids
+    };
+    // t4 is blind and not revealed: not ranked yet.
+    assert_eq!(ids(RankFilter::default()), ["t1", "t2", "t3"]);
+    let math = || RankFilter {
+        tag: Some("math".into()),
+        ..RankFilter::default()
+    };
+    assert_eq!(ids(math()), ["t1", "t2"]);
+    assert_eq!(
+        ids(RankFilter {
+            project: Some("/tmp/b".into()),
+            ..RankFilter::default()
+        }),
+        ["t3"]
+    );
+    assert_eq!(
+        ids(RankFilter {
+            project: Some("/tmp/a".into()),
+            tag: Some("hard".into()),
+            ..RankFilter::default()
+        }),
+        ["t1"]
+    );
+    // Tags read back sorted; the vote reveals t4 and makes it count.
+    assert_eq!(store.battle("t1").unwrap().tags, ["hard", "math"]);
+    let b4 = store.battle("t4").unwrap();
+    assert!(b4.is_masked());
+    assert_eq!(b4.contestants[0].label.as_deref(), Some("B"));
+    store
+        .transact(|tx| {
+            tx.set_vote(
+                "t4",
+                None,
+                Some(arena_domain::battle::UserVerdict::AllBad),
+                true,
+                at(99_000),
+            )
+        })
+        .unwrap();
+    let b4 = store.battle("t4").unwrap();
+    assert!(!b4.is_masked());
+    assert_eq!(
+        b4.user_verdict,
+        Some(arena_domain::battle::UserVerdict::AllBad)
+    );
+    assert_eq!(ids(math()), ["t1", "t2", "t4"]);
+    let t4 = store
+        .ranked_battles(&math())
+        .unwrap()
+        .into_iter()
+        .find(|b| b.battle_id == "t4")
+        .unwrap();
+    assert_eq!(
+        t4.user_verdict,
+        Some(arena_domain::battle::UserVerdict::AllBad)
+    );
+    assert!(t4.user_winner.is_none());
+    assert_eq!(t4.finished[0].1.output_chars, Some("answer".len() as u64));
+    // A user's winner replaces the tie-like verdict only when given with it.
+    store
+        .transact(|tx| tx.write_tags("t4", &["other".to_string()]))
+        .unwrap();
+    assert_eq!(store.battle("t4").unwrap().tags, ["other"]);
+    assert_eq!(ids(math()), ["t1", "t2"]);
 }

@@ -305,7 +305,7 @@ pub(super) async fn analyze(
                 tx.finish_analysis(&row, at)?;
                 // The user's choice stands; otherwise the winner follows the analysis.
                 let current = tx.battle_winner(&row.battle_id)?;
-                if current.as_ref().map(|w| w.source) != Some(WinnerSource::User) {
+                if !tx.user_decided(&row.battle_id)? {
                     let new = winner.map(|contestant_id| Winner {
                         contestant_id,
                         source: WinnerSource::Analysis,

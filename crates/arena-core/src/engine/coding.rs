@@ -190,10 +190,7 @@ async fn ensure_worktree(
     let root = worktrees_root(engine, battle);
     // Git names worktrees by their folder: make it unique across battles.
     let short = crate::battle::short_id(&battle.id);
-    let name = format!(
-        "{short}-{}",
-        results::contestant_dir_name(c.position, &c.identity, &c.model)
-    );
+    let name = format!("{short}-{}", results::contestant_dir(c));
     let (project, base, root2) = (battle.project.clone(), base.to_string(), root.clone());
     let wt = tokio::task::spawn_blocking(move || {
         std::fs::create_dir_all(&root2).map_err(|e| e.to_string())?;
@@ -868,14 +865,7 @@ async fn record(engine: &Engine, battle: &Battle, c: &Contestant, outcome: Outco
     // The patch is on disk before the contestant is `done`: a crash in
     // between leaves a contestant that runs again, never one without a diff.
     if let Some(d) = &diff {
-        let dir = results::confined(
-            &battle.results_path,
-            &[&results::contestant_dir_name(
-                c.position,
-                &c.identity,
-                &c.model,
-            )],
-        )?;
+        let dir = results::confined(&battle.results_path, &[&results::contestant_dir(c)])?;
         let patch = d.patch.clone();
         tokio::task::spawn_blocking(move || {
             results::write_atomic(&dir.join(results::DIFF_FILE), patch.as_bytes())
@@ -1005,7 +995,7 @@ pub(super) async fn refine(
     let dir = results::confined(
         &battle.results_path,
         &[
-            &results::contestant_dir_name(c.position, &c.identity, &c.model),
+            &results::contestant_dir(c),
             &format!("round-{}", round.number),
         ],
     )?;

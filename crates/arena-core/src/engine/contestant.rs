@@ -537,7 +537,7 @@ pub(super) async fn continue_turn(
     let dir = results::confined(
         &battle.results_path,
         &[
-            &results::contestant_dir_name(c.position, &c.identity, &c.model),
+            &results::contestant_dir(c),
             &format!("round-{}", round.number),
         ],
     )?;

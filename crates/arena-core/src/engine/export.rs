@@ -32,17 +32,32 @@ impl Engine {
                 }
             }
         }
+        // While blind: labels only, no figures, no judge (see `blind`).
+        let masked = b.is_masked();
         let names = b
             .contestants
             .iter()
-            .map(|c| (c.id.clone(), format!("{}@{}", c.identity, c.model)))
+            .map(|c| {
+                let name = match (masked, &c.label) {
+                    (true, label) => format!("Contestant {}", label.as_deref().unwrap_or("?")),
+                    (false, _) => crate::blind::revealed_name(b, &c.id),
+                };
+                (c.id.clone(), name)
+            })
             .collect();
+        let vote = crate::blind::vote_words(b, detail.analysis.as_ref());
+        let mut shown = detail.clone();
+        if masked {
+            shown.battle = crate::blind::masked(b);
+            shown.analysis = None;
+            shown.cross_examinations.clear();
+        }
         let report = BattleReport {
-            detail: &detail,
+            detail: &shown,
             diffs: &diffs,
             names,
-            revealed: true,
-            vote: None,
+            revealed: !masked,
+            vote,
         };
         Ok(match format {
             ReportFormat::Html => crate::html::battle_report(&report),

@@ -13,6 +13,7 @@ mod lane;
 mod series;
 mod settings;
 mod validate;
+mod verdict;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -23,7 +24,7 @@ use futures::Stream;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use crate::battle::{Battle, BattleRequest, ContestantStatus, Winner, WinnerSource};
+use crate::battle::{Battle, BattleRequest, ContestantStatus};
 use crate::catalog::Catalog;
 use crate::clock::{Clock, SystemClock};
 use crate::config::{self, Config};
@@ -36,6 +37,7 @@ use crate::store::{self, Store};
 
 pub use export::ReportFormat;
 pub use series::SeriesStart;
+pub use verdict::LeaderboardQuery;
 
 /// How long a lease lasts without renewal, and how often it is renewed (the
 /// renewal also picks up cancellations requested by other processes).
@@ -381,7 +383,9 @@ impl Engine {
 
     /// Events of a battle with `seq > since_seq`: first the journal, then live
     /// events as they happen (also those written by another process). The
-    /// stream does not end by itself.
+    /// stream does not end by itself. It is a viewer's: while a blind
+    /// battle is masked, what would tell its contestants apart is left out
+    /// or reworded (see `blind::mask_event`) until its `revealed` event.
     pub fn subscribe(
         &self,
         battle_id: &str,
@@ -392,6 +396,9 @@ impl Engine {
         let mut rx = self.inner.store.subscribe();
         async_stream::try_stream! {
             let mut last = since_seq;
+            // A blind battle's viewer sees labels only until its reveal.
+            let masked = engine.battle(&battle_id).await.is_ok_and(|b| b.is_masked());
+            let mut mask = crate::blind::EventMask::new(masked);
             loop {
                 loop {
                     let (id, from) = (battle_id.clone(), last);
@@ -401,7 +408,9 @@ impl Engine {
                     }
                     for event in batch {
                         last = event.seq;
-                        yield event;
+                        if let Some(event) = viewed(&mut mask, event) {
+                            yield event;
+                        }
                     }
                 }
                 loop {
@@ -410,7 +419,9 @@ impl Engine {
                             Ok(e) if e.battle_id == battle_id && e.seq <= last => {}
                             Ok(e) if e.battle_id == battle_id && e.seq == last + 1 => {
                                 last = e.seq;
-                                yield e;
+                                if let Some(e) = viewed(&mut mask, e) {
+                                    yield e;
+                                }
                             }
                             Ok(e) if e.battle_id == battle_id => break, // a gap: replay it
                             Ok(_) => {}
@@ -487,58 +498,6 @@ impl Engine {
         }
     }
 
-    /// Sets the winner as the user's choice (it overrides the analysis), or
-    /// clears that choice (the analysis's winner, if any, applies again).
-    pub async fn set_winner(&self, battle_id: &str, contestant_id: Option<&str>) -> Result<Battle> {
-        let battle = self.battle(battle_id).await?;
-        let winner = match contestant_id {
-            Some(cid) => {
-                let c = battle
-                    .contestants
-                    .iter()
-                    .find(|c| c.id == cid)
-                    .ok_or_else(|| {
-                        Error::not_found("contestant", format!("{cid} in battle {battle_id}"))
-                    })?;
-                if c.status != ContestantStatus::Done {
-                    return Err(Error::Conflict(format!(
-                        "contestant {cid} is {}; only a contestant that finished can win",
-                        c.status
-                    )));
-                }
-                Some(Winner {
-                    contestant_id: cid.to_string(),
-                    source: WinnerSource::User,
-                })
-            }
-            // Clearing the user's choice hands the decision back to the analysis.
-            None => match self.analysis(battle_id).await? {
-                Some(a) => a
-                    .winner
-                    .filter(|_| {
-                        matches!(
-                            a.outcome,
-                            Some(
-                                crate::analysis::Outcome::Winner
-                                    | crate::analysis::Outcome::Walkover
-                            )
-                        )
-                    })
-                    .map(|contestant_id| Winner {
-                        contestant_id,
-                        source: WinnerSource::Analysis,
-                    }),
-                None => None,
-            },
-        };
-        let (bid, at) = (battle_id.to_string(), self.now());
-        self.db(move |s| s.transact(|tx| tx.set_winner(&bid, winner.as_ref(), at)))
-            .await?;
-        let battle = self.battle(battle_id).await?;
-        crate::results::write_manifest(&battle)?;
-        Ok(battle)
-    }
-
     /// Judges a finished battle (digest → judge, twice in opposite orders)
     /// with `model` or the configured `default_model`. The winner follows
     /// the analysis unless the user has chosen one.
@@ -590,63 +549,6 @@ impl Engine {
     ) -> Result<Vec<crate::cross_exam::CrossExamination>> {
         let id = battle_id.to_string();
         self.db(move |s| s.cross_examinations(&id)).await
-    }
-
-    /// Ratings and statistics per (identity, model) across finished battles.
-    /// The winner (the user's choice, else the analysis's) beats every other
-    /// finished contestant; "no clear winner" is a tie; battles without
-    /// either count for battles and speed only.
-    pub async fn leaderboard(
-        &self,
-        battle_type: Option<crate::battle::BattleType>,
-        series: Option<&str>,
-    ) -> Result<Vec<crate::leaderboard::Standing>> {
-        use crate::leaderboard::{BattleOutcome, Options, Verdict};
-        let series = match series {
-            Some(key) => {
-                let key = key.to_string();
-                Some(self.db(move |s| s.resolve_series_id(&key)).await?)
-            }
-            None => None,
-        };
-        // Two queries: the finished battles with their finished
-        // contestants, and each battle's newest analysis outcome.
-        let (battles, outcomes) = self
-            .db(move |s| {
-                Ok::<_, Error>((
-                    s.ranked_battles(battle_type, series.as_deref())?,
-                    s.analysis_outcomes()?,
-                ))
-            })
-            .await?;
-        let outcomes: Vec<BattleOutcome> = battles
-            .into_iter()
-            .map(|b| {
-                let winner = b
-                    .winner_id
-                    .as_ref()
-                    .and_then(|w| b.finished.iter().position(|(id, _)| id == w));
-                let verdict = match (winner, outcomes.get(&b.battle_id)) {
-                    (Some(i), _) => Verdict::Winner(i),
-                    (None, Some(crate::analysis::Outcome::NoClearWinner)) => Verdict::Tie,
-                    _ => Verdict::None,
-                };
-                BattleOutcome {
-                    battle_id: b.battle_id,
-                    battle_type: b.battle_type,
-                    entries: b.finished.into_iter().map(|(_, entry)| entry).collect(),
-                    verdict,
-                }
-            })
-            .collect();
-        let options = Options {
-            battle_type,
-            ..Options::default()
-        };
-        Ok(
-            tokio::task::spawn_blocking(move || crate::leaderboard::compute(&outcomes, &options))
-                .await?,
-        )
     }
 
     /// A battle that must be a Coding battle; `what` ends the error for a
@@ -1186,6 +1088,24 @@ pub(crate) fn pid_alive(pid: u32) -> bool {
         let _ = pid;
         true // fall back to lease expiry
     }
+}
+
+/// An event as a viewer sees it (see [`Engine::subscribe`]).
+fn viewed(mask: &mut crate::blind::EventMask, event: BattleEvent) -> Option<BattleEvent> {
+    let BattleEvent {
+        battle_id,
+        seq,
+        contestant_id,
+        at,
+        kind,
+    } = event;
+    mask.apply(kind).map(|kind| BattleEvent {
+        battle_id,
+        seq,
+        contestant_id,
+        at,
+        kind,
+    })
 }
 
 /// One of a battle's contestants, by id.

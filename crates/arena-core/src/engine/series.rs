@@ -439,6 +439,8 @@ fn first_battle(r: &SeriesRequest) -> BattleRequest {
         prompt: p.prompt.clone(),
         contestants: r.contestants.clone(),
         check_command: r.check_of(p).map(str::to_string),
+        blind: r.blind,
+        tags: r.tags.clone(),
     }
 }
 
@@ -600,6 +602,9 @@ async fn run_place(
         None => {
             let mut plan = (*plan).clone();
             plan.prompt = prompt.prompt.clone();
+            // The series' tags, then the prompt's own.
+            plan.tags =
+                crate::blind::tags(&request.tags.iter().chain(&prompt.tags).collect::<Vec<_>>())?;
             if plan.battle_type == BattleType::Coding {
                 plan.check_command = request.check_of(prompt).map(str::to_string);
             }

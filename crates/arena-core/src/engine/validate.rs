@@ -31,6 +31,8 @@ pub(super) struct Plan {
     contestants: Vec<Checked>,
     base_commit: Option<String>,
     pub check_command: Option<String>,
+    pub blind: bool,
+    pub tags: Vec<String>,
 }
 
 impl Plan {
@@ -57,7 +59,10 @@ pub(super) async fn check(engine: &Engine, request: BattleRequest) -> Result<Pla
         prompt,
         contestants,
         check_command,
+        blind,
+        tags,
     } = request;
+    let tags = crate::blind::tags(&tags)?;
     let check_command = check_command
         .map(|c| c.trim().to_string())
         .filter(|c| !c.is_empty());
@@ -199,6 +204,8 @@ pub(super) async fn check(engine: &Engine, request: BattleRequest) -> Result<Pla
         contestants: checked,
         base_commit,
         check_command,
+        blind,
+        tags,
     })
 }
 
@@ -220,6 +227,10 @@ pub(super) async fn record(
     let id = uuid::Uuid::now_v7().to_string();
     let created_at = engine.now();
     let results_path = results::battle_dir(&project, &id, battle_type, prompt, created_at)?;
+    // A blind battle's letters, shuffled per battle: position i shows as labels[i].
+    let labels = plan
+        .blind
+        .then(|| crate::blind::shuffled_labels(plan.contestants.len(), &mut rand::thread_rng()));
     let new = NewBattle {
         id: id.clone(),
         battle_type,
@@ -230,7 +241,9 @@ pub(super) async fn record(
         contestants: plan
             .contestants
             .iter()
-            .map(|c| NewContestant {
+            .enumerate()
+            .map(|(i, c)| NewContestant {
+                label: labels.as_ref().map(|l| l[i].clone()),
                 id: uuid::Uuid::now_v7().to_string(),
                 identity: c.identity.clone(),
                 model: c.model.clone(),
@@ -242,6 +255,8 @@ pub(super) async fn record(
         base_commit: plan.base_commit.clone(),
         check_command: plan.check_command.clone(),
         series,
+        blind: plan.blind,
+        tags: plan.tags.clone(),
     };
     let battle = in_memory(&new);
 
@@ -283,6 +298,10 @@ fn in_memory(b: &NewBattle) -> Battle {
         base_commit: b.base_commit.clone(),
         check_command: b.check_command.clone(),
         series_id: b.series.as_ref().map(|(id, _)| id.clone()),
+        blind: b.blind,
+        revealed_at: None,
+        user_verdict: None,
+        tags: b.tags.clone(),
         contestants: b
             .contestants
             .iter()
@@ -310,6 +329,7 @@ fn in_memory(b: &NewBattle) -> Battle {
                 worktree: None,
                 diff: None,
                 check: None,
+                label: c.label.clone(),
             })
             .collect(),
     }

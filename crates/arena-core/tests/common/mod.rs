@@ -109,6 +109,8 @@ impl Harness {
                 .map(|c| ContestantSpec::parse(c).expect("contestant spec"))
                 .collect(),
             check_command: None,
+            blind: false,
+            tags: Vec::new(),
         }
     }
 

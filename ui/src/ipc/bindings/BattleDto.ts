@@ -2,6 +2,7 @@
 import type { BattleStatusDto } from "./BattleStatusDto";
 import type { BattleTypeDto } from "./BattleTypeDto";
 import type { ContestantDto } from "./ContestantDto";
+import type { UserVerdictDto } from "./UserVerdictDto";
 import type { WinnerDto } from "./WinnerDto";
 
 /**
@@ -23,4 +24,18 @@ base_commit: string | null, check_command: string | null,
 /**
  * The series it is a run of, if any.
  */
-series_id: string | null, };
+series_id: string | null, 
+/**
+ * Started blind.
+ */
+blind: boolean, 
+/**
+ * Blind and not revealed yet: contestants show as their labels, with
+ * no model, provider, lane, speeds, times, costs, result paths, lane
+ * waits or errors, and no winner or analysis.
+ */
+masked: boolean, 
+/**
+ * The user's tie or "all bad" (a chosen winner is `winner`).
+ */
+user_verdict: UserVerdictDto | null, tags: Array<string>, };

@@ -11,13 +11,23 @@ import type { RoundDto } from "./RoundDto";
  */
 export type ContestantDto = { id: string, 
 /**
- * 1-based place in the roster (as in `arena battle show`).
+ * 1-based place in the roster (as in `arena battle show`); in a
+ * masked blind battle, its place among the labels.
  */
 position: number, 
 /**
- * The persona (Q&A) or backend (Coding).
+ * A blind battle's letter (A, B, …), shuffled per battle.
  */
-identity: string, model: string, provider: string, lane: LaneDto, status: ContestantStatusDto, error: string | null, attempts: number, started_at: string | null, finished_at: string | null, 
+label: string | null, 
+/**
+ * The persona (Q&A) or backend (Coding); the label while a blind
+ * battle is masked (then `model` and `provider` are empty).
+ */
+identity: string, model: string, provider: string, 
+/**
+ * `null` while a blind battle is masked.
+ */
+lane: LaneDto | null, status: ContestantStatusDto, error: string | null, attempts: number, started_at: string | null, finished_at: string | null, 
 /**
  * The answer; `null` in battle listings and before it finished.
  */

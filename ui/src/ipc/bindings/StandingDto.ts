@@ -35,4 +35,10 @@ cost_usd: number | null,
 /**
  * `cost_usd / wins`, when both are known and it won.
  */
-cost_per_win_usd: number | null, };
+cost_per_win_usd: number | null, 
+/**
+ * The length-controlled rating (same scale): what the rating would
+ * be if answer length did not sway the verdicts. `null` when some
+ * answer's length is unknown.
+ */
+rating_lc: number | null, };

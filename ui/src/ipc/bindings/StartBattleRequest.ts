@@ -17,4 +17,8 @@ contestants: Array<string>,
 /**
  * Coding: a command run in each finished worktree (e.g. `cargo test`).
  */
-check_command: string | null, };
+check_command: string | null, 
+/**
+ * Show the contestants as A, B, … until the user votes.
+ */
+blind: boolean, tags: Array<string>, };

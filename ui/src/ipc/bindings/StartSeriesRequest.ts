@@ -20,6 +20,10 @@ prompt_set: string | null, contestants: Array<string>, check_command: string | n
  */
 analysis: boolean, tags: Array<string>, 
 /**
+ * Every battle blind: the user votes on each.
+ */
+blind: boolean, 
+/**
  * An idempotency key: the same key again returns the series it started.
  */
 key: string | null, };

@@ -1,0 +1,458 @@
+//! Blind battles: the labels that stand for contestants, what a viewer may
+//! see of a battle before the vote, and the vote itself.
+//!
+//! A blind battle stores everything as any battle does; only what leaves
+//! the engine for a viewer is masked ([`masked`], [`mask_event`]) until the
+//! battle is revealed. Masking keeps what the contestants *produced* (their
+//! answers, reasoning, tools, diffs and checks stream as usual) and drops
+//! what tells them apart without reading it: names, models, providers,
+//! lanes, speeds and times, costs, result paths, lane waits, provider
+//! errors, the winner and the judge's analysis.
+
+use rand::seq::SliceRandom;
+use rand::Rng;
+
+use crate::analysis::{Analysis, Outcome};
+use crate::battle::{Battle, Benchmark, ContestantStatus, UserVerdict, WinnerSource};
+use crate::error::Invalid;
+use crate::event::EventKind;
+
+/// The letters a blind battle's contestants are shown as, in order.
+pub const LABELS: [&str; 6] = ["A", "B", "C", "D", "E", "F"];
+
+/// What a masked contestant's error reads: provider errors tend to name
+/// the model.
+pub const MASKED_ERROR: &str = "failed (the error is shown after your vote)";
+
+/// What a masked contestant waits for: lane waits name the server.
+pub const MASKED_WAITING: &str = "waiting for its turn";
+
+/// The most tags a battle or series carries, and the longest one.
+pub const MAX_TAGS: usize = 20;
+pub const MAX_TAG_CHARS: usize = 40;
+
+/// One label per contestant, by position: the first `n` labels shuffled.
+pub fn shuffled_labels(n: usize, rng: &mut impl Rng) -> Vec<String> {
+    let mut labels: Vec<String> = LABELS.iter().take(n).map(|l| l.to_string()).collect();
+    labels.shuffle(rng);
+    labels
+}
+
+/// What the user chose in a (blind) battle.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Vote {
+    /// This contestant won: its label (`B`, any case) or its id.
+    Winner(String),
+    /// Every answer as good.
+    Tie,
+    /// None good enough.
+    AllBad,
+}
+
+impl Vote {
+    /// The stored verdict when the vote names no winner.
+    pub fn verdict(&self) -> Option<UserVerdict> {
+        match self {
+            Vote::Winner(_) => None,
+            Vote::Tie => Some(UserVerdict::Tie),
+            Vote::AllBad => Some(UserVerdict::AllBad),
+        }
+    }
+}
+
+/// The id of the contestant a vote for `key` (a label, any case, or a
+/// contestant id) picks, which must have produced something to judge:
+/// running or done. A vote may come before every contestant finished.
+pub fn vote_target(battle: &Battle, key: &str) -> Result<String, Invalid> {
+    let key = key.trim();
+    let found = battle.contestants.iter().find(|c| {
+        c.id == key
+            || c.label
+                .as_deref()
+                .is_some_and(|l| l.eq_ignore_ascii_case(key))
+    });
+    let Some(c) = found else {
+        let labels: Vec<&str> = battle
+            .contestants
+            .iter()
+            .filter_map(|c| c.label.as_deref())
+            .collect();
+        return Err(Invalid::Other(if labels.is_empty() {
+            format!(
+                "battle {} has no contestant `{key}`; name a contestant by its id",
+                battle.id
+            )
+        } else {
+            format!(
+                "battle {} has no contestant `{key}`; vote for one of {}, or --tie or --all-bad",
+                battle.id,
+                labels.join(", ")
+            )
+        }));
+    };
+    match c.status {
+        ContestantStatus::Running | ContestantStatus::Done => Ok(c.id.clone()),
+        status => Err(Invalid::Other(format!(
+            "contestant {} is {status}; vote for one that has answered (running or done), or --tie or --all-bad",
+            c.label.as_deref().unwrap_or(&c.id)
+        ))),
+    }
+}
+
+/// A battle as a viewer may see it: itself when not masked; else with each
+/// contestant shown by its label (ordered by label) and nothing that tells
+/// them apart but their work (see the [module documentation](self)).
+pub fn masked(battle: &Battle) -> Battle {
+    let mut b = battle.clone();
+    if !battle.is_masked() {
+        return b;
+    }
+    b.winner = None;
+    b.user_verdict = None;
+    b.finished_at = None;
+    for c in &mut b.contestants {
+        let label = c.label.clone().unwrap_or_else(|| "?".into());
+        c.identity = label;
+        c.model = String::new();
+        c.provider = String::new();
+        c.error = c.error.as_ref().map(|_| MASKED_ERROR.to_string());
+        c.waiting = c.waiting.as_ref().map(|_| MASKED_WAITING.to_string());
+        c.benchmark = Benchmark::default();
+        c.started_at = None;
+        c.finished_at = None;
+        c.result_path = None;
+        c.worktree = None;
+        c.run = Default::default();
+    }
+    b.contestants.sort_by(|x, y| x.label.cmp(&y.label));
+    b
+}
+
+/// An event as a viewer of a masked battle may see it: `None` for what
+/// would tell the contestants apart (speeds, the winner, the analysis,
+/// cross-examinations, result paths), errors and waits reworded.
+pub fn mask_event(kind: EventKind) -> Option<EventKind> {
+    match kind {
+        EventKind::ContestantStatus {
+            status,
+            error,
+            attempt,
+        } => Some(EventKind::ContestantStatus {
+            status,
+            error: error.map(|_| MASKED_ERROR.to_string()),
+            attempt,
+        }),
+        EventKind::Waiting { reason } => Some(EventKind::Waiting {
+            reason: reason.map(|_| MASKED_WAITING.to_string()),
+        }),
+        EventKind::Retry {
+            attempt, delay_ms, ..
+        } => Some(EventKind::Retry {
+            attempt,
+            delay_ms,
+            reason: "the provider failed; trying again".into(),
+        }),
+        EventKind::Benchmark { .. }
+        | EventKind::Winner { .. }
+        | EventKind::ResultWritten { .. }
+        | EventKind::AnalysisStatus { .. }
+        | EventKind::AnalysisOutput { .. }
+        | EventKind::CrossExamStatus { .. }
+        | EventKind::CrossExamOutput { .. } => None,
+        kind @ (EventKind::BattleStatus { .. }
+        | EventKind::Output { .. }
+        | EventKind::Reasoning { .. }
+        | EventKind::Tool { .. }
+        | EventKind::Round { .. }
+        | EventKind::ChangedFiles { .. }
+        | EventKind::Reset { .. }
+        | EventKind::Revealed) => Some(kind),
+    }
+}
+
+/// Follows one battle's event stream for a viewer: masks while the battle
+/// is masked, and stops masking at its [`EventKind::Revealed`].
+#[derive(Debug, Clone, Copy)]
+pub struct EventMask {
+    masked: bool,
+}
+
+impl EventMask {
+    /// For a battle that `masked` (see [`Battle::is_masked`]) when the
+    /// viewer read it.
+    pub fn new(masked: bool) -> EventMask {
+        EventMask { masked }
+    }
+
+    pub fn is_masked(&self) -> bool {
+        self.masked
+    }
+
+    /// The event as the viewer sees it, or `None` to drop it.
+    pub fn apply(&mut self, kind: EventKind) -> Option<EventKind> {
+        if matches!(kind, EventKind::Revealed) {
+            self.masked = false;
+            return Some(kind);
+        }
+        if self.masked {
+            mask_event(kind)
+        } else {
+            Some(kind)
+        }
+    }
+}
+
+/// A contestant's name after the reveal: `B · debugger@qwen3-8b` (or
+/// `debugger@qwen3-8b` in a battle that was never blind).
+pub fn revealed_name(battle: &Battle, contestant_id: &str) -> String {
+    battle
+        .contestants
+        .iter()
+        .find(|c| c.id == contestant_id)
+        .map(|c| match &c.label {
+            Some(l) => format!("{l} · {}@{}", c.identity, c.model),
+            None => format!("{}@{}", c.identity, c.model),
+        })
+        .unwrap_or_else(|| contestant_id.to_string())
+}
+
+/// The user's verdict in words with the judge's beside it: "You chose
+/// B · debugger@qwen3-8b. The judge agreed." `None` when the user has not
+/// decided (or the battle is still masked).
+pub fn vote_words(battle: &Battle, analysis: Option<&Analysis>) -> Option<String> {
+    if battle.is_masked() {
+        return None;
+    }
+    let name = |id: &str| revealed_name(battle, id);
+    let user_winner = battle
+        .winner
+        .as_ref()
+        .filter(|w| w.source == WinnerSource::User);
+    let mine = match (user_winner, battle.user_verdict) {
+        (Some(w), _) => format!("You chose {}.", name(&w.contestant_id)),
+        (None, Some(UserVerdict::Tie)) => "You called it a tie.".into(),
+        (None, Some(UserVerdict::AllBad)) => "You found them all bad.".into(),
+        (None, None) => return None,
+    };
+    let judge = match analysis.map(|a| (a.status, a.outcome, a.winner.as_deref())) {
+        Some((_, Some(Outcome::Winner | Outcome::Walkover), Some(w))) => {
+            if user_winner.is_some_and(|v| v.contestant_id == w) {
+                "The judge agreed.".to_string()
+            } else {
+                format!("The judge chose {}.", name(w))
+            }
+        }
+        Some((_, Some(Outcome::NoClearWinner), _)) if user_winner.is_none() => {
+            "The judge agreed: no clear winner.".into()
+        }
+        Some((_, Some(Outcome::NoClearWinner), _)) => "The judge saw no clear winner.".into(),
+        Some((crate::analysis::AnalysisStatus::Running, ..)) => {
+            "The judge is still at work.".into()
+        }
+        _ => "The judge gave no verdict.".into(),
+    };
+    Some(format!("{mine} {judge}"))
+}
+
+/// Tags as stored: trimmed, blanks dropped, duplicates (ignoring case)
+/// dropped, in the order given. Refuses a tag over [`MAX_TAG_CHARS`]
+/// characters, one with a comma or a control character, and more than
+/// [`MAX_TAGS`] tags.
+pub fn tags<S: AsRef<str>>(given: &[S]) -> Result<Vec<String>, Invalid> {
+    let mut out: Vec<String> = Vec::new();
+    for tag in given {
+        let tag = tag.as_ref().trim();
+        if tag.is_empty() {
+            continue;
+        }
+        if tag.chars().count() > MAX_TAG_CHARS {
+            return Err(Invalid::Other(format!(
+                "tag `{tag}` is longer than {MAX_TAG_CHARS} characters; use a shorter one"
+            )));
+        }
+        if tag.chars().any(|c| c == ',' || c.is_control()) {
+            return Err(Invalid::Other(format!(
+                "tag `{tag}` holds a comma or a control character; give each tag on its own (`--tag a --tag b`)"
+            )));
+        }
+        if !out.iter().any(|t| t.eq_ignore_ascii_case(tag)) {
+            out.push(tag.to_string());
+        }
+    }
+    if out.len() > MAX_TAGS {
+        return Err(Invalid::Other(format!(
+            "{} tags given; a battle carries at most {MAX_TAGS}",
+            out.len()
+        )));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::battle::{BattleStatus, BattleType, Contestant, Lane, Winner, WinnerSource};
+    use rand::SeedableRng;
+
+    fn contestant(id: &str, position: u32, label: &str, status: ContestantStatus) -> Contestant {
+        Contestant {
+            id: id.into(),
+            battle_id: "b".into(),
+            position,
+            identity: format!("persona-{id}"),
+            model: format!("model-{id}"),
+            provider: "secret-provider".into(),
+            lane: Lane::Local,
+            status,
+            error: Some("model-x at secret-provider: 500".into()),
+            attempts: 1,
+            started_at: Some(chrono::DateTime::UNIX_EPOCH),
+            finished_at: Some(chrono::DateTime::UNIX_EPOCH),
+            benchmark: Benchmark {
+                duration_ms: Some(1200),
+                tokens_per_sec: Some(42.0),
+                ..Benchmark::default()
+            },
+            output: Some(format!("answer {id}")),
+            reasoning: None,
+            truncated: false,
+            result_path: Some("/p/Arena/x/01-persona-model/result.md".into()),
+            run: Default::default(),
+            worktree: None,
+            diff: None,
+            check: None,
+            waiting: Some("waiting for llama-swap".into()),
+            label: Some(label.into()),
+        }
+    }
+
+    fn battle(blind: bool) -> Battle {
+        Battle {
+            id: "b".into(),
+            battle_type: BattleType::Qa,
+            status: BattleStatus::Running,
+            prompt: "p".into(),
+            project: "/p".into(),
+            results_path: "/p/Arena/x".into(),
+            created_at: chrono::DateTime::UNIX_EPOCH,
+            finished_at: None,
+            winner: Some(Winner {
+                contestant_id: "1".into(),
+                source: WinnerSource::Analysis,
+            }),
+            contestants: vec![
+                contestant("1", 0, "B", ContestantStatus::Done),
+                contestant("2", 1, "A", ContestantStatus::Running),
+                contestant("3", 2, "C", ContestantStatus::Queued),
+            ],
+            base_commit: None,
+            check_command: None,
+            series_id: None,
+            blind,
+            revealed_at: None,
+            user_verdict: None,
+            tags: vec![],
+        }
+    }
+
+    #[test]
+    fn labels_are_a_shuffle_of_the_first_letters() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+        let mut seen_orders = std::collections::BTreeSet::new();
+        for _ in 0..50 {
+            let mut labels = shuffled_labels(4, &mut rng);
+            seen_orders.insert(labels.join(""));
+            labels.sort();
+            assert_eq!(labels, ["A", "B", "C", "D"]);
+        }
+        assert!(seen_orders.len() > 5, "the order changes: {seen_orders:?}");
+    }
+
+    #[test]
+    fn a_masked_battle_shows_labels_in_order_and_only_the_work() {
+        let b = masked(&battle(true));
+        assert!(b.winner.is_none());
+        let labels: Vec<&str> = b.contestants.iter().map(|c| c.identity.as_str()).collect();
+        assert_eq!(labels, ["A", "B", "C"]);
+        let text = format!("{b:?}");
+        for secret in [
+            "persona-",
+            "model-",
+            "secret-provider",
+            "llama-swap",
+            "01-persona",
+        ] {
+            assert!(!text.contains(secret), "{secret} leaks in {text}");
+        }
+        assert!(b
+            .contestants
+            .iter()
+            .all(|c| c.benchmark == Benchmark::default()));
+        assert_eq!(b.contestants[1].output.as_deref(), Some("answer 1"));
+        assert_eq!(b.contestants[0].error.as_deref(), Some(MASKED_ERROR));
+    }
+
+    #[test]
+    fn an_open_or_revealed_battle_is_shown_as_it_is() {
+        let open = battle(false);
+        assert_eq!(masked(&open).contestants[0].identity, "persona-1");
+        let mut revealed = battle(true);
+        revealed.revealed_at = Some(chrono::DateTime::UNIX_EPOCH);
+        assert!(!revealed.is_masked());
+        assert_eq!(masked(&revealed).contestants[0].model, "model-1");
+    }
+
+    #[test]
+    fn events_are_masked_until_the_reveal() {
+        let mut mask = EventMask::new(true);
+        assert_eq!(
+            mask.apply(EventKind::Benchmark {
+                benchmark: Benchmark::default()
+            }),
+            None
+        );
+        assert_eq!(mask.apply(EventKind::Winner { winner: None }), None);
+        assert_eq!(
+            mask.apply(EventKind::Waiting {
+                reason: Some("llama-swap busy".into())
+            }),
+            Some(EventKind::Waiting {
+                reason: Some(MASKED_WAITING.into())
+            })
+        );
+        let out = EventKind::Output { text: "hi".into() };
+        assert_eq!(mask.apply(out.clone()), Some(out));
+        assert_eq!(mask.apply(EventKind::Revealed), Some(EventKind::Revealed));
+        assert!(!mask.is_masked());
+        let winner = EventKind::Winner { winner: None };
+        assert_eq!(mask.apply(winner.clone()), Some(winner));
+    }
+
+    #[test]
+    fn a_vote_names_a_label_or_an_id_of_one_that_answered() {
+        let b = battle(true);
+        assert_eq!(vote_target(&b, "b").unwrap(), "1");
+        assert_eq!(vote_target(&b, "A").unwrap(), "2", "running counts");
+        assert_eq!(vote_target(&b, "1").unwrap(), "1");
+        let queued = vote_target(&b, "C").unwrap_err().to_string();
+        assert!(queued.contains("queued"), "{queued}");
+        let unknown = vote_target(&b, "Z").unwrap_err().to_string();
+        assert!(
+            unknown.contains("A, B, C") || unknown.contains("B, A, C"),
+            "{unknown}"
+        );
+        assert_eq!(Vote::AllBad.verdict(), Some(UserVerdict::AllBad));
+    }
+
+    #[test]
+    fn tags_are_trimmed_deduplicated_and_bounded() {
+        assert_eq!(
+            tags(&[" rust ", "", "Rust", "math"]).unwrap(),
+            ["rust", "math"]
+        );
+        assert!(tags(&["a,b"]).unwrap_err().to_string().contains("comma"));
+        assert!(tags(&["x".repeat(41)]).is_err());
+        let many: Vec<String> = (0..21).map(|i| format!("t{i}")).collect();
+        assert!(tags(&many).unwrap_err().to_string().contains("at most 20"));
+    }
+}
