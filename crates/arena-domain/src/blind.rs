@@ -243,7 +243,7 @@ pub fn vote_words(battle: &Battle, analysis: Option<&Analysis>) -> Option<String
             }
         }
         Some((_, Some(Outcome::NoClearWinner), _)) if user_winner.is_none() => {
-            "The judge agreed: no clear winner.".into()
+            "The judge agreed.".into()
         }
         Some((_, Some(Outcome::NoClearWinner), _)) => "The judge saw no clear winner.".into(),
         Some((crate::analysis::AnalysisStatus::Running, ..)) => {

@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use anyhow::{ensure, Context, Result};
 use arena_e2e::arena_testserver::{ModelScript, ToolCall, Turn};
-use arena_e2e::{config_toml, contestant_with_model, App, BattleForm, Harness, ProviderEntry};
+use arena_e2e::{
+    config_toml, contestant_with_model, App, BattleForm, Beacon, Harness, ProviderEntry,
+};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -185,11 +187,19 @@ async fn coding_battle_shows_a_coloured_diff() -> Result<()> {
     };
     let project = h.git_project(&[("notes.txt", NOTES), ("README.md", "# Notes\n")])?;
     let server = h.server();
+    // Its summary carries markup that must stay inert in the report.
+    let beacon = Beacon::start().await?;
+    beacon.self_test().await?;
+    let summary = format!(
+        "Tidied notes.txt and added new.txt.\n\n<script>window.__arenaPwned=1</script>\n\n\
+         <img src=x onerror=\"window.__arenaPwned2=1\">\n\n![remote]({}/diff.png)\n",
+        beacon.url
+    );
     server.set_model(
         "coder-a",
         agent(
             &[("notes.txt", NOTES_A), ("new.txt", "brand new file\n")],
-            "Tidied notes.txt and added new.txt.",
+            &summary,
         ),
     );
     server.set_model(
@@ -318,7 +328,87 @@ async fn coding_battle_shows_a_coloured_diff() -> Result<()> {
         .await?;
     app.scroll_to(&view).await?;
     app.screenshot("battle-coding").await?;
+    exported_report_is_inert_and_coloured(&app, &beacon).await?;
     app.close().await
+}
+
+/// What the opened battle report holds: script flags, active markup, and
+/// the computed colours of its diff lines.
+#[derive(Debug, Deserialize)]
+struct ReportShown {
+    flags: Vec<String>,
+    markup: Vec<String>,
+    add: Option<LineShown>,
+    del: Option<LineShown>,
+    ctx: Option<LineShown>,
+}
+
+const INSPECT_REPORT: &str = r#"
+const flags = ['__arenaPwned', '__arenaPwned2'].filter(n => typeof window[n] !== 'undefined');
+const markup = [];
+for (const el of document.querySelectorAll('*')) {
+  const tag = el.tagName.toLowerCase();
+  if (['script', 'iframe', 'object', 'embed', 'link', 'img'].includes(tag)) markup.push(`<${tag}>`);
+  for (const attr of el.attributes) {
+    if (attr.name.toLowerCase().startsWith('on')) markup.push(`${tag} ${attr.name}`);
+  }
+}
+const line = (sel, kind) => {
+  const l = document.querySelector(sel);
+  if (!l) return null;
+  const s = getComputedStyle(l);
+  return { kind, text: l.textContent, background: s.backgroundColor, color: s.color };
+};
+return {
+  flags, markup,
+  add: line('.diff .add', 'add'),
+  del: line('.diff .del', 'del'),
+  ctx: line('.diff span:not(.add):not(.del):not(.hunk)', 'ctx'),
+};
+"#;
+
+/// "Export report" writes the battle's report.html; opened in this very
+/// webview it runs nothing, loads nothing, and colours the diffs.
+async fn exported_report_is_inert_and_coloured(app: &App, beacon: &Beacon) -> Result<()> {
+    app.click("[data-testid=export-battle]").await?;
+    let written = app.text_of("[data-testid=battle-report-file]").await?;
+    let file = written
+        .split_whitespace()
+        .find(|w| w.ends_with("report.html"))
+        .with_context(|| format!("no report path in {written:?}"))?
+        .to_string();
+    app.client()
+        .goto(&format!("file://{file}"))
+        .await
+        .context("opening the battle report in the webview")?;
+    let shown: ReportShown = app
+        .wait_until("the report's diff", Duration::from_secs(10), || async {
+            let shown: ReportShown = app.js(INSPECT_REPORT, vec![]).await?;
+            Ok(shown.add.is_some().then_some(shown))
+        })
+        .await?;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let after: ReportShown = app.js(INSPECT_REPORT, vec![]).await?;
+    ensure!(
+        shown.flags.is_empty() && after.flags.is_empty() && after.markup.is_empty(),
+        "the opened report ran or holds {:?} {:?}",
+        after.flags,
+        after.markup
+    );
+    ensure!(
+        beacon.hits().is_empty(),
+        "the opened report loaded {:?}",
+        beacon.hits()
+    );
+    let (add, del, ctx) = (
+        after.add.context("no added line")?,
+        after.del.context("no removed line")?,
+        after.ctx.context("no context line")?,
+    );
+    check_colours(&add, &ctx, "green", greenish)?;
+    check_colours(&del, &ctx, "red", reddish)?;
+    app.screenshot("battle-coding-report-html").await?;
+    Ok(())
 }
 
 /// A CLI agent may run a model from its own configuration: the launcher

@@ -19,18 +19,19 @@ import type {
   BattleEventDto,
   BattlePageDto,
   BattleQueryDto,
-  BattleTypeDto,
   CrossExaminationDto,
   DiffViewDto,
+  LeaderboardDto,
+  LeaderboardQueryDto,
   PersonasDto,
   ProviderModelsDto,
   RoundDto,
   SeriesDto,
   SettingsDto,
   SettingsUpdateDto,
-  StandingDto,
   StartBattleRequest,
   StartSeriesRequest,
+  VoteDto,
   WorkDto,
 } from './bindings';
 import { CLIENT_ERROR_CODES, IpcError, toIpcError } from './errors';
@@ -143,6 +144,28 @@ export function setWinner(battleId: string, contestantId: string | null): Promis
   return call<BattleDto>('set_winner', { battleId, contestantId });
 }
 
+/**
+ * The user's vote: a winner (by label, `B`, or contestant id; one that is
+ * running or done), a tie or "all bad". Also while contestants still run;
+ * a blind battle is revealed.
+ */
+export function vote(battleId: string, vote: VoteDto): Promise<BattleDto> {
+  return call<BattleDto>('vote', { battleId, vote });
+}
+
+/** Shows a blind battle's names, speeds and analysis without a vote. */
+export function reveal(battleId: string): Promise<BattleDto> {
+  return call<BattleDto>('reveal', { battleId });
+}
+
+/**
+ * Replaces a battle's tags (trimmed, blanks and duplicates dropped by the
+ * engine; `invalid_input` for a tag with a comma, too long, or too many).
+ */
+export function setTags(battleId: string, tags: string[]): Promise<BattleDto> {
+  return call<BattleDto>('set_tags', { battleId, tags });
+}
+
 /** Judges a finished battle with `model`, else the default model. Resolves when done. */
 export function analyze(battleId: string, model?: string | null): Promise<AnalysisDto> {
   return call<AnalysisDto>('analyze', { battleId, model: model ?? null });
@@ -207,15 +230,14 @@ export function refine(battleId: string, contestantId: string, feedback: string)
   return call<RoundDto>('refine', { battleId, contestantId, feedback });
 }
 
-/** Ratings per (identity, model), for one battle type or all, of one series or all battles. */
-export function leaderboard(
-  battleType?: BattleTypeDto | null,
-  seriesId?: string | null,
-): Promise<StandingDto[]> {
-  return call<StandingDto[]>('leaderboard', {
-    battleType: battleType ?? null,
-    seriesId: seriesId ?? null,
-  });
+/**
+ * Ratings per (identity, model) over the battles the filters keep (type,
+ * series, project, tag; all optional), counting the user's verdicts, the
+ * judge's or both; with how often the user and the judge agreed and the
+ * length coefficient of the length-controlled fit.
+ */
+export function leaderboard(query: LeaderboardQueryDto): Promise<LeaderboardDto> {
+  return call<LeaderboardDto>('leaderboard', { query });
 }
 
 /** Every provider and the models it serves (asked live). */

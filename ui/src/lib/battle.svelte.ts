@@ -20,9 +20,12 @@
 
 import {
   getBattle,
+  reveal,
+  setTags,
   setWinner,
   subscribeBattle,
   toIpcError,
+  vote,
   type AnalysisStatusDto,
   type BattleDetailDto,
   type BattleEventDto,
@@ -35,8 +38,10 @@ import {
   type IpcError,
   type OutcomeDto,
   type RoundDto,
+  type VoteDto,
   type WinnerDto,
 } from '../ipc';
+import { Call } from './call.svelte';
 import { elapsedMs, numberedName } from './format';
 
 /** A tool call of a Coding agent, in the round it was made in. */
@@ -375,6 +380,9 @@ export function applyEvent(live: Live, event: BattleEventDto): Followup {
     }
     case 'result_written':
       return { refetch: true };
+    case 'revealed':
+      // A blind battle's names, speeds and analysis are in the snapshot only.
+      return { refetch: true };
   }
 }
 
@@ -406,6 +414,10 @@ export class BattleState {
   /** A winner chosen here and not yet confirmed by the engine. */
   pendingWinner = $state<{ winner: WinnerDto | null } | null>(null);
   winnerError = $state<IpcError | null>(null);
+  /** A vote or a reveal under way, or how it failed. */
+  readonly voting = new Call();
+  /** Saving the tags, or how it failed. */
+  readonly tagging = new Call();
 
   #refetchRequest = 0;
   #winnerRequest = 0;
@@ -498,6 +510,33 @@ export class BattleState {
         this.pendingWinner = null;
       }
     }
+  }
+
+  /**
+   * The user's vote (a winner by label, a tie or "all bad"); a blind
+   * battle is revealed by it. Then the battle is read again, names and all.
+   */
+  async castVote(choice: VoteDto): Promise<void> {
+    if (await this.voting.run(() => vote(this.id, choice))) {
+      await this.#refetchNow();
+    }
+  }
+
+  /** Reveals a blind battle without a vote, then reads it again. */
+  async reveal(): Promise<void> {
+    if (await this.voting.run(() => reveal(this.id))) {
+      await this.#refetchNow();
+    }
+  }
+
+  /** Replaces the battle's tags; resolves to whether they were saved. */
+  async saveTags(tags: string[]): Promise<boolean> {
+    return this.tagging.run(async () => {
+      const battle = await setTags(this.id, tags);
+      if (this.detail) {
+        this.detail = { ...this.detail, tags: battle.tags };
+      }
+    });
   }
 
   // A method, not the field: after one check TypeScript would take the field

@@ -2,8 +2,11 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import {
   getBattle,
   IpcError,
+  reveal,
+  setTags,
   setWinner,
   subscribeBattle,
+  vote,
   type BattleDetailDto,
   type BattleDto,
   type BattleEventDto,
@@ -28,13 +31,16 @@ import {
   type Live,
 } from './battle.svelte';
 
-// BattleState talks to the backend through these three; everything else in
+// BattleState talks to the backend through these; everything else in
 // ../ipc (types, IpcError, toIpcError) stays real.
 vi.mock(import('../ipc'), async (importOriginal) => ({
   ...(await importOriginal()),
   getBattle: vi.fn(),
+  reveal: vi.fn(),
+  setTags: vi.fn(),
   setWinner: vi.fn(),
   subscribeBattle: vi.fn(),
+  vote: vi.fn(),
 }));
 
 const AT = '2025-03-01T10:00:00Z';
@@ -63,6 +69,7 @@ function contestant(
   return {
     id,
     position,
+    label: null,
     identity: 'critic',
     model: `model-${id}`,
     provider: 'local',
@@ -91,9 +98,18 @@ interface DetailOptions {
   status?: BattleStatusDto;
   winner?: WinnerDto | null;
   contestants?: ContestantDto[];
+  masked?: boolean;
+  tags?: string[];
 }
 
-function detail({ lastSeq, status, winner, contestants }: DetailOptions): BattleDetailDto {
+function detail({
+  lastSeq,
+  status,
+  winner,
+  contestants,
+  masked,
+  tags,
+}: DetailOptions): BattleDetailDto {
   const battle: BattleDto = {
     id: 'b1',
     battle_type: 'qa',
@@ -108,6 +124,10 @@ function detail({ lastSeq, status, winner, contestants }: DetailOptions): Battle
     base_commit: null,
     check_command: null,
     series_id: null,
+    blind: masked ?? false,
+    masked: masked ?? false,
+    user_verdict: null,
+    tags: tags ?? [],
   };
   return { ...battle, analysis: null, cross_examinations: [], last_seq: lastSeq };
 }
@@ -581,6 +601,7 @@ describe('applyEvent: which events ask for a refetch', () => {
     ['round end', true, ev(1, 'a', { type: 'round', number: 2, status: 'done', feedback: null })],
     ['winner', true, ev(1, null, { type: 'winner', winner: null })],
     ['result_written', true, ev(1, 'a', { type: 'result_written', path: '/r/result.md' })],
+    ['revealed', true, ev(1, null, { type: 'revealed' })],
     [
       'analysis_status',
       true,
@@ -792,5 +813,83 @@ describe('BattleState', () => {
     await choosing;
     expect(state.winner).toEqual({ contestant_id: 'a', source: 'analysis' });
     expect(state.winnerError?.code).toBe('conflict');
+  });
+
+  it('votes, then reads the battle again: a blind battle shows its names', async () => {
+    const masked = [
+      contestant('a', 1, { label: 'A', identity: 'A', model: '', provider: '', lane: null }),
+      contestant('b', 2, { label: 'B', identity: 'B', model: '', provider: '', lane: null }),
+    ];
+    vi.mocked(getBattle).mockResolvedValueOnce(
+      detail({ lastSeq: 2, masked: true, contestants: masked }),
+    );
+    const state = new BattleState('b1');
+    await state.start();
+    expect(state.detail?.masked).toBe(true);
+
+    const winner: WinnerDto = { contestant_id: 'b', source: 'user' };
+    vi.mocked(vote).mockResolvedValueOnce(detail({ lastSeq: 4, winner }));
+    vi.mocked(getBattle).mockResolvedValueOnce(
+      detail({
+        lastSeq: 4,
+        winner,
+        contestants: [contestant('a', 1, { label: 'A' }), contestant('b', 2, { label: 'B' })],
+      }),
+    );
+    await state.castVote({ kind: 'winner', contestant: 'B' });
+    expect(vote).toHaveBeenCalledWith('b1', { kind: 'winner', contestant: 'B' });
+    expect(state.detail?.masked).toBe(false);
+    expect(state.detail?.contestants[1]?.model).toBe('model-b');
+    expect(state.winner).toEqual(winner);
+    expect(state.voting.error).toBeNull();
+  });
+
+  it('keeps the battle masked and says why when the vote is refused', async () => {
+    vi.mocked(getBattle).mockResolvedValueOnce(detail({ lastSeq: 2, masked: true }));
+    const state = new BattleState('b1');
+    await state.start();
+    vi.mocked(vote).mockRejectedValueOnce(new IpcError('invalid_input', 'contestant C is queued'));
+    await state.castVote({ kind: 'winner', contestant: 'C' });
+    expect(state.voting.error?.message).toBe('contestant C is queued');
+    expect(state.voting.busy).toBe(false);
+    expect(getBattle).toHaveBeenCalledTimes(1);
+    expect(state.detail?.masked).toBe(true);
+  });
+
+  it('reveals without a vote, then reads the battle again', async () => {
+    vi.mocked(getBattle).mockResolvedValueOnce(detail({ lastSeq: 2, masked: true }));
+    const state = new BattleState('b1');
+    await state.start();
+    vi.mocked(reveal).mockResolvedValueOnce(detail({ lastSeq: 3 }));
+    vi.mocked(getBattle).mockResolvedValueOnce(detail({ lastSeq: 3 }));
+    await state.reveal();
+    expect(reveal).toHaveBeenCalledWith('b1');
+    expect(state.detail?.masked).toBe(false);
+  });
+
+  it('reads the battle again on its revealed event', async () => {
+    vi.mocked(getBattle).mockResolvedValueOnce(detail({ lastSeq: 2, masked: true }));
+    const state = new BattleState('b1');
+    await state.start();
+    vi.mocked(getBattle).mockResolvedValueOnce(detail({ lastSeq: 3 }));
+    emit(ev(3, null, { type: 'revealed' }));
+    await vi.runAllTimersAsync();
+    expect(getBattle).toHaveBeenCalledTimes(2);
+    expect(state.detail?.masked).toBe(false);
+  });
+
+  it('saves the tags and shows the ones the engine kept', async () => {
+    vi.mocked(getBattle).mockResolvedValueOnce(detail({ lastSeq: 1, tags: ['old'] }));
+    const state = new BattleState('b1');
+    await state.start();
+    vi.mocked(setTags).mockResolvedValueOnce(detail({ lastSeq: 1, tags: ['rust', 'math'] }));
+    expect(await state.saveTags(['rust', 'math'])).toBe(true);
+    expect(setTags).toHaveBeenCalledWith('b1', ['rust', 'math']);
+    expect(state.detail?.tags).toEqual(['rust', 'math']);
+
+    vi.mocked(setTags).mockRejectedValueOnce(new IpcError('invalid_input', 'too long'));
+    expect(await state.saveTags(['x'.repeat(41)])).toBe(false);
+    expect(state.tagging.error?.code).toBe('invalid_input');
+    expect(state.detail?.tags).toEqual(['rust', 'math']);
   });
 });

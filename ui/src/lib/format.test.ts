@@ -84,6 +84,12 @@ describe('names', () => {
     expect(contestantName(c)).toBe('critic@llama-swap/qwen3');
     expect(numberedName(c)).toBe('#3 critic@llama-swap/qwen3');
   });
+
+  it('names a blind battle\'s contestant by its label instead of its place', () => {
+    const c = { position: 1, identity: 'debugger', model: 'm1', label: 'B' };
+    expect(numberedName(c)).toBe('B · debugger@m1');
+    expect(numberedName({ ...c, label: null })).toBe('#1 debugger@m1');
+  });
 });
 
 describe('clip', () => {

@@ -64,9 +64,19 @@ export function contestantName(c: { identity: string; model: string }): string {
   return `${c.identity}@${c.model}`;
 }
 
-/** `#position identity@model`: a contestant within its battle. */
-export function numberedName(c: { position: number; identity: string; model: string }): string {
-  return `#${String(c.position)} ${contestantName(c)}`;
+/**
+ * `#position identity@model`: a contestant within its battle; in a blind
+ * battle (after its reveal) `B · identity@model`, by its label.
+ */
+export function numberedName(c: {
+  position: number;
+  identity: string;
+  model: string;
+  label?: string | null;
+}): string {
+  return c.label
+    ? `${c.label} · ${contestantName(c)}`
+    : `#${String(c.position)} ${contestantName(c)}`;
 }
 
 /** `text` cut to at most `max` characters, ending in `…` when cut. */

@@ -28,6 +28,8 @@ function form(over: Partial<LauncherForm> = {}): LauncherForm {
       coding: [newRow(), newRow()],
     },
     checkCommand: '',
+    blind: false,
+    tags: '',
     ...over,
   };
 }
@@ -302,7 +304,16 @@ describe('toRequest', () => {
       prompt: 'Explain monads',
       contestants: ['critic@qwen3', 'poet@llama-swap/qwen3'],
       check_command: null,
+      blind: false,
+      tags: [],
     });
+  });
+
+  it('sends the blind switch and the tags, trimmed, without blanks or repeats', () => {
+    const request = toRequest(form({ blind: true, tags: ' rust, , math ,Rust,  ' }));
+    expect(request.blind).toBe(true);
+    expect(request.tags).toEqual(['rust', 'math']);
+    expect(toRequest(form()).blind).toBe(false);
   });
 
   it('sends the check command for Coding only when there is one', () => {
@@ -350,6 +361,8 @@ describe('remembering the launcher', () => {
     const f = initialForm(new MemoryStorage());
     expect(f.battleType).toBe('qa');
     expect(f.project).toBe('');
+    expect(f.blind).toBe(false);
+    expect(f.tags).toBe('');
     expect(rows(f)).toEqual([
       [
         { identity: '', model: '' },

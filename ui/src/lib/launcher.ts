@@ -9,6 +9,7 @@ import type {
   ProviderModelsDto,
   StartBattleRequest,
 } from '../ipc';
+import { parseTags } from './blind';
 
 export const MIN_CONTESTANTS = 2;
 export const MAX_CONTESTANTS = 6;
@@ -38,6 +39,10 @@ export interface LauncherForm {
   prompt: string;
   contestants: Record<BattleTypeDto, ContestantRow[]>;
   checkCommand: string;
+  /** Show the contestants as A, B, … until the user votes. */
+  blind: boolean;
+  /** Comma-separated. */
+  tags: string;
 }
 
 /** An option of an identity or model select. */
@@ -229,6 +234,8 @@ export function toRequest(form: LauncherForm): StartBattleRequest {
       (c) => `${c.identity.trim()}@${c.model.trim()}`,
     ),
     check_command: form.battleType === 'coding' && check ? check : null,
+    blind: form.blind,
+    tags: parseTags(form.tags),
   };
 }
 
@@ -252,6 +259,8 @@ export function initialForm(storage: Storage | null): LauncherForm {
     prompt: '',
     contestants: { qa: blank(), coding: blank() },
     checkCommand: '',
+    blind: false,
+    tags: '',
   };
   const saved = readSaved(storage);
   if (!saved) {

@@ -24,6 +24,8 @@ function form(over: Partial<LauncherForm> = {}): LauncherForm {
       coding: [newRow(), newRow()],
     },
     checkCommand: '',
+    blind: false,
+    tags: '',
     ...over,
   };
 }
@@ -148,6 +150,16 @@ describe('series fields', () => {
       tags: ['nightly', 'geo'],
     });
     expect(toSeriesRequest(form(), fields()).budget_usd).toBeNull();
+    expect(toSeriesRequest(form(), fields()).blind).toBe(false);
+  });
+
+  it('take the blind switch and the launcher tags with the series tags', () => {
+    const request = toSeriesRequest(
+      form({ blind: true, tags: 'rust, math' }),
+      fields({ tags: 'nightly, Rust' }),
+    );
+    expect(request.blind).toBe(true);
+    expect(request.tags).toEqual(['rust', 'math', 'nightly']);
   });
 });
 

@@ -2,6 +2,7 @@
 // wrong with the series fields, what the launcher sends, and how a series'
 // figures read. Nothing here touches the DOM or the backend.
 import type { SeriesContestantDto, SeriesDto, StartSeriesRequest } from '../ipc';
+import { parseTags } from './blind';
 import { contestantName } from './format';
 import { toRequest, type LauncherForm } from './launcher';
 
@@ -25,7 +26,7 @@ export interface SeriesFields {
   parallel: string;
   untilDecided: boolean;
   analysis: boolean;
-  /** Comma-separated. */
+  /** Comma-separated; added to the launcher's tags. */
   tags: string;
 }
 
@@ -119,10 +120,8 @@ export function toSeriesRequest(form: LauncherForm, fields: SeriesFields): Start
     budget_usd: budget === null ? null : Number(budget),
     until_decided: fields.untilDecided,
     analysis: fields.analysis,
-    tags: fields.tags
-      .split(',')
-      .map((t) => t.trim())
-      .filter((t) => t !== ''),
+    // The launcher's tags and the series' own, each battle carries them all.
+    tags: parseTags(`${form.tags},${fields.tags}`),
     key: null,
   };
 }

@@ -1,0 +1,81 @@
+import { describe, expect, it } from 'vitest';
+import {
+  agreementLine,
+  initialLeaderboardFilter,
+  lengthNote,
+  ratingLc,
+  SOURCES,
+  toLeaderboardQuery,
+} from './leaderboard';
+
+describe('toLeaderboardQuery', () => {
+  it('asks for everything, both sources, by default', () => {
+    expect(toLeaderboardQuery(initialLeaderboardFilter())).toEqual({
+      battle_type: null,
+      series_id: null,
+      project: null,
+      tag: null,
+      source: 'both',
+    });
+  });
+
+  it('sends the filters trimmed, blanks as none', () => {
+    expect(
+      toLeaderboardQuery({
+        battleType: 'coding',
+        seriesId: 'abcd1234',
+        project: ' /srv/repo ',
+        tag: ' rust ',
+        source: 'mine',
+      }),
+    ).toEqual({
+      battle_type: 'coding',
+      series_id: 'abcd1234',
+      project: '/srv/repo',
+      tag: 'rust',
+      source: 'mine',
+    });
+    expect(toLeaderboardQuery({ ...initialLeaderboardFilter(), tag: '   ' }).tag).toBeNull();
+  });
+
+  it('lists both, mine and the judge', () => {
+    expect(SOURCES.map((s) => [s.value, s.label])).toEqual([
+      ['both', "Mine and the judge's"],
+      ['mine', 'Mine'],
+      ['judge', "The judge's"],
+    ]);
+  });
+});
+
+describe('agreementLine', () => {
+  it('says how often the user and the judge agreed, with the interval', () => {
+    expect(agreementLine({ both_chose: 9, agreed: 7, rate: 7 / 9, rate_ci: [0.453, 0.937] })).toBe(
+      'You and the judge agreed in 7 of 9 battles you both judged (78%, 95% interval 45–94%).',
+    );
+    expect(agreementLine({ both_chose: 1, agreed: 0, rate: 0, rate_ci: null })).toBe(
+      'You and the judge agreed in 0 of 1 battle you both judged (0%).',
+    );
+  });
+
+  it('says when no battle has both verdicts', () => {
+    expect(agreementLine({ both_chose: 0, agreed: 0, rate: null, rate_ci: null })).toBe(
+      "No battle has both your verdict and the judge's yet.",
+    );
+  });
+});
+
+describe('length control', () => {
+  it('rounds the length-controlled rating, — when unknown', () => {
+    expect(ratingLc({ rating_lc: 1012.6 })).toBe('1013');
+    expect(ratingLc({ rating_lc: null })).toBe('—');
+  });
+
+  it('explains it, and which way length swayed the verdicts', () => {
+    expect(lengthNote(0.42)).toMatch(/^Length-controlled: .*longer answers won more often/);
+    expect(lengthNote(0.42)).toMatch(/\(length coefficient \+0\.42\)\.$/);
+    expect(lengthNote(-0.31)).toMatch(/shorter answers won more often/);
+    expect(lengthNote(-0.31)).toMatch(/\(length coefficient -0\.31\)\.$/);
+    expect(lengthNote(0.01)).toMatch(/length barely mattered/);
+    expect(lengthNote(null)).toMatch(/^Length-controlled: .*Not fitted/);
+  });
+});

@@ -1,0 +1,95 @@
+// The leaderboard's filters and its sentences, as pure functions: what the
+// screen asks the engine for, how often the user and the judge agreed, and
+// what the length-controlled rating means here. Leaderboard.svelte renders
+// these; nothing here touches the DOM or the backend.
+import type {
+  AgreementDto,
+  BattleTypeDto,
+  LeaderboardQueryDto,
+  SourceDto,
+  StandingDto,
+} from '../ipc';
+import { interval, percent } from './series';
+
+/** The leaderboard's filters, as the fields hold them (blank: any). */
+export interface LeaderboardFilter {
+  battleType: BattleTypeDto | '';
+  seriesId: string;
+  /** A project folder. */
+  project: string;
+  tag: string;
+  /** Whose verdicts count. */
+  source: SourceDto;
+}
+
+export function initialLeaderboardFilter(): LeaderboardFilter {
+  return { battleType: '', seriesId: '', project: '', tag: '', source: 'both' };
+}
+
+/** Whose verdicts may count, in the order the select lists them. */
+export const SOURCES: readonly { value: SourceDto; label: string }[] = [
+  { value: 'both', label: "Mine and the judge's" },
+  { value: 'mine', label: 'Mine' },
+  { value: 'judge', label: "The judge's" },
+];
+
+/** Blank is `null`. */
+function optional(text: string): string | null {
+  const t = text.trim();
+  return t === '' ? null : t;
+}
+
+/** The engine's query for `filter`. */
+export function toLeaderboardQuery(filter: LeaderboardFilter): LeaderboardQueryDto {
+  return {
+    battle_type: filter.battleType === '' ? null : filter.battleType,
+    series_id: optional(filter.seriesId),
+    project: optional(filter.project),
+    tag: optional(filter.tag),
+    source: filter.source,
+  };
+}
+
+/**
+ * How often the user and the judge agreed, over the battles both judged:
+ * "You and the judge agreed in 7 of 9 battles you both judged (78%, 95%
+ * interval 45–94%)."
+ */
+export function agreementLine(a: AgreementDto): string {
+  if (a.both_chose === 0) {
+    return "No battle has both your verdict and the judge's yet.";
+  }
+  const rate = a.rate ?? a.agreed / a.both_chose;
+  const ci = a.rate_ci ? `, 95% interval ${interval(a.rate_ci)}` : '';
+  const battles = a.both_chose === 1 ? 'battle' : 'battles';
+  return `You and the judge agreed in ${String(a.agreed)} of ${String(a.both_chose)} ${battles} you both judged (${percent(rate)}${ci}).`;
+}
+
+/** Below this (in log-odds per unit of relative length), length hardly mattered. */
+const SMALL_LENGTH_EFFECT = 0.05;
+
+/**
+ * What the length-controlled rating is, and how much answer length swayed
+ * these verdicts (the fit's length coefficient; `null` when not fitted).
+ */
+export function lengthNote(coefficient: number | null): string {
+  const what =
+    'Length-controlled: the rating as it would be if answer length did not sway the verdicts (judges, and people, tend to favour longer answers).';
+  if (coefficient === null || !Number.isFinite(coefficient)) {
+    return `${what} Not fitted for these battles: some answers' lengths are unknown, or there are too few.`;
+  }
+  const figure = `length coefficient ${coefficient > 0 ? '+' : ''}${coefficient.toFixed(2)}`;
+  if (Math.abs(coefficient) < SMALL_LENGTH_EFFECT) {
+    return `${what} Here length barely mattered (${figure}).`;
+  }
+  return coefficient > 0
+    ? `${what} Here longer answers won more often (${figure}).`
+    : `${what} Here shorter answers won more often (${figure}).`;
+}
+
+/** A length-controlled rating, rounded; `—` when unknown. */
+export function ratingLc(s: Pick<StandingDto, 'rating_lc'>): string {
+  return s.rating_lc === null || !Number.isFinite(s.rating_lc)
+    ? '—'
+    : String(Math.round(s.rating_lc));
+}
