@@ -244,10 +244,15 @@ fn percentile(sorted: &[f64], q: f64) -> f64 {
     sorted[rank - 1]
 }
 
+/// Rows of a JSON answer: a list's length, or the leaderboard's standings.
 fn json_len(stdout: &[u8]) -> usize {
     serde_json::from_slice::<serde_json::Value>(stdout)
         .ok()
-        .and_then(|v| v.as_array().map(Vec::len))
+        .and_then(|v| {
+            v.as_array()
+                .or_else(|| v["standings"].as_array())
+                .map(Vec::len)
+        })
         .unwrap_or(0)
 }
 

@@ -291,6 +291,7 @@ struct RunArgs {
 }
 
 fn main() -> ExitCode {
+    limit_malloc_arenas();
     let cli = Cli::parse();
     tracing_subscriber::fmt()
         .with_env_filter(
@@ -324,6 +325,20 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         }
+    }
+}
+
+/// At most two glibc malloc arenas. Each thread that allocates otherwise
+/// gets its own arena (up to eight per core), and memory freed in one is
+/// kept there: over a long series the blocking threads' arenas each grew
+/// to their own high-water mark, so resident memory crept up battle after
+/// battle although the heap did not (BENCHMARKS.md, "A long series").
+fn limit_malloc_arenas() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only sets a tunable of the allocator; it is called
+    // before any other thread exists.
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, 2);
     }
 }
 

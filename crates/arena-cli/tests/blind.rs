@@ -6,7 +6,7 @@
 mod common;
 
 use arena_testserver::ModelScript;
-use common::Setup;
+use common::{output, stdout as text, Setup};
 use serde_json::Value;
 
 /// The judge (the default model) prefers answers with STAR; `m-star` has
@@ -27,15 +27,6 @@ fn assert_hidden(what: &str, text: &str) {
     for secret in SECRETS {
         assert!(!lower.contains(secret), "{what} shows {secret}: {text}");
     }
-}
-
-fn text(out: &std::process::Output) -> String {
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 #[tokio::test]
@@ -124,28 +115,52 @@ async fn a_blind_battle_shows_labels_until_the_vote() {
     assert!(tie.starts_with("You found them all bad."), "{tie}");
 }
 
-/// Runs one Q&A battle (judged), returns its id.
+/// The live progress, drawn as on a terminal: `script` gives the CLI a
+/// pseudo-terminal, so indicatif draws its lines.
+#[tokio::test]
+async fn the_progress_of_a_blind_battle_shows_labels() {
+    let s = Setup::new().await;
+    models(&s);
+    s.cloud
+        .set_model("m-plain", ModelScript::tokens(30).rate(60.0));
+    let arena = env!("CARGO_BIN_EXE_arena");
+    let command = format!(
+        "{arena} battle run --type qa --blind --no-analysis --prompt 'What is 2+2?' --project {} -c debugger@m-star -c explainer@m-plain",
+        s.project().display()
+    );
+    let mut cmd = std::process::Command::new("script");
+    cmd.args(["-qec", &command, "/dev/null"])
+        .env("ARENA_CONFIG", s.dir.path().join("arena.toml"))
+        .env("ARENA_DATA_DIR", s.dir.path().join("data"))
+        .env("TERM", "xterm")
+        .env_remove("RUST_LOG");
+    let shown = text(&output(cmd).await);
+    // The progress lines (and the battle printed after them).
+    assert!(
+        shown.contains("Contestant A") && shown.contains("[blind]"),
+        "{shown}"
+    );
+    assert_hidden("the terminal", &shown);
+}
+
+/// Runs one Q&A battle (judged) in `project`, returns its id.
 async fn battle(s: &Setup, project: &std::path::Path, tag: Option<&str>) -> String {
+    let project = project.to_str().unwrap();
     let mut args = vec![
         "battle",
         "run",
         "--type",
         "qa",
         "--json",
-        "--prompt",
-        "What is 2+2?",
         "--project",
-        project.to_str().unwrap(),
-        "-c",
-        "debugger@m-star",
-        "-c",
-        "explainer@m-plain",
+        project,
     ];
+    args.extend(["--prompt", "What is 2+2?"]);
+    args.extend(["-c", "debugger@m-star", "-c", "explainer@m-plain"]);
     if let Some(tag) = tag {
         args.extend(["--tag", tag]);
     }
-    let b = s.json(&args).await;
-    b["id"].as_str().unwrap().to_string()
+    s.json(&args).await["id"].as_str().unwrap().to_string()
 }
 
 /// Wins per model in `arena leaderboard --json ARGS…`, and the agreement.

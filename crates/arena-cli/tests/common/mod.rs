@@ -65,10 +65,7 @@ stall_timeout_secs = 30
     }
 
     pub async fn arena(&self, args: &[&str]) -> Output {
-        let mut cmd = self.command(args);
-        tokio::task::spawn_blocking(move || cmd.output().unwrap())
-            .await
-            .unwrap()
+        output(self.command(args)).await
     }
 
     /// `arena battle run --type qa --json --prompt PROMPT --project … -c …`,
@@ -134,4 +131,21 @@ stall_timeout_secs = 30
             )
         })
     }
+}
+
+/// Runs a prepared command (off the async runtime) to its end.
+pub async fn output(mut cmd: Command) -> Output {
+    tokio::task::spawn_blocking(move || cmd.output().unwrap())
+        .await
+        .unwrap()
+}
+
+/// What a command printed, once it is known to have succeeded.
+pub fn stdout(out: &Output) -> String {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }
