@@ -106,6 +106,8 @@ pub enum SeriesStatusDto {
     Done,
     BudgetReached,
     Cancelled,
+    /// Stopped by a mistake that would stop every battle; see `error`.
+    Error,
 }
 
 impl From<core::series::SeriesStatus> for SeriesStatusDto {
@@ -116,6 +118,7 @@ impl From<core::series::SeriesStatus> for SeriesStatusDto {
             S::Done | S::Decided => SeriesStatusDto::Done,
             S::BudgetReached => SeriesStatusDto::BudgetReached,
             S::Cancelled => SeriesStatusDto::Cancelled,
+            S::Error => SeriesStatusDto::Error,
         }
     }
 }
@@ -1427,6 +1430,8 @@ pub struct SeriesDto {
     pub finished_at: Option<String>,
     /// Its report folder (report.md, report.json, runs.csv, report.html).
     pub report_path: Option<String>,
+    /// Why it ended in `error` (else `null`).
+    pub error: Option<String>,
     /// Its battles' ids, in the order they were planned.
     pub battles: Vec<String>,
     pub contestants: Vec<SeriesContestantDto>,
@@ -1538,6 +1543,7 @@ impl From<&core::series::SeriesSummary> for SeriesDto {
             created_at: rfc3339(s.created_at),
             finished_at: s.finished_at.map(rfc3339),
             report_path: s.report_path.as_deref().map(path),
+            error: s.error.clone(),
             battles: summary.battles.clone(),
             contestants: summary.reports.iter().map(Into::into).collect(),
         }

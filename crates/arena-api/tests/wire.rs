@@ -464,6 +464,7 @@ fn a_series() {
             finished_at: Some(at(50)),
             decided_after: None,
             report_path: Some(PathBuf::from("/p/Arena/series-x")),
+            error: None,
         },
         battles: vec!["b1".into(), "b2".into()],
         reports: report(&rows),

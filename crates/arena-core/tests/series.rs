@@ -349,6 +349,27 @@ async fn a_series_cancelled_from_another_engine_stops_and_leaves_nothing_running
     assert!(battles.iter().all(|b| b.status.is_terminal()));
 }
 
+/// A model gone since the series started stops every battle: the series
+/// ends `error`, saying why, and is not resumed again.
+#[tokio::test]
+async fn a_series_whose_model_is_gone_ends_in_error() {
+    let mut h = harness("names").await;
+    let id = start(&h, request(&h, 3)).await;
+    // The cloud provider (which serves `good` and `bad`) is removed.
+    h.reconfigure(|config| config.providers.retain(|p| p.name != "cloud"));
+    let e = h.engine.run_series(&id).await.unwrap_err();
+    assert!(e.is_user_error(), "{e}");
+    let series = h.engine.series(&id).await.unwrap();
+    assert_eq!(series.status, SeriesStatus::Error);
+    let why = series.error.unwrap();
+    assert!(why.contains("good") || why.contains("bad"), "{why}");
+    assert!(series.finished_at.is_some());
+    // Terminal: nothing is resumed, and running it again changes nothing.
+    let again = h.engine.run_series(&id).await.unwrap();
+    assert_eq!(again.status, SeriesStatus::Error);
+    assert!(h.engine.resume_series(None).await.unwrap().is_empty());
+}
+
 #[tokio::test]
 async fn bad_requests_are_refused_before_anything_is_created() {
     let h = harness("names").await;

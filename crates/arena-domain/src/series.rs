@@ -199,6 +199,9 @@ pub enum SeriesStatus {
     /// The next battle would have passed the budget.
     BudgetReached,
     Cancelled,
+    /// A mistake that would stop every battle (a model or persona gone
+    /// since the series started); see the series' `error`.
+    Error,
 }
 
 impl SeriesStatus {
@@ -209,6 +212,7 @@ impl SeriesStatus {
             SeriesStatus::Decided => "decided",
             SeriesStatus::BudgetReached => "budget_reached",
             SeriesStatus::Cancelled => "cancelled",
+            SeriesStatus::Error => "error",
         }
     }
 
@@ -227,6 +231,7 @@ impl std::str::FromStr for SeriesStatus {
             SeriesStatus::Decided,
             SeriesStatus::BudgetReached,
             SeriesStatus::Cancelled,
+            SeriesStatus::Error,
         ]
         .into_iter()
         .find(|v| v.as_str() == s)
@@ -256,6 +261,8 @@ pub struct Series {
     pub decided_after: Option<u64>,
     /// Its report folder, once written.
     pub report_path: Option<std::path::PathBuf>,
+    /// Why it ended in `error`.
+    pub error: Option<String>,
 }
 
 /// The goal judge's (or the check's) word on one turn of a contestant.
@@ -648,6 +655,9 @@ pub fn report_markdown(summary: &SeriesSummary) -> String {
             .map(|k| format!(", decided after {k} runs"))
             .unwrap_or_default()
     );
+    if let Some(error) = &s.error {
+        let _ = writeln!(out, "- Stopped by: {error}");
+    }
     let _ = writeln!(out, "- Type: {}", r.battle_type);
     let _ = writeln!(out, "- Spent: {}", usd(summary.progress.spent_usd));
     if let Some(b) = r.budget_usd {

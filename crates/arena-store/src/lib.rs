@@ -73,6 +73,7 @@ fn migrations() -> Migrations<'static> {
         M::up(include_str!("../migrations/008_series.sql")),
         M::up(include_str!("../migrations/009_history.sql")),
         M::up(include_str!("../migrations/010_blind.sql")),
+        M::up(include_str!("../migrations/011_series_error.sql")).foreign_key_check(),
     ])
 }
 
@@ -150,9 +151,13 @@ impl Store {
         conn.busy_timeout(std::time::Duration::from_secs(10))?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
-        conn.pragma_update(None, "foreign_keys", "ON")?;
         register_functions(&conn)?;
+        // Off while the schema changes (a table rebuilt must not cascade
+        // into the rows that point at it); migrations that rebuild check
+        // the foreign keys before they commit.
+        conn.pragma_update(None, "foreign_keys", "OFF")?;
         migrations().to_latest(&mut conn)?;
+        conn.pragma_update(None, "foreign_keys", "ON")?;
         drop(lock);
         let (events, _) = broadcast::channel(4096);
         Ok(Store {
@@ -1410,6 +1415,52 @@ mod tests {
     #[test]
     fn migrations_are_valid() {
         migrations().validate().unwrap();
+    }
+
+    /// Migration 011 rebuilds `series`: a database from before it keeps
+    /// its series, the battles that point at them and their leases.
+    #[test]
+    fn the_series_table_is_rebuilt_without_losing_what_points_at_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.db");
+        {
+            let mut conn = Connection::open(&path).unwrap();
+            conn.pragma_update(None, "foreign_keys", "OFF").unwrap();
+            migrations()
+                .to_version(&mut conn, 10)
+                .expect("the schema of migration 010");
+            conn.pragma_update(None, "foreign_keys", "ON").unwrap();
+            conn.execute_batch(
+                "INSERT INTO series (id, idem_key, request, status, total, created_at)
+                     VALUES ('s1', 'k1', '{}', 'running', 2, 1);
+                 INSERT INTO series_leases (series_id, owner, host, pid, expires_at)
+                     VALUES ('s1', 'o', 'h', 1, 2);
+                 INSERT INTO battles (id, battle_type, status, prompt, project_path, results_path,
+                                      created_at, series_id, series_slot)
+                     VALUES ('b1', 'qa', 'done', 'p', '/p', '/p/Arena/b1', 1, 's1', 0);",
+            )
+            .unwrap();
+        }
+        let store = Store::open(&path).unwrap();
+        store
+            .read(|c| {
+                let (battle_series, leases): (Option<String>, i64) = c.query_row(
+                    "SELECT (SELECT series_id FROM battles WHERE id = 'b1'),
+                            (SELECT COUNT(*) FROM series_leases WHERE series_id = 's1')",
+                    [],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )?;
+                assert_eq!((battle_series.as_deref(), leases), (Some("s1"), 1));
+                c.execute(
+                    "UPDATE series SET status = 'error', error = 'gone' WHERE id = 's1'",
+                    [],
+                )?;
+                // The foreign keys still hold: a battle of an unknown series is refused.
+                let orphan = c.execute("UPDATE battles SET series_id = 'nope' WHERE id = 'b1'", []);
+                assert!(orphan.is_err());
+                Ok(())
+            })
+            .unwrap();
     }
 
     #[test]

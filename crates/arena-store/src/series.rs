@@ -14,7 +14,7 @@ use crate::rows::{self, ms, parse, time, LeaseOf};
 use crate::{Store, Tx};
 
 const SERIES_COLUMNS: &str =
-    "id, idem_key, request, status, total, created_at, finished_at, decided_after, report_path";
+    "id, idem_key, request, status, total, created_at, finished_at, decided_after, report_path, error";
 
 fn series_row(r: &Row<'_>) -> rusqlite::Result<Series> {
     let request: String = r.get(2)?;
@@ -30,6 +30,7 @@ fn series_row(r: &Row<'_>) -> rusqlite::Result<Series> {
         finished_at: time(r.get(6)?),
         decided_after: r.get::<_, Option<i64>>(7)?.map(|v| v.max(0) as u64),
         report_path: r.get::<_, Option<String>>(8)?.map(PathBuf::from),
+        error: r.get(9)?,
     })
 }
 
@@ -189,7 +190,7 @@ impl Store {
 impl Tx<'_> {
     pub fn insert_series(&mut self, s: &Series) -> Result<()> {
         self.tx.execute(
-            &format!("INSERT INTO series ({SERIES_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, NULL, NULL, NULL)"),
+            &format!("INSERT INTO series ({SERIES_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, NULL, NULL, NULL, NULL)"),
             params![
                 s.id,
                 s.key,
@@ -214,6 +215,16 @@ impl Tx<'_> {
             "UPDATE series SET status = ?2, finished_at = ?3, decided_after = ?4
              WHERE id = ?1 AND status = 'running'",
             params![id, status.as_str(), ms(at), decided_after.map(|n| n as i64)],
+        )?;
+        Ok(changed == 1)
+    }
+
+    /// Ends a running series in `error`, saying why.
+    pub fn fail_series(&mut self, id: &str, error: &str, at: DateTime<Utc>) -> Result<bool> {
+        let changed = self.tx.execute(
+            "UPDATE series SET status = 'error', error = ?2, finished_at = ?3
+             WHERE id = ?1 AND status = 'running'",
+            params![id, error, ms(at)],
         )?;
         Ok(changed == 1)
     }

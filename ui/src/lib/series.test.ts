@@ -89,6 +89,7 @@ function series(over: Partial<SeriesDto> = {}): SeriesDto {
     created_at: '2026-01-01T00:00:00Z',
     finished_at: null,
     report_path: null,
+    error: null,
     battles: [],
     contestants: [],
     ...over,
@@ -176,6 +177,9 @@ describe('reading a series', () => {
       'decided after 7 of 10 battles',
     );
     expect(statusLine(series({ status: 'budget_reached' }))).toMatch(/budget/);
+    expect(statusLine(series({ status: 'error', error: 'unknown model `m1`' }))).toBe(
+      'stopped: unknown model `m1`',
+    );
   });
 
   it('estimates the time left from the pace so far', () => {

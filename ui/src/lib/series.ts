@@ -152,6 +152,8 @@ export function statusLine(s: SeriesDto): string {
       return 'stopped: budget reached';
     case 'cancelled':
       return 'cancelled';
+    case 'error':
+      return `stopped: ${s.error ?? 'an error'}`;
   }
 }
 

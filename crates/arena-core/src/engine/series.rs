@@ -140,6 +140,7 @@ impl Engine {
             finished_at: None,
             decided_after: None,
             report_path: None,
+            error: None,
         };
         let row = series.clone();
         let inserted = self
@@ -303,8 +304,26 @@ impl Engine {
         let released = engine
             .db(move |s| s.transact(|tx| tx.release_series_lease(&i, &o)))
             .await;
-        let (status, decided_after) = driven?;
         released?;
+        let (status, decided_after) = match driven {
+            Ok(ended) => ended,
+            // A mistake that would stop every battle (a model or persona
+            // gone since the series started) ends it: resuming would only
+            // meet it again. Other failures (the database, a lost lease)
+            // leave it running, to be resumed.
+            Err(e @ (Error::Invalid(_) | Error::Config { .. })) => {
+                let (i, message, at) = (id.clone(), e.to_string(), engine.now());
+                engine
+                    .db(move |s| s.transact(|tx| tx.fail_series(&i, &message, at)))
+                    .await?;
+                tracing::warn!(series = %id, error = %e, "series stopped by an error");
+                if let Err(e) = engine.write_series_report(&id).await {
+                    tracing::warn!(series = %id, error = %e, "could not write the series report");
+                }
+                return Err(e);
+            }
+            Err(e) => return Err(e),
+        };
         let (i, at) = (id.clone(), engine.now());
         engine
             .db(move |s| s.transact(|tx| tx.finish_series(&i, status, at, decided_after)))

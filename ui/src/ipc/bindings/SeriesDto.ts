@@ -49,6 +49,10 @@ decided_after: number | null, created_at: string, finished_at: string | null,
  */
 report_path: string | null, 
 /**
+ * Why it ended in `error` (else `null`).
+ */
+error: string | null, 
+/**
  * Its battles' ids, in the order they were planned.
  */
 battles: Array<string>, contestants: Array<SeriesContestantDto>, };

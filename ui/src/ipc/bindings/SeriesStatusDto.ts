@@ -4,4 +4,4 @@
  * How a series ended (or `running`). A series stopped by
  * `until_decided` is `done`, with `decided_after` set.
  */
-export type SeriesStatusDto = "running" | "done" | "budget_reached" | "cancelled";
+export type SeriesStatusDto = "running" | "done" | "budget_reached" | "cancelled" | "error";
