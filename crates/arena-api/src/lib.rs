@@ -1432,6 +1432,9 @@ pub struct SeriesDto {
     pub report_path: Option<String>,
     /// Why it ended in `error` (else `null`).
     pub error: Option<String>,
+    /// Blind battles of it still awaiting your vote: while any do,
+    /// `contestants` is empty and no report is written.
+    pub awaiting_votes: u64,
     /// Its battles' ids, in the order they were planned.
     pub battles: Vec<String>,
     pub contestants: Vec<SeriesContestantDto>,
@@ -1544,6 +1547,7 @@ impl From<&core::series::SeriesSummary> for SeriesDto {
             finished_at: s.finished_at.map(rfc3339),
             report_path: s.report_path.as_deref().map(path),
             error: s.error.clone(),
+            awaiting_votes: summary.awaiting_votes,
             battles: summary.battles.clone(),
             contestants: summary.reports.iter().map(Into::into).collect(),
         }

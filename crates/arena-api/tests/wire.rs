@@ -476,6 +476,7 @@ fn a_series() {
             running: 0,
             spent_usd: Some(0.0),
         },
+        awaiting_votes: 0,
     };
     assert_json_snapshot!(SeriesDto::from(&summary));
 }

@@ -322,3 +322,72 @@ async fn the_leaderboard_counts_mine_the_judges_or_both_with_filters() {
         .unwrap_err();
     assert!(missing.is_user_error(), "{missing}");
 }
+
+#[tokio::test]
+async fn a_blind_series_withholds_its_figures_until_every_battle_is_voted() {
+    use arena_core::battle::{BattleType, ContestantSpec};
+    use arena_core::series::{parse_prompts, SeriesRequest, SeriesStatus};
+    use arena_core::SeriesStart;
+    let h = harness().await;
+    h.cloud.set_model("m1", ModelScript::text("plain"));
+    h.cloud.set_model("m2", ModelScript::text("with STAR"));
+    let request = SeriesRequest {
+        battle_type: BattleType::Qa,
+        project: h.project.path().to_path_buf(),
+        contestants: ["debugger@m1", "explainer@m2"]
+            .iter()
+            .map(|c| ContestantSpec::parse(c).unwrap())
+            .collect(),
+        prompts: parse_prompts("Say something.\n").unwrap(),
+        runs: 2,
+        parallel: 1,
+        goal: None,
+        goal_model: None,
+        confirm_model: None,
+        max_turns: 1,
+        budget_usd: None,
+        until_decided: false,
+        analysis: true,
+        check_command: None,
+        tags: vec!["blind-series".into()],
+        blind: true,
+    };
+    let SeriesStart::Created(series) = h.engine.create_series(request, None).await.unwrap() else {
+        panic!("a new series");
+    };
+    let done = h.engine.run_series(&series.id).await.unwrap();
+    assert_eq!(done.status, SeriesStatus::Done);
+    assert!(
+        done.report_path.is_none(),
+        "no report while votes are awaited"
+    );
+    let summary = h.engine.series_summary(&series.id).await.unwrap();
+    assert_eq!(summary.awaiting_votes, 2);
+    assert!(summary.reports.is_empty() && summary.rows.is_empty());
+    let refused = h.engine.write_series_report(&series.id).await.unwrap_err();
+    assert!(refused.to_string().contains("await your vote"), "{refused}");
+    // Each battle is blind and carries the series' tag.
+    let first = h.engine.battle(&summary.battles[0]).await.unwrap();
+    let second = h.engine.battle(&summary.battles[1]).await.unwrap();
+    assert!(first.is_masked() && second.is_masked());
+    assert_eq!(first.tags, ["blind-series"]);
+    h.engine.vote(&first.id, Vote::Tie).await.unwrap();
+    assert_eq!(
+        h.engine
+            .series_summary(&series.id)
+            .await
+            .unwrap()
+            .awaiting_votes,
+        1
+    );
+    // The last reveal writes the report, with every contestant's figures.
+    h.engine.reveal(&second.id).await.unwrap();
+    let summary = h.engine.series_summary(&series.id).await.unwrap();
+    assert_eq!(summary.awaiting_votes, 0);
+    assert_eq!(summary.reports.len(), 2);
+    let dir = summary
+        .series
+        .report_path
+        .expect("the report, written at the reveal");
+    assert!(dir.join("report.html").is_file());
+}

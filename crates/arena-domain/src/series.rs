@@ -615,9 +615,15 @@ pub struct SeriesSummary {
     pub series: Series,
     /// Its battles' ids, by place.
     pub battles: Vec<String>,
+    /// Empty while `awaiting_votes` (a blind series).
     pub rows: Vec<RunRow>,
+    /// Empty while `awaiting_votes` (a blind series).
     pub reports: Vec<ContestantReport>,
     pub progress: SeriesProgress,
+    /// Its blind battles not yet voted on or revealed: while there are
+    /// any, its figures per contestant are withheld (they would tell who
+    /// is who in those battles) and no report is written.
+    pub awaiting_votes: u64,
 }
 
 /// `report.md`: the series, then one table row per contestant.
@@ -675,6 +681,14 @@ pub fn report_markdown(summary: &SeriesSummary) -> String {
             "- Prompt: {}",
             r.prompts[0].prompt.lines().next().unwrap_or("")
         );
+    }
+    if summary.awaiting_votes > 0 {
+        let _ = writeln!(
+            out,
+            "\n{} blind battles await your vote (arena battle vote); each contestant's figures show once every battle is voted on or revealed.",
+            summary.awaiting_votes
+        );
+        return out;
     }
     let _ = writeln!(
         out,

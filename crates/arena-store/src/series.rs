@@ -108,6 +108,18 @@ impl Store {
     /// its contestants, every analysis, goal check and round; `None` when
     /// any of them has an unknown cost (a round that did not finish costs
     /// nothing).
+    /// A series' blind battles not yet revealed.
+    pub fn series_masked(&self, id: &str) -> Result<u64> {
+        self.read(|c| {
+            let n: i64 = c.query_row(
+                "SELECT COUNT(*) FROM battles WHERE series_id = ?1 AND blind = 1 AND revealed_at IS NULL",
+                [id],
+                |r| r.get(0),
+            )?;
+            Ok(n.max(0) as u64)
+        })
+    }
+
     pub fn series_progress(&self, id: &str) -> Result<(u64, u64, Option<f64>)> {
         self.read(|c| {
             let (done, running): (i64, i64) = c.query_row(

@@ -90,6 +90,7 @@ function series(over: Partial<SeriesDto> = {}): SeriesDto {
     finished_at: null,
     report_path: null,
     error: null,
+    awaiting_votes: 0,
     battles: [],
     contestants: [],
     ...over,

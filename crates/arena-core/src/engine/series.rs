@@ -328,8 +328,11 @@ impl Engine {
         engine
             .db(move |s| s.transact(|tx| tx.finish_series(&i, status, at, decided_after)))
             .await?;
-        if let Err(e) = engine.write_series_report(&id).await {
-            tracing::warn!(series = %id, error = %e, "could not write the series report");
+        match engine.write_series_report(&id).await {
+            // A blind series' report waits for the votes.
+            Err(Error::Conflict(why)) => tracing::info!(series = %id, "{why}"),
+            Err(e) => tracing::warn!(series = %id, error = %e, "could not write the series report"),
+            Ok(_) => {}
         }
         tracing::info!(series = %id, status = %status, "series finished");
         engine.series(&id).await
@@ -360,13 +363,20 @@ impl Engine {
 
     /// A series with its rows (one per contestant per battle) and the
     /// report computed from them.
+    ///
+    /// While blind battles of it await the user's vote, the rows and the
+    /// report are left out (see `SeriesSummary::awaiting_votes`).
     pub async fn series_summary(&self, id: &str) -> Result<SeriesSummary> {
         let series = self.series(id).await?;
         let i = series.id.clone();
-        let slots = self.db(move |s| s.series_battles(&i)).await?;
+        let (slots, awaiting_votes) = self
+            .db(move |s| Ok::<_, Error>((s.series_battles(&i)?, s.series_masked(&i)?)))
+            .await?;
         let mut rows = Vec::new();
-        for (slot, battle_id) in &slots {
-            rows.extend(self.place_rows(&series, *slot, battle_id).await?);
+        if awaiting_votes == 0 {
+            for (slot, battle_id) in &slots {
+                rows.extend(self.place_rows(&series, *slot, battle_id).await?);
+            }
         }
         let reports = series::report(&rows);
         let progress = self.series_progress(&series.id).await?;
@@ -376,14 +386,23 @@ impl Engine {
             rows,
             reports,
             progress,
+            awaiting_votes,
         })
     }
 
     /// Writes the series' report into `PROJECT/Arena/series-<slug>/`:
     /// `report.md`, `report.json` and `runs.csv`; returns the folder.
+    /// A blind series' report waits for the votes on all its battles.
     pub async fn write_series_report(&self, id: &str) -> Result<PathBuf> {
         let summary = self.series_summary(id).await?;
         let s = &summary.series;
+        if summary.awaiting_votes > 0 {
+            return Err(Error::Conflict(format!(
+                "{} blind battles of series {} await your vote; its report is written once each is voted on (arena battle vote) or revealed",
+                summary.awaiting_votes,
+                crate::battle::short_id(&s.id)
+            )));
+        }
         let dir = match &s.report_path {
             Some(dir) => dir.clone(),
             None => crate::results::series_dir(

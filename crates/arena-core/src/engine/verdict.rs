@@ -135,7 +135,8 @@ impl Engine {
     }
 
     /// After a reveal: the manifest and each written `result.md` again,
-    /// now with names and figures.
+    /// now with names and figures; and the report of a blind series that
+    /// ended, once this was the last of its battles to await a vote.
     async fn rewrite_results(&self, battle: &Battle) -> Result<()> {
         let b = battle.clone();
         tokio::task::spawn_blocking(move || {
@@ -145,7 +146,16 @@ impl Engine {
             }
             Ok::<_, Error>(())
         })
-        .await?
+        .await??;
+        if let Some(series_id) = &battle.series_id {
+            let series = self.series(series_id).await?;
+            let i = series.id.clone();
+            let awaiting = self.db(move |s| s.series_masked(&i)).await?;
+            if series.status.is_terminal() && awaiting == 0 {
+                self.write_series_report(&series.id).await?;
+            }
+        }
+        Ok(())
     }
 
     /// Ratings and statistics per (identity, model) across finished

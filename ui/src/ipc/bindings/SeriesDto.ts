@@ -53,6 +53,11 @@ report_path: string | null,
  */
 error: string | null, 
 /**
+ * Blind battles of it still awaiting your vote: while any do,
+ * `contestants` is empty and no report is written.
+ */
+awaiting_votes: number, 
+/**
  * Its battles' ids, in the order they were planned.
  */
 battles: Array<string>, contestants: Array<SeriesContestantDto>, };
