@@ -278,6 +278,18 @@ pub async fn reveal(state: State<'_, AppState>, battle_id: String) -> Result<Bat
     Ok(BattleDto::from(&battle))
 }
 
+/// Replaces a series' tags (its battles follow).
+#[tauri::command]
+pub async fn set_series_tags(
+    state: State<'_, AppState>,
+    series_id: String,
+    tags: Vec<String>,
+) -> Result<SeriesDto, Error> {
+    let engine = state.engine()?;
+    let series = engine.set_series_tags(&series_id, &tags).await?;
+    Ok(SeriesDto::from(&engine.series_summary(&series.id).await?))
+}
+
 /// Replaces a battle's tags.
 #[tauri::command]
 pub async fn set_tags(

@@ -80,6 +80,7 @@ pub fn app_builder<R: tauri::Runtime>(builder: tauri::Builder<R>) -> tauri::Buil
             commands::vote,
             commands::reveal,
             commands::set_tags,
+            commands::set_series_tags,
             commands::analyze,
             commands::cross_examine,
             commands::apply_diff,

@@ -1537,7 +1537,7 @@ impl From<&core::series::SeriesSummary> for SeriesDto {
             max_turns: r.max_turns,
             budget_usd: r.budget_usd,
             until_decided: r.until_decided,
-            tags: r.tags.clone(),
+            tags: s.tags.clone(),
             runs_planned: s.total,
             runs_done: summary.progress.done,
             running: summary.progress.running,

@@ -465,6 +465,7 @@ fn a_series() {
             decided_after: None,
             report_path: Some(PathBuf::from("/p/Arena/series-x")),
             error: None,
+            tags: vec!["geo".into()],
         },
         battles: vec!["b1".into(), "b2".into()],
         reports: report(&rows),

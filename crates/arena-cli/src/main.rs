@@ -342,6 +342,28 @@ fn limit_malloc_arenas() {
     }
 }
 
+/// `current` with `given` added, or (`remove`) without them (ignoring case).
+pub(crate) fn edited_tags(current: &[String], given: Vec<String>, remove: bool) -> Vec<String> {
+    let mut now = current.to_vec();
+    if remove {
+        now.retain(|t| !given.iter().any(|r| r.trim().eq_ignore_ascii_case(t)));
+    } else {
+        now.extend(given);
+    }
+    now
+}
+
+/// Tags as JSON, or a line (`what` has none, when it has none).
+pub(crate) fn print_tags(what: &str, tags: &[String], json: bool) {
+    if json {
+        print_json(&tags);
+    } else if tags.is_empty() {
+        println!("{what} has no tags.");
+    } else {
+        println!("{}", tags.join(", "));
+    }
+}
+
 /// Prints one of the wire model's values (`arena-api`), pretty.
 pub(crate) fn print_json(value: &impl serde::Serialize) {
     match serde_json::to_string_pretty(value) {
@@ -722,20 +744,9 @@ async fn battle(engine: &Engine, command: BattleCommand) -> Result<(), Error> {
         } => {
             let id = resolve_battle(engine, &id)?;
             let battle = engine.battle(&id).await?;
-            let mut now = battle.tags.clone();
-            if remove {
-                now.retain(|t| !tags.iter().any(|r| r.trim().eq_ignore_ascii_case(t)));
-            } else {
-                now.extend(tags);
-            }
+            let now = edited_tags(&battle.tags, tags, remove);
             let battle = engine.set_tags(&id, &now).await?;
-            if json.json {
-                print_json(&battle.tags);
-            } else if battle.tags.is_empty() {
-                println!("Battle {} has no tags.", battle.id);
-            } else {
-                println!("{}", battle.tags.join(", "));
-            }
+            print_tags(&format!("Battle {}", battle.id), &battle.tags, json.json);
         }
         BattleCommand::Winner {
             id,

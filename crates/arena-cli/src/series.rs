@@ -43,6 +43,17 @@ pub enum SeriesCommand {
         #[command(flatten)]
         json: JsonFlag,
     },
+    /// A series' tags: list them, add some, or remove some (its battles
+    /// follow).
+    Tag {
+        id: String,
+        /// Tags to add (or with --remove, to remove).
+        tags: Vec<String>,
+        #[arg(long)]
+        remove: bool,
+        #[command(flatten)]
+        json: JsonFlag,
+    },
     /// Write the series' report files again (report.md, report.json, runs.csv,
     /// report.html) and print the folder, or with --format one file's text.
     Report {
@@ -172,6 +183,22 @@ pub async fn series(engine: &Engine, command: SeriesCommand) -> Result<(), Error
                     show(engine, &s.id, false).await?;
                 }
             }
+            Ok(())
+        }
+        SeriesCommand::Tag {
+            id,
+            tags,
+            remove,
+            json,
+        } => {
+            let series = engine.series(&id).await?;
+            let now = crate::edited_tags(&series.tags, tags, remove);
+            let series = engine.set_series_tags(&series.id, &now).await?;
+            crate::print_tags(
+                &format!("Series {}", arena_core::battle::short_id(&series.id)),
+                &series.tags,
+                json.json,
+            );
             Ok(())
         }
         SeriesCommand::Report { id, format } => {

@@ -226,6 +226,9 @@ async fn the_leaderboard_filters_by_source_project_type_series_and_tag() {
         ])
         .await;
     let series_id = series["id"].as_str().unwrap().to_string();
+    // Its tag, given afterwards, reaches its battles.
+    let tagged = text(&s.arena(&["series", "tag", &series_id, "again"]).await);
+    assert_eq!(tagged.trim(), "again");
 
     let (mine, agreement) = board(&s, &["--source", "mine"]).await;
     assert_eq!(mine, wins(&[("m-plain", 1), ("m-star", 1)]));
@@ -250,6 +253,8 @@ async fn the_leaderboard_filters_by_source_project_type_series_and_tag() {
     assert_eq!(hard, wins(&[("m-plain", 0), ("m-star", 1)]));
     let (in_series, _) = board(&s, &["--series", &series_id, "--source", "judge"]).await;
     assert_eq!(in_series, wins(&[("m-plain", 0), ("m-star", 2)]));
+    let (again, _) = board(&s, &["--tag", "again", "--source", "judge"]).await;
+    assert_eq!(again, in_series);
     let (coding, _) = board(&s, &["--type", "coding"]).await;
     assert!(coding.is_empty());
     // The text view shows the agreement and the length-controlled rating.

@@ -390,4 +390,31 @@ async fn a_blind_series_withholds_its_figures_until_every_battle_is_voted() {
         .report_path
         .expect("the report, written at the reveal");
     assert!(dir.join("report.html").is_file());
+
+    // The series' tags are edited: its battles trade the old for the new
+    // and keep their own.
+    h.engine
+        .set_tags(&first.id, &["blind-series".into(), "own".into()])
+        .await
+        .unwrap();
+    let edited = h
+        .engine
+        .set_series_tags(&series.id, &["shared".into(), " later ".into()])
+        .await
+        .unwrap();
+    assert_eq!(edited.tags, ["shared", "later"]);
+    let first = h.engine.battle(&first.id).await.unwrap();
+    let second = h.engine.battle(&second.id).await.unwrap();
+    assert_eq!(first.tags, ["later", "own", "shared"]);
+    assert_eq!(second.tags, ["later", "shared"]);
+    assert_eq!(
+        manifest(&second)["tags"],
+        serde_json::json!(["later", "shared"])
+    );
+    let refused = h.engine.set_series_tags(&series.id, &["a,b".into()]).await;
+    assert!(refused.is_err());
+    assert_eq!(
+        h.engine.series(&series.id).await.unwrap().tags,
+        ["shared", "later"]
+    );
 }

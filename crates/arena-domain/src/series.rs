@@ -263,6 +263,8 @@ pub struct Series {
     pub report_path: Option<std::path::PathBuf>,
     /// Why it ended in `error`.
     pub error: Option<String>,
+    /// Its tags now: the request's, as edited since (`set_series_tags`).
+    pub tags: Vec<String>,
 }
 
 /// The goal judge's (or the check's) word on one turn of a contestant.

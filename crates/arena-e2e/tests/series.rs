@@ -177,6 +177,28 @@ async fn a_series_runs_from_the_launcher_with_progress_report_and_export() -> Re
     );
     app.screenshot("series-report").await?;
 
+    // The series' tags are edited here; its battles follow.
+    let input = app.wait_for("[data-testid=tags-input]").await?;
+    app.fill(&input, "geography, capitals").await?;
+    app.click("[data-testid=tags-save]").await?;
+    app.wait_until("the series' tags", Duration::from_secs(10), || async {
+        let chips: Vec<String> = app
+            .js(
+                "return [...document.querySelectorAll('[data-testid=battle-tag]')].map(c => c.textContent.trim());",
+                vec![],
+            )
+            .await?;
+        Ok((chips == ["geography", "capitals"]).then_some(()))
+    })
+    .await?;
+    let engine = h.engine()?;
+    let first = engine.series_summary(&id).await?.battles[0].clone();
+    let tags = engine.battle(&first).await?.tags;
+    ensure!(
+        tags == ["capitals", "geography"],
+        "a battle of the series has the tags {tags:?}"
+    );
+
     // Each battle is an ordinary battle of the series.
     app.click_element(&links[0]).await?;
     app.wait_until(

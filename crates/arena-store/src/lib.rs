@@ -74,6 +74,7 @@ fn migrations() -> Migrations<'static> {
         M::up(include_str!("../migrations/009_history.sql")),
         M::up(include_str!("../migrations/010_blind.sql")),
         M::up(include_str!("../migrations/011_series_error.sql")).foreign_key_check(),
+        M::up(include_str!("../migrations/012_series_tags.sql")),
     ])
 }
 

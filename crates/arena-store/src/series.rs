@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use arena_domain::decisions::Lease;
-use arena_domain::series::{GoalCheck, Series, SeriesStatus};
+use arena_domain::series::{GoalCheck, Series, SeriesRequest, SeriesStatus};
 use chrono::{DateTime, Utc};
 use rusqlite::{params, OptionalExtension, Row};
 
@@ -14,16 +14,26 @@ use crate::rows::{self, ms, parse, time, LeaseOf};
 use crate::{Store, Tx};
 
 const SERIES_COLUMNS: &str =
-    "id, idem_key, request, status, total, created_at, finished_at, decided_after, report_path, error";
+    "id, idem_key, request, status, total, created_at, finished_at, decided_after, report_path, error, tags";
+
+/// Column `i`'s JSON text, read into a `T`.
+fn json<T: serde::de::DeserializeOwned>(i: usize, text: &str) -> rusqlite::Result<T> {
+    serde_json::from_str(text).map_err(|e| {
+        rusqlite::Error::FromSqlConversionFailure(i, rusqlite::types::Type::Text, Box::new(e))
+    })
+}
 
 fn series_row(r: &Row<'_>) -> rusqlite::Result<Series> {
-    let request: String = r.get(2)?;
+    let request: SeriesRequest = json(2, &r.get::<_, String>(2)?)?;
+    let tags: Vec<String> = match r.get::<_, Option<String>>(10)? {
+        Some(text) => json(10, &text)?,
+        None => request.tags.clone(),
+    };
     Ok(Series {
         id: r.get(0)?,
         key: r.get(1)?,
-        request: serde_json::from_str(&request).map_err(|e| {
-            rusqlite::Error::FromSqlConversionFailure(2, rusqlite::types::Type::Text, Box::new(e))
-        })?,
+        tags,
+        request,
         status: parse(3, r.get(3)?)?,
         total: r.get::<_, i64>(4)?.max(0) as u64,
         created_at: time(Some(r.get(5)?)).unwrap_or_default(),
@@ -202,7 +212,7 @@ impl Store {
 impl Tx<'_> {
     pub fn insert_series(&mut self, s: &Series) -> Result<()> {
         self.tx.execute(
-            &format!("INSERT INTO series ({SERIES_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, NULL, NULL, NULL, NULL)"),
+            &format!("INSERT INTO series ({SERIES_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, NULL, NULL, NULL, NULL, NULL)"),
             params![
                 s.id,
                 s.key,
@@ -229,6 +239,30 @@ impl Tx<'_> {
             params![id, status.as_str(), ms(at), decided_after.map(|n| n as i64)],
         )?;
         Ok(changed == 1)
+    }
+
+    /// Replaces a series' tags (already normalised) and, on each of its
+    /// battles, the old ones by the new (a battle keeps its other tags).
+    pub fn set_series_tags(&mut self, id: &str, old: &[String], new: &[String]) -> Result<()> {
+        self.tx.execute(
+            "UPDATE series SET tags = ?2 WHERE id = ?1",
+            params![id, serde_json::to_string(new)?],
+        )?;
+        for tag in old.iter().filter(|t| !new.contains(t)) {
+            self.tx.execute(
+                "DELETE FROM battle_tags WHERE tag = ?2
+                   AND battle_id IN (SELECT id FROM battles WHERE series_id = ?1)",
+                params![id, tag],
+            )?;
+        }
+        for tag in new {
+            self.tx.execute(
+                "INSERT OR IGNORE INTO battle_tags (battle_id, tag)
+                 SELECT id, ?2 FROM battles WHERE series_id = ?1",
+                params![id, tag],
+            )?;
+        }
+        Ok(())
     }
 
     /// Ends a running series in `error`, saying why.

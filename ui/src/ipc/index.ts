@@ -166,6 +166,11 @@ export function setTags(battleId: string, tags: string[]): Promise<BattleDto> {
   return call<BattleDto>('set_tags', { battleId, tags });
 }
 
+/** Replaces a series' tags; its battles trade the old ones for the new. */
+export function setSeriesTags(seriesId: string, tags: string[]): Promise<SeriesDto> {
+  return call<SeriesDto>('set_series_tags', { seriesId, tags });
+}
+
 /** Judges a finished battle with `model`, else the default model. Resolves when done. */
 export function analyze(battleId: string, model?: string | null): Promise<AnalysisDto> {
   return call<AnalysisDto>('analyze', { battleId, model: model ?? null });

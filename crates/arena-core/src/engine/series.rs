@@ -134,6 +134,7 @@ impl Engine {
             id: uuid::Uuid::now_v7().to_string(),
             key,
             total: request.battles(),
+            tags: request.tags.clone(),
             request,
             status: SeriesStatus::Running,
             created_at: self.now(),
@@ -336,6 +337,26 @@ impl Engine {
         }
         tracing::info!(series = %id, status = %status, "series finished");
         engine.series(&id).await
+    }
+
+    /// Replaces a series' tags: its battles trade the old ones for the
+    /// new (keeping their own), and its battles to come carry them.
+    pub async fn set_series_tags(&self, id: &str, tags: &[String]) -> Result<Series> {
+        let tags = crate::blind::tags(tags)?;
+        let series = self.series(id).await?;
+        let (i, old) = (series.id.clone(), series.tags.clone());
+        let battles = self
+            .db(move |s| {
+                s.transact(|tx| tx.set_series_tags(&i, &old, &tags))?;
+                s.series_battles(&i)
+            })
+            .await?;
+        // Each battle's manifest lists its tags.
+        for battle_id in battles.values() {
+            let battle = self.battle(battle_id).await?;
+            tokio::task::spawn_blocking(move || crate::results::write_manifest(&battle)).await??;
+        }
+        self.series(&series.id).await
     }
 
     /// Where a series is: battles ended and under way, and what it spent
@@ -640,9 +661,9 @@ async fn run_place(
         None => {
             let mut plan = (*plan).clone();
             plan.prompt = prompt.prompt.clone();
-            // The series' tags, then the prompt's own.
+            // The series' tags (as edited), then the prompt's own.
             plan.tags =
-                crate::blind::tags(&request.tags.iter().chain(&prompt.tags).collect::<Vec<_>>())?;
+                crate::blind::tags(&series.tags.iter().chain(&prompt.tags).collect::<Vec<_>>())?;
             if plan.battle_type == BattleType::Coding {
                 plan.check_command = request.check_of(prompt).map(str::to_string);
             }
