@@ -40,11 +40,16 @@ pub fn body(battle: &Battle) -> String {
     } else {
         first_line.to_string()
     };
+    // A blind battle names nobody, not even its judged winner.
     let winner = battle
         .winner
         .as_ref()
+        .filter(|_| !battle.is_masked())
         .and_then(|w| battle.contestants.iter().find(|c| c.id == w.contestant_id));
     let outcome = match (battle.status, winner) {
+        (BattleStatus::Done, _) if battle.is_masked() => {
+            "Done; blind — your vote reveals who is who".to_string()
+        }
         (_, Some(c)) => format!("Winner: {} · {}", c.identity, c.model),
         (BattleStatus::Done, None) => "Done; no winner chosen yet".to_string(),
         (BattleStatus::Error, None) => "Ended with errors".to_string(),
@@ -125,6 +130,20 @@ mod tests {
             body(&b),
             "Why is the sky blue?\nWinner: Explainer · qwen3-8b"
         );
+    }
+
+    #[test]
+    fn a_blind_battle_names_nobody_until_the_vote() {
+        let mut b = battle("Sum 2+2", BattleStatus::Done, Some("c2"));
+        b.blind = true;
+        assert_eq!(
+            body(&b),
+            "Sum 2+2\nDone; blind — your vote reveals who is who"
+        );
+        b.status = BattleStatus::Error;
+        assert_eq!(body(&b), "Sum 2+2\nEnded with errors");
+        b.revealed_at = Some(Utc::now());
+        assert!(body(&b).ends_with("Winner: Explainer · qwen3-8b"));
     }
 
     #[test]
