@@ -73,6 +73,43 @@ enum Command {
     },
 }
 
+/// `… tag ID [TAG…] [--remove]`, for battles and series.
+#[derive(Args)]
+pub(crate) struct TagArgs {
+    pub(crate) id: String,
+    /// Tags to add (or with --remove, to remove).
+    pub(crate) tags: Vec<String>,
+    #[arg(long)]
+    pub(crate) remove: bool,
+    #[command(flatten)]
+    pub(crate) json: JsonFlag,
+}
+
+impl TagArgs {
+    /// `current` with the tags added, or (`--remove`) without them
+    /// (ignoring case).
+    pub(crate) fn applied_to(&self, current: &[String]) -> Vec<String> {
+        let mut now = current.to_vec();
+        if self.remove {
+            now.retain(|t| !self.tags.iter().any(|r| r.trim().eq_ignore_ascii_case(t)));
+        } else {
+            now.extend(self.tags.iter().cloned());
+        }
+        now
+    }
+
+    /// The tags now, as JSON or a line (`what` has none, when it has none).
+    pub(crate) fn print(&self, what: &str, tags: &[String]) {
+        if self.json.json {
+            print_json(&tags);
+        } else if tags.is_empty() {
+            println!("{what} has no tags.");
+        } else {
+            println!("{}", tags.join(", "));
+        }
+    }
+}
+
 #[derive(Args)]
 struct JsonFlag {
     /// Print machine-readable JSON.
@@ -227,15 +264,7 @@ enum BattleCommand {
         json: JsonFlag,
     },
     /// A battle's tags: list them, add some, or remove some.
-    Tag {
-        id: String,
-        /// Tags to add (or with --remove, to remove).
-        tags: Vec<String>,
-        #[arg(long)]
-        remove: bool,
-        #[command(flatten)]
-        json: JsonFlag,
-    },
+    Tag(TagArgs),
     /// Set the winner (overrides the analysis), or clear your choice.
     Winner {
         id: String,
@@ -339,28 +368,6 @@ fn limit_malloc_arenas() {
     // before any other thread exists.
     unsafe {
         libc::mallopt(libc::M_ARENA_MAX, 2);
-    }
-}
-
-/// `current` with `given` added, or (`remove`) without them (ignoring case).
-pub(crate) fn edited_tags(current: &[String], given: Vec<String>, remove: bool) -> Vec<String> {
-    let mut now = current.to_vec();
-    if remove {
-        now.retain(|t| !given.iter().any(|r| r.trim().eq_ignore_ascii_case(t)));
-    } else {
-        now.extend(given);
-    }
-    now
-}
-
-/// Tags as JSON, or a line (`what` has none, when it has none).
-pub(crate) fn print_tags(what: &str, tags: &[String], json: bool) {
-    if json {
-        print_json(&tags);
-    } else if tags.is_empty() {
-        println!("{what} has no tags.");
-    } else {
-        println!("{}", tags.join(", "));
     }
 }
 
@@ -736,17 +743,11 @@ async fn battle(engine: &Engine, command: BattleCommand) -> Result<(), Error> {
             let battle = engine.reveal(&id).await?;
             show(engine, &battle.id, json.json, false).await?;
         }
-        BattleCommand::Tag {
-            id,
-            tags,
-            remove,
-            json,
-        } => {
-            let id = resolve_battle(engine, &id)?;
+        BattleCommand::Tag(args) => {
+            let id = resolve_battle(engine, &args.id)?;
             let battle = engine.battle(&id).await?;
-            let now = edited_tags(&battle.tags, tags, remove);
-            let battle = engine.set_tags(&id, &now).await?;
-            print_tags(&format!("Battle {}", battle.id), &battle.tags, json.json);
+            let battle = engine.set_tags(&id, &args.applied_to(&battle.tags)).await?;
+            args.print(&format!("Battle {}", battle.id), &battle.tags);
         }
         BattleCommand::Winner {
             id,

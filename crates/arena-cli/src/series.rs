@@ -45,15 +45,7 @@ pub enum SeriesCommand {
     },
     /// A series' tags: list them, add some, or remove some (its battles
     /// follow).
-    Tag {
-        id: String,
-        /// Tags to add (or with --remove, to remove).
-        tags: Vec<String>,
-        #[arg(long)]
-        remove: bool,
-        #[command(flatten)]
-        json: JsonFlag,
-    },
+    Tag(crate::TagArgs),
     /// Write the series' report files again (report.md, report.json, runs.csv,
     /// report.html) and print the folder, or with --format one file's text.
     Report {
@@ -185,19 +177,14 @@ pub async fn series(engine: &Engine, command: SeriesCommand) -> Result<(), Error
             }
             Ok(())
         }
-        SeriesCommand::Tag {
-            id,
-            tags,
-            remove,
-            json,
-        } => {
-            let series = engine.series(&id).await?;
-            let now = crate::edited_tags(&series.tags, tags, remove);
-            let series = engine.set_series_tags(&series.id, &now).await?;
-            crate::print_tags(
+        SeriesCommand::Tag(args) => {
+            let series = engine.series(&args.id).await?;
+            let series = engine
+                .set_series_tags(&series.id, &args.applied_to(&series.tags))
+                .await?;
+            args.print(
                 &format!("Series {}", arena_core::battle::short_id(&series.id)),
                 &series.tags,
-                json.json,
             );
             Ok(())
         }

@@ -332,25 +332,18 @@ async fn a_blind_series_withholds_its_figures_until_every_battle_is_voted() {
     h.cloud.set_model("m1", ModelScript::text("plain"));
     h.cloud.set_model("m2", ModelScript::text("with STAR"));
     let request = SeriesRequest {
-        battle_type: BattleType::Qa,
-        project: h.project.path().to_path_buf(),
-        contestants: ["debugger@m1", "explainer@m2"]
-            .iter()
-            .map(|c| ContestantSpec::parse(c).unwrap())
-            .collect(),
-        prompts: parse_prompts("Say something.\n").unwrap(),
         runs: 2,
-        parallel: 1,
-        goal: None,
-        goal_model: None,
-        confirm_model: None,
-        max_turns: 1,
-        budget_usd: None,
-        until_decided: false,
-        analysis: true,
-        check_command: None,
         tags: vec!["blind-series".into()],
         blind: true,
+        ..SeriesRequest::new(
+            BattleType::Qa,
+            h.project.path(),
+            ["debugger@m1", "explainer@m2"]
+                .iter()
+                .map(|c| ContestantSpec::parse(c).unwrap())
+                .collect(),
+            parse_prompts("Say something.\n").unwrap(),
+        )
     };
     let SeriesStart::Created(series) = h.engine.create_series(request, None).await.unwrap() else {
         panic!("a new series");

@@ -82,25 +82,18 @@ async fn harness(goal: &'static str) -> Harness {
 
 fn request(h: &Harness, runs: u32) -> SeriesRequest {
     SeriesRequest {
-        battle_type: BattleType::Qa,
-        project: h.project.path().to_path_buf(),
-        contestants: ["debugger@good", "explainer@bad"]
-            .iter()
-            .map(|c| ContestantSpec::parse(c).unwrap())
-            .collect(),
-        prompts: parse_prompts("What is the capital of France?\n").unwrap(),
         runs,
         parallel: 2,
         goal: Some("names the capital, Paris".into()),
-        goal_model: None,
-        confirm_model: None,
-        max_turns: 1,
-        budget_usd: None,
-        until_decided: false,
-        analysis: true,
-        check_command: None,
-        tags: vec![],
-        blind: false,
+        ..SeriesRequest::new(
+            BattleType::Qa,
+            h.project.path(),
+            ["debugger@good", "explainer@bad"]
+                .iter()
+                .map(|c| ContestantSpec::parse(c).unwrap())
+                .collect(),
+            parse_prompts("What is the capital of France?\n").unwrap(),
+        )
     }
 }
 
@@ -597,25 +590,18 @@ async fn a_coding_series_takes_its_check_command_as_the_goal() {
     h.cloud.set_model("m2", ModelScript::tokens(1));
     let project = repo();
     let r = SeriesRequest {
-        battle_type: BattleType::Coding,
-        project: project.path().to_path_buf(),
-        contestants: ["fake@m1", "fake@m2"]
-            .iter()
-            .map(|c| ContestantSpec::parse(c).unwrap())
-            .collect(),
-        prompts: parse_prompts("Create DONE.\n").unwrap(),
-        runs: 1,
-        parallel: 1,
-        goal: None,
-        goal_model: None,
-        confirm_model: None,
         max_turns: 2,
-        budget_usd: None,
-        until_decided: false,
         analysis: false,
         check_command: Some("test -f DONE".into()),
-        tags: vec![],
-        blind: false,
+        ..SeriesRequest::new(
+            BattleType::Coding,
+            project.path().to_path_buf(),
+            ["fake@m1", "fake@m2"]
+                .iter()
+                .map(|c| ContestantSpec::parse(c).unwrap())
+                .collect(),
+            parse_prompts("Create DONE.\n").unwrap(),
+        )
     };
     let id = start(&h, r).await;
     h.engine.run_series(&id).await.unwrap();

@@ -71,6 +71,34 @@ pub struct SeriesRequest {
 }
 
 impl SeriesRequest {
+    /// One run of each prompt, one battle at a time, judged, with no goal,
+    /// budget, tags or blindness: the plain series the fields then change.
+    pub fn new(
+        battle_type: BattleType,
+        project: impl Into<std::path::PathBuf>,
+        contestants: Vec<ContestantSpec>,
+        prompts: Vec<SeriesPrompt>,
+    ) -> SeriesRequest {
+        SeriesRequest {
+            battle_type,
+            project: project.into(),
+            contestants,
+            prompts,
+            runs: 1,
+            parallel: 1,
+            goal: None,
+            goal_model: None,
+            confirm_model: None,
+            max_turns: 1,
+            budget_usd: None,
+            until_decided: false,
+            analysis: true,
+            check_command: None,
+            tags: Vec::new(),
+            blind: false,
+        }
+    }
+
     /// Battles in the series at most: runs × prompts.
     pub fn battles(&self) -> u64 {
         u64::from(self.runs) * self.prompts.len() as u64
@@ -793,22 +821,13 @@ mod tests {
 
     fn request() -> SeriesRequest {
         SeriesRequest {
-            battle_type: BattleType::Qa,
-            project: "/p".into(),
-            contestants: vec![],
-            prompts: parse_prompts("What is 2+2?\n").unwrap(),
             runs: 10,
-            parallel: 1,
-            goal: None,
-            goal_model: None,
-            confirm_model: None,
-            max_turns: 1,
-            budget_usd: None,
-            until_decided: false,
-            analysis: true,
-            check_command: None,
-            tags: vec![],
-            blind: false,
+            ..SeriesRequest::new(
+                BattleType::Qa,
+                "/p",
+                vec![],
+                parse_prompts("What is 2+2?\n").unwrap(),
+            )
         }
     }
 

@@ -310,30 +310,21 @@ async fn a_series_left_running_is_finished_when_the_app_starts() -> Result<()> {
     let series = {
         let engine = h.engine()?;
         let request = SeriesRequest {
-            battle_type: BattleType::Qa,
-            project: h.project_dir(),
-            contestants: vec![
-                ContestantSpec::parse("Debugger@good")?,
-                ContestantSpec::parse("Explainer@bad")?,
-            ],
-            prompts: vec![SeriesPrompt {
-                prompt: "What is the capital of France?".into(),
-                goal: None,
-                check: None,
-                tags: Vec::new(),
-            }],
             runs: 3,
-            parallel: 1,
-            goal: None,
-            goal_model: None,
-            confirm_model: None,
-            max_turns: 1,
-            budget_usd: None,
-            until_decided: false,
-            analysis: true,
-            check_command: None,
-            tags: Vec::new(),
-            blind: false,
+            ..SeriesRequest::new(
+                BattleType::Qa,
+                h.project_dir(),
+                vec![
+                    ContestantSpec::parse("Debugger@good")?,
+                    ContestantSpec::parse("Explainer@bad")?,
+                ],
+                vec![SeriesPrompt {
+                    prompt: "What is the capital of France?".into(),
+                    goal: None,
+                    check: None,
+                    tags: Vec::new(),
+                }],
+            )
         };
         engine
             .create_series(request, None)
