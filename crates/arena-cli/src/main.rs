@@ -599,8 +599,8 @@ async fn battle(engine: &Engine, command: BattleCommand) -> Result<(), Error> {
             if json.json {
                 print_json(&battles.iter().map(BattleDto::from).collect::<Vec<_>>());
             } else {
-                let shown: Vec<Battle> = battles.iter().map(arena_core::blind::masked).collect();
-                print!("{}", view::page_text(&shown, offset, total, filtered));
+                // A listing names no contestant, so a blind battle shows as any.
+                print!("{}", view::page_text(&battles, offset, total, filtered));
             }
         }
         BattleCommand::Show { id, output, json } => {

@@ -68,7 +68,8 @@ impl Bars {
         let width = 32;
         // A blind battle shows its labels only, until the vote.
         let masked = battle.is_masked();
-        let battle = &arena_core::blind::masked(battle);
+        let view = arena_core::blind::masked(battle);
+        let battle: &Battle = &view;
         let lines = battle
             .contestants
             .iter()

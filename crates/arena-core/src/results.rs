@@ -278,7 +278,7 @@ struct ManifestContestant<'a> {
 pub fn write_manifest(battle: &Battle) -> Result<()> {
     let masked = battle.is_masked();
     let view = crate::blind::masked(battle);
-    let battle = &view;
+    let battle: &Battle = &view;
     let manifest = Manifest {
         id: &battle.id,
         battle_type: battle.battle_type,

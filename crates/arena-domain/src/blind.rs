@@ -9,6 +9,8 @@
 //! lanes, speeds and times, costs, result paths, lane waits, provider
 //! errors, the winner and the judge's analysis.
 
+use std::borrow::Cow;
+
 use rand::seq::SliceRandom;
 use rand::Rng;
 
@@ -102,11 +104,11 @@ pub fn vote_target(battle: &Battle, key: &str) -> Result<String, Invalid> {
 /// A battle as a viewer may see it: itself when not masked; else with each
 /// contestant shown by its label (ordered by label) and nothing that tells
 /// them apart but their work (see the [module documentation](self)).
-pub fn masked(battle: &Battle) -> Battle {
-    let mut b = battle.clone();
+pub fn masked(battle: &Battle) -> Cow<'_, Battle> {
     if !battle.is_masked() {
-        return b;
+        return Cow::Borrowed(battle);
     }
+    let mut b = battle.clone();
     b.winner = None;
     b.user_verdict = None;
     b.finished_at = None;
@@ -125,7 +127,7 @@ pub fn masked(battle: &Battle) -> Battle {
         c.run = Default::default();
     }
     b.contestants.sort_by(|x, y| x.label.cmp(&y.label));
-    b
+    Cow::Owned(b)
 }
 
 /// An event as a viewer of a masked battle may see it: `None` for what
@@ -370,7 +372,7 @@ mod tests {
 
     #[test]
     fn a_masked_battle_shows_labels_in_order_and_only_the_work() {
-        let b = masked(&battle(true));
+        let b = masked(&battle(true)).into_owned();
         assert!(b.winner.is_none());
         let labels: Vec<&str> = b.contestants.iter().map(|c| c.identity.as_str()).collect();
         assert_eq!(labels, ["A", "B", "C"]);

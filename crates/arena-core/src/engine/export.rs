@@ -48,7 +48,7 @@ impl Engine {
         let vote = crate::blind::vote_words(b, detail.analysis.as_ref());
         let mut shown = detail.clone();
         if masked {
-            shown.battle = crate::blind::masked(b);
+            shown.battle = crate::blind::masked(b).into_owned();
             shown.analysis = None;
             shown.cross_examinations.clear();
         }
