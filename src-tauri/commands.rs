@@ -155,7 +155,8 @@ async fn series_dto(engine: &Engine, id: &str) -> Result<SeriesDto, Error> {
     Ok(SeriesDto::from(&engine.series_summary(id).await?))
 }
 
-/// Series, newest first (default 50), each with its report so far.
+/// Series, newest first (default 50), with their progress; without the
+/// report per contestant (`contestants` empty: `get_series` has it).
 #[tauri::command]
 pub async fn list_series(
     state: State<'_, AppState>,
@@ -165,7 +166,7 @@ pub async fn list_series(
     let limit = limit.unwrap_or(50).min(MAX_LIST_LIMIT) as usize;
     let mut all = Vec::new();
     for s in engine.series_list(limit).await? {
-        all.push(series_dto(engine, &s.id).await?);
+        all.push(SeriesDto::from(&engine.series_overview(&s.id).await?));
     }
     Ok(all)
 }

@@ -1437,6 +1437,8 @@ pub struct SeriesDto {
     pub awaiting_votes: u64,
     /// Its battles' ids, in the order they were planned.
     pub battles: Vec<String>,
+    /// Its report per contestant; empty in listings (`series list`, the
+    /// history), which would read every battle of every series for it.
     pub contestants: Vec<SeriesContestantDto>,
 }
 

@@ -121,10 +121,11 @@ pub async fn series(engine: &Engine, command: SeriesCommand) -> Result<(), Error
     match command {
         SeriesCommand::Run(args) => run(engine, *args).await,
         SeriesCommand::List { limit, json } => {
+            // Progress only: a report reads every battle (`series show` has it).
             let list = engine.series_list(limit).await?;
             let mut all = Vec::new();
             for s in &list {
-                all.push(engine.series_summary(&s.id).await?);
+                all.push(engine.series_overview(&s.id).await?);
             }
             if json.json {
                 print_json(&all.iter().map(SeriesDto::from).collect::<Vec<_>>());

@@ -388,13 +388,23 @@ impl Engine {
     /// While blind battles of it await the user's vote, the rows and the
     /// report are left out (see `SeriesSummary::awaiting_votes`).
     pub async fn series_summary(&self, id: &str) -> Result<SeriesSummary> {
+        self.summarise(id, true).await
+    }
+
+    /// A series for a listing: as [`Engine::series_summary`] but without
+    /// its rows and report, which read every battle of it.
+    pub async fn series_overview(&self, id: &str) -> Result<SeriesSummary> {
+        self.summarise(id, false).await
+    }
+
+    async fn summarise(&self, id: &str, with_rows: bool) -> Result<SeriesSummary> {
         let series = self.series(id).await?;
         let i = series.id.clone();
         let (slots, awaiting_votes) = self
             .db(move |s| Ok::<_, Error>((s.series_battles(&i)?, s.series_masked(&i)?)))
             .await?;
         let mut rows = Vec::new();
-        if awaiting_votes == 0 {
+        if with_rows && awaiting_votes == 0 {
             for (slot, battle_id) in &slots {
                 rows.extend(self.place_rows(&series, *slot, battle_id).await?);
             }

@@ -60,4 +60,9 @@ awaiting_votes: number,
 /**
  * Its battles' ids, in the order they were planned.
  */
-battles: Array<string>, contestants: Array<SeriesContestantDto>, };
+battles: Array<string>, 
+/**
+ * Its report per contestant; empty in listings (`series list`, the
+ * history), which would read every battle of every series for it.
+ */
+contestants: Array<SeriesContestantDto>, };
