@@ -1,8 +1,9 @@
 //! A long series through the real `arena` binary: four contestants on the
 //! scripted server (cloud lane, 8 tokens each), `--runs N` battles, four at
 //! a time, no analysis. Reports battles per second and wall time per
-//! battle, the CLI's resident memory after 10% of the battles and near the
-//! end (their ratio should stay near 1: memory flat), and database bytes
+//! battle, the CLI's resident memory after 10% of the battles and just
+//! before the last one ended (their ratio should stay near 1: memory
+//! flat), and the last seen (with the report written at the end), database bytes
 //! per battle; then how long `battle list` and `leaderboard` take with
 //! those battles in the database.
 //!
@@ -111,8 +112,10 @@ async fn main() {
         .expect("arena series run");
     let pid = child.id();
     let engine = bench.engine();
-    // (battles done, RSS) while it runs: the first past 10%, the last seen.
-    let (mut early, mut late) = (None, None);
+    // (battles done, RSS) while it runs: the first past 10%, the last
+    // before the last battle ended (the run's memory, before the report
+    // written at its end), and the last seen (with that report).
+    let (mut early, mut late, mut last) = (None, None, None);
     loop {
         if let Ok(Some(status)) = child.try_wait() {
             assert!(status.success(), "the series failed");
@@ -125,7 +128,10 @@ async fn main() {
                     if early.is_none() && p.done >= runs / 10 {
                         early = Some((p.done, k));
                     }
-                    late = Some((p.done, k));
+                    if p.done < runs {
+                        late = Some((p.done, k));
+                    }
+                    last = Some((p.done, k));
                 }
             }
         }
@@ -148,6 +154,9 @@ async fn main() {
             k2 as f64 / k1 as f64
         );
     }
+    if let Some((_, k)) = last {
+        println!("  CLI RSS last seen (with the report at the end): {k} KiB");
+    }
     println!(
         "  database: {} bytes, {:.0} bytes per battle",
         db,
@@ -155,9 +164,15 @@ async fn main() {
     );
     let list = timed(&bench, &["battle", "list", "--limit", "50", "--json"]);
     let board = timed(&bench, &["leaderboard", "--json"]);
+    // The series' report, as its screen reads it while it runs.
+    let id = engine.series_list(1).await.expect("the series")[0]
+        .id
+        .clone();
+    let shown = timed(&bench, &["series", "show", &id, "--json"]);
     println!(
-        "  with {runs} battles: `battle list` {} ms, `leaderboard` {} ms (whole processes)",
+        "  with {runs} battles: `battle list` {} ms, `leaderboard` {} ms, `series show` {} ms (whole processes)",
         list.as_millis(),
-        board.as_millis()
+        board.as_millis(),
+        shown.as_millis()
     );
 }

@@ -295,6 +295,14 @@ pub struct Series {
     pub tags: Vec<String>,
 }
 
+/// What a later turn (a refine round) of a contestant cost, and how it
+/// ended (`None` while it runs).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RoundCost {
+    pub cost_usd: Option<f64>,
+    pub status: Option<crate::battle::ContestantStatus>,
+}
+
 /// The goal judge's (or the check's) word on one turn of a contestant.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GoalCheck {

@@ -231,7 +231,8 @@ impl Store {
     }
 
     /// A page of the battles `query` selects, newest first (`created_at`,
-    /// then `id`, descending), without contestants' outputs, and how many
+    /// then `id`, descending), without contestants' outputs and run specs
+    /// (default), and how many
     /// battles it selects in all (read in one transaction).
     pub fn battle_page(&self, query: &BattleQuery) -> Result<(Vec<Battle>, u64)> {
         let mut conn = self.lock();
@@ -322,13 +323,29 @@ impl Store {
     /// Each battle's newest analysis outcome and the winner it chose (a
     /// contestant id), for the leaderboard.
     pub fn analysis_outcomes(&self) -> Result<HashMap<String, (Outcome, Option<String>)>> {
+        self.outcomes_of(None)
+    }
+
+    /// [`Store::analysis_outcomes`] of one series' battles.
+    pub fn series_analysis_outcomes(
+        &self,
+        series_id: &str,
+    ) -> Result<HashMap<String, (Outcome, Option<String>)>> {
+        self.outcomes_of(Some(series_id))
+    }
+
+    fn outcomes_of(
+        &self,
+        series_id: Option<&str>,
+    ) -> Result<HashMap<String, (Outcome, Option<String>)>> {
         self.read(|c| {
             let mut stmt = c.prepare(
                 "SELECT battle_id, outcome, winner_id FROM analyses a
                  WHERE status = 'done' AND outcome IS NOT NULL AND created_at = (
-                     SELECT MAX(created_at) FROM analyses b WHERE b.battle_id = a.battle_id AND b.status = 'done')",
+                     SELECT MAX(created_at) FROM analyses b WHERE b.battle_id = a.battle_id AND b.status = 'done')
+                   AND (?1 IS NULL OR battle_id IN (SELECT id FROM battles WHERE series_id = ?1))",
             )?;
-            let rows = stmt.query_map([], |r| {
+            let rows = stmt.query_map([series_id], |r| {
                 Ok((
                     r.get::<_, String>(0)?,
                     r.get::<_, String>(1)?,

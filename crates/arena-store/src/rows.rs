@@ -265,10 +265,13 @@ pub fn battle_page(c: &Connection, q: &BattleQuery) -> Result<(Vec<Battle>, u64)
 /// Battle ids per `IN (…)` query: well under SQLite's limit on parameters.
 const IN_CHUNK: usize = 500;
 
-/// Fills each battle's contestants (without output and reasoning texts),
-/// a few hundred battles per query.
+/// Fills each battle's contestants (without output and reasoning texts,
+/// and without their run specs — a persona's whole prompt each — which only
+/// running them needs), a few hundred battles per query.
 fn attach_contestant_summaries(c: &Connection, battles: &mut [Battle]) -> Result<()> {
-    let columns = CONTESTANT_COLUMNS.replace("output, reasoning", "NULL, NULL");
+    let columns = CONTESTANT_COLUMNS
+        .replace("output, reasoning", "NULL, NULL")
+        .replace("run_spec", "'null'");
     for chunk in battles.chunks_mut(IN_CHUNK) {
         let marks = vec!["?"; chunk.len()].join(", ");
         let mut stmt = c.prepare_cached(&format!(

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use arena_domain::decisions::Lease;
-use arena_domain::series::{GoalCheck, Series, SeriesRequest, SeriesStatus};
+use arena_domain::series::{GoalCheck, RoundCost, Series, SeriesRequest, SeriesStatus};
 use chrono::{DateTime, Utc};
 use rusqlite::{params, OptionalExtension, Row};
 
@@ -179,14 +179,58 @@ impl Store {
 
     /// Every goal check of a battle's contestants, by contestant, in turns.
     pub fn goal_checks(&self, battle_id: &str) -> Result<BTreeMap<String, Vec<GoalCheck>>> {
+        self.goal_checks_of("c.battle_id = ?1", battle_id)
+    }
+
+    /// The goal checks of every contestant of a series' battles, by
+    /// contestant, in turn order: one query.
+    pub fn series_goal_checks(&self, series_id: &str) -> Result<BTreeMap<String, Vec<GoalCheck>>> {
+        self.goal_checks_of(
+            "c.battle_id IN (SELECT id FROM battles WHERE series_id = ?1)",
+            series_id,
+        )
+    }
+
+    /// What each refine round (a later turn) of a series' contestants
+    /// cost, and how it ended (`None` while it runs), by contestant, in
+    /// order: one query.
+    pub fn series_round_costs(&self, series_id: &str) -> Result<BTreeMap<String, Vec<RoundCost>>> {
         self.read(|c| {
             let mut stmt = c.prepare(
+                "SELECT r.contestant_id, r.cost_usd, r.status
+                 FROM rounds r JOIN contestants c ON c.id = r.contestant_id
+                 WHERE c.battle_id IN (SELECT id FROM battles WHERE series_id = ?1)
+                 ORDER BY r.contestant_id, r.number",
+            )?;
+            let mut out: BTreeMap<String, Vec<RoundCost>> = BTreeMap::new();
+            let rows = stmt.query_map([series_id], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, Option<f64>>(1)?,
+                    r.get::<_, String>(2)?,
+                ))
+            })?;
+            for row in rows {
+                let (id, cost_usd, status) = row?;
+                out.entry(id).or_default().push(RoundCost {
+                    cost_usd,
+                    status: (status != "running").then(|| status.parse().ok()).flatten(),
+                });
+            }
+            Ok(out)
+        })
+    }
+
+    /// Goal checks of the contestants `clause` (on `c`, with `?1`) picks.
+    fn goal_checks_of(&self, clause: &str, key: &str) -> Result<BTreeMap<String, Vec<GoalCheck>>> {
+        self.read(|c| {
+            let mut stmt = c.prepare(&format!(
                 "SELECT g.contestant_id, g.turn, g.passed, g.reason, g.error, g.by_check, g.cost_usd, g.at
                  FROM goal_checks g JOIN contestants c ON c.id = g.contestant_id
-                 WHERE c.battle_id = ?1 ORDER BY g.contestant_id, g.turn",
-            )?;
+                 WHERE {clause} ORDER BY g.contestant_id, g.turn"
+            ))?;
             let mut out: BTreeMap<String, Vec<GoalCheck>> = BTreeMap::new();
-            let rows = stmt.query_map([battle_id], |r| {
+            let rows = stmt.query_map([key], |r| {
                 Ok((
                     r.get::<_, String>(0)?,
                     GoalCheck {

@@ -7,7 +7,7 @@
 //! series, so `resume_series` finishes the unfinished ones and starts only
 //! the places that have none.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -18,8 +18,8 @@ use crate::battle::{Battle, BattleRequest, BattleType, ContestantStatus};
 use crate::catalog::Resolved;
 use crate::error::{Error, Invalid, Result};
 use crate::series::{
-    self, GoalCheck, RunRow, Series, SeriesProgress, SeriesPrompt, SeriesRequest, SeriesStatus,
-    SeriesSummary,
+    self, GoalCheck, RoundCost, RunRow, Series, SeriesProgress, SeriesPrompt, SeriesRequest,
+    SeriesStatus, SeriesSummary,
 };
 use crate::store;
 
@@ -379,7 +379,74 @@ impl Engine {
         let detail = self.battle_detail(battle_id).await?;
         let b = battle_id.to_string();
         let checks = self.db(move |s| s.goal_checks(&b)).await?;
-        Ok(rows_of(&series.request, slot, &detail, &checks))
+        let rounds: BTreeMap<String, Vec<RoundCost>> = detail
+            .rounds
+            .iter()
+            .map(|(id, rounds)| {
+                let costs = rounds
+                    .iter()
+                    .map(|r| RoundCost {
+                        cost_usd: r.cost_usd,
+                        status: r.status,
+                    })
+                    .collect();
+                (id.clone(), costs)
+            })
+            .collect();
+        let outcome = detail.analysis.as_ref().and_then(|a| a.outcome);
+        Ok(rows_of(
+            &series.request,
+            slot,
+            &detail.battle,
+            outcome,
+            &Judged {
+                checks: &checks,
+                rounds: &rounds,
+            },
+        ))
+    }
+
+    /// Every row of a series (one per contestant per battle, by place):
+    /// its analyses' outcomes, goal checks and later turns' costs in one
+    /// read each, then its battles (without outputs) a chunk at a time, so
+    /// a long series costs a few queries and little memory.
+    async fn series_rows(&self, series: &Series) -> Result<Vec<RunRow>> {
+        /// Battles read per query.
+        const CHUNK: usize = 64;
+        let i = series.id.clone();
+        let (outcomes, checks, rounds, slots) = self
+            .db(move |s| {
+                Ok::<_, Error>((
+                    s.series_analysis_outcomes(&i)?,
+                    s.series_goal_checks(&i)?,
+                    s.series_round_costs(&i)?,
+                    s.series_battles(&i)?,
+                ))
+            })
+            .await?;
+        let slot_of: HashMap<&str, u64> = slots.iter().map(|(n, id)| (id.as_str(), *n)).collect();
+        let judged = Judged {
+            checks: &checks,
+            rounds: &rounds,
+        };
+        let mut by_slot: BTreeMap<u64, Vec<RunRow>> = BTreeMap::new();
+        for offset in (0..slots.len()).step_by(CHUNK) {
+            let query = crate::battle::BattleQuery {
+                series_id: Some(series.id.clone()),
+                limit: CHUNK,
+                offset,
+                ..crate::battle::BattleQuery::default()
+            };
+            let (battles, _) = self.db(move |s| s.battle_page(&query)).await?;
+            for battle in &battles {
+                if let Some(&slot) = slot_of.get(battle.id.as_str()) {
+                    let outcome = outcomes.get(&battle.id).map(|(o, _)| *o);
+                    let rows = rows_of(&series.request, slot, battle, outcome, &judged);
+                    by_slot.insert(slot, rows);
+                }
+            }
+        }
+        Ok(by_slot.into_values().flatten().collect())
     }
 
     /// A series with its rows (one per contestant per battle) and the
@@ -403,12 +470,11 @@ impl Engine {
         let (slots, awaiting_votes) = self
             .db(move |s| Ok::<_, Error>((s.series_battles(&i)?, s.series_masked(&i)?)))
             .await?;
-        let mut rows = Vec::new();
-        if with_rows && awaiting_votes == 0 {
-            for (slot, battle_id) in &slots {
-                rows.extend(self.place_rows(&series, *slot, battle_id).await?);
-            }
-        }
+        let rows = if with_rows && awaiting_votes == 0 {
+            self.series_rows(&series).await?
+        } else {
+            Vec::new()
+        };
         let reports = series::report(&rows);
         let progress = self.series_progress(&series.id).await?;
         Ok(SeriesSummary {
@@ -865,29 +931,37 @@ async fn check_goals(
 }
 
 /// One row per contestant of a series' battle at place `slot`.
+/// What was judged of a battle's contestants besides the battle itself,
+/// by contestant id: goal checks and later turns.
+struct Judged<'a> {
+    checks: &'a BTreeMap<String, Vec<GoalCheck>>,
+    rounds: &'a BTreeMap<String, Vec<RoundCost>>,
+}
+
+/// One row per contestant of the battle at place `slot`; `outcome` is its
+/// newest analysis's.
 fn rows_of(
     request: &SeriesRequest,
     slot: u64,
-    detail: &crate::store::BattleDetail,
-    checks: &BTreeMap<String, Vec<GoalCheck>>,
+    battle: &Battle,
+    outcome: Option<crate::analysis::Outcome>,
+    judged: &Judged<'_>,
 ) -> Vec<RunRow> {
-    let (battle, analysis) = (&detail.battle, detail.analysis.as_ref());
     let (prompt, run) = request.slot(slot);
-    let tie = battle.winner.is_none()
-        && analysis.is_some_and(|a| a.outcome == Some(crate::analysis::Outcome::NoClearWinner));
+    let tie = battle.winner.is_none() && outcome == Some(crate::analysis::Outcome::NoClearWinner);
     let decided = battle.winner.is_some() || tie;
     battle
         .contestants
         .iter()
         .map(|c| {
-            let mine = checks.get(&c.id);
+            let mine = judged.checks.get(&c.id);
             let last = mine.and_then(|v| v.last());
             let goal_cost = mine
                 .map(|v| crate::benchmark::add_costs(v.iter().map(|g| g.cost_usd)))
                 .unwrap_or(Some(0.0));
             // Later turns are rounds; each costs what it cost.
             let turns_cost = crate::benchmark::add_costs(
-                detail.rounds.get(&c.id).into_iter().flatten().map(|r| {
+                judged.rounds.get(&c.id).into_iter().flatten().map(|r| {
                     r.cost_usd
                         .or((r.status != Some(ContestantStatus::Done)).then_some(0.0))
                 }),
