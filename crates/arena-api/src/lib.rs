@@ -589,6 +589,9 @@ pub struct BattleDetailDto {
     pub battle: BattleDto,
     pub analysis: Option<AnalysisDto>,
     pub cross_examinations: Vec<CrossExaminationDto>,
+    /// The user's verdict in words with the judge's beside it, once the
+    /// user decided (and the battle is not masked).
+    pub vote: Option<VoteWordsDto>,
     /// The battle's newest event when this was read: the replayed journal
     /// up to here is already reflected in the fields above.
     pub last_seq: u64,
@@ -610,7 +613,12 @@ impl From<&core::store::BattleDetail> for BattleDetailDto {
         }
         // The judge's panel and cross-examinations wait for the vote.
         let open = !battle.masked;
+        let vote = core::blind::vote_words(&d.battle, d.analysis.as_ref()).map(|w| VoteWordsDto {
+            mine: w.mine,
+            judge: w.judge,
+        });
         BattleDetailDto {
+            vote,
             analysis: d.analysis.as_ref().filter(|_| open).map(AnalysisDto::from),
             cross_examinations: d
                 .cross_examinations
@@ -622,6 +630,15 @@ impl From<&core::store::BattleDetail> for BattleDetailDto {
             last_seq: d.last_seq,
         }
     }
+}
+
+/// The user's verdict and the judge's, each as a sentence: "You chose
+/// B · debugger@qwen3-8b." and "The judge agreed."
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct VoteWordsDto {
+    pub mine: String,
+    pub judge: String,
 }
 
 /// The user's vote on a battle (`vote`).

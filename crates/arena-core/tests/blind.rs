@@ -171,7 +171,9 @@ async fn a_blind_battle_is_masked_for_viewers_until_the_vote() {
     assert_eq!(a.winner.as_deref(), Some(fast.id.as_str()));
     let after = h.engine.battle(&battle.id).await.unwrap();
     assert_eq!(after.winner.as_ref().unwrap().source, WinnerSource::User);
-    let words = arena_core::blind::vote_words(&after, Some(&a)).unwrap();
+    let words = arena_core::blind::vote_words(&after, Some(&a))
+        .unwrap()
+        .to_string();
     assert!(
         words.starts_with(&format!("You chose {fast_label} · Debugger@m-fast.")),
         "{words}"
@@ -211,7 +213,9 @@ async fn votes_are_checked_and_a_tie_stands_against_the_judge() {
     let after = h.engine.battle(&battle.id).await.unwrap();
     assert!(after.winner.is_none());
     assert_eq!(after.user_verdict, Some(UserVerdict::Tie));
-    let words = arena_core::blind::vote_words(&after, Some(&a)).unwrap();
+    let words = arena_core::blind::vote_words(&after, Some(&a))
+        .unwrap()
+        .to_string();
     assert!(
         words.starts_with("You called it a tie. The judge chose"),
         "{words}"

@@ -218,10 +218,25 @@ pub fn revealed_name(battle: &Battle, contestant_id: &str) -> String {
         .unwrap_or_else(|| contestant_id.to_string())
 }
 
-/// The user's verdict in words with the judge's beside it: "You chose
-/// B · debugger@qwen3-8b. The judge agreed." `None` when the user has not
-/// decided (or the battle is still masked).
-pub fn vote_words(battle: &Battle, analysis: Option<&Analysis>) -> Option<String> {
+/// The user's verdict and the judge's, each as a sentence.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VoteWords {
+    /// "You chose B · debugger@qwen3-8b.", "You called it a tie.", …
+    pub mine: String,
+    /// "The judge agreed.", "The judge chose A · …", …
+    pub judge: String,
+}
+
+impl std::fmt::Display for VoteWords {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}", self.mine, self.judge)
+    }
+}
+
+/// The user's verdict in words with the judge's (the newest analysis)
+/// beside it: "You chose B · debugger@qwen3-8b." and "The judge agreed."
+/// `None` when the user has not decided (or the battle is still masked).
+pub fn vote_words(battle: &Battle, analysis: Option<&Analysis>) -> Option<VoteWords> {
     if battle.is_masked() {
         return None;
     }
@@ -253,7 +268,7 @@ pub fn vote_words(battle: &Battle, analysis: Option<&Analysis>) -> Option<String
         }
         _ => "The judge gave no verdict.".into(),
     };
-    Some(format!("{mine} {judge}"))
+    Some(VoteWords { mine, judge })
 }
 
 /// Tags as stored: trimmed, blanks dropped, duplicates (ignoring case)
@@ -444,6 +459,119 @@ mod tests {
             "{unknown}"
         );
         assert_eq!(Vote::AllBad.verdict(), Some(UserVerdict::AllBad));
+    }
+
+    fn analysis(
+        status: crate::analysis::AnalysisStatus,
+        outcome: Option<Outcome>,
+        winner: Option<&str>,
+    ) -> Analysis {
+        Analysis {
+            id: "a".into(),
+            battle_id: "b".into(),
+            status,
+            model: "judge".into(),
+            provider: "p".into(),
+            outcome,
+            winner: winner.map(str::to_string),
+            ranking: vec![],
+            reasons: Default::default(),
+            digests: vec![],
+            judge_runs: vec![],
+            error: None,
+            created_at: chrono::DateTime::UNIX_EPOCH,
+            finished_at: None,
+            cost_usd: None,
+        }
+    }
+
+    #[test]
+    fn vote_words_put_the_judge_beside_the_user() {
+        use crate::analysis::AnalysisStatus::{Done, Error, Running};
+        let mut b = battle(true);
+        let mine = Winner {
+            contestant_id: "1".into(),
+            source: WinnerSource::User,
+        };
+        let picked = |w: &str| analysis(Done, Some(Outcome::Winner), Some(w));
+        let no_clear = analysis(Done, Some(Outcome::NoClearWinner), None);
+        let words = |b: &Battle, a: Option<&Analysis>| vote_words(b, a).map(|w| w.to_string());
+        // Nothing while masked, or before the user decided (the
+        // analysis's winner is not the user's verdict).
+        b.winner = Some(mine.clone());
+        assert_eq!(words(&b, Some(&picked("1"))), None);
+        b.revealed_at = Some(chrono::DateTime::UNIX_EPOCH);
+        b.winner = Some(Winner {
+            source: WinnerSource::Analysis,
+            ..mine.clone()
+        });
+        assert_eq!(words(&b, Some(&picked("1"))), None);
+        b.winner = Some(mine.clone());
+        let chose = vote_words(&b, Some(&picked("1"))).unwrap();
+        assert_eq!(chose.mine, "You chose B · persona-1@model-1.");
+        assert_eq!(chose.judge, "The judge agreed.");
+        assert_eq!(
+            vote_words(&b, Some(&picked("2"))).unwrap().judge,
+            "The judge chose A · persona-2@model-2."
+        );
+        let walkover = analysis(Done, Some(Outcome::Walkover), Some("1"));
+        assert_eq!(
+            vote_words(&b, Some(&walkover)).unwrap().judge,
+            "The judge agreed."
+        );
+        assert_eq!(
+            vote_words(&b, Some(&no_clear)).unwrap().judge,
+            "The judge saw no clear winner."
+        );
+        let running = analysis(Running, None, None);
+        assert_eq!(
+            vote_words(&b, Some(&running)).unwrap().judge,
+            "The judge is still at work."
+        );
+        let failed = analysis(Error, Some(Outcome::JudgeError), None);
+        assert_eq!(
+            vote_words(&b, Some(&failed)).unwrap().judge,
+            "The judge gave no verdict."
+        );
+        // A chosen winner comes before a tie; an unknown id stays as it is.
+        b.user_verdict = Some(UserVerdict::Tie);
+        assert_eq!(
+            vote_words(&b, None).unwrap().mine,
+            "You chose B · persona-1@model-1."
+        );
+        b.winner = Some(Winner {
+            contestant_id: "zz".into(),
+            ..mine.clone()
+        });
+        assert_eq!(vote_words(&b, None).unwrap().mine, "You chose zz.");
+        // A tie and "all bad" agree with "no clear winner".
+        b.winner = None;
+        assert_eq!(
+            words(&b, Some(&no_clear)).unwrap(),
+            "You called it a tie. The judge agreed."
+        );
+        assert_eq!(
+            vote_words(&b, Some(&picked("1"))).unwrap().judge,
+            "The judge chose B · persona-1@model-1."
+        );
+        assert_eq!(
+            vote_words(&b, None).unwrap().judge,
+            "The judge gave no verdict."
+        );
+        b.user_verdict = Some(UserVerdict::AllBad);
+        assert_eq!(
+            words(&b, Some(&no_clear)).unwrap(),
+            "You found them all bad. The judge agreed."
+        );
+        // A battle that was never blind names contestants without labels.
+        let mut plain = battle(false);
+        for c in &mut plain.contestants {
+            c.label = None;
+        }
+        plain.winner = Some(mine);
+        let words = vote_words(&plain, Some(&picked("2"))).unwrap();
+        assert_eq!(words.mine, "You chose persona-1@model-1.");
+        assert_eq!(words.judge, "The judge chose persona-2@model-2.");
     }
 
     #[test]

@@ -129,7 +129,7 @@ function detail({
     user_verdict: null,
     tags: tags ?? [],
   };
-  return { ...battle, analysis: null, cross_examinations: [], last_seq: lastSeq };
+  return { ...battle, analysis: null, cross_examinations: [], vote: null, last_seq: lastSeq };
 }
 
 /** The part of an event that differs between event types. */

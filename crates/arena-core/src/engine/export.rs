@@ -45,7 +45,7 @@ impl Engine {
                 (c.id.clone(), name)
             })
             .collect();
-        let vote = crate::blind::vote_words(b, detail.analysis.as_ref());
+        let vote = crate::blind::vote_words(b, detail.analysis.as_ref()).map(|w| w.to_string());
         let mut shown = detail.clone();
         if masked {
             shown.battle = crate::blind::masked(b).into_owned();

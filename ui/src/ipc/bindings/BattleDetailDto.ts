@@ -5,6 +5,7 @@ import type { BattleTypeDto } from "./BattleTypeDto";
 import type { ContestantDto } from "./ContestantDto";
 import type { CrossExaminationDto } from "./CrossExaminationDto";
 import type { UserVerdictDto } from "./UserVerdictDto";
+import type { VoteWordsDto } from "./VoteWordsDto";
 import type { WinnerDto } from "./WinnerDto";
 
 /**
@@ -13,6 +14,11 @@ import type { WinnerDto } from "./WinnerDto";
  * (the battle view; `arena battle show --json`).
  */
 export type BattleDetailDto = { analysis: AnalysisDto | null, cross_examinations: Array<CrossExaminationDto>, 
+/**
+ * The user's verdict in words with the judge's beside it, once the
+ * user decided (and the battle is not masked).
+ */
+vote: VoteWordsDto | null, 
 /**
  * The battle's newest event when this was read: the replayed journal
  * up to here is already reflected in the fields above.

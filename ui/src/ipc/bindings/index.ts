@@ -52,6 +52,7 @@ export type * from './StartSeriesRequest';
 export type * from './UserVerdictDto';
 export type * from './VerdictDto';
 export type * from './VoteDto';
+export type * from './VoteWordsDto';
 export type * from './WinnerDto';
 export type * from './WinnerSourceDto';
 export type * from './WorkDto';
