@@ -346,8 +346,9 @@ fn main() -> ExitCode {
     match runtime.block_on(run(cli)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
+            // An error can quote a provider, a model or a check.
             let message = e.to_string().replace('\n', " ");
-            eprintln!("arena: {message}");
+            eprintln!("arena: {}", view::shown(&message));
             if e.is_user_error() {
                 ExitCode::from(2)
             } else {
@@ -400,7 +401,7 @@ async fn run(cli: Cli) -> Result<(), Error> {
                     println!(
                         "  {:<16} {}",
                         p.name,
-                        p.description.as_deref().unwrap_or("")
+                        view::shown(p.description.as_deref().unwrap_or(""))
                     );
                 }
             }
@@ -458,7 +459,7 @@ async fn run(cli: Cli) -> Result<(), Error> {
                     println!("removed {}", p.display());
                 }
                 for (p, why) in &kept {
-                    println!("kept    {}: {why}", p.display());
+                    println!("kept    {}: {}", p.display(), view::shown(why));
                 }
                 if removed.is_empty() && kept.is_empty() {
                     println!("Nothing to prune.");
@@ -511,7 +512,7 @@ async fn battle(engine: &Engine, command: BattleCommand) -> Result<(), Error> {
             let id = resolve_battle(engine, &id)?;
             let analysis = progress::analyze(engine, &id, model.as_deref(), !json.json).await?;
             if let Some(error) = &analysis.error {
-                eprintln!("arena: the analysis failed: {error}");
+                eprintln!("arena: the analysis failed: {}", view::shown(error));
             }
             show(engine, &id, json.json, false).await?;
         }
@@ -608,6 +609,7 @@ async fn battle(engine: &Engine, command: BattleCommand) -> Result<(), Error> {
         }
         BattleCommand::Export { id, format, output } => {
             let id = resolve_battle(engine, &id)?;
+            let json = format == "json";
             let text = match format.as_str() {
                 "json" => {
                     let detail = engine.battle_detail(&id).await?;
@@ -624,7 +626,10 @@ async fn battle(engine: &Engine, command: BattleCommand) -> Result<(), Error> {
                     })?;
                     eprintln!("arena: wrote {}", file.display());
                 }
-                None => print!("{text}"),
+                // The file keeps the text exact, and so does JSON; a
+                // report on the terminal is for reading.
+                None if json => print!("{text}"),
+                None => print!("{}", view::shown(&text)),
             }
         }
         BattleCommand::Cancel {
@@ -779,11 +784,14 @@ async fn auto_analyze(engine: &Engine, battle: &Battle, model: Option<&str>, sho
         Ok(a) if a.error.is_some() => {
             eprintln!(
                 "arena: the analysis failed: {}",
-                a.error.unwrap_or_default()
+                view::shown(&a.error.unwrap_or_default())
             )
         }
         Ok(_) => {}
-        Err(e) => eprintln!("arena: the battle was not judged: {e}"),
+        Err(e) => eprintln!(
+            "arena: the battle was not judged: {}",
+            view::shown(&e.to_string())
+        ),
     }
 }
 

@@ -11,6 +11,8 @@ use arena_core::{BattleEvent, Engine, Error, EventKind};
 use futures_lite::StreamExt;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
+use crate::view;
+
 struct Line {
     bar: ProgressBar,
     lane: String,
@@ -28,8 +30,9 @@ impl Line {
             .rate
             .map(|r| format!("{r:.1} tok/s"))
             .unwrap_or_default();
-        let tail: String = self
-            .tail
+        // Made printable before it is cut, so a sequence is taken out
+        // whole (an unfinished one, still streaming, entirely).
+        let tail: String = view::shown(&self.tail)
             .chars()
             .rev()
             .take(40)
@@ -38,8 +41,8 @@ impl Line {
             .rev()
             .collect();
         let tail = match &self.waiting {
-            Some(reason) => reason.clone(),
-            None => tail.replace(['\n', '\r', '\t'], " "),
+            Some(reason) => view::shown(reason).into_owned(),
+            None => tail.replace(['\n', '\t'], " "),
         };
         self.bar.set_message(format!(
             "[{}] {:<9} {:>6} tok {:>12}  {}",
@@ -204,7 +207,7 @@ async fn watch(
                 let (e, id) = (engine.clone(), battle.id.clone());
                 tokio::spawn(async move {
                     if let Err(err) = e.cancel_battle(&id).await {
-                        eprintln!("arena: cancel failed: {err}");
+                        eprintln!("arena: cancel failed: {}", view::shown(&err.to_string()));
                     }
                 });
                 tokio::spawn(async {

@@ -141,7 +141,9 @@ pub async fn series(engine: &Engine, command: SeriesCommand) -> Result<(), Error
                         summary.progress.done,
                         s.total,
                         s.request.battle_type,
-                        s.request.prompts[0].prompt.lines().next().unwrap_or("")
+                        crate::view::shown(
+                            s.request.prompts[0].prompt.lines().next().unwrap_or("")
+                        )
                     );
                 }
             }
@@ -203,7 +205,11 @@ pub async fn series(engine: &Engine, command: SeriesCommand) -> Result<(), Error
                 path: file.clone(),
                 source: e,
             })?;
-            print!("{text}");
+            // JSON exact; a report on the terminal is for reading.
+            match format.as_str() {
+                "json" => print!("{text}"),
+                _ => print!("{}", crate::view::shown(&text)),
+            }
             Ok(())
         }
     }
@@ -316,7 +322,7 @@ async fn follow(engine: &Engine, id: &str, show: bool) -> Result<(), Error> {
                 let (e, i) = (engine.clone(), id.to_string());
                 tokio::spawn(async move {
                     if let Err(err) = e.cancel_series(&i).await {
-                        eprintln!("arena: cancel failed: {err}");
+                        eprintln!("arena: cancel failed: {}", crate::view::shown(&err.to_string()));
                     }
                 });
                 tokio::spawn(async {
@@ -344,7 +350,8 @@ async fn show(engine: &Engine, id: &str, json: bool) -> Result<(), Error> {
     if json {
         print_json(&SeriesDto::from(&summary));
     } else {
-        print!("{}", arena_core::series::report_markdown(&summary));
+        let report = arena_core::series::report_markdown(&summary);
+        print!("{}", crate::view::shown(&report));
         if let Some(dir) = &summary.series.report_path {
             println!("\nReport: {}", dir.display());
         }

@@ -1,11 +1,33 @@
 //! How battles look on the terminal (`--json` prints the wire model of
 //! `arena-api`).
+//!
+//! Every text here that carries words from a model, an agent, a check or a
+//! provider passes through [`shown`] (or is built and then passed whole
+//! through [`for_terminal`]): no escape sequence or control character an
+//! answer holds reaches the terminal. `--json` keeps the text exact.
+
+use std::borrow::Cow;
 
 use arena_core::analysis::{Analysis, Outcome};
 use arena_core::battle::{Battle, Contestant, Round};
 use arena_core::catalog::Catalog;
 use arena_core::cross_exam::CrossExamination;
 use arena_core::leaderboard::Leaderboard;
+
+/// `text` from a model, an agent, a check or a provider as it may be
+/// printed: without control characters and escape sequences, `\n` and
+/// `\t` kept (`arena_domain::terminal::printable`).
+pub fn shown(text: &str) -> Cow<'_, str> {
+    arena_domain::terminal::printable(text)
+}
+
+/// [`shown`] for a text built here, reusing it when nothing is taken out.
+fn for_terminal(text: String) -> String {
+    match shown(&text) {
+        Cow::Borrowed(_) => text,
+        Cow::Owned(clean) => clean,
+    }
+}
 
 pub fn cross_exam_text(x: &CrossExamination) -> String {
     let mut out = format!(
@@ -22,7 +44,7 @@ pub fn cross_exam_text(x: &CrossExamination) -> String {
     out.push('\n');
     out.push_str(x.output.trim_end());
     out.push('\n');
-    out
+    for_terminal(out)
 }
 
 pub fn leaderboard_text(board: &Leaderboard) -> String {
@@ -87,7 +109,7 @@ pub fn leaderboard_text(board: &Leaderboard) -> String {
             if g > 0.0 { "longer answers won more" } else { "shorter answers won more" }
         ));
     }
-    out
+    for_terminal(out)
 }
 
 /// The battle without outputs, for listings.
@@ -111,7 +133,7 @@ pub fn catalog_text(catalog: &Catalog) -> String {
             Err(e) => out.push_str(&format!("  unreachable: {e}\n")),
         }
     }
-    out
+    for_terminal(out)
 }
 
 fn fmt_ms(ms: Option<u64>) -> String {
@@ -255,7 +277,7 @@ pub fn battle_text(b: &Battle, analysis: Option<&Analysis>, with_output: bool) -
             ));
         }
     }
-    out
+    for_terminal(out)
 }
 
 /// `debugger@qwen3-8b`; `Contestant B` while a blind battle is masked
@@ -305,10 +327,10 @@ pub fn recovered_text(r: &arena_core::Recovered) -> String {
         Some(Err(e)) => format!("; could not judge it again: {e}"),
         None => "; marked failed".into(),
     };
-    format!(
+    for_terminal(format!(
         "Battle {}: {what} was interrupted (the process running it stopped){then}",
         r.battle_id
-    )
+    ))
 }
 
 pub fn list_text(battles: &[Battle]) -> String {
@@ -328,7 +350,7 @@ pub fn list_text(battles: &[Battle]) -> String {
             prompt.replace('\n', " ")
         ));
     }
-    out
+    for_terminal(out)
 }
 
 /// A page of a listing: its battles, then "showing 51–100 of 10000" when
@@ -367,5 +389,5 @@ pub fn round_text(r: &Round) -> String {
     out.push('\n');
     out.push_str(r.output.trim_end());
     out.push('\n');
-    out
+    for_terminal(out)
 }

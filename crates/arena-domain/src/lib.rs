@@ -19,5 +19,6 @@ pub mod leaderboard;
 pub mod patch;
 pub mod secret;
 pub mod series;
+pub mod terminal;
 
 pub use error::{Invalid, SettingsError};
