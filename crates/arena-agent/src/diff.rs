@@ -1,23 +1,22 @@
-//! A Coding contestant's result as a diff, and applying the winner's diff to
-//! the project.
+//! A Coding contestant's result as a diff.
 //!
 //! [`diff_worktree`] compares the battle's base commit with everything in
 //! the contestant's worktree: commits it made, staged and unstaged edits,
 //! and new files that are not ignored. The patch is in `git diff` format
 //! (`a/` and `b/` prefixes, renames, `GIT binary patch` for binary files),
-//! so `git apply` accepts it against the base commit. [`apply`] applies
-//! such a patch to the project's working tree, all or nothing.
+//! so `git apply` accepts it against the base commit. [`crate::apply`]
+//! applies such a patch to the project's working tree, all or nothing.
 //!
 //! Everything here is synchronous (libgit2 through `git2`); callers run it
 //! in `spawn_blocking`.
 
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
-use git2::{
-    ApplyLocation, ApplyOptions, Delta, DiffFindOptions, DiffOptions, ErrorCode, Patch, Repository,
-};
+use git2::{Delta, DiffFindOptions, DiffOptions, ErrorCode, Oid, Patch, Repository};
 
-use crate::worktree::changed_files;
+use crate::worktree;
+
+pub use crate::apply::apply;
 
 /// Renames are detected from this similarity (percent) up, like git's
 /// default.
@@ -67,6 +66,74 @@ pub enum DiffError {
     Exists { project: PathBuf, file: String },
     #[error("this is not a patch in `git diff` format: {0}")]
     InvalidPatch(String),
+    #[error(
+        "the patch touches `{file}`, which is outside the project (an absolute path, or one \
+         that climbs with `..`); a patch may only change files inside it. Nothing was changed. \
+         Check where this patch came from"
+    )]
+    OutsidePath { file: String },
+    #[error(
+        "the patch touches `{file}`, {what}; a contestant may not change git's own files or \
+         configuration, so Arena refuses the patch. Nothing was changed. If you want that \
+         change, review it and make it by hand"
+    )]
+    GitData { file: String, what: &'static str },
+    #[error(
+        "the patch touches `{file}` beyond `{link}`, {origin}; through a link a patch can write \
+         wherever it points (into `.git`, where hooks run, or outside the project), so Arena \
+         refuses it, as `git apply` does. Nothing was changed. If the link is yours, make the \
+         change in the folder it points to by hand"
+    )]
+    BeyondLink {
+        file: String,
+        link: String,
+        origin: &'static str,
+    },
+    #[error(
+        "the patch makes `{link}` a symbolic link to `{target}`; {why}, so Arena refuses it. \
+         Nothing was changed. If you want that link, review it and make it by hand"
+    )]
+    UnsafeLink {
+        link: String,
+        target: String,
+        why: String,
+    },
+    #[error(
+        "the patch changes, moves or deletes `{file}`, a symbolic link; libgit2, which Arena \
+         applies patches with, would read what the link points to instead of the link, so \
+         Arena leaves existing links alone. Nothing was changed. Make that change to the link \
+         by hand"
+    )]
+    ChangesLink { file: String },
+    #[error(
+        "the patch changes `{file}` in more than one file section, which `git diff` never \
+         writes; libgit2 would apply the later section on top of the earlier one, which Arena \
+         cannot check, so it refuses. Nothing was changed. Check where this patch came from"
+    )]
+    Repeated { file: String },
+    #[error(
+        "the patch changes `{file}` as a file, but in {project} it is {kind}; libgit2, which \
+         Arena applies patches with, would read through it, so Arena refuses. Nothing was \
+         changed. Check that the patch was made for this project, or make the change by hand"
+    )]
+    NotAFile {
+        project: PathBuf,
+        file: String,
+        kind: &'static str,
+    },
+    #[error(
+        "the patch gives `{file}` mode {mode} ({what}); Arena applies regular files (100644), \
+         executables (100755) and symbolic links (120000) only, each created, changed or \
+         deleted, never turned into another in place. Nothing was changed. {hint}"
+    )]
+    Mode {
+        file: String,
+        mode: String,
+        what: &'static str,
+        hint: String,
+    },
+    #[error(transparent)]
+    Worktree(#[from] worktree::WorktreeError),
     #[error("git could not {what}: {}", .source.message())]
     Git {
         what: String,
@@ -76,7 +143,7 @@ pub enum DiffError {
 }
 
 impl DiffError {
-    fn git(what: impl Into<String>) -> impl FnOnce(git2::Error) -> DiffError {
+    pub(crate) fn git(what: impl Into<String>) -> impl FnOnce(git2::Error) -> DiffError {
         let what = what.into();
         move |source| DiffError::Git { what, source }
     }
@@ -84,14 +151,44 @@ impl DiffError {
 
 pub use arena_domain::patch::{ChangeStatus, Diff, DiffStats, FileChange};
 
+/// How much of an agent's work a diff carries. A file over `file_bytes`,
+/// and every file once the patch has reached `total_bytes`, is listed with
+/// its size and hash instead of its content.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DiffLimits {
+    pub file_bytes: u64,
+    pub total_bytes: u64,
+}
+
+impl Default for DiffLimits {
+    fn default() -> Self {
+        DiffLimits {
+            file_bytes: 1024 * 1024,
+            total_bytes: 20 * 1024 * 1024,
+        }
+    }
+}
+
 /// Everything the contestant changed in `worktree` relative to
 /// `base_commit`: commits made on top of it, staged and unstaged changes,
 /// and untracked files that are not ignored, i.e. the base tree against
 /// the working directory (through the index). Renames are detected
 /// (similarity ≥ 50%, untracked files included); binary files come as
 /// `GIT binary patch` data, so `git apply` can apply them.
-pub fn diff_worktree(worktree: &Path, base_commit: &str) -> Result<Diff, DiffError> {
-    let repo = open(worktree)?;
+///
+/// The worktree is the agent's: its repository is opened by its path only
+/// ([`worktree::open`]; run [`worktree::restore`] first), links are diffed
+/// as links (never followed), FIFOs, sockets and devices are never opened,
+/// and no file over `limits.file_bytes` is read whole (see [`DiffLimits`]).
+pub fn diff_worktree(
+    worktree: &Path,
+    base_commit: &str,
+    limits: DiffLimits,
+) -> Result<Diff, DiffError> {
+    let repo = worktree::open(worktree).map_err(|error| match error {
+        worktree::WorktreeError::Unknown(path) => DiffError::NotARepository(path),
+        other => other.into(),
+    })?;
     let base = repo
         .revparse_single(base_commit)
         .and_then(|object| object.peel_to_tree())
@@ -101,7 +198,8 @@ pub fn diff_worktree(worktree: &Path, base_commit: &str) -> Result<Diff, DiffErr
         })?;
     let what = || format!("diff {} against {base_commit}", worktree.display());
 
-    let diff = workdir_diff(&repo, &base, false).map_err(DiffError::git(what()))?;
+    let big = big_files(&repo, &base, worktree, limits.file_bytes)?;
+    let diff = workdir_diff(&repo, &base, false, &big).map_err(DiffError::git(what()))?;
     // Built only if some text file is not UTF-8: the same diff with every
     // file as binary, whose patch text is plain ASCII.
     let mut as_binary: Option<git2::Diff<'_>> = None;
@@ -130,8 +228,9 @@ pub fn diff_worktree(worktree: &Path, base_commit: &str) -> Result<Diff, DiffErr
             Err(_) => {
                 binary = true;
                 if as_binary.is_none() {
-                    as_binary =
-                        Some(workdir_diff(&repo, &base, true).map_err(DiffError::git(what()))?);
+                    as_binary = Some(
+                        workdir_diff(&repo, &base, true, &big).map_err(DiffError::git(what()))?,
+                    );
                 }
                 match as_binary.as_ref() {
                     Some(forced) => binary_patch(forced, &delta)
@@ -144,20 +243,65 @@ pub fn diff_worktree(worktree: &Path, base_commit: &str) -> Result<Diff, DiffErr
         if text.is_empty() {
             continue;
         }
-        out.patch.push_str(&text);
         let old_path = path_of(&delta.old_file());
         let new_path = path_of(&delta.new_file());
+        let path = if status == ChangeStatus::Deleted {
+            old_path.clone()
+        } else {
+            new_path.clone()
+        };
+        let over_total = (out.patch.len() + text.len()) as u64 > limits.total_bytes;
+        let omitted = over_total.then(|| {
+            format!(
+                "left out: the diff is over its {} total",
+                bytes(limits.total_bytes)
+            )
+        });
+        if over_total {
+            out.patch.push_str(&omitted_section(
+                status,
+                &old_path,
+                &new_path,
+                (delta.old_file().id(), delta.new_file().id()),
+            ));
+        } else {
+            out.patch.push_str(&text);
+        }
         out.files.push(FileChange {
-            path: if status == ChangeStatus::Deleted {
-                old_path.clone()
-            } else {
-                new_path
-            },
+            path,
             old_path: (status == ChangeStatus::Renamed).then_some(old_path),
             status,
-            binary,
-            insertions,
-            deletions,
+            binary: binary || over_total,
+            insertions: if over_total { 0 } else { insertions },
+            deletions: if over_total { 0 } else { deletions },
+            omitted,
+        });
+    }
+    for file in big {
+        let zero = Oid::zero();
+        let (status, old) = match file.base {
+            Some(old) => (ChangeStatus::Modified, old),
+            None => (ChangeStatus::Added, zero),
+        };
+        out.patch.push_str(&omitted_section(
+            status,
+            &file.path,
+            &file.path,
+            (old, file.oid),
+        ));
+        out.files.push(FileChange {
+            path: file.path,
+            old_path: None,
+            status,
+            binary: true,
+            insertions: 0,
+            deletions: 0,
+            omitted: Some(format!(
+                "left out: {}, over the {} limit for one file (blob {})",
+                bytes(file.size),
+                bytes(limits.file_bytes),
+                file.oid
+            )),
         });
     }
     out.stats = DiffStats {
@@ -168,91 +312,146 @@ pub fn diff_worktree(worktree: &Path, base_commit: &str) -> Result<Diff, DiffErr
     Ok(out)
 }
 
-/// Applies `patch` (in `git diff` format) to the working tree of the
-/// project (the index is left alone, as `git apply` does). Refuses, and
-/// changes nothing, when the project has uncommitted changes to tracked
-/// files, when the patch would create a file that already exists, or when
-/// it does not apply cleanly. Untracked files elsewhere do not matter. An
-/// empty patch changes nothing.
-pub fn apply(project: &Path, patch: &str) -> Result<DiffStats, DiffError> {
-    if patch.trim().is_empty() {
-        return Ok(DiffStats::default());
-    }
-    let patch = quote_spaced_headers(patch);
-    let diff = git2::Diff::from_buffer(patch.as_bytes())
-        .map_err(|error| DiffError::InvalidPatch(error.message().to_string()))?;
-    if diff.deltas().len() == 0 {
-        return Err(DiffError::InvalidPatch(
-            "no `diff --git` file sections found in it".into(),
-        ));
-    }
-    for delta in diff.deltas() {
-        for file in [delta.old_file(), delta.new_file()] {
-            if let Some(path) = file.path() {
-                if !safe_path(path) {
-                    return Err(DiffError::InvalidPatch(format!(
-                        "it touches `{}`, which is outside the project or inside `.git`",
-                        path.display()
-                    )));
-                }
-            }
-        }
-    }
-
-    let repo = open(project)?;
-    let workdir = repo
-        .workdir()
-        .ok_or_else(|| DiffError::Bare(project.to_path_buf()))?
-        .to_path_buf();
-    let dirty = changed_files(&repo, false, usize::MAX).map_err(DiffError::git(format!(
-        "read the status of {}",
-        project.display()
-    )))?;
-    if !dirty.is_empty() {
-        return Err(DiffError::Dirty {
-            project: project.to_path_buf(),
-            files: name_some(&dirty, 3),
-        });
-    }
-
-    for delta in diff.deltas() {
-        let creates = match delta.status() {
-            Delta::Added | Delta::Copied => true,
-            Delta::Renamed => delta.old_file().path() != delta.new_file().path(),
-            _ => false,
-        };
-        if let (true, Some(path)) = (creates, delta.new_file().path()) {
-            if workdir.join(path).symlink_metadata().is_ok() {
-                return Err(DiffError::Exists {
-                    project: project.to_path_buf(),
-                    file: path.to_string_lossy().into_owned(),
-                });
-            }
-        }
-    }
-
-    // A dry run first, so a refusal can name the file. (libgit2 computes
-    // every result before it writes anything, so even a failure in the
-    // real run below would leave the files as they were.)
-    let mut check = ApplyOptions::new();
-    check.check(true);
-    if let Err(error) = repo.apply(&diff, ApplyLocation::WorkDir, Some(&mut check)) {
-        return Err(conflict(&repo, &diff, project, error));
-    }
-    repo.apply(&diff, ApplyLocation::WorkDir, None)
-        .map_err(|error| conflict(&repo, &diff, project, error))?;
-
-    let stats = diff
-        .stats()
-        .map_err(DiffError::git("count the patch's changes"))?;
-    Ok(DiffStats {
-        files: stats.files_changed(),
-        insertions: stats.insertions(),
-        deletions: stats.deletions(),
-    })
+/// A changed file too big to diff.
+struct BigFile {
+    /// Relative to the worktree, with `/` separators.
+    path: String,
+    size: u64,
+    /// Its blob id (git's hash of its content).
+    oid: Oid,
+    /// Its blob in the base tree, if it has one.
+    base: Option<Oid>,
 }
 
-fn open(path: &Path) -> Result<Repository, DiffError> {
+/// The regular files of the worktree over `limit` bytes that belong in the
+/// diff (changed tracked files, untracked files that are not ignored),
+/// found by their metadata alone (no link followed, nothing but them read,
+/// and those only to hash them), sorted by path.
+fn big_files(
+    repo: &Repository,
+    base: &git2::Tree<'_>,
+    worktree: &Path,
+    limit: u64,
+) -> Result<Vec<BigFile>, DiffError> {
+    let mut found = Vec::new();
+    let mut folders = vec![worktree.to_path_buf()];
+    while let Some(folder) = folders.pop() {
+        let Ok(entries) = std::fs::read_dir(&folder) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            let path = entry.path();
+            if kind.is_dir() {
+                if entry.file_name() != ".git" {
+                    folders.push(path);
+                }
+                continue;
+            }
+            if !kind.is_file() {
+                continue;
+            }
+            let Ok(meta) = entry.metadata() else { continue };
+            if meta.len() <= limit {
+                continue;
+            }
+            let Ok(relative) = path.strip_prefix(worktree) else {
+                continue;
+            };
+            let relative = relative.to_string_lossy().replace('\\', "/");
+            let in_base = base.get_path(Path::new(&relative)).ok().map(|e| e.id());
+            if in_base.is_none() && repo.is_path_ignored(&relative).unwrap_or(false) {
+                continue;
+            }
+            let oid = Oid::hash_file(git2::ObjectType::Blob, &path).map_err(DiffError::git(
+                format!("hash {}", path.display()),
+            ))?;
+            if in_base == Some(oid) {
+                continue;
+            }
+            found.push(BigFile {
+                path: relative,
+                size: meta.len(),
+                oid,
+                base: in_base,
+            });
+        }
+    }
+    found.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(found)
+}
+
+/// A patch section that names a file's change without its content, as
+/// `git diff` writes a binary file without `--binary` (`git apply`
+/// refuses it: the file must be copied by hand).
+fn omitted_section(status: ChangeStatus, old: &str, new: &str, (from, to): (Oid, Oid)) -> String {
+    let (a, b) = (quoted(&format!("a/{old}")), quoted(&format!("b/{new}")));
+    let mut section = format!("diff --git {a} {b}\n");
+    let (left, right) = match status {
+        ChangeStatus::Added => {
+            section.push_str("new file mode 100644\n");
+            ("/dev/null".to_string(), b.clone())
+        }
+        ChangeStatus::Deleted => {
+            section.push_str("deleted file mode 100644\n");
+            (a.clone(), "/dev/null".to_string())
+        }
+        ChangeStatus::Renamed => {
+            section.push_str(&format!(
+                "rename from {}\nrename to {}\n",
+                quoted(old),
+                quoted(new)
+            ));
+            (a.clone(), b.clone())
+        }
+        ChangeStatus::Modified => (a.clone(), b.clone()),
+    };
+    section.push_str(&format!("index {from}..{to}\n"));
+    section.push_str(&format!("Binary files {left} and {right} differ\n"));
+    section
+}
+
+/// A path as git writes it in a patch: in double quotes with C escapes when
+/// it has a quote, a backslash, a control character or a non-ASCII byte.
+fn quoted(path: &str) -> String {
+    if !path
+        .bytes()
+        .any(|b| b < 0x20 || b >= 0x7f || b == b'"' || b == b'\\')
+    {
+        return path.to_string();
+    }
+    let mut out = String::from("\"");
+    for b in path.bytes() {
+        match b {
+            b'"' => out.push_str("\\\""),
+            b'\\' => out.push_str("\\\\"),
+            b'\n' => out.push_str("\\n"),
+            b'\t' => out.push_str("\\t"),
+            0x20..=0x7e => out.push(b as char),
+            _ => out.push_str(&format!("\\{b:03o}")),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// `1.5 MiB`, `20 MiB`, `512 bytes`.
+fn bytes(n: u64) -> String {
+    const MIB: u64 = 1024 * 1024;
+    if n < 1024 {
+        format!("{n} bytes")
+    } else if n < MIB {
+        format!("{:.1} KiB", n as f64 / 1024.0)
+    } else if n % MIB == 0 {
+        format!("{} MiB", n / MIB)
+    } else {
+        format!("{:.1} MiB", n as f64 / MIB as f64)
+    }
+}
+
+pub(crate) fn open(path: &Path) -> Result<Repository, DiffError> {
     let repo = Repository::open(path).map_err(|error| match error.code() {
         ErrorCode::NotFound => DiffError::NotARepository(path.to_path_buf()),
         ErrorCode::Owner => DiffError::NotOwned(path.to_path_buf()),
@@ -273,6 +472,7 @@ fn workdir_diff<'r>(
     repo: &'r Repository,
     base: &git2::Tree<'_>,
     force_binary: bool,
+    left_out: &[BigFile],
 ) -> Result<git2::Diff<'r>, git2::Error> {
     let mut options = DiffOptions::new();
     options
@@ -280,9 +480,17 @@ fn workdir_diff<'r>(
         .recurse_untracked_dirs(true)
         .show_untracked_content(true)
         .include_ignored(false)
+        .ignore_submodules(true)
         .show_binary(true)
         .force_binary(force_binary)
         .context_lines(3);
+    // Exclusions first: libgit2 takes the first pattern that matches.
+    if !left_out.is_empty() {
+        for file in left_out {
+            options.pathspec(format!("!{}", glob_escaped(&file.path)));
+        }
+        options.pathspec("*");
+    }
     let mut diff = repo.diff_tree_to_workdir_with_index(Some(base), Some(&mut options))?;
     let mut find = DiffFindOptions::new();
     find.renames(true)
@@ -291,6 +499,18 @@ fn workdir_diff<'r>(
         .rename_limit(1000);
     diff.find_similar(Some(&mut find))?;
     Ok(diff)
+}
+
+/// `path` as a pathspec pattern that matches only itself.
+fn glob_escaped(path: &str) -> String {
+    let mut out = String::with_capacity(path.len());
+    for c in path.chars() {
+        if matches!(c, '*' | '?' | '[' | ']' | '\\' | '!') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// The patch text, from the all-binary diff `forced`, of the delta that
@@ -324,123 +544,10 @@ fn change_status(delta: Delta) -> Option<ChangeStatus> {
     }
 }
 
-fn path_of(file: &git2::DiffFile<'_>) -> String {
+pub(crate) fn path_of(file: &git2::DiffFile<'_>) -> String {
     file.path_bytes()
         .map(|bytes| String::from_utf8_lossy(bytes).into_owned())
         .unwrap_or_default()
-}
-
-/// A path a patch may touch: relative, inside the project, not in `.git`.
-fn safe_path(path: &Path) -> bool {
-    path.components().all(|component| match component {
-        Component::Normal(name) => !name.eq_ignore_ascii_case(".git"),
-        Component::CurDir => true,
-        _ => false,
-    })
-}
-
-/// Quotes the paths of `diff --git a/P b/P` lines when `P` has a space, as
-/// `diff --git "a/P" "b/P"` (which git reads the same). libgit2 1.8 cannot
-/// split the unquoted form, and then fails to apply an added file there.
-fn quote_spaced_headers(patch: &str) -> std::borrow::Cow<'_, str> {
-    const START: &str = "diff --git ";
-    let quoted = |line: &str| -> Option<String> {
-        let rest = line.strip_prefix(START)?;
-        let (rest, cr) = match rest.strip_suffix('\r') {
-            Some(rest) => (rest, "\r"),
-            None => (rest, ""),
-        };
-        if rest.contains(['"', '\\']) || !rest.starts_with("a/") || rest.len() < 5 {
-            return None;
-        }
-        let len = (rest.len() - 5) / 2;
-        let path = rest.get(2..2 + len)?;
-        let tail = rest.get(2 + len..)?;
-        (path.contains(' ') && tail == format!(" b/{path}"))
-            .then(|| format!("{START}\"a/{path}\" \"b/{path}\"{cr}"))
-    };
-    if !patch.lines().any(|line| quoted(line).is_some()) {
-        return std::borrow::Cow::Borrowed(patch);
-    }
-    let mut out = String::with_capacity(patch.len() + 64);
-    for line in patch.split_inclusive('\n') {
-        let (body, end) = match line.strip_suffix('\n') {
-            Some(body) => (body, "\n"),
-            None => (line, ""),
-        };
-        match quoted(body) {
-            Some(fixed) => {
-                out.push_str(&fixed);
-                out.push_str(end);
-            }
-            None => out.push_str(line),
-        }
-    }
-    std::borrow::Cow::Owned(out)
-}
-
-/// `a, b, c and 4 more`.
-fn name_some(files: &[String], shown: usize) -> String {
-    let mut text = files
-        .iter()
-        .take(shown)
-        .map(String::as_str)
-        .collect::<Vec<_>>()
-        .join(", ");
-    if files.len() > shown {
-        text.push_str(&format!(" and {} more", files.len() - shown));
-    }
-    text
-}
-
-/// The refusal for a patch that does not apply: finds which files fail by
-/// checking each file's part alone.
-fn conflict(
-    repo: &Repository,
-    diff: &git2::Diff<'_>,
-    project: &Path,
-    error: git2::Error,
-) -> DiffError {
-    let mut failing = Vec::new();
-    for (index, delta) in diff.deltas().enumerate() {
-        let mut seen = 0usize;
-        let mut options = ApplyOptions::new();
-        options.check(true).delta_callback(move |_| {
-            let this_one = seen == index;
-            seen += 1;
-            this_one
-        });
-        if let Err(error) = repo.apply(diff, ApplyLocation::WorkDir, Some(&mut options)) {
-            let file = if delta.status() == Delta::Added {
-                path_of(&delta.new_file())
-            } else {
-                path_of(&delta.old_file())
-            };
-            failing.push((file, error.message().to_string()));
-        }
-    }
-    let mut failing = failing.into_iter();
-    match failing.next() {
-        Some((file, detail)) => {
-            let others = failing.count();
-            DiffError::Conflict {
-                project: project.to_path_buf(),
-                file,
-                detail,
-                others: match others {
-                    0 => String::new(),
-                    1 => " (and 1 other file)".into(),
-                    n => format!(" (and {n} other files)"),
-                },
-            }
-        }
-        None => DiffError::Conflict {
-            project: project.to_path_buf(),
-            file: "the patch as a whole".into(),
-            detail: error.message().to_string(),
-            others: String::new(),
-        },
-    }
 }
 
 #[cfg(test)]
@@ -459,62 +566,4 @@ mod tests {
         assert_eq!(change_status(Delta::Ignored), None);
     }
 
-    #[test]
-    fn unsafe_paths_are_refused() {
-        assert!(safe_path(Path::new("src/main.rs")));
-        assert!(safe_path(Path::new("./a")));
-        assert!(!safe_path(Path::new("../outside")));
-        assert!(!safe_path(Path::new("/etc/passwd")));
-        assert!(!safe_path(Path::new("a/.git/config")));
-        assert!(!safe_path(Path::new(".GIT/hooks/pre-commit")));
-    }
-
-    #[test]
-    fn spaced_paths_get_quoted_headers() {
-        let patch = "diff --git a/d s/f n.txt b/d s/f n.txt\nnew file mode 100644\n\
-                     --- /dev/null\n+++ b/d s/f n.txt\n@@ -0,0 +1 @@\n+x\n\
-                     diff --git a/plain b/plain\n";
-        assert_eq!(
-            quote_spaced_headers(patch),
-            patch.replace(
-                "diff --git a/d s/f n.txt b/d s/f n.txt",
-                "diff --git \"a/d s/f n.txt\" \"b/d s/f n.txt\""
-            )
-        );
-        let parsed = git2::Diff::from_buffer(quote_spaced_headers(patch).as_bytes());
-        let old = parsed.ok().and_then(|d| {
-            d.deltas()
-                .next()
-                .and_then(|x| x.old_file().path().map(Path::to_path_buf))
-        });
-        assert_eq!(old.as_deref(), Some(Path::new("d s/f n.txt")));
-        for untouched in [
-            "diff --git a/x b/x\n",
-            "diff --git a/a b b/c d\n",
-            "diff --git \"a/q\\\"x y\" \"b/q\\\"x y\"\n",
-            "diff --git a/é b/é\n",
-        ] {
-            assert!(matches!(
-                quote_spaced_headers(untouched),
-                std::borrow::Cow::Borrowed(_)
-            ));
-        }
-    }
-
-    #[test]
-    fn names_a_few_files() {
-        let files: Vec<String> = ["a", "b", "c", "d", "e"].map(String::from).to_vec();
-        assert_eq!(name_some(&files[..2], 3), "a, b");
-        assert_eq!(name_some(&files, 3), "a, b, c and 2 more");
-    }
-
-    #[test]
-    fn garbage_is_not_a_patch() {
-        let dir = std::env::temp_dir();
-        match apply(&dir, "hello, world\n") {
-            Err(DiffError::InvalidPatch(_)) => {}
-            other => panic!("expected InvalidPatch, got {other:?}"),
-        }
-        assert_eq!(apply(&dir, "  \n").ok(), Some(DiffStats::default()));
-    }
 }

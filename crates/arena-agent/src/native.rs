@@ -58,6 +58,8 @@ pub struct NativeAgent<'a> {
     /// Where its commands run, with the environment that goes with it
     /// (`None`: not sandboxed).
     pub sandbox: Option<super::sandbox::Confinement>,
+    /// The largest file its commands may write (`RLIMIT_FSIZE`).
+    pub max_file_bytes: Option<u64>,
 }
 
 const SYSTEM: &str = "You are a careful software engineer working in a git repository (your \
@@ -323,14 +325,16 @@ impl NativeAgent<'_> {
                 .unwrap_or_default(),
             timeout: self.command_timeout,
             sandbox: self.sandbox.as_ref().map(|c| c.sandbox.clone()),
+            bounds: super::process::Bounds {
+                output_bytes: OUTPUT_CAP * 2,
+                file_bytes: self.max_file_bytes,
+            },
         };
         let mut output = String::new();
         let exit = super::process::run(&launch, token, |line| {
             let (super::process::Line::Stdout(l) | super::process::Line::Stderr(l)) = line;
-            if output.len() < OUTPUT_CAP * 2 {
-                output.push_str(&l);
-                output.push('\n');
-            }
+            output.push_str(&l);
+            output.push('\n');
         })
         .await
         .map_err(|e| e.to_string())?;

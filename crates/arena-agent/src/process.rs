@@ -44,6 +44,10 @@ const USER_FOLDERS: &[&str] = &[
     "XDG_RUNTIME_DIR",
 ];
 
+/// The longest line handed on whole; a longer one comes in pieces of this
+/// size (so a process that prints without newlines cannot fill memory).
+pub const MAX_LINE: usize = 1024 * 1024;
+
 /// How long a process group gets between SIGTERM and SIGKILL.
 const GRACE: Duration = Duration::from_secs(3);
 /// How much of stderr is kept for the error message.
@@ -63,6 +67,27 @@ pub struct Launch {
     /// inherits neither the user's `HOME`, `TMPDIR` and XDG folders nor
     /// `XDG_RUNTIME_DIR` (`env` gives it its own home and temp folder).
     pub sandbox: Option<super::sandbox::Sandbox>,
+    pub bounds: Bounds,
+}
+
+/// What a process may produce.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bounds {
+    /// Bytes of output (stdout and stderr) handed on; the rest is read and
+    /// dropped, and the run goes on ([`Exit::output_dropped`] says so).
+    pub output_bytes: usize,
+    /// The largest file it may write (`RLIMIT_FSIZE`, for it and all it
+    /// starts); `None`: the inherited limit.
+    pub file_bytes: Option<u64>,
+}
+
+impl Default for Bounds {
+    fn default() -> Self {
+        Bounds {
+            output_bytes: usize::MAX,
+            file_bytes: None,
+        }
+    }
 }
 
 impl std::fmt::Debug for Launch {
@@ -74,6 +99,7 @@ impl std::fmt::Debug for Launch {
             .field("env", &crate::backends::env_names(&self.env))
             .field("timeout", &self.timeout)
             .field("sandbox", &self.sandbox)
+            .field("bounds", &self.bounds)
             .finish()
     }
 }
@@ -92,14 +118,30 @@ pub struct Exit {
     pub code: Option<i32>,
     pub timed_out: bool,
     pub cancelled: bool,
+    /// The signal that ended it, when one did.
+    pub signal: Option<i32>,
     /// The last few KiB of stderr.
     pub stderr_tail: String,
     pub pid: u32,
+    /// Output bytes past [`Bounds::output_bytes`], read and dropped.
+    pub output_dropped: u64,
 }
 
 impl Exit {
     pub fn success(&self) -> bool {
         self.code == Some(0) && !self.timed_out && !self.cancelled
+    }
+
+    /// Whether it was stopped for writing a file over [`Bounds::file_bytes`].
+    pub fn hit_file_limit(&self) -> bool {
+        #[cfg(unix)]
+        {
+            self.signal == Some(libc::SIGXFSZ)
+        }
+        #[cfg(not(unix))]
+        {
+            false
+        }
     }
 
     /// A one-paragraph reason for a failed run.
@@ -109,9 +151,14 @@ impl Exit {
         } else if self.cancelled {
             "was cancelled".to_string()
         } else {
-            match self.code {
-                Some(code) => format!("exited with status {code}"),
-                None => "was killed by a signal".to_string(),
+            match (self.code, self.signal) {
+                (Some(code), _) => format!("exited with status {code}"),
+                _ if self.hit_file_limit() => {
+                    "was stopped for writing a file over the size limit (limits.max_file_bytes)"
+                        .to_string()
+                }
+                (None, Some(signal)) => format!("was killed by signal {signal}"),
+                (None, None) => "was killed by a signal".to_string(),
             }
         };
         let tail = self.stderr_tail.trim();
@@ -157,26 +204,48 @@ pub async fn run(
         .kill_on_drop(true);
     #[cfg(unix)]
     cmd.process_group(0);
-    if let Some(sandbox) = &launch.sandbox {
-        let prepared = sandbox.ruleset().map_err(|e| SpawnError {
+    let prepared = match &launch.sandbox {
+        Some(sandbox) => Some(sandbox.ruleset().map_err(|e| SpawnError {
             program: launch.program.display().to_string(),
             source: std::io::Error::other(e.to_string()),
-        })?;
-        // SAFETY: `apply` only takes the prepared ruleset and makes two
-        // system calls (no_new_privs, landlock_restrict_self); it does not
-        // allocate when it succeeds.
-        #[cfg(unix)]
-        unsafe {
-            cmd.pre_exec(move || prepared.apply());
-        }
+        })?),
+        None => None,
+    };
+    let file_bytes = launch.bounds.file_bytes;
+    // SAFETY: between fork and exec this makes only system calls
+    // (setrlimit; no_new_privs and landlock_restrict_self in `apply`) and
+    // takes the prepared ruleset; it does not allocate when it succeeds.
+    #[cfg(unix)]
+    unsafe {
+        cmd.pre_exec(move || {
+            if let Some(limit) = file_bytes {
+                let limit = libc::rlimit {
+                    rlim_cur: limit as libc::rlim_t,
+                    rlim_max: limit as libc::rlim_t,
+                };
+                if libc::setrlimit(libc::RLIMIT_FSIZE, &limit) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            match &prepared {
+                Some(ruleset) => ruleset.apply(),
+                None => Ok(()),
+            }
+        });
     }
+    #[cfg(not(unix))]
+    let _ = (prepared, file_bytes);
     let mut child = cmd.spawn().map_err(|source| SpawnError {
         program: launch.program.display().to_string(),
         source,
     })?;
     let pid = child.id().unwrap_or(0);
-    let mut stdout = child.stdout.take().map(|s| BufReader::new(s).lines());
-    let mut stderr = child.stderr.take().map(|s| BufReader::new(s).lines());
+    let mut stdout = child.stdout.take().map(|s| Lines::new(BufReader::new(s)));
+    let mut stderr = child.stderr.take().map(|s| Lines::new(BufReader::new(s)));
+    let mut budget = Budget {
+        left: launch.bounds.output_bytes,
+        dropped: 0,
+    };
     let mut tail: VecDeque<u8> = VecDeque::new();
     let deadline = tokio::time::sleep(launch.timeout);
     tokio::pin!(deadline);
@@ -191,7 +260,11 @@ pub async fn run(
         }
         tokio::select! {
             line = next_line(&mut stdout) => match line {
-                Some(l) => on_line(Line::Stdout(l)),
+                Some(l) => {
+                    if budget.take(&l) {
+                        on_line(Line::Stdout(l));
+                    }
+                }
                 None => stdout = None,
             },
             line = next_line(&mut stderr) => match line {
@@ -201,7 +274,9 @@ pub async fn run(
                     while tail.len() > STDERR_TAIL {
                         tail.pop_front();
                     }
-                    on_line(Line::Stderr(l));
+                    if budget.take(&l) {
+                        on_line(Line::Stderr(l));
+                    }
                 }
                 None => stderr = None,
             },
@@ -228,20 +303,103 @@ pub async fn run(
     let status = leader;
     // Make sure nothing the agent started lingers.
     signal_group(pid, Signal::Kill);
+    #[cfg(unix)]
+    let signal = {
+        use std::os::unix::process::ExitStatusExt;
+        status.and_then(|s| s.signal())
+    };
+    #[cfg(not(unix))]
+    let signal = None;
     Ok(Exit {
         code: status.and_then(|s| s.code()),
+        signal,
         timed_out,
         cancelled,
         stderr_tail: String::from_utf8_lossy(tail.make_contiguous()).into_owned(),
         pid,
+        output_dropped: budget.dropped,
     })
 }
 
+/// How much more output is handed on.
+struct Budget {
+    left: usize,
+    dropped: u64,
+}
+
+impl Budget {
+    /// Whether `line` is handed on (it fits in what is left).
+    fn take(&mut self, line: &str) -> bool {
+        let size = line.len() + 1;
+        if self.dropped == 0 && size <= self.left {
+            self.left -= size;
+            true
+        } else {
+            self.dropped += size as u64;
+            false
+        }
+    }
+}
+
+/// Lines of a pipe, at most [`MAX_LINE`] bytes each (a longer line comes in
+/// pieces), decoded lossily.
+struct Lines<R> {
+    reader: R,
+    buf: Vec<u8>,
+}
+
+impl<R: tokio::io::AsyncBufRead + Unpin> Lines<R> {
+    fn new(reader: R) -> Self {
+        Lines {
+            reader,
+            buf: Vec::new(),
+        }
+    }
+
+    /// The next line without its `\n` (and `\r`), `None` at the end.
+    async fn next(&mut self) -> Option<String> {
+        self.buf.clear();
+        loop {
+            let available = match self.reader.fill_buf().await {
+                Ok(bytes) => bytes,
+                Err(_) => return None,
+            };
+            if available.is_empty() {
+                return (!self.buf.is_empty()).then(|| self.take());
+            }
+            let room = MAX_LINE - self.buf.len();
+            let window = &available[..available.len().min(room)];
+            match window.iter().position(|&b| b == b'\n') {
+                Some(end) => {
+                    self.buf.extend_from_slice(&window[..end]);
+                    self.reader.consume(end + 1);
+                    return Some(self.take());
+                }
+                None => {
+                    let used = window.len();
+                    self.buf.extend_from_slice(window);
+                    self.reader.consume(used);
+                    if self.buf.len() >= MAX_LINE {
+                        return Some(self.take());
+                    }
+                }
+            }
+        }
+    }
+
+    fn take(&mut self) -> String {
+        if self.buf.last() == Some(&b'\r') {
+            self.buf.pop();
+        }
+        String::from_utf8_lossy(&self.buf).into_owned()
+    }
+}
+
 async fn next_line<R: tokio::io::AsyncBufRead + Unpin>(
-    lines: &mut Option<tokio::io::Lines<R>>,
+    lines: &mut Option<Lines<R>>,
 ) -> Option<String> {
     match lines {
-        Some(l) => l.next_line().await.ok().flatten(),
+        Some(l) => l.next().await,
         None => std::future::pending().await,
     }
 }

@@ -239,33 +239,6 @@ fn shebang(script: &Path) -> Option<PathBuf> {
     (path.is_absolute() && !path.ends_with("env")).then_some(path)
 }
 
-/// What a commit in a git worktree needs of its repository: reading the
-/// repository, and changing its objects, refs and logs and the worktree's
-/// own bookkeeping — never `hooks/` or `config`. `(read, write)`.
-pub fn git_worktree_dirs(worktree: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
-    let Ok(file) = std::fs::read_to_string(worktree.join(".git")) else {
-        return (Vec::new(), Vec::new());
-    };
-    let Some(gitdir) = file
-        .trim()
-        .strip_prefix("gitdir:")
-        .map(|g| PathBuf::from(g.trim()))
-    else {
-        return (Vec::new(), Vec::new());
-    };
-    // <project>/.git/worktrees/<name>
-    let Some(common) = gitdir.parent().and_then(Path::parent) else {
-        return (Vec::new(), Vec::new());
-    };
-    let write = vec![
-        common.join("objects"),
-        common.join("refs"),
-        common.join("logs"),
-        gitdir.clone(),
-    ];
-    (vec![common.to_path_buf()], write)
-}
-
 /// Gives an agent that keeps its own configuration (no Arena provider)
 /// its configuration in its scratch `home`: each of `entries` (relative to
 /// the user's `real_home`) that exists is linked there, and returned so the

@@ -1,24 +1,59 @@
-//! Git worktrees for Coding battles: one per contestant, each on its own
-//! `arena/<name>` branch at the battle's base commit, so contestants can
-//! edit, build and commit without seeing each other or touching the user's
-//! checkout.
+//! A Coding contestant's worktree: a folder under Arena's data directory
+//! holding its working files and a git repository of its own (`.git/`, on
+//! branch `arena/<name>` at the battle's base commit). The repository reads
+//! the project's objects through `objects/info/alternates` (the sandbox
+//! opens the project's object store read-only) and writes its own, so an
+//! agent can commit, branch and rewrite its history without reaching the
+//! user's `.git` or another contestant's work.
+//!
+//! Nothing an agent leaves in its repository is trusted. [`restore`] runs
+//! after every agent or check and before Arena reads the repository: it
+//! puts back Arena's configuration, hooks, `info/` and alternates; removes
+//! what would send git elsewhere (`commondir`, `gitdir`, replace refs,
+//! grafts, `shallow`, linked worktrees, submodule repositories) and every
+//! entry that is not a plain file or folder (links, FIFOs, sockets,
+//! devices). Arena opens the repository by its recorded path only
+//! ([`open`]), never by following a `.git` file.
+//!
+//! Before this layout, worktrees were linked worktrees of the project (a
+//! `.git` file, an `arena/<name>` branch in the user's repository);
+//! [`restore`] turns such a one into the new layout and drops its
+//! bookkeeping from the project.
 //!
 //! Everything here is synchronous (libgit2 through `git2`); callers run it
-//! in `spawn_blocking`. What git2 does is kept compatible with the `git`
-//! CLI: `git worktree list` shows the same worktrees, and a worktree made
-//! here can be removed with `git worktree remove` (and the other way round).
+//! in `spawn_blocking`.
 
 use std::fs;
 use std::io;
 use std::path::{Component, Path, PathBuf};
 
 use git2::{
-    BranchType, ErrorCode, Repository, StatusOptions, WorktreeAddOptions, WorktreeLockStatus,
-    WorktreePruneOptions,
+    build::CheckoutBuilder, BranchType, ErrorCode, Oid, Repository, RepositoryInitOptions,
+    StatusOptions, WorktreePruneOptions,
 };
 
 /// The prefix of every branch Arena creates (`arena/<name>`).
 pub const BRANCH_PREFIX: &str = "arena/";
+
+/// A contestant repository's configuration, whatever the agent wrote there:
+/// no hooks run (`hooksPath` leads nowhere), no file-system monitor.
+const CONFIG: &str = "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n\
+                      \tlogallrefupdates = true\n\tsymlinks = true\n\thooksPath = /dev/null\n\
+                      \tfsmonitor = false\n";
+
+/// Entries of a repository that only send git elsewhere or run things;
+/// Arena's repositories have none of them.
+const REDIRECTS: &[&str] = &[
+    "commondir",
+    "gitdir",
+    "shallow",
+    "modules",
+    "worktrees",
+    "refs/replace",
+    "info",
+    "hooks",
+    "objects/info",
+];
 
 /// What went wrong with a project or a worktree. Each message says what was
 /// wrong and how to fix it.
@@ -64,44 +99,21 @@ pub enum WorktreeError {
     #[error("{0} already exists; remove it or use another worktree name")]
     PathExists(PathBuf),
     #[error(
-        "git already has a worktree named `{name}` (at {path}); remove it first with \
-         `git worktree remove --force {path}`, or use another name"
-    )]
-    NameTaken { name: String, path: PathBuf },
-    #[error(
-        "branch `{0}` already exists in the project; delete it with `git branch -D {0}` if it \
-         is left over from an old battle, or use another worktree name"
-    )]
-    BranchExists(String),
-    #[error("{project} has no Arena worktree named `{name}`; list them to see the names")]
-    NotFound { name: String, project: PathBuf },
-    #[error(
         "worktree `{name}` at {path} has uncommitted changes; commit or stash them (or save its \
          diff) first, or pass --force to discard them"
     )]
     Dirty { name: String, path: PathBuf },
     #[error(
-        "worktree `{name}` is locked{reason}; unlock it with `git worktree unlock {name}`, or \
-         pass --force"
-    )]
-    Locked { name: String, reason: String },
-    #[error(
-        "{0} exists but is not the worktree git has on record (its `.git` file is missing or \
-         points elsewhere), so Arena will not delete it; remove that folder by hand, then run \
-         the command again"
+        "{0} is not a folder Arena made for a contestant (it is a link or a file), so Arena \
+         will not use or delete it; look at it, remove it by hand, then run the command again"
     )]
     Foreign(PathBuf),
     #[error(
-        "git could not create the worktree ({message}): an unreadable entry under {admins} \
-         confuses it; run `git worktree prune` in the project and try again"
+        "the repository of worktree {0} is not as Arena left it (its `.git` is missing, a link \
+         or a file), so Arena cannot tell what is uncommitted there; pass --force to remove it \
+         anyway (its diff.patch is in the results folder)"
     )]
-    BrokenBookkeeping { admins: PathBuf, message: String },
-    #[error(
-        "the worktree is gone but its branch `{branch}` stays ({message}); switch the checkout \
-         that uses it to another branch (if none does, run `git worktree prune` in the project), \
-         then remove again"
-    )]
-    BranchInUse { branch: String, message: String },
+    Unknown(PathBuf),
     #[error("{path}: {source}")]
     Io {
         path: PathBuf,
@@ -130,11 +142,11 @@ impl WorktreeError {
     }
 }
 
+
 /// A worktree Arena created for one contestant.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Worktree {
-    /// The worktree's name in git's bookkeeping (`.git/worktrees/<name>`),
-    /// also its folder name under the root.
+    /// Its folder name under the root.
     pub name: String,
     /// Its folder (absolute, symlinks resolved).
     pub path: PathBuf,
@@ -142,22 +154,6 @@ pub struct Worktree {
     pub branch: String,
     /// The full id of the commit it started from.
     pub base_commit: String,
-}
-
-/// One of Arena's worktrees of a project, as git knows it.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct WorktreeInfo {
-    /// The name in git's bookkeeping; what [`remove`] takes.
-    pub name: String,
-    /// The folder git has on record for it.
-    pub path: PathBuf,
-    /// The branch its HEAD is on (short form), `None` when HEAD is detached.
-    pub branch: Option<String>,
-    /// Whether that folder still exists.
-    pub exists: bool,
-    /// Whether it has uncommitted changes (false when the folder is gone;
-    /// true when git cannot tell, so nothing is discarded by mistake).
-    pub dirty: bool,
 }
 
 /// What a project must be for a Coding battle: a non-bare git repository
@@ -168,11 +164,11 @@ pub fn check_project(project: &Path) -> Result<String, WorktreeError> {
     head_commit(&repo, project)
 }
 
-/// Creates a worktree at `root/<name>` on a new branch `arena/<name>` at
-/// `base_commit` (HEAD's commit when the battle started; any revision git
-/// understands). Creates `root` if needed. Refuses if `root/<name>`, a
-/// worktree called `name` or the branch already exists; on failure, nothing
-/// it made is left behind.
+/// Creates the worktree `root/<name>`: a repository of its own on a new
+/// branch `arena/<name>` at `base_commit` (any revision git understands),
+/// reading the project's objects, with every file checked out. Creates
+/// `root` if needed; refuses if `root/<name>` exists. On failure nothing it
+/// made is left behind. The project is only read.
 pub fn create(
     project: &Path,
     root: &Path,
@@ -181,249 +177,359 @@ pub fn create(
 ) -> Result<Worktree, WorktreeError> {
     check_name(name)?;
     let repo = open_project(project)?;
-    let commit = repo
+    let base = repo
         .revparse_single(base_commit)
         .and_then(|object| object.peel_to_commit())
         .map_err(|_| WorktreeError::UnknownCommit {
             commit: base_commit.to_string(),
             project: project.to_path_buf(),
-        })?;
-
+        })?
+        .id();
+    let objects = object_store(&repo);
     fs::create_dir_all(root).map_err(WorktreeError::io(root))?;
     let root = root.canonicalize().map_err(WorktreeError::io(root))?;
     let path = root.join(name);
-    if path.symlink_metadata().is_ok() {
-        return Err(WorktreeError::PathExists(path));
-    }
-
-    let admins = common_dir(&repo).join("worktrees");
-    // libgit2 creates this folder with a check-then-mkdir that fails when
-    // several worktrees are created at once; make it here first.
-    fs::create_dir_all(&admins).map_err(WorktreeError::io(&admins))?;
-    let admin = admins.join(name);
-    let branch_name = format!("{BRANCH_PREFIX}{name}");
-
-    let guard = bookkeeping_lock();
-    if let Ok(existing) = repo.find_worktree(name) {
-        let locked = matches!(existing.is_locked(), Ok(WorktreeLockStatus::Locked(_)));
-        if existing.path().exists() || locked {
-            return Err(WorktreeError::NameTaken {
-                name: name.to_string(),
-                path: existing.path().to_path_buf(),
-            });
-        }
-        // Left over from a worktree whose folder was deleted by hand: git
-        // would prune it too.
-        prune(&existing, name)?;
-    } else if admin.symlink_metadata().is_ok() {
-        // Bookkeeping git2 cannot read (half-written by a crash, say).
-        return Err(WorktreeError::NameTaken {
-            name: name.to_string(),
-            path: admin,
+    if let Err(error) = fs::create_dir(&path) {
+        return Err(match error.kind() {
+            io::ErrorKind::AlreadyExists => WorktreeError::PathExists(path),
+            _ => WorktreeError::Io { path, source: error },
         });
     }
-    if repo.find_branch(&branch_name, BranchType::Local).is_ok() {
-        return Err(WorktreeError::BranchExists(branch_name));
+    if let Err(error) = build(&path, &objects, name, base, true) {
+        let _ = remove_dir_all(&path);
+        return Err(error);
     }
-    repo.branch(&branch_name, &commit, false)
-        .map_err(WorktreeError::git(format!("create branch {branch_name}")))?;
-
-    // libgit2 adds the worktree and then checks it out, all in one call.
-    // While that worktree's bookkeeping is half-written, libgit2 1.8 takes
-    // it for one that has every branch checked out, so another worktree's
-    // creation or a branch deletion in this repository would fail. Those
-    // hold `guard`, which is kept until this worktree's HEAD file exists;
-    // the checkout, the long part, then runs in parallel with the others.
-    let adding = {
-        let (project, path, name, branch_name) = (
-            project.to_path_buf(),
-            path.clone(),
-            name.to_string(),
-            branch_name.clone(),
-        );
-        std::thread::spawn(move || -> Result<(), git2::Error> {
-            let repo = Repository::open(&project)?;
-            let branch = repo.find_branch(&branch_name, BranchType::Local)?;
-            let mut options = WorktreeAddOptions::new();
-            options.reference(Some(branch.get()));
-            repo.worktree(&name, &path, Some(&options)).map(|_| ())
-        })
-    };
-    while !adding.is_finished() && !admin.join("HEAD").exists() {
-        std::thread::sleep(std::time::Duration::from_millis(1));
-    }
-    drop(guard);
-    let added = adding.join().unwrap_or_else(|_| {
-        Err(git2::Error::from_str(
-            "the thread adding the worktree panicked",
-        ))
-    });
-
-    if let Err(source) = added {
-        // Undo whatever libgit2 managed to make before it failed. Both paths
-        // were checked not to exist above, so they are ours.
-        let _guard = bookkeeping_lock();
-        let _ = fs::remove_dir_all(&path);
-        let _ = fs::remove_dir_all(&admin);
-        // Not `Branch::delete`: it refuses when libgit2 wrongly believes the
-        // branch is checked out (as below), and this one is brand new.
-        if let Ok(mut reference) = repo.find_reference(&format!("refs/heads/{branch_name}")) {
-            let _ = reference.delete();
-        }
-        if source.message().contains("already checked out") {
-            // libgit2 says so of every branch when an entry under
-            // .git/worktrees cannot be read.
-            return Err(WorktreeError::BrokenBookkeeping {
-                admins,
-                message: source.message().to_string(),
-            });
-        }
-        return Err(WorktreeError::Git {
-            what: format!("create the worktree {}", path.display()),
-            source,
-        });
-    }
-
     Ok(Worktree {
         name: name.to_string(),
         path,
-        branch: branch_name,
-        base_commit: commit.id().to_string(),
+        branch: format!("{BRANCH_PREFIX}{name}"),
+        base_commit: base.to_string(),
     })
 }
 
-/// Whether the worktree (or repository) at `path` has uncommitted changes:
-/// modified or staged files, or untracked files that are not ignored.
-pub fn is_dirty(path: &Path) -> Result<bool, WorktreeError> {
-    let repo = Repository::open(path).map_err(|e| open_error(path, e))?;
-    if repo.is_bare() {
-        return Err(WorktreeError::Bare(path.to_path_buf()));
+/// What [`restore`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Restored {
+    /// The repository was sound; Arena's parts were put back.
+    Kept,
+    /// The repository was gone, replaced or of the old layout: a new one
+    /// was made at the base commit around the working files as they are
+    /// (its commits are lost, its changes are not).
+    Rebuilt,
+}
+
+/// Puts the worktree's repository back in Arena's hands (see the module
+/// documentation); run after every agent or check and before Arena reads
+/// it. `project` and `base_commit` are Arena's records of the battle.
+pub fn restore(
+    worktree: &Path,
+    project: &Path,
+    base_commit: &str,
+) -> Result<Restored, WorktreeError> {
+    if !is_dir(worktree) {
+        return Err(WorktreeError::Foreign(worktree.to_path_buf()));
     }
+    let name = folder_name(worktree)?;
+    let git_dir = worktree.join(".git");
+    let project_repo = open_project(project)?;
+    let objects = object_store(&project_repo);
+    if !is_sound(&git_dir) {
+        let legacy = fs::symlink_metadata(&git_dir).is_ok_and(|m| m.is_file());
+        remove_entry(&git_dir)?;
+        let base = Oid::from_str(base_commit)
+            .ok()
+            .filter(|oid| project_repo.find_commit(*oid).is_ok())
+            .ok_or_else(|| WorktreeError::UnknownCommit {
+                commit: base_commit.to_string(),
+                project: project.to_path_buf(),
+            })?;
+        build(worktree, &objects, &name, base, false)?;
+        if legacy {
+            forget_linked(&project_repo, &name, worktree);
+        }
+        return Ok(Restored::Rebuilt);
+    }
+    remove_odd_entries(&git_dir)?;
+    for entry in REDIRECTS {
+        remove_entry(&git_dir.join(entry))?;
+    }
+    if !git_dir.join("HEAD").exists() {
+        write_file(
+            &git_dir.join("HEAD"),
+            &format!("ref: refs/heads/{BRANCH_PREFIX}{name}\n"),
+        )?;
+    }
+    arena_parts(&git_dir, &objects)?;
+    // Replace refs may also sit in `packed-refs`.
+    let repo = open(worktree)?;
+    let replaced: Vec<String> = repo
+        .references_glob("refs/replace/*")
+        .map_err(WorktreeError::git("list replace refs"))?
+        .flatten()
+        .filter_map(|r| r.name().map(str::to_string))
+        .collect();
+    for name in replaced {
+        if let Ok(mut reference) = repo.find_reference(&name) {
+            reference
+                .delete()
+                .map_err(WorktreeError::git(format!("delete {name}")))?;
+        }
+    }
+    Ok(Restored::Kept)
+}
+
+/// Opens a contestant's repository the way Arena does: `<worktree>/.git`
+/// by its path (no discovery, no `.git` file followed, no `core.worktree`),
+/// with `worktree` as its working folder. Call [`restore`] first.
+pub fn open(worktree: &Path) -> Result<Repository, WorktreeError> {
+    let git_dir = worktree.join(".git");
+    if !is_sound(&git_dir) {
+        return Err(WorktreeError::Unknown(worktree.to_path_buf()));
+    }
+    let repo = Repository::open_bare(&git_dir).map_err(|e| open_error(worktree, e))?;
+    repo.set_workdir(worktree, false)
+        .map_err(WorktreeError::git(format!("open {}", worktree.display())))?;
+    Ok(repo)
+}
+
+/// The object folders a contestant's repository reads from the project:
+/// its object store and the stores that one borrows from (its own
+/// alternates, as git follows them). What an agent's sandbox may read of
+/// the user's `.git`.
+pub fn object_dirs(project: &Path) -> Result<Vec<PathBuf>, WorktreeError> {
+    let repo = open_project(project)?;
+    let mut dirs = vec![object_store(&repo)];
+    let mut next = 0;
+    // git follows alternates five deep.
+    while next < dirs.len() && dirs.len() < 6 {
+        let dir = dirs[next].clone();
+        next += 1;
+        let Ok(text) = fs::read_to_string(dir.join("info/alternates")) else {
+            continue;
+        };
+        for line in text.lines().map(str::trim) {
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let found = dir.join(line);
+            let found = found.canonicalize().unwrap_or(found);
+            if !dirs.contains(&found) {
+                dirs.push(found);
+            }
+        }
+    }
+    Ok(dirs)
+}
+
+/// Whether the worktree has uncommitted changes: modified or staged files,
+/// or untracked files that are not ignored. A repository that is not as
+/// Arena left it counts as dirty (nothing is discarded by mistake).
+pub fn is_dirty(worktree: &Path) -> Result<bool, WorktreeError> {
+    let repo = match open(worktree) {
+        Ok(repo) => repo,
+        Err(WorktreeError::Unknown(_)) => return Ok(true),
+        Err(error) => return Err(error),
+    };
     Ok(!changed_files(&repo, true, 1)
         .map_err(WorktreeError::git(format!(
             "read the status of {}",
-            path.display()
+            worktree.display()
         )))?
         .is_empty())
 }
 
-/// Arena's worktrees of `project`: those whose HEAD is on an `arena/*`
-/// branch, or whose `arena/<name>` branch still exists (HEAD detached or
-/// moved to another branch by the contestant). Sorted by name.
-pub fn list(project: &Path) -> Result<Vec<WorktreeInfo>, WorktreeError> {
-    let repo = open_project(project)?;
-    let names = repo
-        .worktrees()
-        .map_err(WorktreeError::git("list the worktrees"))?;
-    let admin_root = common_dir(&repo).join("worktrees");
-    let mut found = Vec::new();
-    for name in names.iter().flatten() {
-        let Ok(worktree) = repo.find_worktree(name) else {
-            // Bookkeeping without a readable `gitdir`: not ours to report.
-            continue;
-        };
-        let branch = head_branch(&admin_root.join(name));
-        let ours = branch
-            .as_deref()
-            .is_some_and(|b| b.starts_with(BRANCH_PREFIX))
-            || repo
-                .find_branch(&format!("{BRANCH_PREFIX}{name}"), BranchType::Local)
-                .is_ok();
-        if !ours {
-            continue;
+/// Removes a contestant's worktree (its folder, its repository with it).
+/// Refuses one with uncommitted work unless `force`; a folder that is gone
+/// is fine. A worktree of the old layout also leaves the project's
+/// bookkeeping (its `arena/<name>` branch and `.git/worktrees/<name>`).
+pub fn remove(project: &Path, worktree: &Path, force: bool) -> Result<(), WorktreeError> {
+    let name = folder_name(worktree)?;
+    match fs::symlink_metadata(worktree) {
+        Err(error) if error.kind() == io::ErrorKind::NotFound => {}
+        Err(error) => {
+            return Err(WorktreeError::Io {
+                path: worktree.to_path_buf(),
+                source: error,
+            })
         }
-        let path = worktree.path().to_path_buf();
-        let exists = path.is_dir();
-        let dirty = exists
-            && is_dirty(&path).unwrap_or_else(|error| {
-                tracing::warn!(worktree = %path.display(), %error, "cannot tell whether the worktree is dirty");
-                true
-            });
-        found.push(WorktreeInfo {
-            name: name.to_string(),
-            path,
-            branch,
-            exists,
-            dirty,
-        });
-    }
-    found.sort_by(|a, b| a.name.cmp(&b.name));
-    Ok(found)
-}
-
-/// Removes the worktree `name` of `project`: its folder, git's bookkeeping
-/// and its `arena/<name>` branch. Refuses a dirty or locked one unless
-/// `force`. A worktree whose folder is already gone is pruned from git's
-/// bookkeeping (and its branch deleted). A leftover `arena/<name>` branch
-/// with no worktree is deleted too.
-pub fn remove(project: &Path, name: &str, force: bool) -> Result<(), WorktreeError> {
-    check_name(name)?;
-    let repo = open_project(project)?;
-    let branch_name = format!("{BRANCH_PREFIX}{name}");
-
-    match repo.find_worktree(name) {
-        Ok(worktree) => {
-            if let WorktreeLockStatus::Locked(reason) = worktree.is_locked().map_err(
-                WorktreeError::git(format!("read the lock of worktree {name}")),
-            )? {
-                if !force {
-                    return Err(WorktreeError::Locked {
-                        name: name.to_string(),
-                        reason: reason.map(|r| format!(" ({r})")).unwrap_or_default(),
-                    });
-                }
-            }
-            let path = worktree.path().to_path_buf();
-            if path.symlink_metadata().is_ok() {
-                let admin = common_dir(&repo).join("worktrees").join(name);
-                if !links_back(&path, &admin) {
-                    return Err(WorktreeError::Foreign(path));
-                }
-                if !force && is_dirty(&path)? {
+        Ok(meta) if !meta.is_dir() => return Err(WorktreeError::Foreign(worktree.to_path_buf())),
+        Ok(_) => {
+            if !force {
+                let dirty = match open(worktree) {
+                    Ok(repo) => !changed_files(&repo, true, 1)
+                        .map_err(WorktreeError::git(format!(
+                            "read the status of {}",
+                            worktree.display()
+                        )))?
+                        .is_empty(),
+                    Err(WorktreeError::Unknown(path)) => return Err(WorktreeError::Unknown(path)),
+                    Err(error) => return Err(error),
+                };
+                if dirty {
                     return Err(WorktreeError::Dirty {
-                        name: name.to_string(),
-                        path,
+                        name,
+                        path: worktree.to_path_buf(),
                     });
                 }
-                remove_dir_all(&path)?;
             }
-            let _guard = bookkeeping_lock();
-            prune(&worktree, name)?;
-        }
-        Err(_) => {
-            if repo.find_branch(&branch_name, BranchType::Local).is_err() {
-                return Err(WorktreeError::NotFound {
-                    name: name.to_string(),
-                    project: project.to_path_buf(),
-                });
-            }
+            remove_dir_all(worktree)?;
         }
     }
-
-    if let Ok(mut branch) = repo.find_branch(&branch_name, BranchType::Local) {
-        let _guard = bookkeeping_lock();
-        branch.delete().map_err(|source| {
-            if source.message().contains("checked out") {
-                WorktreeError::BranchInUse {
-                    branch: branch_name.clone(),
-                    message: source.message().to_string(),
-                }
-            } else {
-                WorktreeError::Git {
-                    what: format!("delete branch {branch_name}"),
-                    source,
-                }
-            }
-        })?;
+    if let Ok(repo) = open_project(project) {
+        forget_linked(&repo, &name, worktree);
     }
     Ok(())
 }
 
-/// Serializes changes to worktree bookkeeping and branch deletions within
-/// this process (see [`create`]).
-fn bookkeeping_lock() -> std::sync::MutexGuard<'static, ()> {
-    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+/// Makes the repository of `worktree` (an existing folder): Arena's
+/// configuration, no hooks, the project's objects as alternates, branch
+/// `arena/<name>` at `base` and HEAD on it; then either checks every file
+/// out (a new worktree) or only sets the index to the base tree (around an
+/// agent's working files, which stay as they are).
+fn build(
+    worktree: &Path,
+    objects: &Path,
+    name: &str,
+    base: Oid,
+    checkout: bool,
+) -> Result<(), WorktreeError> {
+    let branch = format!("refs/heads/{BRANCH_PREFIX}{name}");
+    let mut options = RepositoryInitOptions::new();
+    options
+        .no_reinit(true)
+        .external_template(false)
+        .initial_head(&branch);
+    Repository::init_opts(worktree, &options).map_err(WorktreeError::git(format!(
+        "make a repository in {}",
+        worktree.display()
+    )))?;
+    let git_dir = worktree.join(".git");
+    for entry in REDIRECTS {
+        remove_entry(&git_dir.join(entry))?;
+    }
+    arena_parts(&git_dir, objects)?;
+    let repo = open(worktree)?;
+    let what = || format!("set up the repository in {}", worktree.display());
+    let commit = repo
+        .find_commit(base)
+        .map_err(WorktreeError::git(what()))?;
+    repo.reference(&branch, base, true, "arena: the battle's base commit")
+        .map_err(WorktreeError::git(what()))?;
+    if checkout {
+        let mut files = CheckoutBuilder::new();
+        files.force();
+        repo.checkout_tree(commit.as_object(), Some(&mut files))
+            .map_err(WorktreeError::git(what()))?;
+    } else {
+        let tree = commit.tree().map_err(WorktreeError::git(what()))?;
+        let mut index = repo.index().map_err(WorktreeError::git(what()))?;
+        index.read_tree(&tree).map_err(WorktreeError::git(what()))?;
+        index.write().map_err(WorktreeError::git(what()))?;
+    }
+    Ok(())
+}
+
+/// Writes Arena's parts of a repository: its configuration, an empty
+/// `hooks/` and `info/`, and `objects/info/alternates` naming the project's
+/// object store.
+fn arena_parts(git_dir: &Path, objects: &Path) -> Result<(), WorktreeError> {
+    write_file(&git_dir.join("config"), CONFIG)?;
+    for dir in ["hooks", "info", "objects/info"] {
+        let dir = git_dir.join(dir);
+        fs::create_dir_all(&dir).map_err(WorktreeError::io(&dir))?;
+    }
+    write_file(
+        &git_dir.join("objects/info/alternates"),
+        &format!("{}\n", objects.display()),
+    )
+}
+
+/// Whether `git_dir` is a repository folder Arena can open without
+/// following anything: a real folder with real `objects/` and `refs/`.
+fn is_sound(git_dir: &Path) -> bool {
+    is_dir(git_dir) && is_dir(&git_dir.join("objects")) && is_dir(&git_dir.join("refs"))
+}
+
+/// A real folder (not a link to one).
+fn is_dir(path: &Path) -> bool {
+    fs::symlink_metadata(path).is_ok_and(|m| m.is_dir())
+}
+
+/// Removes whatever is at `path`, never following a link; nothing there is
+/// fine.
+fn remove_entry(path: &Path) -> Result<(), WorktreeError> {
+    match fs::symlink_metadata(path) {
+        Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(error) => Err(WorktreeError::Io {
+            path: path.to_path_buf(),
+            source: error,
+        }),
+        Ok(meta) if meta.is_dir() => remove_dir_all(path),
+        Ok(_) => fs::remove_file(path).map_err(WorktreeError::io(path)),
+    }
+}
+
+/// Removes every entry under `dir` that is not a plain file or folder.
+fn remove_odd_entries(dir: &Path) -> Result<(), WorktreeError> {
+    let entries = fs::read_dir(dir).map_err(WorktreeError::io(dir))?;
+    for entry in entries {
+        let entry = entry.map_err(WorktreeError::io(dir))?;
+        let path = entry.path();
+        let kind = entry.file_type().map_err(WorktreeError::io(&path))?;
+        if kind.is_dir() {
+            remove_odd_entries(&path)?;
+        } else if !kind.is_file() {
+            fs::remove_file(&path).map_err(WorktreeError::io(&path))?;
+        }
+    }
+    Ok(())
+}
+
+/// Writes `text` to `path` through a new file renamed over it, so a link or
+/// a folder left there is replaced, not followed.
+fn write_file(path: &Path, text: &str) -> Result<(), WorktreeError> {
+    if is_dir(path) {
+        remove_dir_all(path)?;
+    }
+    let mut temporary = path.as_os_str().to_owned();
+    temporary.push(".arena-new");
+    let temporary = PathBuf::from(temporary);
+    remove_entry(&temporary)?;
+    fs::write(&temporary, text).map_err(WorktreeError::io(&temporary))?;
+    fs::rename(&temporary, path).map_err(WorktreeError::io(path))
+}
+
+/// The worktree's folder name: its name and its branch's.
+fn folder_name(worktree: &Path) -> Result<String, WorktreeError> {
+    let name = worktree
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    check_name(&name)?;
+    Ok(name)
+}
+
+/// Drops an old-layout worktree's bookkeeping from the project: git's entry
+/// for it (when it is at `worktree`) and its `arena/<name>` branch. Best
+/// effort: what cannot be removed is logged and left.
+fn forget_linked(repo: &Repository, name: &str, worktree: &Path) {
+    if let Ok(linked) = repo.find_worktree(name) {
+        if linked.path() != worktree {
+            return;
+        }
+        let mut options = WorktreePruneOptions::new();
+        options.valid(true).locked(true).working_tree(false);
+        if let Err(error) = linked.prune(Some(&mut options)) {
+            tracing::warn!(worktree = %worktree.display(), %error, "cannot drop an old worktree's entry from the project");
+            return;
+        }
+    }
+    if let Ok(mut branch) = repo.find_branch(&format!("{BRANCH_PREFIX}{name}"), BranchType::Local)
+    {
+        if let Err(error) = branch.delete() {
+            tracing::warn!(%name, %error, "cannot delete an old worktree's branch in the project");
+        }
+    }
 }
 
 /// Opens the repository whose top folder is `project`, refusing a bare
@@ -498,7 +604,8 @@ pub(crate) fn changed_files(
         .include_untracked(include_untracked)
         .recurse_untracked_dirs(false)
         .include_ignored(false)
-        .include_unmodified(false);
+        .include_unmodified(false)
+        .exclude_submodules(true);
     let statuses = repo.statuses(Some(&mut options))?;
     Ok(statuses
         .iter()
@@ -511,60 +618,21 @@ pub(crate) fn changed_files(
         .collect())
 }
 
-/// The folder shared by all worktrees of `repo` (the main `.git`).
-fn common_dir(repo: &Repository) -> PathBuf {
+/// The project's object store (of the main `.git` when the project is a
+/// linked worktree itself), symlinks resolved.
+fn object_store(repo: &Repository) -> PathBuf {
     let git_dir = repo.path();
-    match fs::read_to_string(git_dir.join("commondir")) {
-        Ok(text) => {
-            let common = Path::new(text.trim_end_matches(['\n', '\r']));
-            let joined = git_dir.join(common);
-            joined.canonicalize().unwrap_or(joined)
-        }
+    let common = match fs::read_to_string(git_dir.join("commondir")) {
+        Ok(text) => git_dir.join(text.trim_end_matches(['\n', '\r'])),
         Err(_) => git_dir.to_path_buf(),
-    }
-}
-
-/// The branch (short form) named by the `HEAD` file in a worktree's
-/// bookkeeping folder, `None` when detached or unreadable.
-fn head_branch(admin: &Path) -> Option<String> {
-    let text = fs::read_to_string(admin.join("HEAD")).ok()?;
-    parse_head(&text)
-}
-
-fn parse_head(text: &str) -> Option<String> {
-    text.trim()
-        .strip_prefix("ref:")
-        .map(str::trim)
-        .and_then(|r| r.strip_prefix("refs/heads/"))
-        .map(str::to_string)
-}
-
-/// Whether the `.git` file in `path` points at the bookkeeping folder
-/// `admin`, i.e. `path` really is that worktree.
-fn links_back(path: &Path, admin: &Path) -> bool {
-    let Ok(text) = fs::read_to_string(path.join(".git")) else {
-        return false;
     };
-    let Some(target) = text.trim().strip_prefix("gitdir:").map(str::trim) else {
-        return false;
-    };
-    let target = path.join(target);
-    match (target.canonicalize(), admin.canonicalize()) {
-        (Ok(a), Ok(b)) => a == b,
-        _ => false,
-    }
-}
-
-fn prune(worktree: &git2::Worktree, name: &str) -> Result<(), WorktreeError> {
-    let mut options = WorktreePruneOptions::new();
-    options.valid(true).locked(true).working_tree(false);
-    worktree
-        .prune(Some(&mut options))
-        .map_err(WorktreeError::git(format!("prune worktree {name}")))
+    let objects = common.join("objects");
+    objects.canonicalize().unwrap_or(objects)
 }
 
 /// `fs::remove_dir_all`, retrying once after making read-only folders
-/// writable (build tools like Go's leave some behind).
+/// writable (build tools like Go's leave some behind). Links are removed,
+/// not followed.
 fn remove_dir_all(path: &Path) -> Result<(), WorktreeError> {
     match fs::remove_dir_all(path) {
         Ok(()) => Ok(()),
@@ -640,19 +708,6 @@ mod tests {
         ] {
             assert!(check_name(bad).is_err(), "{bad:?}");
         }
-    }
-
-    #[test]
-    fn head_files() {
-        assert_eq!(
-            parse_head("ref: refs/heads/arena/alice\n").as_deref(),
-            Some("arena/alice")
-        );
-        assert_eq!(
-            parse_head("0123456789abcdef0123456789abcdef01234567\n"),
-            None
-        );
-        assert_eq!(parse_head("ref: refs/remotes/origin/main"), None);
     }
 
     #[test]

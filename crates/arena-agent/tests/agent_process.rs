@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use arena_agent::process::{run, Launch, Line};
+use arena_agent::process::{self, run, Launch, Line};
 use tokio_util::sync::CancellationToken;
 
 fn fake_agent() -> PathBuf {
@@ -20,6 +20,7 @@ fn launch(args: &[&str], timeout: Duration) -> Launch {
         env: vec![("AGENT_KEY".into(), "k-123".into())],
         timeout,
         sandbox: None,
+        bounds: Default::default(),
     }
 }
 
@@ -176,4 +177,43 @@ async fn the_environment_is_an_allowlist_plus_the_agents_own_key() {
     assert!(out.iter().any(|l| l.starts_with("PATH=")));
     assert!(out.iter().any(|l| l == "TERM=dumb"));
     assert!(!out.iter().any(|l| l.contains("must-not-leak")));
+}
+
+#[tokio::test]
+async fn output_past_the_bound_is_dropped_and_the_run_goes_on() {
+    // 8 MiB with no newline at all, then a line, then more lines.
+    let mut l = launch(
+        &["flood", "8388608"],
+        Duration::from_secs(30),
+    );
+    l.bounds.output_bytes = 3 * 1024 * 1024;
+    let mut handed = 0usize;
+    let mut longest = 0usize;
+    let exit = process::run(&l, &CancellationToken::new(), |line| {
+        let (Line::Stdout(t) | Line::Stderr(t)) = line;
+        handed += t.len() + 1;
+        longest = longest.max(t.len());
+    })
+    .await
+    .unwrap();
+    assert!(exit.success(), "{exit:?}");
+    assert!(handed <= 3 * 1024 * 1024, "{handed}");
+    assert!(longest <= process::MAX_LINE, "{longest}");
+    assert!(exit.output_dropped >= 5 * 1024 * 1024, "{exit:?}");
+}
+
+#[tokio::test]
+async fn a_file_over_the_bound_stops_the_writer_with_a_clear_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut l = launch(&["bigfile", "big.bin", "4194304"], Duration::from_secs(30));
+    l.cwd = dir.path().to_path_buf();
+    l.bounds.file_bytes = Some(1024 * 1024);
+    let exit = process::run(&l, &CancellationToken::new(), |_| {})
+        .await
+        .unwrap();
+    assert!(exit.hit_file_limit(), "{exit:?}");
+    let reason = exit.describe("fake");
+    assert!(reason.contains("limits.max_file_bytes"), "{reason}");
+    let size = std::fs::metadata(dir.path().join("big.bin")).unwrap().len();
+    assert!(size <= 1024 * 1024, "{size}");
 }

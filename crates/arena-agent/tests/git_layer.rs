@@ -1,7 +1,6 @@
 //! The git layer of Coding battles (`worktree`, `diff`) against real
 //! repositories in temporary folders, cross-checked with the `git` CLI.
 
-use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -88,36 +87,17 @@ fn head(dir: &Path) -> String {
     git(dir, &["rev-parse", "HEAD"]).trim().to_string()
 }
 
-/// `git worktree list --porcelain` as (path, branch) pairs, main excluded.
-fn porcelain(project: &Path) -> BTreeSet<(PathBuf, Option<String>)> {
-    let text = git(project, &["worktree", "list", "--porcelain"]);
-    let main = project.canonicalize().unwrap();
-    let mut out = BTreeSet::new();
-    for block in text.split("\n\n").filter(|b| !b.trim().is_empty()) {
-        let mut path = None;
-        let mut branch = None;
-        for line in block.lines() {
-            if let Some(p) = line.strip_prefix("worktree ") {
-                path = Some(PathBuf::from(p));
-            } else if let Some(b) = line.strip_prefix("branch refs/heads/") {
-                branch = Some(b.to_string());
-            }
-        }
-        let path = path.expect("a worktree line");
-        if path != main {
-            out.insert((path, branch));
-        }
-    }
-    out
+/// The user's repository as Arena must leave it: no worktree besides the
+/// main one, no `arena/*` branch.
+fn untouched(project: &Path) {
+    let listed = git(project, &["worktree", "list", "--porcelain"]);
+    assert_eq!(listed.matches("worktree ").count(), 1, "{listed}");
+    assert_eq!(git(project, &["branch", "--list", "arena/*"]), "");
 }
 
-/// What `worktree::list` says, in the same shape as [`porcelain`].
-fn listed(project: &Path) -> BTreeSet<(PathBuf, Option<String>)> {
-    worktree::list(project)
-        .unwrap()
-        .into_iter()
-        .map(|w| (w.path, w.branch))
-        .collect()
+/// `diff_worktree` with the default limits.
+fn diff_of(worktree: &Path, base: &str) -> Result<diff::Diff, DiffError> {
+    diff::diff_worktree(worktree, base, diff::DiffLimits::default())
 }
 
 /// A fresh clone of `project` checked out at `commit`.
@@ -198,7 +178,7 @@ fn check_project_accepts_only_a_repository_with_commits() {
 }
 
 #[test]
-fn create_makes_a_worktree_git_agrees_with() {
+fn create_makes_a_repository_of_its_own_git_agrees_with() {
     let (dir, project) = project();
     let base = head(&project);
     // A later commit on main: the worktree must start at `base`, not HEAD.
@@ -238,17 +218,27 @@ fn create_makes_a_worktree_git_agrees_with() {
     git(&wt.path, &["checkout", "--", "README.md"]);
     assert!(!worktree::is_dirty(&wt.path).unwrap());
 
-    let expected: BTreeSet<_> = [(wt.path.clone(), Some("arena/01-alice".to_string()))].into();
-    assert_eq!(porcelain(&project), expected);
-    assert_eq!(listed(&project), expected);
+    // A repository of its own: its git data is in its folder, it reads the
+    // project's objects, and the project gained no worktree or branch.
+    assert!(wt.path.join(".git").is_dir());
+    assert_eq!(
+        fs::read_to_string(wt.path.join(".git/objects/info/alternates")).unwrap(),
+        format!(
+            "{}\n",
+            project.join(".git/objects").canonicalize().unwrap().display()
+        )
+    );
+    assert_eq!(
+        git(&wt.path, &["config", "core.hooksPath"]).trim(),
+        "/dev/null"
+    );
+    assert!(fs::read_dir(wt.path.join(".git/hooks")).unwrap().next().is_none());
+    assert_eq!(git(&wt.path, &["fsck", "--no-dangling"]), "");
+    untouched(&project);
 
-    // Refusals: the same path, the same branch, a bad name, an unknown commit.
+    // Refusals: the same path, a bad name, an unknown commit.
     let error = worktree::create(&project, &root, "01-alice", &base).unwrap_err();
     assert!(matches!(error, WorktreeError::PathExists(_)), "{error:?}");
-    git(&project, &["branch", "arena/taken"]);
-    let error = worktree::create(&project, &root, "taken", &base).unwrap_err();
-    assert!(matches!(error, WorktreeError::BranchExists(_)), "{error:?}");
-    assert!(!root.join("taken").exists());
     let error = worktree::create(&project, &root, "../escape", &base).unwrap_err();
     assert!(matches!(error, WorktreeError::InvalidName(_)), "{error:?}");
     let error = worktree::create(&project, &root, "x", "0123456789abcdef").unwrap_err();
@@ -257,7 +247,7 @@ fn create_makes_a_worktree_git_agrees_with() {
         "{error:?}"
     );
     assert!(!root.join("x").exists());
-    assert_eq!(porcelain(&project), expected);
+    untouched(&project);
 }
 
 #[test]
@@ -272,25 +262,21 @@ fn worktrees_can_be_created_and_removed_in_parallel() {
             scope.spawn(move || worktree::create(project, root, name, base).unwrap());
         }
     });
-    let expected: BTreeSet<_> = names
-        .iter()
-        .map(|n| {
-            (
-                root.canonicalize().unwrap().join(n),
-                Some(format!("arena/{n}")),
-            )
-        })
-        .collect();
-    assert_eq!(porcelain(&project), expected);
-    assert_eq!(listed(&project), expected);
+    let root = root.canonicalize().unwrap();
+    for name in &names {
+        let path = root.join(name);
+        assert_eq!(head(&path), base);
+        assert_eq!(git(&path, &["status", "--porcelain"]), "");
+    }
+    untouched(&project);
     std::thread::scope(|scope| {
         for name in &names {
-            let project = &project;
-            scope.spawn(move || worktree::remove(project, name, false).unwrap());
+            let (project, path) = (&project, root.join(name));
+            scope.spawn(move || worktree::remove(project, &path, false).unwrap());
         }
     });
-    assert!(porcelain(&project).is_empty());
-    assert_eq!(git(&project, &["branch", "--list", "arena/*"]), "");
+    assert_eq!(fs::read_dir(&root).unwrap().count(), 0);
+    untouched(&project);
 }
 
 #[test]
@@ -313,8 +299,8 @@ fn two_worktrees_from_one_base_do_not_see_each_other() {
     assert!(!b.path.join("src/only_a.rs").exists());
     assert!(!a.path.join("src/only_b.rs").exists());
 
-    let diff_a = diff::diff_worktree(&a.path, &base).unwrap();
-    let diff_b = diff::diff_worktree(&b.path, &base).unwrap();
+    let diff_a = diff_of(&a.path, &base).unwrap();
+    let diff_b = diff_of(&b.path, &base).unwrap();
 
     assert!(diff_a.patch.contains("+lib line 10, as A sees it"));
     assert!(!diff_a.patch.contains("ten (B)"));
@@ -342,16 +328,12 @@ fn two_worktrees_from_one_base_do_not_see_each_other() {
     assert_eq!(diff_b.files[0].path, "src/lib.rs");
     assert_eq!(diff_b.files[0].status, ChangeStatus::Modified);
 
-    // The project itself saw nothing.
+    // The project itself saw nothing, and B's commit is B's alone.
     assert_eq!(git(&project, &["status", "--porcelain"]), "");
-    assert_eq!(
-        porcelain(&project),
-        [
-            (a.path.clone(), Some("arena/a".to_string())),
-            (b.path.clone(), Some("arena/b".to_string()))
-        ]
-        .into()
-    );
+    untouched(&project);
+    let b_commit = head(&b.path);
+    assert!(!git_try(&project, &["cat-file", "-e", &b_commit]).0);
+    assert!(!git_try(&a.path, &["cat-file", "-e", &b_commit]).0);
 
     // Both patches apply to the base (each alone).
     for (i, patch) in [&diff_a.patch, &diff_b.patch].into_iter().enumerate() {
@@ -396,7 +378,7 @@ fn diff_shows_commits_edits_new_deleted_renamed_and_binary_files() {
     write(&w.join("run.log"), "log\n");
 
     assert!(worktree::is_dirty(w).unwrap());
-    let d = diff::diff_worktree(w, &base).unwrap();
+    let d = diff_of(w, &base).unwrap();
     let patch = &d.patch;
 
     let by_path = |p: &str| {
@@ -505,7 +487,7 @@ fn no_changes_is_an_empty_diff() {
     let base = head(&project);
     let wt = worktree::create(&project, &dir.path().join("wt"), "idle", &base).unwrap();
     write(&wt.path.join("target/x"), "ignored\n");
-    let d = diff::diff_worktree(&wt.path, &base).unwrap();
+    let d = diff_of(&wt.path, &base).unwrap();
     assert_eq!(d.patch, "");
     assert!(d.files.is_empty());
     assert_eq!(d.stats, DiffStats::default());
@@ -514,12 +496,12 @@ fn no_changes_is_an_empty_diff() {
         DiffStats::default()
     );
 
-    let error = diff::diff_worktree(&wt.path, "no-such-commit").unwrap_err();
+    let error = diff_of(&wt.path, "no-such-commit").unwrap_err();
     assert!(
         matches!(error, DiffError::UnknownCommit { .. }),
         "{error:?}"
     );
-    let error = diff::diff_worktree(&dir.path().join("nowhere"), &base).unwrap_err();
+    let error = diff_of(&dir.path().join("nowhere"), &base).unwrap_err();
     assert!(matches!(error, DiffError::NotARepository(_)), "{error:?}");
 }
 
@@ -536,7 +518,7 @@ fn contestant_patch(dir: &Path, project: &Path, base: &str) -> String {
         numbered("util", 20).replace("util line 18\n", "util line 18 (contestant)\n"),
     );
     write(&wt.path.join("src/new.rs"), "pub fn new() {}\n");
-    diff::diff_worktree(&wt.path, base).unwrap().patch
+    diff_of(&wt.path, base).unwrap().patch
 }
 
 fn snapshot(project: &Path) -> Vec<(String, Option<Vec<u8>>)> {
@@ -657,152 +639,72 @@ fn apply_applies_a_clean_patch() {
 }
 
 #[test]
-fn remove_and_prune_keep_git_in_agreement() {
+fn remove_keeps_uncommitted_work_unless_forced() {
     let (dir, project) = project();
     let base = head(&project);
     let root = dir.path().join("wt");
     let dirty = worktree::create(&project, &root, "dirty", &base).unwrap();
     let gone = worktree::create(&project, &root, "gone", &base).unwrap();
     let clean = worktree::create(&project, &root, "clean", &base).unwrap();
-    // A worktree that is not Arena's is neither listed nor touched.
-    let other = dir.path().join("other");
-    git(
-        &project,
-        &[
-            "worktree",
-            "add",
-            "-q",
-            "-b",
-            "feature",
-            other.to_str().unwrap(),
-        ],
-    );
-    // One made by the CLI on an arena/ branch is Arena's.
-    let cli = root.canonicalize().unwrap().join("cli");
-    git(
-        &project,
-        &[
-            "worktree",
-            "add",
-            "-q",
-            "-b",
-            "arena/cli",
-            cli.to_str().unwrap(),
-        ],
-    );
-
     write(&dirty.path.join("scratch.txt"), "untracked\n");
     fs::remove_dir_all(&gone.path).unwrap();
 
-    let infos = worktree::list(&project).unwrap();
-    let summary: Vec<_> = infos
-        .iter()
-        .map(|w| (w.name.as_str(), w.exists, w.dirty))
-        .collect();
-    assert_eq!(
-        summary,
-        [
-            ("clean", true, false),
-            ("cli", true, false),
-            ("dirty", true, true),
-            ("gone", false, false)
-        ]
-    );
-    let other_path = other.canonicalize().unwrap();
-    let mut all = listed(&project);
-    all.insert((other_path.clone(), Some("feature".into())));
-    assert_eq!(porcelain(&project), all);
-
-    // Dirty: kept without force.
-    let error = worktree::remove(&project, "dirty", false).unwrap_err();
+    let error = worktree::remove(&project, &dirty.path, false).unwrap_err();
     assert!(matches!(error, WorktreeError::Dirty { .. }), "{error:?}");
     assert!(error.to_string().contains("--force"), "{error}");
     assert!(dirty.path.join("scratch.txt").exists());
-    assert_eq!(porcelain(&project), all);
-
-    // With force: gone, for git too, branch included.
-    worktree::remove(&project, "dirty", true).unwrap();
+    worktree::remove(&project, &dirty.path, true).unwrap();
     assert!(!dirty.path.exists());
-    all.remove(&(dirty.path.clone(), Some("arena/dirty".into())));
-    assert_eq!(porcelain(&project), all);
-    assert_eq!(git(&project, &["branch", "--list", "arena/dirty"]), "");
+    // Gone already: fine.
+    worktree::remove(&project, &gone.path, false).unwrap();
+    worktree::remove(&project, &clean.path, false).unwrap();
+    assert!(!clean.path.exists());
 
-    // Deleted by hand: pruned.
-    worktree::remove(&project, "gone", false).unwrap();
-    all.remove(&(gone.path.clone(), Some("arena/gone".into())));
-    assert_eq!(porcelain(&project), all);
-    assert_eq!(git(&project, &["worktree", "prune", "--dry-run", "-v"]), "");
-    assert_eq!(git(&project, &["branch", "--list", "arena/gone"]), "");
+    // A repository that is not as Arena left it cannot tell what is
+    // uncommitted: kept without force.
+    let odd = worktree::create(&project, &root, "odd", &base).unwrap();
+    fs::remove_dir_all(odd.path.join(".git")).unwrap();
+    fs::write(odd.path.join(".git"), "gitdir: /somewhere/else\n").unwrap();
+    assert!(worktree::is_dirty(&odd.path).unwrap());
+    let error = worktree::remove(&project, &odd.path, false).unwrap_err();
+    assert!(matches!(error, WorktreeError::Unknown(_)), "{error:?}");
+    worktree::remove(&project, &odd.path, true).unwrap();
+    assert!(!odd.path.exists());
 
-    // Clean, and the CLI-made one.
-    worktree::remove(&project, "clean", false).unwrap();
-    worktree::remove(&project, "cli", false).unwrap();
-    assert!(!clean.path.exists() && !cli.exists());
-    assert_eq!(
-        porcelain(&project),
-        [(other_path.clone(), Some("feature".into()))].into()
-    );
-    assert!(worktree::list(&project).unwrap().is_empty());
-    assert!(other_path.exists(), "the foreign worktree was left alone");
-
-    let error = worktree::remove(&project, "clean", false).unwrap_err();
-    assert!(matches!(error, WorktreeError::NotFound { .. }), "{error:?}");
-
-    // The name can be used again, and the CLI can remove what we made.
+    // The name can be used again.
     let again = worktree::create(&project, &root, "clean", &base).unwrap();
+    assert_eq!(git(&again.path, &["status", "--porcelain"]), "");
+    untouched(&project);
+}
+
+#[test]
+fn a_worktree_of_the_old_layout_is_turned_into_a_repository_of_its_own() {
+    let (dir, project) = project();
+    let base = head(&project);
+    // As Arena made them before: a linked worktree on an arena/ branch.
+    let root = dir.path().join("wt");
+    fs::create_dir_all(&root).unwrap();
+    let old = root.canonicalize().unwrap().join("old");
     git(
         &project,
-        &["worktree", "remove", again.path.to_str().unwrap()],
+        &["worktree", "add", "-q", "-b", "arena/old", old.to_str().unwrap()],
     );
-    git(&project, &["branch", "-q", "-D", "arena/clean"]);
-    assert_eq!(
-        porcelain(&project),
-        [(other_path, Some("feature".into()))].into()
-    );
-}
+    write(&old.join("src/lib.rs"), "committed\n");
+    git(&old, &["commit", "-q", "-am", "the agent's commit"]);
+    write(&old.join("new.txt"), "uncommitted\n");
 
-#[test]
-fn a_stale_worktree_does_not_block_its_name() {
-    let (dir, project) = project();
-    let base = head(&project);
-    let root = dir.path().join("wt");
-    let first = worktree::create(&project, &root, "again", &base).unwrap();
-    fs::remove_dir_all(&first.path).unwrap();
-    // (`git branch -D` refuses a branch of a registered worktree.)
-    git(&project, &["update-ref", "-d", "refs/heads/arena/again"]);
-    let second = worktree::create(&project, &root, "again", &base).unwrap();
     assert_eq!(
-        porcelain(&project),
-        [(second.path.clone(), Some("arena/again".into()))].into()
+        worktree::restore(&old, &project, &base).unwrap(),
+        worktree::Restored::Rebuilt
     );
-    assert_eq!(git(&second.path, &["status", "--porcelain"]), "");
-}
-
-#[test]
-fn a_broken_bookkeeping_entry_is_explained() {
-    let (dir, project) = project();
-    let base = head(&project);
-    let root = dir.path().join("wt");
-    // As crashes halfway through `git worktree add` could leave them. (With
-    // two, libgit2 1.8's listing skips one of its checks and takes an
-    // unreadable entry for a worktree that has every branch checked out.)
-    fs::create_dir_all(project.join(".git/worktrees/broken1")).unwrap();
-    fs::create_dir_all(project.join(".git/worktrees/broken2")).unwrap();
-    let error = worktree::create(&project, &root, "fine", &base).unwrap_err();
-    assert!(
-        matches!(error, WorktreeError::BrokenBookkeeping { .. }),
-        "{error:?}"
-    );
-    assert!(error.to_string().contains("git worktree prune"), "{error}");
-    assert!(!root.join("fine").exists());
-    assert_eq!(git(&project, &["branch", "--list", "arena/*"]), "");
-
-    git(&project, &["worktree", "prune"]);
-    let wt = worktree::create(&project, &root, "fine", &base).unwrap();
-    assert_eq!(
-        porcelain(&project),
-        [(wt.path, Some("arena/fine".into()))].into()
-    );
+    // Its work is all there, as changes against the base.
+    let d = diff_of(&old, &base).unwrap();
+    let paths: Vec<_> = d.files.iter().map(|f| f.path.as_str()).collect();
+    assert_eq!(paths, ["new.txt", "src/lib.rs"], "{}", d.patch);
+    // And the project forgot it.
+    untouched(&project);
+    assert_eq!(git(&old, &["rev-parse", "--abbrev-ref", "HEAD"]).trim(), "arena/old");
+    assert_eq!(worktree::restore(&old, &project, &base).unwrap(), worktree::Restored::Kept);
 }
 
 #[test]
@@ -829,7 +731,7 @@ fn odd_files_make_patches_git_accepts() {
         std::os::unix::fs::symlink("src/lib.rs", w.join("link.rs")).unwrap();
     }
 
-    let d = diff::diff_worktree(w, &base).unwrap();
+    let d = diff_of(w, &base).unwrap();
     let paths: Vec<_> = d.files.iter().map(|f| f.path.as_str()).collect();
     for expected in [
         "README.md",
@@ -979,7 +881,7 @@ fn the_patch_parser_reads_what_git_and_the_diff_layer_write() {
     write(&project.join("logo.png"), binary_blob(3, 500));
 
     // The diff layer's patch (what a contestant's diff.patch holds).
-    let ours = diff::diff_worktree(&project, &base).unwrap();
+    let ours = diff_of(&project, &base).unwrap();
     // git's own, from the index.
     git(&project, &["add", "-A"]);
     let theirs = git(&project, &["diff", "--cached", "--binary", "-M", &base]);

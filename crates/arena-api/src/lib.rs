@@ -1883,6 +1883,7 @@ mod tests {
                 files: 2,
                 insertions: 10,
                 deletions: 3,
+                omitted: Vec::new(),
             }),
             check: Some(core::battle::CheckResult {
                 command: "cargo test".into(),

@@ -54,6 +54,7 @@ fn contestant(position: u32, id: &str) -> core::Contestant {
             files: 2,
             insertions: 10,
             deletions: 3,
+            omitted: Vec::new(),
         }),
         check: Some(check()),
         waiting: None,
@@ -167,6 +168,7 @@ fn round() -> core::battle::Round {
             files: 3,
             insertions: 14,
             deletions: 3,
+            omitted: Vec::new(),
         }),
         check: Some(check()),
         duration_ms: Some(4000),
@@ -393,6 +395,7 @@ fn worktrees_and_pruning() {
             files: 1,
             insertions: 2,
             deletions: 0
+            omitted: Vec::new(),
         })
             .into(),
     });

@@ -388,6 +388,20 @@ pub fn render_result(battle: &Battle, c: &Contestant) -> String {
     md
 }
 
+/// The files a diff names without their content, as a Markdown list (empty
+/// when there are none).
+pub fn omitted_list(d: &crate::battle::DiffSummary) -> String {
+    if d.omitted.is_empty() {
+        return String::new();
+    }
+    let mut md = String::from("Not in the patch (copy them from the worktree by hand):\n\n");
+    for line in &d.omitted {
+        md.push_str(&format!("- `{line}`\n"));
+    }
+    md.push('\n');
+    md
+}
+
 /// The part of `result.md` that is the contestant's work (and its error,
 /// when `with_error`).
 fn push_work(md: &mut String, battle: &Battle, c: &Contestant, with_error: bool) {
@@ -402,6 +416,7 @@ fn push_work(md: &mut String, battle: &Battle, c: &Contestant, with_error: bool)
             d.deletions,
             battle.base_commit.as_deref().map(|b| &b[..b.len().min(12)]).unwrap_or("the base commit"),
         ));
+        md.push_str(&omitted_list(d));
     }
     if let Some(check) = &c.check {
         let verdict = if check.passed {

@@ -219,6 +219,10 @@ pub struct DiffSummary {
     pub files: usize,
     pub insertions: usize,
     pub deletions: usize,
+    /// Files the patch names without their content (too big), each with
+    /// why: `path: left out: 1.0 GiB, over the 1 MiB limit for one file …`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub omitted: Vec<String>,
 }
 
 /// The check command's result in one worktree.

@@ -107,6 +107,18 @@ pub struct Limits {
     pub native_command_timeout_secs: u64,
     /// Whether agent processes run in the sandbox (see `agent::sandbox`).
     pub sandbox: SandboxMode,
+    /// Coding: the largest file an agent or check may write (`RLIMIT_FSIZE`
+    /// of each of its processes); a run that hits it is a contestant error.
+    pub max_file_bytes: u64,
+    /// Coding: a file bigger than this is listed in the diff with its size
+    /// and hash, not its content.
+    pub diff_file_bytes: u64,
+    /// Coding: once a diff is this big, further files are listed with their
+    /// size and hash only.
+    pub diff_total_bytes: u64,
+    /// Coding: how long Arena may take to read a finished agent's work
+    /// (its diff); longer is a contestant error.
+    pub diff_timeout_secs: u64,
 }
 
 /// `[limits] sandbox`: whether agents run sandboxed.
@@ -138,6 +150,10 @@ impl Default for Limits {
             native_max_steps: 30,
             native_command_timeout_secs: 120,
             sandbox: SandboxMode::Strict,
+            max_file_bytes: 2 * 1024 * 1024 * 1024,
+            diff_file_bytes: 1024 * 1024,
+            diff_total_bytes: 20 * 1024 * 1024,
+            diff_timeout_secs: 120,
         }
     }
 }

@@ -44,6 +44,10 @@ pub struct FileChange {
     pub binary: bool,
     pub insertions: usize,
     pub deletions: usize,
+    /// Why the patch carries only its name, size and hash (too big for a
+    /// diff); `None` when its change is in the patch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub omitted: Option<String>,
 }
 
 /// Everything a contestant changed, as a patch and as a list of files.
@@ -261,6 +265,7 @@ impl Section {
                 binary: self.binary,
                 insertions: count(LineKind::Add),
                 deletions: count(LineKind::Delete),
+                omitted: None,
             },
             lines: self.lines,
         }

@@ -871,15 +871,17 @@ async fn cross_examine_with_agent(
     // Read-only by the kernel: the results folder is readable, nothing but
     // its scratch folder writable.
     let connect = super::coding::reachable(&plan, endpoint.as_ref());
-    let (launch, _scratch) = super::coding::prepare(
-        engine,
-        backend.name,
-        plan,
-        &battle.results_path,
-        &scratch,
-        false,
+    let results = super::coding::Reach {
+        program: None,
+        workspace: &battle.results_path,
+        writable: false,
+        objects: &[],
         connect,
-    )?;
+        own_config: &[],
+        toolchains: false,
+    };
+    let (launch, _scratch) =
+        super::coding::prepare(engine, backend.name, plan, results, &scratch)?;
 
     let mut x = start_cross_exam(engine, battle, backend.name, &target, question).await?;
 

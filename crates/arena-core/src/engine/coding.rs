@@ -154,26 +154,112 @@ async fn work(
     token: &CancellationToken,
     slot: LaneSlot,
 ) -> Result<Work> {
+    let workspace = Workspace::of(engine, battle, path, base).await?;
     let watch = watch_changes(engine, c, path);
     let run = match c.identity.as_str() {
-        "native" => run_native(engine, c, path, prompt, token).await,
-        _ => run_cli(engine, c, path, prompt, token).await,
+        "native" => run_native(engine, c, &workspace, prompt, token).await,
+        _ => run_cli(engine, c, &workspace, prompt, token).await,
     };
     drop(slot);
     if let Some(watch) = watch {
         watch.finish().await;
     }
     let run = run?;
-    let diff = {
-        let (p, b) = (path.to_path_buf(), base.to_string());
-        tokio::task::spawn_blocking(move || diff::diff_worktree(&p, &b)).await?
-    }
-    .map_err(|e| Error::Git(format!("diff of {}: {e}", path.display())))?;
+    workspace.restore(engine).await?;
+    let diff = workspace.diff(engine).await?;
     let check = match (&battle.check_command, run.error.is_none() && !run.cancelled) {
-        (Some(command), true) => Some(run_check(engine, c, command, path, token).await),
+        (Some(command), true) => {
+            let check = run_check(engine, c, command, &workspace, token).await;
+            workspace.restore(engine).await?;
+            Some(check)
+        }
         _ => None,
     };
     Ok(Work { run, diff, check })
+}
+
+/// A contestant's worktree as Arena knows it from its records: the folder,
+/// the battle's project and base commit, and what the sandbox may read of
+/// the project's repository (its object stores). Nothing here comes from a
+/// file in the worktree.
+pub(super) struct Workspace {
+    path: PathBuf,
+    project: PathBuf,
+    base: String,
+    objects: Vec<PathBuf>,
+}
+
+impl Workspace {
+    /// The worktree at `path`, its repository put back in Arena's hands
+    /// (before an agent works in it).
+    async fn of(engine: &Engine, battle: &Battle, path: &Path, base: &str) -> Result<Workspace> {
+        let project = battle.project.clone();
+        let objects = confined_read(engine, "the project's object store", {
+            let project = project.clone();
+            move || worktree::object_dirs(&project).map_err(|e| Error::Git(e.to_string()))
+        })
+        .await?;
+        let workspace = Workspace {
+            path: path.to_path_buf(),
+            project,
+            base: base.to_string(),
+            objects,
+        };
+        workspace.restore(engine).await?;
+        Ok(workspace)
+    }
+
+    /// [`worktree::restore`]: after every agent or check, before Arena or
+    /// the next process uses the repository.
+    async fn restore(&self, engine: &Engine) -> Result<()> {
+        let (path, project, base) = (self.path.clone(), self.project.clone(), self.base.clone());
+        let restored = confined_read(engine, "the worktree's repository", move || {
+            worktree::restore(&path, &project, &base).map_err(|e| Error::Git(e.to_string()))
+        })
+        .await?;
+        if restored == worktree::Restored::Rebuilt {
+            tracing::warn!(worktree = %self.path.display(), "the worktree's repository was missing or replaced; made anew at the base commit");
+        }
+        Ok(())
+    }
+
+    /// The changes against the base commit, within `[limits]`.
+    async fn diff(&self, engine: &Engine) -> Result<diff::Diff> {
+        let limits = &engine.config().limits;
+        let bounds = diff::DiffLimits {
+            file_bytes: limits.diff_file_bytes,
+            total_bytes: limits.diff_total_bytes,
+        };
+        let (path, base) = (self.path.clone(), self.base.clone());
+        confined_read(engine, "the agent's changes", move || {
+            diff::diff_worktree(&path, &base, bounds)
+                .map_err(|e| Error::Git(format!("diff of {}: {e}", path.display())))
+        })
+        .await
+    }
+}
+
+/// Runs `read` (blocking work on agent-made files) with the deadline
+/// `limits.diff_timeout_secs`, holding no lane and no transaction: a read
+/// that hangs fails this contestant only (its thread is left behind).
+async fn confined_read<T: Send + 'static>(
+    engine: &Engine,
+    what: &str,
+    read: impl FnOnce() -> Result<T> + Send + 'static,
+) -> Result<T> {
+    let seconds = engine.config().limits.diff_timeout_secs;
+    match tokio::time::timeout(
+        Duration::from_secs(seconds),
+        tokio::task::spawn_blocking(read),
+    )
+    .await
+    {
+        Ok(done) => done?,
+        Err(_) => Err(Error::Task(format!(
+            "reading {what} took longer than {seconds} s (limits.diff_timeout_secs); \
+             something in the worktree does not let go"
+        ))),
+    }
 }
 
 /// The contestant's worktree: created from the base commit on first run,
@@ -248,8 +334,10 @@ fn watch_changes(engine: &Engine, c: &Contestant, root: &Path) -> Option<Watch> 
     use notify::Watcher;
     let (tx, mut rx) = mpsc::unbounded_channel::<String>();
     let base = root.to_path_buf();
+    // Links in the worktree are the agent's: watching never follows them.
+    let config = notify::Config::default().with_follow_symlinks(false);
     let mut watcher =
-        match notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
+        match notify::RecommendedWatcher::new(move |res: notify::Result<notify::Event>| {
             let Ok(event) = res else { return };
             if matches!(event.kind, notify::EventKind::Access(_)) {
                 return;
@@ -258,12 +346,13 @@ fn watch_changes(engine: &Engine, c: &Contestant, root: &Path) -> Option<Watch> 
                 let Ok(rel) = p.strip_prefix(&base) else {
                     continue;
                 };
-                if rel.as_os_str().is_empty() || rel.starts_with(".git") || p.is_dir() {
+                let folder = p.symlink_metadata().is_ok_and(|m| m.is_dir());
+                if rel.as_os_str().is_empty() || rel.starts_with(".git") || folder {
                     continue;
                 }
                 let _ = tx.send(rel.to_string_lossy().into_owned());
             }
-        }) {
+        }, config) {
             Ok(w) => w,
             Err(e) => {
                 tracing::warn!(error = %e, "cannot watch the worktree; no live changed-files list");
@@ -397,10 +486,11 @@ fn output_forwarder(
 async fn run_native(
     engine: &Engine,
     c: &Contestant,
-    path: &Path,
+    workspace: &Workspace,
     prompt: &str,
     token: &CancellationToken,
 ) -> Result<AgentRun> {
+    let path = workspace.path.as_path();
     let provider = engine
         .provider(&c.provider)
         .ok_or_else(|| Invalid::Other(format!("provider `{}` is not configured", c.provider)))?;
@@ -411,6 +501,7 @@ async fn run_native(
         program: None,
         workspace: path,
         writable: true,
+        objects: &workspace.objects,
         connect: Some(Vec::new()),
         own_config: &[],
         toolchains: false,
@@ -425,6 +516,7 @@ async fn run_native(
         stall: limits.stall_timeout(),
         local: c.lane == Lane::Local,
         sandbox,
+        max_file_bytes: Some(limits.max_file_bytes),
     };
     let (tx, forward) = output_forwarder(engine, c);
     let result = agent
@@ -466,9 +558,10 @@ fn launch(
     engine: &Engine,
     endpoint: Option<backends::Endpoint>,
     c: &Contestant,
-    path: &Path,
+    workspace: &Workspace,
     prompt: &str,
 ) -> Result<(Launch, Scratch, backends::OutputFormat)> {
+    let path = workspace.path.as_path();
     let config = engine.config();
     let custom = config.backends.iter().find(|b| b.name == c.identity);
     let scratch = engine.data_dir().join("agents").join(&c.id);
@@ -484,7 +577,16 @@ fn launch(
     .map_err(Invalid::Other)?;
     let output = plan.output;
     let connect = reachable(&plan, endpoint.as_ref());
-    let (launch, scratch) = prepare(engine, &c.identity, plan, path, &scratch, true, connect)?;
+    let work = Reach {
+        program: None,
+        workspace: path,
+        writable: true,
+        objects: &workspace.objects,
+        connect,
+        own_config: &[],
+        toolchains: false,
+    };
+    let (launch, scratch) = prepare(engine, &c.identity, plan, work, &scratch)?;
     Ok((launch, scratch, output))
 }
 
@@ -515,6 +617,9 @@ pub(super) struct Reach<'a> {
     /// Its working folder: changed when `writable`, else only read.
     pub workspace: &'a Path,
     pub writable: bool,
+    /// Object stores of the project's repository it reads (a worktree's
+    /// alternates, from [`worktree::object_dirs`]).
+    pub objects: &'a [PathBuf],
     /// The TCP ports it may reach (`None`: any).
     pub connect: Option<Vec<u16>>,
     /// Files and folders of the user's home it reads as its own
@@ -580,11 +685,9 @@ pub(super) fn agent_sandbox(
     }
     let mut read = sandbox::without_private(read, engine.data_dir(), real_home.as_deref());
     let mut write = vec![scratch.to_path_buf(), home.clone()];
+    read.extend(reach.objects.iter().cloned());
     if reach.writable {
         write.push(reach.workspace.to_path_buf());
-        let (git_read, git_write) = sandbox::git_worktree_dirs(reach.workspace);
-        read.extend(git_read);
-        write.extend(git_write);
     } else {
         read.push(reach.workspace.to_path_buf());
     }
@@ -629,19 +732,18 @@ impl Drop for Scratch {
     }
 }
 
-/// Turns a launch plan into a process to start in `cwd`: writes its config
-/// files into `scratch` (created private), finds the program, and puts it
-/// in its sandbox (`cwd` writable or read-only, `connect` as in
-/// [`agent_sandbox`]).
+/// Turns a launch plan into a process to start in `work.workspace`: writes
+/// its config files into `scratch` (created private), finds the program,
+/// and puts it in its sandbox (`work` as in [`agent_sandbox`]; its
+/// `program` and `own_config` come from the plan) with `[limits]`'s bounds.
 pub(super) fn prepare(
     engine: &Engine,
     backend: &str,
     plan: backends::Plan,
-    cwd: &Path,
+    work: Reach<'_>,
     scratch: &Path,
-    writable: bool,
-    connect: Option<Vec<u16>>,
 ) -> Result<(Launch, Scratch)> {
+    let cwd = work.workspace;
     let folder = Scratch::create(scratch)?;
     for (file, content) in &plan.files {
         if !file.starts_with(scratch) {
@@ -663,11 +765,8 @@ pub(super) fn prepare(
         })?;
     let reach = Reach {
         program: Some(&program),
-        workspace: cwd,
-        writable,
-        connect,
         own_config: plan.own_config,
-        toolchains: false,
+        ..work
     };
     let sandbox = agent_sandbox(engine, scratch, reach)?;
     let sandbox = match sandbox {
@@ -690,20 +789,30 @@ pub(super) fn prepare(
             env,
             timeout: engine.config().limits.max_duration(),
             sandbox,
+            bounds: bounds(engine),
         },
         folder,
     ))
 }
 
+/// What an agent or check process may produce, from `[limits]`.
+pub(super) fn bounds(engine: &Engine) -> process::Bounds {
+    let limits = &engine.config().limits;
+    process::Bounds {
+        output_bytes: limits.max_output_bytes,
+        file_bytes: Some(limits.max_file_bytes),
+    }
+}
+
 async fn run_cli(
     engine: &Engine,
     c: &Contestant,
-    path: &Path,
+    workspace: &Workspace,
     prompt: &str,
     token: &CancellationToken,
 ) -> Result<AgentRun> {
     let endpoint = engine.agent_endpoint(&c.provider).await;
-    let (launch, _scratch, format) = launch(engine, endpoint, c, path, prompt)?;
+    let (launch, _scratch, format) = launch(engine, endpoint, c, workspace, prompt)?;
     let (tx, forward) = output_forwarder(engine, c);
     let mut final_answer: Option<String> = None;
     let exit = process::run(&launch, token, |line| {
@@ -734,6 +843,11 @@ async fn run_cli(
         }
     })
     .await;
+    if let Some(dropped) = exit.as_ref().ok().map(|e| e.output_dropped).filter(|d| *d > 0) {
+        let _ = tx.send(EventKind::Output {
+            text: dropped_note(dropped),
+        });
+    }
     drop(tx);
     let output = forward.await.unwrap_or_default();
     let explanation = final_answer.unwrap_or(output);
@@ -759,6 +873,14 @@ async fn run_cli(
     })
 }
 
+/// The visible note for output dropped over `limits.max_output_bytes`.
+fn dropped_note(dropped: u64) -> String {
+    format!(
+        "\n[Arena: {dropped} more bytes of output were dropped (over limits.max_output_bytes); \
+         the run went on]\n"
+    )
+}
+
 /// Runs the battle's check command in a finished worktree, in the sandbox
 /// of an agent that builds and tests: it may change the worktree and read
 /// your toolchains, and connect nowhere. A check that cannot be sandboxed
@@ -767,9 +889,10 @@ async fn run_check(
     engine: &Engine,
     c: &Contestant,
     command: &str,
-    path: &Path,
+    workspace: &Workspace,
     token: &CancellationToken,
 ) -> CheckResult {
+    let path = workspace.path.as_path();
     let failed = |reason: String| CheckResult {
         command: command.to_string(),
         exit_code: None,
@@ -787,6 +910,7 @@ async fn run_check(
             program: None,
             workspace: path,
             writable: true,
+            objects: &workspace.objects,
             connect: Some(Vec::new()),
             own_config: &[],
             toolchains: true,
@@ -808,6 +932,7 @@ async fn run_check(
         env,
         timeout: Duration::from_secs(engine.config().limits.check_timeout_secs),
         sandbox,
+        bounds: bounds(engine),
     };
     let started = Instant::now();
     let lines = Arc::new(std::sync::Mutex::new(
@@ -817,19 +942,22 @@ async fn run_check(
     let exit = process::run(&launch, token, move |line| {
         let (Line::Stdout(l) | Line::Stderr(l)) = line;
         let mut q = sink.lock().unwrap_or_else(|p| p.into_inner());
-        q.push_back(l);
+        q.push_back(shortened(l, CHECK_LINE));
         while q.len() > 40 {
             q.pop_front();
         }
     })
     .await;
-    let tail = lines
+    let mut tail = lines
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .iter()
         .cloned()
         .collect::<Vec<_>>()
         .join("\n");
+    if let Some(dropped) = exit.as_ref().ok().map(|e| e.output_dropped).filter(|d| *d > 0) {
+        tail.push_str(&dropped_note(dropped));
+    }
     let duration_ms = started.elapsed().as_millis() as u64;
     match exit {
         Ok(exit) => CheckResult {
@@ -847,6 +975,36 @@ async fn run_check(
     }
 }
 
+/// How much of one line of the check's output its tail keeps.
+const CHECK_LINE: usize = 2000;
+
+/// `line` cut to at most `max` bytes (at a character boundary), marked.
+fn shortened(mut line: String, max: usize) -> String {
+    if line.len() > max {
+        let mut end = max;
+        while !line.is_char_boundary(end) {
+            end -= 1;
+        }
+        line.truncate(end);
+        line.push_str(" …");
+    }
+    line
+}
+
+/// A diff's counts, and the files it names without their content.
+fn summarize(d: &diff::Diff) -> DiffSummary {
+    DiffSummary {
+        files: d.stats.files,
+        insertions: d.stats.insertions,
+        deletions: d.stats.deletions,
+        omitted: d
+            .files
+            .iter()
+            .filter_map(|f| f.omitted.as_ref().map(|why| format!("{}: {why}", f.path)))
+            .collect(),
+    }
+}
+
 /// Records the outcome, then writes `diff.patch` and `result.md`.
 async fn record(engine: &Engine, battle: &Battle, c: &Contestant, outcome: Outcome) -> Result<()> {
     let Outcome {
@@ -857,11 +1015,7 @@ async fn record(engine: &Engine, battle: &Battle, c: &Contestant, outcome: Outco
         diff,
         check,
     } = outcome;
-    let summary = diff.as_ref().map(|d| DiffSummary {
-        files: d.stats.files,
-        insertions: d.stats.insertions,
-        deletions: d.stats.deletions,
-    });
+    let summary = diff.as_ref().map(summarize);
     // The patch is on disk before the contestant is `done`: a crash in
     // between leaves a contestant that runs again, never one without a diff.
     if let Some(d) = &diff {
@@ -978,11 +1132,7 @@ pub(super) async fn refine(
             });
             round.error = run.error;
             round.output = run.explanation;
-            round.diff = Some(DiffSummary {
-                files: diff.stats.files,
-                insertions: diff.stats.insertions,
-                deletions: diff.stats.deletions,
-            });
+            round.diff = Some(summarize(&diff));
             round.check = check;
             Some(diff)
         }
@@ -1041,6 +1191,7 @@ pub(super) fn render_round(battle: &Battle, c: &Contestant, r: &crate::battle::R
             results::DIFF_FILE,
             results::DIFF_FILE
         ));
+        md.push_str(&results::omitted_list(d));
     }
     if let Some(check) = &r.check {
         md.push_str(&format!(

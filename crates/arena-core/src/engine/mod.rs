@@ -67,7 +67,7 @@ pub struct WorktreeEntry {
     pub contestant_id: String,
     pub project: PathBuf,
     pub path: PathBuf,
-    /// Its name in git's bookkeeping (`None` when git no longer lists it).
+    /// Its folder name (its branch is `arena/<name>`).
     pub name: Option<String>,
     pub exists: bool,
     pub dirty: bool,
@@ -764,7 +764,8 @@ impl Engine {
         self.db(move |s| s.rounds(&id)).await
     }
 
-    /// Arena's worktrees: per Coding contestant, where and in what state.
+    /// Arena's worktrees: per Coding contestant, where and in what state
+    /// (from Arena's records; a worktree's own files are not followed).
     pub async fn worktrees(&self) -> Result<Vec<WorktreeEntry>> {
         let battles = self.db(|s| s.battles(usize::MAX >> 1)).await?;
         tokio::task::spawn_blocking(move || {
@@ -773,19 +774,23 @@ impl Engine {
                 .iter()
                 .filter(|b| b.battle_type == crate::battle::BattleType::Coding)
             {
-                let known = crate::worktree::list(&b.project).unwrap_or_default();
                 for c in &b.contestants {
                     let Some(path) = &c.worktree else { continue };
-                    let info = known.iter().find(|i| &i.path == path).cloned();
+                    let exists = path.symlink_metadata().is_ok_and(|m| m.is_dir());
+                    let dirty = exists
+                        && crate::worktree::is_dirty(path).unwrap_or_else(|error| {
+                            tracing::warn!(worktree = %path.display(), %error, "cannot tell whether the worktree is dirty");
+                            true
+                        });
                     out.push(WorktreeEntry {
                         battle_id: b.id.clone(),
                         battle_status: b.status,
                         contestant_id: c.id.clone(),
                         project: b.project.clone(),
                         path: path.clone(),
-                        exists: path.exists(),
-                        dirty: info.as_ref().map(|i| i.dirty).unwrap_or(false),
-                        name: info.map(|i| i.name),
+                        exists,
+                        dirty,
+                        name: path.file_name().map(|n| n.to_string_lossy().into_owned()),
                     });
                 }
             }
@@ -811,9 +816,16 @@ impl Engine {
         let root = self.inner.data_dir.join("worktrees");
         tokio::task::spawn_blocking(move || {
             let (mut removed, mut kept) = (Vec::new(), Vec::new());
-            // Worktrees of battles that are no longer in the database.
-            for (path, project, name) in orphans(&root, &known) {
-                match crate::worktree::remove(&project, &name, force) {
+            // Worktrees of battles that are no longer in the database (their
+            // project unknown): removed whole, links in them removed, not
+            // followed; uncommitted work needs `force`.
+            for path in orphans(&root, &known) {
+                let dirty = !force && crate::worktree::is_dirty(&path).unwrap_or(true);
+                if dirty {
+                    kept.push((path, "it has uncommitted changes; pass --force to remove it".into()));
+                    continue;
+                }
+                match std::fs::remove_dir_all(&path) {
                     Ok(()) => removed.push(path),
                     Err(err) => kept.push((path, err.to_string())),
                 }
@@ -823,17 +835,10 @@ impl Engine {
                     kept.push((e.path, "its battle is still running".into()));
                     continue;
                 }
-                let Some(name) = e.name else {
-                    if !e.exists {
-                        continue; // already gone, and git no longer knows it
-                    }
-                    kept.push((
-                        e.path,
-                        "git does not list it as a worktree of the project".into(),
-                    ));
-                    continue;
-                };
-                match crate::worktree::remove(&e.project, &name, force) {
+                if !e.exists {
+                    continue; // already gone
+                }
+                match crate::worktree::remove(&e.project, &e.path, force) {
                     Ok(()) => removed.push(e.path),
                     Err(err) => kept.push((e.path, err.to_string())),
                 }
@@ -1007,49 +1012,25 @@ impl Engine {
     }
 }
 
-/// Worktree folders under `root/<battle id>/` whose battle is not in `known`,
-/// with the project each belongs to (read from its `.git` file:
-/// `gitdir: <project>/.git/worktrees/<name>`).
-fn orphans(
-    root: &Path,
-    known: &std::collections::HashSet<String>,
-) -> Vec<(PathBuf, PathBuf, String)> {
-    let mut out = Vec::new();
-    let Ok(battles) = std::fs::read_dir(root) else {
-        return out;
+/// The worktree folders under `root/<battle id>/` of battles the database
+/// no longer has.
+fn orphans(root: &Path, known: &std::collections::HashSet<String>) -> Vec<PathBuf> {
+    let folders = |dir: &Path| -> Vec<std::fs::DirEntry> {
+        std::fs::read_dir(dir)
+            .map(|entries| {
+                entries
+                    .flatten()
+                    .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                    .collect()
+            })
+            .unwrap_or_default()
     };
-    for battle in battles.flatten() {
-        let id = battle.file_name().to_string_lossy().into_owned();
-        if known.contains(&id) {
-            continue;
-        }
-        let Ok(worktrees) = std::fs::read_dir(battle.path()) else {
-            continue;
-        };
-        for wt in worktrees.flatten() {
-            let Ok(gitfile) = std::fs::read_to_string(wt.path().join(".git")) else {
-                continue;
-            };
-            let Some(gitdir) = gitfile
-                .trim()
-                .strip_prefix("gitdir:")
-                .map(|g| PathBuf::from(g.trim()))
-            else {
-                continue;
-            };
-            // <project>/.git/worktrees/<name>
-            let name = gitdir.file_name().map(|n| n.to_string_lossy().into_owned());
-            let project = gitdir
-                .parent()
-                .and_then(Path::parent)
-                .and_then(Path::parent)
-                .map(Path::to_path_buf);
-            if let (Some(name), Some(project)) = (name, project) {
-                out.push((wt.path(), project, name));
-            }
-        }
-    }
-    out
+    folders(root)
+        .into_iter()
+        .filter(|b| !known.contains(&*b.file_name().to_string_lossy()))
+        .flat_map(|b| folders(&b.path()))
+        .map(|w| w.path())
+        .collect()
 }
 
 /// `path` when it is a folder; else a `not_found` naming it.
