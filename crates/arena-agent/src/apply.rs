@@ -1,0 +1,937 @@
+//! Applying a contestant's patch (in `git diff` format, as
+//! [`crate::diff::diff_worktree`] writes it) to the user's project, all or
+//! nothing, and no less careful than `git apply`.
+//!
+//! The patch comes from an agent, so [`apply`] reads it as an attacker's
+//! and checks all of it before it writes anything. It refuses, changing
+//! nothing, a patch that:
+//!
+//! - touches a path outside the project (absolute, or climbing with `..`);
+//! - touches `.git` anywhere, or a name git takes for `.git` on some
+//!   filesystem (`.GIT`, `.git.`, `.git `, `GIT~1`, `.g\u{200c}it`), or the
+//!   submodule configuration `.gitmodules` ([`is_gitmodules`] says why, and
+//!   why `.gitattributes` is allowed);
+//! - goes beyond a symbolic link: a folder on the way to a path it touches
+//!   is a link in the project, or a link the patch itself makes;
+//! - makes a link whose target is absolute, leaves the project, enters a
+//!   `.git`, climbs with `..` after a folder name or passes through another
+//!   link, or a link named `.gitattributes`, `.gitignore` or `.mailmap`;
+//! - changes, moves, copies or deletes an existing link, or a path that is
+//!   not a regular file in the project (libgit2 would read through it);
+//! - uses a mode other than 100644, 100755 and 120000 (a gitlink, 160000,
+//!   is a submodule), or turns a file into a link, or back, in place;
+//! - changes one path in two sections (libgit2 would stack them).
+//!
+//! The working tree must be clean; the index and the refs are left alone.
+//!
+//! Synchronous (libgit2 through `git2`); callers run it in `spawn_blocking`.
+
+use std::collections::HashSet;
+use std::fs;
+use std::path::{Component, Path, PathBuf};
+
+use git2::{ApplyLocation, ApplyOptions, Delta, DiffDelta, FileMode, Odb, Repository};
+
+use crate::diff::{open, path_of, DiffError, DiffStats};
+use crate::worktree::changed_files;
+
+/// Applies `patch` (in `git diff` format) to the working tree of the
+/// project (the index is left alone, as `git apply` does). Refuses, and
+/// changes nothing, when the patch is unsafe (see the module's notes), when
+/// the project has uncommitted changes to tracked files, when the patch
+/// would create a file that already exists, or when it does not apply
+/// cleanly. Untracked files elsewhere do not matter. An empty patch changes
+/// nothing.
+pub fn apply(project: &Path, patch: &str) -> Result<DiffStats, DiffError> {
+    if patch.trim().is_empty() {
+        return Ok(DiffStats::default());
+    }
+    // Before anything asks `DiffFile::mode`, which panics on a mode it
+    // does not know.
+    known_modes(patch)?;
+    let patch = quote_spaced_headers(patch);
+    let diff = git2::Diff::from_buffer(patch.as_bytes())
+        .map_err(|error| DiffError::InvalidPatch(error.message().to_string()))?;
+    if diff.deltas().len() == 0 {
+        return Err(DiffError::InvalidPatch(
+            "no `diff --git` file sections found in it".into(),
+        ));
+    }
+    for delta in diff.deltas() {
+        for file in [delta.old_file(), delta.new_file()] {
+            if let Some(path) = file.path() {
+                check_path(path)?;
+            }
+        }
+    }
+    let changes: Vec<Change> = diff.deltas().map(|delta| Change::of(&delta)).collect();
+    for change in &changes {
+        check_modes(change)?;
+    }
+    check_each_once(&changes)?;
+    check_beyond_new_links(&changes)?;
+
+    let repo = open(project)?;
+    let workdir = repo
+        .workdir()
+        .ok_or_else(|| DiffError::Bare(project.to_path_buf()))?
+        .to_path_buf();
+    for change in &changes {
+        check_on_disk(change, &workdir, project)?;
+    }
+    let links = new_links(&patch).map_err(|error| conflict(&repo, &diff, project, error))?;
+    let mut seen: Vec<&Path> = links.iter().map(|(link, _)| link.as_path()).collect();
+    let mut made: Vec<&Path> = changes
+        .iter()
+        .filter(|change| change.makes_link())
+        .filter_map(|change| change.new.as_deref())
+        .collect();
+    seen.sort();
+    made.sort();
+    if seen != made {
+        return Err(DiffError::InvalidPatch(
+            "its file sections read differently one by one than together".into(),
+        ));
+    }
+    for (link, target) in &links {
+        check_link(link, target, &changes, &workdir)?;
+    }
+
+    let dirty = changed_files(&repo, false, usize::MAX).map_err(DiffError::git(format!(
+        "read the status of {}",
+        project.display()
+    )))?;
+    if !dirty.is_empty() {
+        return Err(DiffError::Dirty {
+            project: project.to_path_buf(),
+            files: name_some(&dirty, 3),
+        });
+    }
+
+    // A path the patch deletes may be made again (`git diff` writes a file
+    // turned into a link so); [`check_each_once`] puts the deletion first.
+    let freed: HashSet<Vec<u8>> = changes
+        .iter()
+        .filter(|change| match change.status {
+            Delta::Deleted => true,
+            Delta::Renamed => change.old != change.new,
+            _ => false,
+        })
+        .filter_map(|change| change.old.as_deref().map(folded))
+        .collect();
+    for change in &changes {
+        let creates = match change.status {
+            Delta::Added | Delta::Copied => true,
+            Delta::Renamed => change.old != change.new,
+            _ => false,
+        };
+        if let (true, Some(path)) = (creates, &change.new) {
+            if !freed.contains(&folded(path)) && workdir.join(path).symlink_metadata().is_ok() {
+                return Err(DiffError::Exists {
+                    project: project.to_path_buf(),
+                    file: path.to_string_lossy().into_owned(),
+                });
+            }
+        }
+    }
+
+    // A dry run first, so a refusal can name the file. (libgit2 computes
+    // every result before it writes anything, so even a failure in the
+    // real run below would leave the files as they were.)
+    let mut check = ApplyOptions::new();
+    check.check(true);
+    if let Err(error) = repo.apply(&diff, ApplyLocation::WorkDir, Some(&mut check)) {
+        return Err(conflict(&repo, &diff, project, error));
+    }
+    repo.apply(&diff, ApplyLocation::WorkDir, None)
+        .map_err(|error| conflict(&repo, &diff, project, error))?;
+
+    let stats = diff
+        .stats()
+        .map_err(DiffError::git("count the patch's changes"))?;
+    Ok(DiffStats {
+        files: stats.files_changed(),
+        insertions: stats.insertions(),
+        deletions: stats.deletions(),
+    })
+}
+
+/// One file section of the patch, as the checks see it.
+struct Change {
+    status: Delta,
+    /// The path read (and replaced or removed): none for a new file.
+    old: Option<PathBuf>,
+    /// The path written: none for a deletion.
+    new: Option<PathBuf>,
+    old_mode: FileMode,
+    new_mode: FileMode,
+}
+
+impl Change {
+    /// Only after [`known_modes`] has passed the patch.
+    fn of(delta: &DiffDelta<'_>) -> Change {
+        let status = delta.status();
+        let path = |file: git2::DiffFile<'_>| file.path().map(Path::to_path_buf);
+        Change {
+            status,
+            old: (status != Delta::Added)
+                .then(|| path(delta.old_file()))
+                .flatten(),
+            new: (status != Delta::Deleted)
+                .then(|| path(delta.new_file()))
+                .flatten(),
+            old_mode: delta.old_file().mode(),
+            new_mode: delta.new_file().mode(),
+        }
+    }
+
+    fn touched(&self) -> impl Iterator<Item = &PathBuf> {
+        self.old.iter().chain(self.new.iter())
+    }
+
+    /// Whether this section makes a symbolic link.
+    fn makes_link(&self) -> bool {
+        self.new.is_some() && self.new_mode == FileMode::Link
+    }
+}
+
+/// A path a patch may touch: relative, inside the project, in no `.git`
+/// (as any filesystem reads the name) and not `.gitmodules`.
+fn check_path(path: &Path) -> Result<(), DiffError> {
+    let file = || path.to_string_lossy().into_owned();
+    let outside = || DiffError::OutsidePath { file: file() };
+    for (index, component) in path.components().enumerate() {
+        let name = match component {
+            Component::Normal(name) => name.as_encoded_bytes(),
+            Component::CurDir => continue,
+            _ => return Err(outside()),
+        };
+        // `C:` is a drive on Windows.
+        if index == 0 && name.len() >= 2 && name[0].is_ascii_alphabetic() && name[1] == b':' {
+            return Err(outside());
+        }
+        // And `\` a folder separator.
+        for piece in name.split(|byte| *byte == b'\\') {
+            if piece == b".." {
+                return Err(outside());
+            }
+            let seen = as_git_sees(piece);
+            if is_dotgit(&seen) {
+                let what = if piece.eq_ignore_ascii_case(b".git") {
+                    "which is inside `.git`, where git keeps its hooks, config and history"
+                } else {
+                    "which git takes for `.git` on Windows or macOS (trailing dots or spaces, \
+                     a short name like `GIT~1`, or invisible characters)"
+                };
+                return Err(DiffError::GitData { file: file(), what });
+            }
+            if is_gitmodules(&seen) {
+                return Err(DiffError::GitData {
+                    file: file(),
+                    what: "the project's submodule configuration, which tells git what to fetch \
+                           and from where",
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `name` as git compares it with its own names on every filesystem it
+/// guards: ASCII lowercase, without the characters HFS+ ignores, cut at an
+/// NTFS stream (`:`), without the trailing dots and spaces NTFS drops.
+fn as_git_sees(name: &[u8]) -> String {
+    let mut seen: String = String::from_utf8_lossy(name)
+        .chars()
+        .filter(|c| !is_hfs_ignorable(*c))
+        .collect();
+    seen.make_ascii_lowercase();
+    if let Some(stream) = seen.find(':') {
+        seen.truncate(stream);
+    }
+    let kept = seen.trim_end_matches(['.', ' ']).len();
+    seen.truncate(kept);
+    seen
+}
+
+/// The code points HFS+ leaves out of names (git's `next_hfs_char`).
+fn is_hfs_ignorable(c: char) -> bool {
+    matches!(
+        c,
+        '\u{200c}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{206a}'..='\u{206f}' | '\u{feff}'
+    )
+}
+
+/// `.git`, or its NTFS short name.
+fn is_dotgit(seen: &str) -> bool {
+    seen == ".git" || is_short_name(seen, "git~")
+}
+
+/// `.gitmodules`, or one of its NTFS short names.
+///
+/// Refused: it is configuration that tells git which repositories to fetch
+/// into the project and from where, so a patch could point a submodule at
+/// an attacker's server or, with a crafted name or path, at folders inside
+/// `.git` (git's own history of submodule vulnerabilities); and a contestant
+/// has no business changing it.
+///
+/// Allowed on purpose: `.gitattributes` (and `.gitignore`). Attributes only
+/// name drivers (`filter=`, `diff=`, `merge=`); the commands behind a driver
+/// come from git's configuration (`.git/config`, the user's and the
+/// system's), which no patch can reach, and libgit2, which applies the
+/// patch, runs no external filter at all. The built-in attributes (`text`,
+/// `eol`, `ident`, `working-tree-encoding`, `export-ignore`) only convert
+/// or present content the user reviews. A driver the user has configured
+/// (git-lfs, say) may run on more files: the user's own program, as they
+/// set it up. Links with these names are refused ([`check_link`]), as git
+/// refuses to follow them.
+fn is_gitmodules(seen: &str) -> bool {
+    seen == ".gitmodules" || is_short_name(seen, "gitmod~") || is_short_name(seen, "gi7eba~")
+}
+
+/// `stem` followed by digits only (`git~1`).
+fn is_short_name(seen: &str, stem: &str) -> bool {
+    seen.strip_prefix(stem)
+        .is_some_and(|tail| !tail.is_empty() && tail.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// Every mode the patch's headers give is one `git2` knows (others make
+/// `DiffFile::mode` panic); libgit2 reads modes from these headers only.
+fn known_modes(patch: &str) -> Result<(), DiffError> {
+    const KNOWN: [u64; 7] = [0, 0o40000, 0o100644, 0o100664, 0o100755, 0o120000, 0o160000];
+    let mut section = "";
+    for line in patch.lines() {
+        if let Some(header) = line.strip_prefix("diff --git ") {
+            section = header.rsplit_once(" b/").map_or(header, |(_, file)| file);
+            continue;
+        }
+        let mode = [
+            "old mode ",
+            "new mode ",
+            "new file mode ",
+            "deleted file mode ",
+        ]
+        .iter()
+        .find_map(|start| line.strip_prefix(start))
+        .or_else(|| {
+            let oids_and_mode = line.strip_prefix("index ")?;
+            oids_and_mode.split_whitespace().nth(1)
+        });
+        let Some(mode) = mode else { continue };
+        let digits: String = mode
+            .chars()
+            .take_while(|c| ('0'..='7').contains(c))
+            .collect();
+        if digits.is_empty() {
+            continue; // libgit2 refuses the patch itself
+        }
+        if !u64::from_str_radix(&digits, 8).is_ok_and(|value| KNOWN.contains(&value)) {
+            return Err(DiffError::Mode {
+                file: section.trim_matches('"').to_string(),
+                mode: digits,
+                what: "a mode git never writes",
+                hint: "Review where this patch came from".into(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Regular files, executables and links only, and no change of one into
+/// another in place; existing links are never changed (libgit2 reads the
+/// old contents through the link).
+fn check_modes(change: &Change) -> Result<(), DiffError> {
+    let sides = [
+        (&change.old, change.old_mode),
+        (&change.new, change.new_mode),
+    ];
+    for (path, mode) in sides {
+        let Some(path) = path else { continue };
+        let file = path.to_string_lossy().into_owned();
+        let (mode, what) = match mode {
+            FileMode::Blob | FileMode::BlobExecutable | FileMode::Link => continue,
+            // Not given: libgit2 writes a regular file.
+            FileMode::Unreadable => continue,
+            FileMode::Commit => ("160000", "a submodule, as git records a nested repository"),
+            FileMode::Tree => ("040000", "a folder, which a patch cannot hold"),
+            FileMode::BlobGroupWritable => ("100664", "group-writable, which git no longer writes"),
+        };
+        let hint = if mode == "160000" {
+            format!(
+                "If the project needs that repository, add it yourself with `git submodule add \
+                 <url> {file}`"
+            )
+        } else {
+            "Review the patch and make that change by hand".into()
+        };
+        return Err(DiffError::Mode {
+            file,
+            mode: mode.into(),
+            what,
+            hint,
+        });
+    }
+    if let (Some(path), Some(_)) = (&change.old, &change.new) {
+        if change.old_mode == FileMode::Link {
+            return Err(DiffError::ChangesLink {
+                file: path.to_string_lossy().into_owned(),
+            });
+        }
+        if change.new_mode == FileMode::Link {
+            return Err(DiffError::Mode {
+                file: path.to_string_lossy().into_owned(),
+                mode: format!("120000 in place of {}", octal(change.old_mode)),
+                what: "a file turned into a symbolic link in place",
+                hint: "`git diff` writes that as a deletion and a new link; review the patch \
+                       and make the change by hand"
+                    .into(),
+            });
+        }
+    } else if let (Some(path), FileMode::Link) = (&change.old, change.old_mode) {
+        return Err(DiffError::ChangesLink {
+            file: path.to_string_lossy().into_owned(),
+        });
+    }
+    Ok(())
+}
+
+fn octal(mode: FileMode) -> String {
+    format!("{:o}", i32::from(mode))
+}
+
+/// Each path is read by one section at most and written by one at most,
+/// and never read after a section wrote it: libgit2 applies a later section
+/// on top of an earlier one's result, so the sections could not be checked
+/// one by one. (`git diff` writes a file turned into a link as a deletion,
+/// then a creation, of the same path: that is fine.)
+fn check_each_once(changes: &[Change]) -> Result<(), DiffError> {
+    let mut read = HashSet::new();
+    let mut written = HashSet::new();
+    for change in changes {
+        if let Some(old) = &change.old {
+            let key = folded(old);
+            if written.contains(&key) || !read.insert(key) {
+                return Err(DiffError::Repeated {
+                    file: old.to_string_lossy().into_owned(),
+                });
+            }
+        }
+        if let Some(new) = &change.new {
+            if !written.insert(folded(new)) {
+                return Err(DiffError::Repeated {
+                    file: new.to_string_lossy().into_owned(),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// No path the patch touches lies beyond a link the same patch makes
+/// (`git diff` never writes that; a hand-made patch can).
+fn check_beyond_new_links(changes: &[Change]) -> Result<(), DiffError> {
+    let made: HashSet<Vec<u8>> = changes
+        .iter()
+        .filter(|change| change.makes_link())
+        .filter_map(|change| change.new.as_deref().map(folded))
+        .collect();
+    if made.is_empty() {
+        return Ok(());
+    }
+    for change in changes {
+        for path in change.touched() {
+            for folder in path.ancestors().skip(1) {
+                if !folder.as_os_str().is_empty() && made.contains(&folded(folder)) {
+                    return Err(DiffError::BeyondLink {
+                        file: path.to_string_lossy().into_owned(),
+                        link: folder.to_string_lossy().into_owned(),
+                        origin: "a symbolic link this same patch makes",
+                    });
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A path's bytes, ASCII lowercase: a case-insensitive filesystem takes
+/// `Tools` for `tools`.
+fn folded(path: &Path) -> Vec<u8> {
+    path.as_os_str().as_encoded_bytes().to_ascii_lowercase()
+}
+
+/// What the project holds on the way to each path the change touches, read
+/// without following links: no folder on the way is a link ("beyond a
+/// symbolic link", as `git apply` refuses), and the path it reads is a
+/// regular file.
+fn check_on_disk(change: &Change, workdir: &Path, project: &Path) -> Result<(), DiffError> {
+    for path in change.touched() {
+        let names: Vec<_> = path.components().collect();
+        let mut at = workdir.to_path_buf();
+        let mut shown = PathBuf::new();
+        for name in names.iter().take(names.len().saturating_sub(1)) {
+            at.push(name);
+            shown.push(name);
+            match fs::symlink_metadata(&at) {
+                Ok(meta) if meta.file_type().is_symlink() => {
+                    return Err(DiffError::BeyondLink {
+                        file: path.to_string_lossy().into_owned(),
+                        link: shown.to_string_lossy().into_owned(),
+                        origin: "a symbolic link in the project",
+                    });
+                }
+                Ok(meta) if meta.is_dir() => {}
+                // Missing (made as a folder), or not a folder (libgit2
+                // refuses): nothing further to follow either way.
+                _ => break,
+            }
+        }
+    }
+    if let Some(old) = &change.old {
+        if let Ok(meta) = fs::symlink_metadata(workdir.join(old)) {
+            let kind = if meta.file_type().is_symlink() {
+                "a symbolic link"
+            } else if meta.is_dir() {
+                "a folder"
+            } else if !meta.is_file() {
+                "a special file (a FIFO, socket or device)"
+            } else {
+                return Ok(());
+            };
+            return Err(DiffError::NotAFile {
+                project: project.to_path_buf(),
+                file: old.to_string_lossy().into_owned(),
+                kind,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Each symbolic link the patch makes, with its target as libgit2 will
+/// write it: computed by libgit2's own applier in a repository that lives
+/// in memory, so a target in hunks or in binary data reads exactly as it
+/// will land, and nothing of the project is read or written. Each link's
+/// section is applied alone (libgit2's `apply_to_tree` fails on the other
+/// sections' deletions); [`check_each_once`] makes that the same result.
+fn new_links(patch: &str) -> Result<Vec<(PathBuf, Vec<u8>)>, git2::Error> {
+    let mut links = Vec::new();
+    let mut memory = None;
+    for section in sections(patch) {
+        let one = git2::Diff::from_buffer(section.as_bytes())?;
+        let Some(delta) = one.deltas().next() else {
+            continue;
+        };
+        if delta.status() == Delta::Deleted || delta.new_file().mode() != FileMode::Link {
+            continue;
+        }
+        let Some(path) = delta.new_file().path().map(Path::to_path_buf) else {
+            continue;
+        };
+        let repo = match &memory {
+            Some(repo) => repo,
+            None => {
+                let odb = Odb::new()?;
+                odb.add_new_mempack_backend(1)?;
+                memory.insert(Repository::from_odb(odb)?)
+            }
+        };
+        let empty = repo.find_tree(repo.treebuilder(None)?.write()?)?;
+        let image = repo.apply_to_tree(&empty, &one, None)?;
+        let target = match image.get_path(&path, 0) {
+            Some(entry) => repo.find_blob(entry.id)?.content().to_vec(),
+            None => Vec::new(),
+        };
+        links.push((path, target));
+    }
+    Ok(links)
+}
+
+/// The patch's file sections, each from its `diff --git` line on. (Text
+/// before the first belongs to none; libgit2 skips it too.)
+fn sections(patch: &str) -> Vec<&str> {
+    let mut starts: Vec<usize> = patch
+        .match_indices("diff --git ")
+        .map(|(at, _)| at)
+        .filter(|at| *at == 0 || patch.as_bytes()[at - 1] == b'\n')
+        .collect();
+    starts.push(patch.len());
+    starts
+        .windows(2)
+        .filter_map(|pair| patch.get(pair[0]..pair[1]))
+        .collect()
+}
+
+/// A link the patch makes stays inside the project and out of `.git`,
+/// wherever it is followed from: its target is relative, climbs (`..`)
+/// only at its start, names no `.git`, and passes through no other link
+/// (in the project or made by the patch), so reading it lexically is
+/// reading it truly.
+fn check_link(
+    link: &Path,
+    target: &[u8],
+    changes: &[Change],
+    workdir: &Path,
+) -> Result<(), DiffError> {
+    let refuse = |why: String| DiffError::UnsafeLink {
+        link: link.to_string_lossy().into_owned(),
+        target: String::from_utf8_lossy(target).escape_debug().to_string(),
+        why,
+    };
+    let name = link
+        .file_name()
+        .map(|name| as_git_sees(name.as_encoded_bytes()))
+        .unwrap_or_default();
+    if [".gitattributes", ".gitignore", ".mailmap"].contains(&name.as_str()) {
+        return Err(refuse(format!(
+            "git refuses `{name}` as a link (it must be a regular file)"
+        )));
+    }
+    let through = link_walk(link, target).map_err(refuse)?;
+    let made: HashSet<Vec<u8>> = changes
+        .iter()
+        .filter(|change| change.makes_link())
+        .filter_map(|change| change.new.as_deref().map(folded))
+        .collect();
+    for hop in through {
+        let is_link = made.contains(&folded(&hop))
+            || fs::symlink_metadata(workdir.join(&hop))
+                .is_ok_and(|meta| meta.file_type().is_symlink());
+        if is_link {
+            return Err(refuse(format!(
+                "the target goes through `{}`, another symbolic link, so where it leads is up \
+                 to that link",
+                hop.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Reads `target` lexically from the folder of `link` (both in the
+/// project): the folders it passes through on the way (which must not be
+/// links), or why it is unsafe.
+fn link_walk(link: &Path, target: &[u8]) -> Result<Vec<PathBuf>, String> {
+    if target.is_empty() || target.contains(&0) {
+        return Err("the target is empty or holds a NUL byte".into());
+    }
+    let drive = target.len() >= 2 && target[0].is_ascii_alphabetic() && target[1] == b':';
+    if target[0] == b'/' || target[0] == b'\\' || drive {
+        return Err("an absolute target can point anywhere on this computer".into());
+    }
+    let mut at: Vec<PathBuf> = link
+        .parent()
+        .map(|folder| folder.iter().map(PathBuf::from).collect())
+        .unwrap_or_default();
+    let pieces: Vec<&[u8]> = target
+        .split(|byte| *byte == b'/' || *byte == b'\\')
+        .filter(|piece| !piece.is_empty() && *piece != b".")
+        .collect();
+    let mut named = false;
+    let mut through = Vec::new();
+    for (index, piece) in pieces.iter().enumerate() {
+        if *piece == b".." {
+            if named {
+                return Err(
+                    "the target climbs with `..` after a folder name, so where it leads is up \
+                     to what that folder is"
+                        .into(),
+                );
+            }
+            if at.pop().is_none() {
+                return Err("the target leads outside the project".into());
+            }
+            continue;
+        }
+        if is_dotgit(&as_git_sees(piece)) {
+            return Err(
+                "the target leads into `.git`, where git keeps its hooks and config".into(),
+            );
+        }
+        named = true;
+        at.push(path_from_bytes(piece));
+        if index + 1 < pieces.len() {
+            through.push(at.iter().collect());
+        }
+    }
+    Ok(through)
+}
+
+/// A name as the filesystem holds it (bytes on Unix, as git2 reads paths).
+#[cfg(unix)]
+fn path_from_bytes(bytes: &[u8]) -> PathBuf {
+    use std::os::unix::ffi::OsStrExt;
+    PathBuf::from(std::ffi::OsStr::from_bytes(bytes))
+}
+
+#[cfg(not(unix))]
+fn path_from_bytes(bytes: &[u8]) -> PathBuf {
+    PathBuf::from(String::from_utf8_lossy(bytes).into_owned())
+}
+
+/// Quotes the paths of `diff --git a/P b/P` lines when `P` has a space, as
+/// `diff --git "a/P" "b/P"` (which git reads the same). libgit2 1.8 cannot
+/// split the unquoted form, and then fails to apply an added file there.
+fn quote_spaced_headers(patch: &str) -> std::borrow::Cow<'_, str> {
+    const START: &str = "diff --git ";
+    let quoted = |line: &str| -> Option<String> {
+        let rest = line.strip_prefix(START)?;
+        let (rest, cr) = match rest.strip_suffix('\r') {
+            Some(rest) => (rest, "\r"),
+            None => (rest, ""),
+        };
+        if rest.contains(['"', '\\']) || !rest.starts_with("a/") || rest.len() < 5 {
+            return None;
+        }
+        let len = (rest.len() - 5) / 2;
+        let path = rest.get(2..2 + len)?;
+        let tail = rest.get(2 + len..)?;
+        (path.contains(' ') && tail == format!(" b/{path}"))
+            .then(|| format!("{START}\"a/{path}\" \"b/{path}\"{cr}"))
+    };
+    if !patch.lines().any(|line| quoted(line).is_some()) {
+        return std::borrow::Cow::Borrowed(patch);
+    }
+    let mut out = String::with_capacity(patch.len() + 64);
+    for line in patch.split_inclusive('\n') {
+        let (body, end) = match line.strip_suffix('\n') {
+            Some(body) => (body, "\n"),
+            None => (line, ""),
+        };
+        match quoted(body) {
+            Some(fixed) => {
+                out.push_str(&fixed);
+                out.push_str(end);
+            }
+            None => out.push_str(line),
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// `a, b, c and 4 more`.
+fn name_some(files: &[String], shown: usize) -> String {
+    let mut text = files
+        .iter()
+        .take(shown)
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .join(", ");
+    if files.len() > shown {
+        text.push_str(&format!(" and {} more", files.len() - shown));
+    }
+    text
+}
+
+/// The refusal for a patch that does not apply: finds which files fail by
+/// checking each file's part alone.
+fn conflict(
+    repo: &Repository,
+    diff: &git2::Diff<'_>,
+    project: &Path,
+    error: git2::Error,
+) -> DiffError {
+    let mut failing = Vec::new();
+    for (index, delta) in diff.deltas().enumerate() {
+        let mut seen = 0usize;
+        let mut options = ApplyOptions::new();
+        options.check(true).delta_callback(move |_| {
+            let this_one = seen == index;
+            seen += 1;
+            this_one
+        });
+        if let Err(error) = repo.apply(diff, ApplyLocation::WorkDir, Some(&mut options)) {
+            let file = if delta.status() == Delta::Added {
+                path_of(&delta.new_file())
+            } else {
+                path_of(&delta.old_file())
+            };
+            failing.push((file, error.message().to_string()));
+        }
+    }
+    let mut failing = failing.into_iter();
+    match failing.next() {
+        Some((file, detail)) => {
+            let others = failing.count();
+            DiffError::Conflict {
+                project: project.to_path_buf(),
+                file,
+                detail,
+                others: match others {
+                    0 => String::new(),
+                    1 => " (and 1 other file)".into(),
+                    n => format!(" (and {n} other files)"),
+                },
+            }
+        }
+        None => DiffError::Conflict {
+            project: project.to_path_buf(),
+            file: "the patch as a whole".into(),
+            detail: error.message().to_string(),
+            others: String::new(),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unsafe_paths_are_refused() {
+        for fine in [
+            "src/main.rs",
+            "./a",
+            ".github/ci.yml",
+            ".gitattributes",
+            "a/.gitx",
+            "git~x",
+        ] {
+            assert!(check_path(Path::new(fine)).is_ok(), "{fine}");
+        }
+        for outside in [
+            "../outside",
+            "/etc/passwd",
+            "a/../../b",
+            "C:/x",
+            "a\\..\\..\\b",
+        ] {
+            assert!(
+                matches!(
+                    check_path(Path::new(outside)),
+                    Err(DiffError::OutsidePath { .. })
+                ),
+                "{outside}"
+            );
+        }
+        for git in [
+            "a/.git/config",
+            ".GIT/hooks/pre-commit",
+            ".git./config",
+            ".git . /config",
+            "GIT~1/config",
+            "git~2",
+            ".git::$INDEX_ALLOCATION/x",
+            ".g\u{200c}it/config",
+            "\u{feff}.git",
+            "sub\\.git\\config",
+            ".gitmodules",
+            "sub/.GitModules.",
+            "GITMOD~1",
+        ] {
+            assert!(
+                matches!(check_path(Path::new(git)), Err(DiffError::GitData { .. })),
+                "{git}"
+            );
+        }
+    }
+
+    #[test]
+    fn links_are_read_lexically() {
+        let walk = |link: &str, target: &str| link_walk(Path::new(link), target.as_bytes());
+        assert_eq!(walk("a", "b"), Ok(vec![]));
+        assert_eq!(walk("a", "."), Ok(vec![]));
+        assert_eq!(
+            walk("x/y/a", "../../b/c/d"),
+            Ok(vec![PathBuf::from("b"), PathBuf::from("b/c")])
+        );
+        assert_eq!(walk("x/a", "./b//c"), Ok(vec![PathBuf::from("x/b")]));
+        for (link, target, why) in [
+            ("a", "", "empty"),
+            ("a", "b\0c", "NUL"),
+            ("a", "/etc", "absolute"),
+            ("a", "\\server\\share", "absolute"),
+            ("a", "C:\\x", "absolute"),
+            ("a", "..", "outside"),
+            ("x/a", "../../b", "outside"),
+            ("x/a", "..\\..\\b", "outside"),
+            ("a", "b/../c", "`..` after"),
+            ("a", ".git", "`.git`"),
+            ("a", "b/.GIT./hooks", "`.git`"),
+            ("x/a", "../git~1", "`.git`"),
+        ] {
+            match walk(link, target) {
+                Err(error) => assert!(error.contains(why), "{target}: {error}"),
+                Ok(through) => panic!("{link} -> {target} passed, through {through:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn unknown_modes_are_refused_before_git2_reads_them() {
+        let added = |mode: &str| {
+            format!(
+                "diff --git a/f b/f\nnew file mode {mode}\n--- /dev/null\n+++ b/f\n\
+                 @@ -0,0 +1 @@\n+x\n"
+            )
+        };
+        for known in ["100644", "100755", "120000", "160000", "40000", "100664"] {
+            assert!(known_modes(&added(known)).is_ok(), "{known}");
+        }
+        for unknown in ["100600", "100777", "777777777777777777777777"] {
+            match known_modes(&added(unknown)) {
+                Err(DiffError::Mode { file, mode, .. }) => {
+                    assert_eq!((file.as_str(), mode.as_str()), ("f", unknown));
+                }
+                other => panic!("{unknown}: {other:?}"),
+            }
+        }
+        let index = "diff --git a/f b/f\nindex 1234567..89abcde 100600\n";
+        assert!(known_modes(index).is_err());
+        // And the same patch through `apply` is refused, not a panic.
+        let dir = std::env::temp_dir();
+        assert!(matches!(
+            apply(&dir, &added("100600")),
+            Err(DiffError::Mode { .. })
+        ));
+    }
+
+    #[test]
+    fn spaced_paths_get_quoted_headers() {
+        let patch = "diff --git a/d s/f n.txt b/d s/f n.txt\nnew file mode 100644\n\
+                     --- /dev/null\n+++ b/d s/f n.txt\n@@ -0,0 +1 @@\n+x\n\
+                     diff --git a/plain b/plain\n";
+        assert_eq!(
+            quote_spaced_headers(patch),
+            patch.replace(
+                "diff --git a/d s/f n.txt b/d s/f n.txt",
+                "diff --git \"a/d s/f n.txt\" \"b/d s/f n.txt\""
+            )
+        );
+        let parsed = git2::Diff::from_buffer(quote_spaced_headers(patch).as_bytes());
+        let old = parsed.ok().and_then(|d| {
+            d.deltas()
+                .next()
+                .and_then(|x| x.old_file().path().map(Path::to_path_buf))
+        });
+        assert_eq!(old.as_deref(), Some(Path::new("d s/f n.txt")));
+        for untouched in [
+            "diff --git a/x b/x\n",
+            "diff --git a/a b b/c d\n",
+            "diff --git \"a/q\\\"x y\" \"b/q\\\"x y\"\n",
+            "diff --git a/é b/é\n",
+        ] {
+            assert!(matches!(
+                quote_spaced_headers(untouched),
+                std::borrow::Cow::Borrowed(_)
+            ));
+        }
+    }
+
+    #[test]
+    fn names_a_few_files() {
+        let files: Vec<String> = ["a", "b", "c", "d", "e"].map(String::from).to_vec();
+        assert_eq!(name_some(&files[..2], 3), "a, b");
+        assert_eq!(name_some(&files, 3), "a, b, c and 2 more");
+    }
+
+    #[test]
+    fn garbage_is_not_a_patch() {
+        let dir = std::env::temp_dir();
+        match apply(&dir, "hello, world\n") {
+            Err(DiffError::InvalidPatch(_)) => {}
+            other => panic!("expected InvalidPatch, got {other:?}"),
+        }
+        assert_eq!(apply(&dir, "  \n").ok(), Some(DiffStats::default()));
+    }
+}
