@@ -3,7 +3,11 @@
 //! `cargo bench -p arena-core --bench git_layer`
 //!
 //! 1. Worktree creation in a repository of 20,000 files:
-//!    `worktree::create` vs `git worktree add -b`, median of 5 each.
+//!    `worktree::create` (a repository of its own reading the project's
+//!    objects through alternates, every file checked out) vs
+//!    `git worktree add -b`, median of 5 each, and the disk each uses
+//!    (the worktree folder with its git data; for git's, also its entry in
+//!    the project's `.git/worktrees`).
 //! 2. Diff of a 5,000-line change in a worktree of that repository (40
 //!    files with 100 lines rewritten, 15 of them committed in the worktree
 //!    and 25 not, plus 10 new untracked files of 100 lines):
@@ -65,13 +69,15 @@ fn main() -> Result<()> {
     //    (untimed) before the next round.
     let mut ours = Vec::new();
     let mut cli = Vec::new();
+    let (mut our_disk, mut cli_disk) = (0, 0);
     for round in 0..rounds {
         let name = format!("lib-{round}");
         let t = Instant::now();
         let wt = worktree::create(&project, &root, &name, &base)?;
         ours.push(t.elapsed());
         check_checkout(&wt.path, files)?;
-        worktree::remove(&project, &name, true)?;
+        our_disk = disk_usage(&wt.path)?;
+        worktree::remove(&project, &wt.path, true)?;
 
         let path = root.join(format!("cli-{round}"));
         let branch = format!("cli/{round}");
@@ -83,6 +89,8 @@ fn main() -> Result<()> {
         )?;
         cli.push(t.elapsed());
         check_checkout(&path, files)?;
+        cli_disk = disk_usage(&path)?
+            + disk_usage(&project.join(".git/worktrees").join(format!("cli-{round}")))?;
         git(&project, &["worktree", "remove", "--force", path_text])?;
         git(&project, &["branch", "-q", "-D", &branch])?;
     }
@@ -92,6 +100,17 @@ fn main() -> Result<()> {
         &ours,
         "git worktree add",
         &[&cli],
+    );
+    println!(
+        "   disk: ours {} KiB (git data {} KiB), git worktree add {} KiB",
+        our_disk / 1024,
+        {
+            let wt = worktree::create(&project, &root, "disk", &base)?;
+            let git_data = disk_usage(&wt.path.join(".git"))?;
+            worktree::remove(&project, &wt.path, true)?;
+            git_data / 1024
+        },
+        cli_disk / 1024
     );
 
     // 2. Diff of a 5,000-line change.
@@ -106,7 +125,7 @@ fn main() -> Result<()> {
     let mut result = None;
     for _ in 0..rounds {
         let t = Instant::now();
-        let d = diff::diff_worktree(&wt.path, &base)?;
+        let d = diff::diff_worktree(&wt.path, &base, diff::DiffLimits::default())?;
         ours.push(t.elapsed());
         result = Some(d);
     }
@@ -325,4 +344,22 @@ fn git_command(dir: &Path, args: &[&str]) -> Command {
         .env("GIT_COMMITTER_NAME", "Arena Bench")
         .env("GIT_COMMITTER_EMAIL", "bench@arena.invalid");
     command
+}
+
+/// Bytes of disk the files under `path` take (allocated blocks, as `du`).
+fn disk_usage(path: &Path) -> Result<u64> {
+    use std::os::unix::fs::MetadataExt;
+    let mut total = 0;
+    let mut folders = vec![path.to_path_buf()];
+    while let Some(folder) = folders.pop() {
+        for entry in fs::read_dir(&folder)? {
+            let entry = entry?;
+            let meta = entry.path().symlink_metadata()?;
+            total += meta.blocks() * 512;
+            if meta.is_dir() {
+                folders.push(entry.path());
+            }
+        }
+    }
+    Ok(total)
 }

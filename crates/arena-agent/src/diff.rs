@@ -365,9 +365,8 @@ fn big_files(
             if in_base.is_none() && repo.is_path_ignored(&relative).unwrap_or(false) {
                 continue;
             }
-            let oid = Oid::hash_file(git2::ObjectType::Blob, &path).map_err(DiffError::git(
-                format!("hash {}", path.display()),
-            ))?;
+            let oid = Oid::hash_file(git2::ObjectType::Blob, &path)
+                .map_err(DiffError::git(format!("hash {}", path.display())))?;
             if in_base == Some(oid) {
                 continue;
             }
@@ -418,7 +417,7 @@ fn omitted_section(status: ChangeStatus, old: &str, new: &str, (from, to): (Oid,
 fn quoted(path: &str) -> String {
     if !path
         .bytes()
-        .any(|b| b < 0x20 || b >= 0x7f || b == b'"' || b == b'\\')
+        .any(|b| !(0x20..0x7f).contains(&b) || b == b'"' || b == b'\\')
     {
         return path.to_string();
     }
@@ -444,7 +443,7 @@ fn bytes(n: u64) -> String {
         format!("{n} bytes")
     } else if n < MIB {
         format!("{:.1} KiB", n as f64 / 1024.0)
-    } else if n % MIB == 0 {
+    } else if n.is_multiple_of(MIB) {
         format!("{} MiB", n / MIB)
     } else {
         format!("{:.1} MiB", n as f64 / MIB as f64)
@@ -565,5 +564,4 @@ mod tests {
         );
         assert_eq!(change_status(Delta::Ignored), None);
     }
-
 }

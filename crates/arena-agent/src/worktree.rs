@@ -142,7 +142,6 @@ impl WorktreeError {
     }
 }
 
-
 /// A worktree Arena created for one contestant.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Worktree {
@@ -192,7 +191,10 @@ pub fn create(
     if let Err(error) = fs::create_dir(&path) {
         return Err(match error.kind() {
             io::ErrorKind::AlreadyExists => WorktreeError::PathExists(path),
-            _ => WorktreeError::Io { path, source: error },
+            _ => WorktreeError::Io {
+                path,
+                source: error,
+            },
         });
     }
     if let Err(error) = build(&path, &objects, name, base, true) {
@@ -410,9 +412,7 @@ fn build(
     arena_parts(&git_dir, objects)?;
     let repo = open(worktree)?;
     let what = || format!("set up the repository in {}", worktree.display());
-    let commit = repo
-        .find_commit(base)
-        .map_err(WorktreeError::git(what()))?;
+    let commit = repo.find_commit(base).map_err(WorktreeError::git(what()))?;
     repo.reference(&branch, base, true, "arena: the battle's base commit")
         .map_err(WorktreeError::git(what()))?;
     if checkout {
@@ -524,8 +524,7 @@ fn forget_linked(repo: &Repository, name: &str, worktree: &Path) {
             return;
         }
     }
-    if let Ok(mut branch) = repo.find_branch(&format!("{BRANCH_PREFIX}{name}"), BranchType::Local)
-    {
+    if let Ok(mut branch) = repo.find_branch(&format!("{BRANCH_PREFIX}{name}"), BranchType::Local) {
         if let Err(error) = branch.delete() {
             tracing::warn!(%name, %error, "cannot delete an old worktree's branch in the project");
         }

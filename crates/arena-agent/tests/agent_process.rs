@@ -182,10 +182,7 @@ async fn the_environment_is_an_allowlist_plus_the_agents_own_key() {
 #[tokio::test]
 async fn output_past_the_bound_is_dropped_and_the_run_goes_on() {
     // 8 MiB with no newline at all, then a line, then more lines.
-    let mut l = launch(
-        &["flood", "8388608"],
-        Duration::from_secs(30),
-    );
+    let mut l = launch(&["flood", "8388608"], Duration::from_secs(30));
     l.bounds.output_bytes = 3 * 1024 * 1024;
     let mut handed = 0usize;
     let mut longest = 0usize;

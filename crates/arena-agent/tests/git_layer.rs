@@ -225,14 +225,21 @@ fn create_makes_a_repository_of_its_own_git_agrees_with() {
         fs::read_to_string(wt.path.join(".git/objects/info/alternates")).unwrap(),
         format!(
             "{}\n",
-            project.join(".git/objects").canonicalize().unwrap().display()
+            project
+                .join(".git/objects")
+                .canonicalize()
+                .unwrap()
+                .display()
         )
     );
     assert_eq!(
         git(&wt.path, &["config", "core.hooksPath"]).trim(),
         "/dev/null"
     );
-    assert!(fs::read_dir(wt.path.join(".git/hooks")).unwrap().next().is_none());
+    assert!(fs::read_dir(wt.path.join(".git/hooks"))
+        .unwrap()
+        .next()
+        .is_none());
     assert_eq!(git(&wt.path, &["fsck", "--no-dangling"]), "");
     untouched(&project);
 
@@ -687,7 +694,14 @@ fn a_worktree_of_the_old_layout_is_turned_into_a_repository_of_its_own() {
     let old = root.canonicalize().unwrap().join("old");
     git(
         &project,
-        &["worktree", "add", "-q", "-b", "arena/old", old.to_str().unwrap()],
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "-b",
+            "arena/old",
+            old.to_str().unwrap(),
+        ],
     );
     write(&old.join("src/lib.rs"), "committed\n");
     git(&old, &["commit", "-q", "-am", "the agent's commit"]);
@@ -703,8 +717,14 @@ fn a_worktree_of_the_old_layout_is_turned_into_a_repository_of_its_own() {
     assert_eq!(paths, ["new.txt", "src/lib.rs"], "{}", d.patch);
     // And the project forgot it.
     untouched(&project);
-    assert_eq!(git(&old, &["rev-parse", "--abbrev-ref", "HEAD"]).trim(), "arena/old");
-    assert_eq!(worktree::restore(&old, &project, &base).unwrap(), worktree::Restored::Kept);
+    assert_eq!(
+        git(&old, &["rev-parse", "--abbrev-ref", "HEAD"]).trim(),
+        "arena/old"
+    );
+    assert_eq!(
+        worktree::restore(&old, &project, &base).unwrap(),
+        worktree::Restored::Kept
+    );
 }
 
 #[test]

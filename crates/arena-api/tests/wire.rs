@@ -394,7 +394,7 @@ fn worktrees_and_pruning() {
         stats: (&core::battle::DiffSummary {
             files: 1,
             insertions: 2,
-            deletions: 0
+            deletions: 0,
             omitted: Vec::new(),
         })
             .into(),

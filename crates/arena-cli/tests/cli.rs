@@ -651,12 +651,14 @@ async fn coding_battle_apply_and_worktree_cleanup() {
     let pruned = s.json(&["worktrees", "prune", "--json"]).await;
     assert_eq!(pruned["removed"].as_array().unwrap().len(), 0);
     assert_eq!(pruned["kept"].as_array().unwrap().len(), 2);
+    // Each worktree's repository is its own: the project's git knows none.
     assert_eq!(
         git(&project, &["worktree", "list", "--porcelain"])
             .matches("worktree ")
             .count(),
-        3
+        1
     );
+    assert_eq!(git(&project, &["branch", "--list", "arena/*"]), "");
     let pruned = s.json(&["worktrees", "prune", "--force", "--json"]).await;
     assert_eq!(pruned["removed"].as_array().unwrap().len(), 2);
     assert_eq!(

@@ -86,22 +86,43 @@ echo "hello" > small.txt
         assert_eq!(c.status, ContestantStatus::Done, "{:?}", c.error);
         let out = c.output.clone().unwrap_or_default();
         assert!(out.len() <= 3 * 1024 * 1024, "{}", out.len());
-        assert!(out.contains("more bytes of output were dropped"), "{}", &out[out.len().saturating_sub(300)..]);
+        assert!(
+            out.contains("more bytes of output were dropped"),
+            "{}",
+            &out[out.len().saturating_sub(300)..]
+        );
         let check = c.check.as_ref().unwrap();
-        assert!(check.output_tail.len() < 200_000, "{}", check.output_tail.len());
-        assert!(check.output_tail.contains("were dropped"), "{}", check.output_tail.len());
-        let patch = std::fs::read_to_string(
-            c.result_path.as_ref().unwrap().with_file_name("diff.patch"),
-        )
-        .unwrap();
+        assert!(
+            check.output_tail.len() < 200_000,
+            "{}",
+            check.output_tail.len()
+        );
+        assert!(
+            check.output_tail.contains("were dropped"),
+            "{}",
+            check.output_tail.len()
+        );
+        let patch =
+            std::fs::read_to_string(c.result_path.as_ref().unwrap().with_file_name("diff.patch"))
+                .unwrap();
         assert!(patch.len() < 64 * 1024, "{}", patch.len());
         assert!(patch.contains("+hello"), "{patch}");
-        assert!(patch.contains("Binary files /dev/null and b/big.bin differ"), "{patch}");
+        assert!(
+            patch.contains("Binary files /dev/null and b/big.bin differ"),
+            "{patch}"
+        );
         let wt = c.worktree.clone().unwrap();
-        let sparse = wt.join("sparse.bin").metadata().map(|m| m.len()).unwrap_or(0);
+        let sparse = wt
+            .join("sparse.bin")
+            .metadata()
+            .map(|m| m.len())
+            .unwrap_or(0);
         assert!(sparse <= 1536 * 1024 * 1024, "{sparse}");
         let md = std::fs::read_to_string(c.result_path.as_ref().unwrap()).unwrap();
-        assert!(md.contains("big.bin") && md.contains("limit for one file"), "{md}");
+        assert!(
+            md.contains("big.bin") && md.contains("limit for one file"),
+            "{md}"
+        );
     }
     assert!(
         peak < start + 200 * 1024 * 1024,
@@ -112,7 +133,13 @@ echo "hello" > small.txt
 
     // A writer stopped by the file-size limit is a contestant error that
     // names the limit.
-    let b = run(&mut h, project.path(), "exec truncate -s 10G sparse.bin", None).await;
+    let b = run(
+        &mut h,
+        project.path(),
+        "exec truncate -s 10G sparse.bin",
+        None,
+    )
+    .await;
     for c in &b.contestants {
         assert_eq!(c.status, ContestantStatus::Error);
         let error = c.error.clone().unwrap_or_default();

@@ -312,7 +312,11 @@ fi
         .await
         .expect("the round ends")
         .unwrap();
-        assert!(round.output.contains("blocked write-home"), "{}", round.output);
+        assert!(
+            round.output.contains("blocked write-home"),
+            "{}",
+            round.output
+        );
     }
     for name in ["pwned-by-check", "pwned-by-agent"] {
         assert!(!home_path.join(name).exists(), "{name}");
@@ -323,7 +327,11 @@ fi
     for (path, bytes) in snapshot(&results) {
         let text = String::from_utf8_lossy(&bytes);
         assert!(!text.contains("PRIVATE-KEY"), "{}: {text}", path.display());
-        assert!(!text.contains("REPLACED-TEXT"), "{}: {text}", path.display());
+        assert!(
+            !text.contains("REPLACED-TEXT"),
+            "{}: {text}",
+            path.display()
+        );
     }
     let shown = format!("{:?}", h.engine.battle(&b.id).await.unwrap());
     assert!(!shown.contains("PRIVATE-KEY"), "{shown}");

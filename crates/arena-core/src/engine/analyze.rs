@@ -880,8 +880,7 @@ async fn cross_examine_with_agent(
         own_config: &[],
         toolchains: false,
     };
-    let (launch, _scratch) =
-        super::coding::prepare(engine, backend.name, plan, results, &scratch)?;
+    let (launch, _scratch) = super::coding::prepare(engine, backend.name, plan, results, &scratch)?;
 
     let mut x = start_cross_exam(engine, battle, backend.name, &target, question).await?;
 

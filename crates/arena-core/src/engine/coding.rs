@@ -336,8 +336,8 @@ fn watch_changes(engine: &Engine, c: &Contestant, root: &Path) -> Option<Watch> 
     let base = root.to_path_buf();
     // Links in the worktree are the agent's: watching never follows them.
     let config = notify::Config::default().with_follow_symlinks(false);
-    let mut watcher =
-        match notify::RecommendedWatcher::new(move |res: notify::Result<notify::Event>| {
+    let mut watcher = match notify::RecommendedWatcher::new(
+        move |res: notify::Result<notify::Event>| {
             let Ok(event) = res else { return };
             if matches!(event.kind, notify::EventKind::Access(_)) {
                 return;
@@ -352,13 +352,15 @@ fn watch_changes(engine: &Engine, c: &Contestant, root: &Path) -> Option<Watch> 
                 }
                 let _ = tx.send(rel.to_string_lossy().into_owned());
             }
-        }, config) {
-            Ok(w) => w,
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot watch the worktree; no live changed-files list");
-                return None;
-            }
-        };
+        },
+        config,
+    ) {
+        Ok(w) => w,
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot watch the worktree; no live changed-files list");
+            return None;
+        }
+    };
     if let Err(e) = watcher.watch(root, notify::RecursiveMode::Recursive) {
         tracing::warn!(error = %e, "cannot watch the worktree; no live changed-files list");
         return None;
@@ -843,7 +845,12 @@ async fn run_cli(
         }
     })
     .await;
-    if let Some(dropped) = exit.as_ref().ok().map(|e| e.output_dropped).filter(|d| *d > 0) {
+    if let Some(dropped) = exit
+        .as_ref()
+        .ok()
+        .map(|e| e.output_dropped)
+        .filter(|d| *d > 0)
+    {
         let _ = tx.send(EventKind::Output {
             text: dropped_note(dropped),
         });
@@ -955,7 +962,12 @@ async fn run_check(
         .cloned()
         .collect::<Vec<_>>()
         .join("\n");
-    if let Some(dropped) = exit.as_ref().ok().map(|e| e.output_dropped).filter(|d| *d > 0) {
+    if let Some(dropped) = exit
+        .as_ref()
+        .ok()
+        .map(|e| e.output_dropped)
+        .filter(|d| *d > 0)
+    {
         tail.push_str(&dropped_note(dropped));
     }
     let duration_ms = started.elapsed().as_millis() as u64;

@@ -822,7 +822,10 @@ impl Engine {
             for path in orphans(&root, &known) {
                 let dirty = !force && crate::worktree::is_dirty(&path).unwrap_or(true);
                 if dirty {
-                    kept.push((path, "it has uncommitted changes; pass --force to remove it".into()));
+                    kept.push((
+                        path,
+                        "it has uncommitted changes; pass --force to remove it".into(),
+                    ));
                     continue;
                 }
                 match std::fs::remove_dir_all(&path) {
