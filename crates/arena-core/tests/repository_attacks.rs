@@ -125,6 +125,22 @@ async fn battle(h: &Harness, project: &Path, check: Option<&str>) -> Battle {
         .expect("run")
 }
 
+trait Judge {
+    async fn analyze_with_judge(&mut self, battle_id: &str);
+}
+
+impl Judge for Harness {
+    /// Judges the battle with a `judge` model on the cloud server.
+    async fn analyze_with_judge(&mut self, battle_id: &str) {
+        self.cloud.set_model(
+            "judge",
+            ModelScript::respond_with(|_| r#"{"winner": "A"}"#.into()),
+        );
+        self.reconfigure(|config| config.default_model = Some("judge".into()));
+        self.engine.analyze(battle_id, None).await.unwrap();
+    }
+}
+
 fn sandboxed() -> bool {
     let ok = arena_core::agent::sandbox::supported();
     if !ok {
@@ -335,6 +351,16 @@ fi
     }
     let shown = format!("{:?}", h.engine.battle(&b.id).await.unwrap());
     assert!(!shown.contains("PRIVATE-KEY"), "{shown}");
+    // Nor in what the judge is sent (which includes the diffs).
+    h.analyze_with_judge(&b.id).await;
+    let asked: Vec<String> = h
+        .cloud
+        .requests_for("judge")
+        .iter()
+        .map(|r| r.body.to_string())
+        .collect();
+    assert!(asked.iter().any(|t| t.contains("b/attack-check.sh")), "{asked:?}");
+    assert!(asked.iter().all(|t| !t.contains("PRIVATE-KEY")), "{asked:?}");
 
     // The user opens each worktree: no fsmonitor, no hook runs, and git
     // sees Arena's repository (not the home, not a planted one).
