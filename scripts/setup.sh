@@ -38,6 +38,9 @@ DEB_PACKAGES=(
   curl
   file
   python3-venv
+  # Coding battles: every agent and check runs in a bubblewrap jail.
+  bubblewrap
+  git
 )
 NODE_MIN_MAJOR=20
 

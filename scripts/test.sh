@@ -99,6 +99,8 @@ run_step() {
 # --- the steps ------------------------------------------------------------------------
 step_setup() {
   "$ROOT/scripts/setup.sh"
+  # setup.sh installed bubblewrap: the jail tests must run, not skip.
+  export ARENA_REQUIRE_JAIL=1
 }
 
 step_peers() {

@@ -2,10 +2,13 @@
 //! the CLI agents (launch plans, child processes), the built-in tool-calling
 //! agent, and the kernel sandbox every agent process runs in.
 
+pub mod apply;
 pub mod backend;
 pub mod backends;
 pub mod diff;
+pub mod jail;
 pub mod native;
 pub mod process;
+pub mod relay;
 pub mod sandbox;
 pub mod worktree;

@@ -329,6 +329,7 @@ impl NativeAgent<'_> {
                 output_bytes: OUTPUT_CAP * 2,
                 file_bytes: self.max_file_bytes,
             },
+            door: None,
         };
         let mut output = String::new();
         let exit = super::process::run(&launch, token, |line| {

@@ -68,6 +68,10 @@ pub struct Launch {
     /// `XDG_RUNTIME_DIR` (`env` gives it its own home and temp folder).
     pub sandbox: Option<super::sandbox::Sandbox>,
     pub bounds: Bounds,
+    /// For a sandboxed agent pointed at one of your providers: its one
+    /// network door ([`crate::relay`]), open on `127.0.0.1:`[`crate::relay::PORT`]
+    /// in its own network namespace, forwarding to this provider.
+    pub door: Option<crate::relay::Upstream>,
 }
 
 /// What a process may produce.
@@ -184,10 +188,42 @@ pub async fn run(
     token: &CancellationToken,
     mut on_line: impl FnMut(Line),
 ) -> Result<Exit, SpawnError> {
-    let mut cmd = Command::new(&launch.program);
+    let spawn_error = |source: std::io::Error| SpawnError {
+        program: launch.program.display().to_string(),
+        source,
+    };
     let sandboxed = launch.sandbox.is_some();
-    cmd.args(&launch.args)
-        .current_dir(&launch.cwd)
+    // Sandboxed, the process runs in a bubblewrap jail (see `jail`), or
+    // under Landlock alone where the sandbox says so.
+    let jailed = match &launch.sandbox {
+        Some(sandbox) if sandbox.enforcement == super::sandbox::Enforcement::Jail => Some(
+            sandbox
+                .jail(&launch.cwd, launch.door.is_some())
+                .command(&super::sandbox::lexical(&launch.program), &launch.args)
+                .map_err(|e| spawn_error(std::io::Error::other(e.to_string())))?,
+        ),
+        _ => None,
+    };
+    let door = match (&jailed, &launch.door) {
+        (Some(_), Some(_)) => Some(DoorPipes::new().map_err(spawn_error)?),
+        _ => None,
+    };
+    let mut cmd = match &jailed {
+        Some(prepared) => {
+            let mut cmd = Command::new(&prepared.program);
+            if let Some(pipes) = &door {
+                cmd.args(pipes.bwrap_args());
+            }
+            cmd.args(&prepared.args);
+            cmd
+        }
+        None => {
+            let mut cmd = Command::new(&launch.program);
+            cmd.args(&launch.args);
+            cmd
+        }
+    };
+    cmd.current_dir(&launch.cwd)
         .env_clear()
         .envs(
             ENV_ALLOWLIST
@@ -204,17 +240,20 @@ pub async fn run(
         .kill_on_drop(true);
     #[cfg(unix)]
     cmd.process_group(0);
-    let prepared = match &launch.sandbox {
-        Some(sandbox) => Some(sandbox.ruleset().map_err(|e| SpawnError {
+    let prepared = match (&launch.sandbox, &jailed) {
+        (Some(sandbox), None) => Some(sandbox.ruleset().map_err(|e| SpawnError {
             program: launch.program.display().to_string(),
             source: std::io::Error::other(e.to_string()),
         })?),
-        None => None,
+        _ => None,
     };
     let file_bytes = launch.bounds.file_bytes;
+    let mut keep_seccomp = jailed.as_ref().map(|j| j.pre_exec());
+    let inherited = door.as_ref().map(DoorPipes::child_fds);
     // SAFETY: between fork and exec this makes only system calls
-    // (setrlimit; no_new_privs and landlock_restrict_self in `apply`) and
-    // takes the prepared ruleset; it does not allocate when it succeeds.
+    // (setrlimit; fcntl and lseek to keep the jail's descriptors open;
+    // no_new_privs and landlock_restrict_self in `apply`) and takes the
+    // prepared ruleset; it does not allocate when it succeeds.
     #[cfg(unix)]
     unsafe {
         cmd.pre_exec(move || {
@@ -227,6 +266,14 @@ pub async fn run(
                     return Err(std::io::Error::last_os_error());
                 }
             }
+            if let Some(keep) = keep_seccomp.as_mut() {
+                keep()?;
+            }
+            for fd in inherited.iter().flatten() {
+                if libc::fcntl(*fd, libc::F_SETFD, 0) == -1 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
             match &prepared {
                 Some(ruleset) => ruleset.apply(),
                 None => Ok(()),
@@ -234,12 +281,33 @@ pub async fn run(
         });
     }
     #[cfg(not(unix))]
-    let _ = (prepared, file_bytes);
-    let mut child = cmd.spawn().map_err(|source| SpawnError {
-        program: launch.program.display().to_string(),
-        source,
-    })?;
+    let _ = (prepared, file_bytes, &mut keep_seccomp, inherited);
+    let mut child = cmd.spawn().map_err(spawn_error)?;
+    let jailed_run = jailed.is_some();
+    drop(jailed);
     let pid = child.id().unwrap_or(0);
+    // The door: opened in the jail's network namespace once bwrap has made
+    // it, served from here until the run ends; only then does the agent
+    // start.
+    let relay_stop = CancellationToken::new();
+    if let (Some(pipes), Some(upstream)) = (door, &launch.door) {
+        if let Err(error) = pipes.open(upstream.clone(), relay_stop.clone()).await {
+            signal_group(pid, Signal::Kill);
+            let _ = child.wait().await;
+            // What bwrap said, if it stopped by itself.
+            let mut said = String::new();
+            if let Some(stderr) = child.stderr.take() {
+                use tokio::io::AsyncReadExt;
+                let _ = stderr.take(4096).read_to_string(&mut said).await;
+            }
+            let error = match said.trim() {
+                "" => error,
+                said => std::io::Error::other(format!("{error}; bwrap: {said}")),
+            };
+            return Err(spawn_error(error));
+        }
+    }
+    let _relay = relay_stop.drop_guard();
     let mut stdout = child.stdout.take().map(|s| Lines::new(BufReader::new(s)));
     let mut stderr = child.stderr.take().map(|s| Lines::new(BufReader::new(s)));
     let mut budget = Budget {
@@ -310,8 +378,17 @@ pub async fn run(
     };
     #[cfg(not(unix))]
     let signal = None;
+    let mut code = status.and_then(|s| s.code());
+    // bwrap exits with 128 + the signal that killed the jailed program.
+    let signal = match (jailed_run, code) {
+        (true, Some(c)) if c > 128 && c < 128 + 65 => {
+            code = None;
+            Some(c - 128)
+        }
+        _ => signal,
+    };
     Ok(Exit {
-        code: status.and_then(|s| s.code()),
+        code,
         signal,
         timed_out,
         cancelled,
@@ -392,6 +469,105 @@ impl<R: tokio::io::AsyncBufRead + Unpin> Lines<R> {
             self.buf.pop();
         }
         String::from_utf8_lossy(&self.buf).into_owned()
+    }
+}
+
+/// bwrap's `--info-fd` (it says the jail's first process) and `--block-fd`
+/// (it waits there before starting the program) for a jail with a door.
+struct DoorPipes {
+    info_read: std::os::fd::OwnedFd,
+    info_write: std::os::fd::OwnedFd,
+    block_read: std::os::fd::OwnedFd,
+    block_write: std::os::fd::OwnedFd,
+}
+
+impl DoorPipes {
+    fn new() -> std::io::Result<DoorPipes> {
+        let (info_read, info_write) = pipe()?;
+        let (block_read, block_write) = pipe()?;
+        Ok(DoorPipes {
+            info_read,
+            info_write,
+            block_read,
+            block_write,
+        })
+    }
+
+    fn child_fds(&self) -> [i32; 2] {
+        use std::os::fd::AsRawFd;
+        [self.info_write.as_raw_fd(), self.block_read.as_raw_fd()]
+    }
+
+    fn bwrap_args(&self) -> [String; 4] {
+        let [info, block] = self.child_fds();
+        [
+            "--info-fd".into(),
+            info.to_string(),
+            "--block-fd".into(),
+            block.to_string(),
+        ]
+    }
+
+    /// Reads the jail's first process from bwrap, opens the relay's
+    /// listener in its network namespace, starts serving it, and lets the
+    /// program start.
+    async fn open(
+        self,
+        upstream: crate::relay::Upstream,
+        stop: CancellationToken,
+    ) -> std::io::Result<()> {
+        let DoorPipes {
+            info_read,
+            info_write,
+            block_read,
+            block_write,
+        } = self;
+        drop((info_write, block_read));
+        let listener = tokio::time::timeout(
+            Duration::from_secs(20),
+            tokio::task::spawn_blocking(move || -> std::io::Result<std::net::TcpListener> {
+                use std::io::Read;
+                let mut text = String::new();
+                std::fs::File::from(info_read)
+                    .take(64 * 1024)
+                    .read_to_string(&mut text)?;
+                let pid = serde_json::from_str::<serde_json::Value>(&text)
+                    .ok()
+                    .and_then(|v| v.get("child-pid").and_then(|p| p.as_u64()))
+                    .and_then(|p| u32::try_from(p).ok())
+                    .ok_or_else(|| {
+                        std::io::Error::other(format!("bwrap did not say its child's pid: {text}"))
+                    })?;
+                crate::relay::listen_in(pid)
+            }),
+        )
+        .await
+        .map_err(|_| std::io::Error::other("the jail did not start within 20 s"))?
+        .map_err(std::io::Error::other)??;
+        tokio::spawn(async move {
+            if let Err(error) = crate::relay::serve(listener, upstream, stop).await {
+                tracing::warn!(%error, "the relay stopped");
+            }
+        });
+        use std::io::Write;
+        std::fs::File::from(block_write).write_all(b"1")?;
+        Ok(())
+    }
+}
+
+/// A pipe, both ends close-on-exec.
+fn pipe() -> std::io::Result<(std::os::fd::OwnedFd, std::os::fd::OwnedFd)> {
+    use std::os::fd::FromRawFd;
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 fills the two descriptors, which become owned here.
+    unsafe {
+        if libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok((
+            std::os::fd::OwnedFd::from_raw_fd(fds[0]),
+            std::os::fd::OwnedFd::from_raw_fd(fds[1]),
+        ))
     }
 }
 

@@ -21,6 +21,7 @@ fn launch(args: &[&str], timeout: Duration) -> Launch {
         timeout,
         sandbox: None,
         bounds: Default::default(),
+        door: None,
     }
 }
 

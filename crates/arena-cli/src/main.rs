@@ -416,6 +416,7 @@ async fn run(cli: Cli) -> Result<(), Error> {
             if flags.json {
                 print_json(&rows);
             } else {
+                println!("sandbox: {}", engine.sandbox_state());
                 for r in &rows {
                     let status = match (&r.program, &r.path) {
                         (None, _) => "built in".to_string(),

@@ -486,7 +486,7 @@ async fn an_agent_cannot_leave_its_sandbox() {
         return;
     }
     let mut h = Harness::new().await;
-    let project = repo();
+    let project = repo_in(Path::new(env!("CARGO_TARGET_TMPDIR")));
     let outside = tempfile::tempdir().unwrap();
     std::fs::write(outside.path().join("secret.txt"), "top secret\n").unwrap();
     let elsewhere = arena_testserver::TestServer::start().await.unwrap();
@@ -495,7 +495,6 @@ async fn an_agent_cannot_leave_its_sandbox() {
         outside.path().display().to_string(),
         h.data.path().display().to_string(),
     );
-    let provider_port = h.cloud.addr().port();
     let other_port = elsewhere.addr().port();
     let script = format!(
         r#"try() {{ if sh -c "$2" >/dev/null 2>&1; then echo "ESCAPED $1"; else echo "blocked $1"; fi; }}
@@ -506,7 +505,8 @@ try git-config 'echo "[alias] x = !evil" >> {p}/.git/config'
 try arena-data 'cat {d}/arena.db'
 try other-port 'exec 3<>/dev/tcp/127.0.0.1/{other_port}'
 echo "home: $HOME"
-if bash -c 'exec 3<>/dev/tcp/127.0.0.1/{provider_port}'; then echo "reached the provider"; fi
+port=${{OPENAI_BASE_URL##*:}}; port=${{port%%/*}}
+if bash -c "exec 3<>/dev/tcp/127.0.0.1/$port"; then echo "reached the provider"; fi
 echo inside > INSIDE.md && git add INSIDE.md && git commit -qm inside && echo "committed in the worktree"
 "#
     );

@@ -61,7 +61,7 @@ fn git_out(dir: &Path, args: &[&str]) -> (bool, String) {
 
 /// The user's repository: a `side` branch and a tag besides `main`.
 fn users_repo() -> tempfile::TempDir {
-    let project = repo();
+    let project = repo_in(Path::new(env!("CARGO_TARGET_TMPDIR")));
     git(project.path(), &["branch", "side"]);
     git(project.path(), &["tag", "v1"]);
     project
@@ -359,8 +359,14 @@ fi
         .iter()
         .map(|r| r.body.to_string())
         .collect();
-    assert!(asked.iter().any(|t| t.contains("b/attack-check.sh")), "{asked:?}");
-    assert!(asked.iter().all(|t| !t.contains("PRIVATE-KEY")), "{asked:?}");
+    assert!(
+        asked.iter().any(|t| t.contains("b/attack-check.sh")),
+        "{asked:?}"
+    );
+    assert!(
+        asked.iter().all(|t| !t.contains("PRIVATE-KEY")),
+        "{asked:?}"
+    );
 
     // The user opens each worktree: no fsmonitor, no hook runs, and git
     // sees Arena's repository (not the home, not a planted one).

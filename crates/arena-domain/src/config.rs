@@ -125,10 +125,15 @@ pub struct Limits {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SandboxMode {
-    /// Every agent process runs in the sandbox; where the kernel cannot
-    /// sandbox, Coding battles and agent cross-examinations are refused.
+    /// Every agent process runs in a bubblewrap jail (its own namespaces,
+    /// file system and network, a seccomp filter); where none can be
+    /// built, Coding battles and agent cross-examinations are refused,
+    /// saying what is missing.
     #[default]
     Strict,
+    /// Landlock alone (the file system and TCP ports, no namespaces): for
+    /// a machine where no jail can be built, chosen knowingly.
+    Landlock,
     /// No sandbox: agents run with the user's rights (their worktree, a
     /// minimal environment and their own process group still apply).
     Off,

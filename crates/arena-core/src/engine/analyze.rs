@@ -817,6 +817,7 @@ async fn cross_examine_with_agent(
     }
     let target = engine.catalog().await.resolve(&spec.model)?;
     let endpoint = engine.agent_endpoint(&target.provider).await;
+    let (endpoint, door) = super::coding::through_door(engine, endpoint);
     let done: Vec<_> = battle
         .contestants
         .iter()
@@ -877,6 +878,7 @@ async fn cross_examine_with_agent(
         writable: false,
         objects: &[],
         connect,
+        door: door.filter(|_| plan.own_config.is_empty()),
         own_config: &[],
         toolchains: false,
     };

@@ -24,8 +24,8 @@ use crate::{diff, results, worktree};
 
 use super::lane::{self, LaneSlot};
 use super::Engine;
+use crate::agent::relay;
 use crate::agent::sandbox::{self, Confinement, Sandbox};
-use crate::config::SandboxMode;
 
 /// What an agent run produced.
 struct AgentRun {
@@ -505,6 +505,7 @@ async fn run_native(
         writable: true,
         objects: &workspace.objects,
         connect: Some(Vec::new()),
+        door: None,
         own_config: &[],
         toolchains: false,
     };
@@ -567,6 +568,7 @@ fn launch(
     let config = engine.config();
     let custom = config.backends.iter().find(|b| b.name == c.identity);
     let scratch = engine.data_dir().join("agents").join(&c.id);
+    let (endpoint, door) = through_door(engine, endpoint);
     let plan = backends::plan(
         &c.identity,
         custom,
@@ -585,11 +587,43 @@ fn launch(
         writable: true,
         objects: &workspace.objects,
         connect,
+        door: door.filter(|_| plan.own_config.is_empty()),
         own_config: &[],
         toolchains: false,
     };
     let (launch, scratch) = prepare(engine, &c.identity, plan, work, &scratch)?;
     Ok((launch, scratch, output))
+}
+
+/// Where an agent pointed at one of your providers is told to connect: in
+/// a jail, the relay's door inside it (with a placeholder key; the relay
+/// puts the real one on outside) and the door to open; else the provider.
+pub(super) fn through_door(
+    engine: &Engine,
+    endpoint: Option<backends::Endpoint>,
+) -> (Option<backends::Endpoint>, Option<relay::Upstream>) {
+    let Some(endpoint) = endpoint else {
+        return (None, None);
+    };
+    if !matches!(engine.sandbox_ready(), Ok(Some(sandbox::Enforcement::Jail))) {
+        return (Some(endpoint), None);
+    }
+    let upstream = relay::Upstream {
+        kind: endpoint.kind,
+        base_url: endpoint.base_url.clone(),
+        api_key: endpoint.api_key.clone(),
+    };
+    match relay::inside_url(&upstream, relay::PORT) {
+        Ok(base_url) => (
+            Some(backends::Endpoint {
+                kind: endpoint.kind,
+                base_url,
+                api_key: crate::keychain::Secret::new(relay::PLACEHOLDER_KEY.into()),
+            }),
+            Some(upstream),
+        ),
+        Err(_) => (Some(endpoint), None),
+    }
 }
 
 /// The TCP ports an agent may connect to: where Arena points it at one of
@@ -624,6 +658,8 @@ pub(super) struct Reach<'a> {
     pub objects: &'a [PathBuf],
     /// The TCP ports it may reach (`None`: any).
     pub connect: Option<Vec<u16>>,
+    /// Its one network door to a provider, in a jail ([`through_door`]).
+    pub door: Option<relay::Upstream>,
     /// Files and folders of the user's home it reads as its own
     /// configuration ([`backends::own_config`]).
     pub own_config: &'static [&'static str],
@@ -641,12 +677,11 @@ pub(super) fn agent_sandbox(
     scratch: &Path,
     reach: Reach<'_>,
 ) -> Result<Option<Confinement>> {
-    if engine.config().limits.sandbox == SandboxMode::Off {
-        return Ok(None);
-    }
-    if !sandbox::supported() {
-        return Err(Invalid::Other(sandbox::SandboxError::Unsupported.to_string()).into());
-    }
+    let enforcement = match engine.sandbox_ready() {
+        Ok(Some(enforcement)) => enforcement,
+        Ok(None) => return Ok(None),
+        Err(why) => return Err(Invalid::Other(why).into()),
+    };
     // Tests give agents a prepared home (their own configuration).
     let test_home = std::env::var_os("ARENA_AGENT_HOME").map(PathBuf::from);
     let home = test_home.clone().unwrap_or_else(|| scratch.join("home"));
@@ -693,10 +728,9 @@ pub(super) fn agent_sandbox(
     } else {
         read.push(reach.workspace.to_path_buf());
     }
-    Ok(Some(Confinement {
-        sandbox: Sandbox::new(read, write, reach.connect),
-        env,
-    }))
+    let mut sandbox = Sandbox::new(read, write, reach.connect);
+    sandbox.enforcement = enforcement;
+    Ok(Some(Confinement { sandbox, env }))
 }
 
 /// An agent's private folder for its configuration files: only this user
@@ -765,6 +799,7 @@ pub(super) fn prepare(
             name: backend.to_string(),
             program: plan.program.clone(),
         })?;
+    let door = work.door.clone();
     let reach = Reach {
         program: Some(&program),
         own_config: plan.own_config,
@@ -792,6 +827,7 @@ pub(super) fn prepare(
             timeout: engine.config().limits.max_duration(),
             sandbox,
             bounds: bounds(engine),
+            door,
         },
         folder,
     ))
@@ -919,6 +955,7 @@ async fn run_check(
             writable: true,
             objects: &workspace.objects,
             connect: Some(Vec::new()),
+            door: None,
             own_config: &[],
             toolchains: true,
         };
@@ -940,6 +977,7 @@ async fn run_check(
         timeout: Duration::from_secs(engine.config().limits.check_timeout_secs),
         sandbox,
         bounds: bounds(engine),
+        door: None,
     };
     let started = Instant::now();
     let lines = Arc::new(std::sync::Mutex::new(

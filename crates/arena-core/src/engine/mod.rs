@@ -302,11 +302,50 @@ impl Engine {
         )
     }
 
-    /// Whether agents run in the kernel sandbox (`[limits] sandbox` is
-    /// strict and the kernel can).
+    /// Whether agents run in the kernel sandbox (`[limits] sandbox` is not
+    /// off and the machine can).
     pub fn sandboxed(&self) -> bool {
-        self.config().limits.sandbox == crate::config::SandboxMode::Strict
-            && crate::agent::sandbox::supported()
+        matches!(self.sandbox_ready(), Ok(Some(_)))
+    }
+
+    /// How agents are confined as `[limits] sandbox` asks: `None` when it
+    /// is off; an error naming what this machine lacks and how to get it.
+    pub fn sandbox_ready(
+        &self,
+    ) -> std::result::Result<Option<crate::agent::sandbox::Enforcement>, String> {
+        use crate::agent::sandbox::{self, Enforcement};
+        match self.config().limits.sandbox {
+            crate::config::SandboxMode::Off => Ok(None),
+            crate::config::SandboxMode::Strict => {
+                sandbox::jail_info().map(|_| Some(Enforcement::Jail))
+            }
+            crate::config::SandboxMode::Landlock if sandbox::supported() => {
+                Ok(Some(Enforcement::Landlock))
+            }
+            crate::config::SandboxMode::Landlock => {
+                Err(sandbox::SandboxError::Unsupported.to_string())
+            }
+        }
+    }
+
+    /// The sandbox's state in one line, for `arena backends` and Settings:
+    /// `jail: bubblewrap 0.8.0 · Landlock ABI 7 · seccomp`.
+    pub fn sandbox_state(&self) -> String {
+        use crate::agent::sandbox;
+        match (self.config().limits.sandbox, self.sandbox_ready()) {
+            (_, Err(why)) => format!("unavailable: {why}"),
+            (crate::config::SandboxMode::Off, _) => {
+                "off: agents and checks run with your rights ([limits] sandbox = \"off\")".into()
+            }
+            (crate::config::SandboxMode::Landlock, _) => format!(
+                "Landlock ABI {} alone, no jail ([limits] sandbox = \"landlock\")",
+                sandbox::abi_version()
+            ),
+            (crate::config::SandboxMode::Strict, _) => match sandbox::jail_info() {
+                Ok(info) => format!("jail: {info}"),
+                Err(why) => format!("unavailable: {why}"),
+            },
+        }
     }
 
     /// The persona registry, seeded on first use.

@@ -107,13 +107,8 @@ pub(super) async fn check(engine: &Engine, request: BattleRequest) -> Result<Pla
         }
         BattleType::Coding => {
             // Every Coding contestant is an agent, and agents run sandboxed.
-            if engine.config().limits.sandbox == crate::config::SandboxMode::Strict
-                && !crate::agent::sandbox::supported()
-            {
-                return Err(Invalid::Other(
-                    crate::agent::sandbox::SandboxError::Unsupported.to_string(),
-                )
-                .into());
+            if let Err(why) = engine.sandbox_ready() {
+                return Err(Invalid::Other(why).into());
             }
             let custom = &engine.config().backends;
             for c in &contestants {

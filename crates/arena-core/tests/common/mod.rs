@@ -189,7 +189,16 @@ pub fn git(dir: &std::path::Path, args: &[&str]) {
 
 /// A repository with one commit: README.md and src/lib.rs.
 pub fn repo() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
+    repo_in(&std::env::temp_dir())
+}
+
+/// [`repo`] in a folder of its own under `parent`. (Attack tests put the
+/// project outside `/tmp`, as a user's would be: a jail has a `/tmp` of its
+/// own, where a write "into the project" would land harmlessly and look
+/// like an escape.)
+pub fn repo_in(parent: &std::path::Path) -> tempfile::TempDir {
+    std::fs::create_dir_all(parent).unwrap();
+    let dir = tempfile::tempdir_in(parent).unwrap();
     git(dir.path(), &["init", "-q", "-b", "main"]);
     git(
         dir.path(),

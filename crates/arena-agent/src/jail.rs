@@ -1,0 +1,1310 @@
+//! The agent jail: one process (and everything it starts) inside
+//! bubblewrap (`bwrap`), with its own view of the machine. Where the
+//! Landlock [`sandbox`](crate::sandbox) limits which files a process may
+//! open, the jail decides what exists for it at all:
+//!
+//! - **Namespaces.** Its own user, mount, PID, IPC, UTS and (where the
+//!   kernel has them) cgroup namespaces; with [`Network::None`] also its
+//!   own network namespace, which holds only a loopback of its own, so
+//!   nothing on the host (not `127.0.0.1`, not `[::1]`, no UDP, no
+//!   abstract UNIX socket) is reachable.
+//! - **No capabilities** (`--cap-drop ALL`), even when Arena runs as root.
+//! - **No terminal.** `--new-session` puts it in a session of its own, so
+//!   it has no controlling terminal: `/dev/tty` cannot be opened and
+//!   `ioctl(TIOCSTI)` on an inherited terminal is refused (the seccomp
+//!   filter refuses it too).
+//! - **A file system of its own.** An empty root on which only the system
+//!   folders (read-only, [`SYSTEM_READ`]), the [`Jail::read`] folders
+//!   (read-only), the [`Jail::write`] folders (writable) and the
+//!   [`Jail::protect`] paths (read-only again, on top of the writable
+//!   folders) appear; a minimal `/dev` (`null`, `zero`, `full`, `random`,
+//!   `urandom`, `tty`, `ptmx` and a private `pts`, with a private `shm`), a
+//!   `/proc` of its own PID namespace (Arena's processes and their
+//!   environment are not there), a private `/tmp`. No `/sys`, no `/run`
+//!   beyond what is asked (so no `/run/user`, no D-Bus), and the host's
+//!   password hashes and SSH host keys are masked ([`MASKED`]).
+//! - **Nothing survives the run.** The jailed program runs under bwrap's
+//!   init, PID 1 of its namespace. When the program exits, bwrap (outside)
+//!   exits with its status; the init, tied to bwrap by `--die-with-parent`
+//!   (without it, the init would wait for the last process inside), is
+//!   killed, and the kernel kills everything left in the namespace, a
+//!   `setsid` double-forked daemon included. The same happens when bwrap is
+//!   killed or the process that started it dies, however it dies.
+//! - **A seccomp filter** ([`seccomp_filter`]) refuses what the namespaces
+//!   leave to the kernel: `ioctl(TIOCSTI)` and `ioctl(TIOCLINUX)`,
+//!   `ptrace` and `process_vm_*`, the key-ring calls, new namespaces
+//!   (`unshare`, `setns`, `clone` with `CLONE_NEW*`; `clone3`, whose flags
+//!   a filter cannot read, answers "not implemented" so the C library falls
+//!   back to `clone`), every mount call, `bpf`, `perf_event_open`,
+//!   `userfaultfd`, `io_uring`, module loading, `kexec`, `reboot`, swap,
+//!   `acct` and `syslog`; system calls of another architecture (32-bit
+//!   `int 0x80`) kill the process, and the x32 ABI is refused.
+//!
+//! **Which user.** With `--unshare-user` bubblewrap maps the invoking user
+//! to itself: the jailed process has the same uid and gid inside as Arena
+//! outside, and files it creates belong to that user. When Arena runs as
+//! root (as CI does) the jailed process is uid 0 in its namespace, mapped
+//! to the real root, but holds no capability at all: it cannot remount,
+//! mount, override file permissions or signal anything outside. What keeps
+//! it from root's files is that they are not in its file system (and, in
+//! the system folders, read-only mounts, which no uid can write through);
+//! a file of root's that *is* bound (a system file readable only by its
+//! owner) stays readable to it, which is why [`MASKED`] hides the password
+//! hashes and SSH host keys.
+//!
+//! **Starting it.** [`Jail::command`] returns a [`Prepared`]: the `bwrap`
+//! program and its argument list, to run instead of the program, and the
+//! seccomp filter as an open file whose descriptor number is in that list.
+//! The file is opened close-on-exec; [`Prepared::pre_exec`] gives the
+//! closure that lets the child keep it (pass it to `Command::pre_exec`, and
+//! keep the `Prepared` alive until `spawn` returns). The environment passes
+//! through bubblewrap unchanged: the caller sets it on the `Command` (it
+//! must set `HOME` and `TMPDIR` to folders the jail can see).
+//!
+//! **Wiring notes** (for `process.rs`):
+//! - Landlock cannot be applied in `pre_exec` before bwrap: a
+//!   Landlock-restricted process may not mount or `pivot_root`, and bwrap
+//!   fails ("Failed to make / slave: Operation not permitted"). The second
+//!   layer has to be applied inside the jail, by a small program that
+//!   restricts itself and then executes the agent.
+//! - `--die-with-parent` uses `PR_SET_PDEATHSIG`, which fires when the
+//!   *thread* that spawned bwrap exits. Spawn from a thread that lives as
+//!   long as the run (a tokio worker, not a `spawn_blocking` thread, which
+//!   tokio retires after ten idle seconds).
+//! - Signals to bwrap's process group reach bwrap, not the jail (its
+//!   session is its own): a SIGTERM to bwrap kills it, and with it the
+//!   whole jail by SIGKILL; there is no graceful stop inside yet.
+
+use std::path::{Component, Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Folders every program needs to read, bound read-only: the system's
+/// programs, libraries and configuration. (The sandbox's list without the
+/// kernel's views: the jail has a `/proc` of its own and no `/sys`.)
+pub const SYSTEM_READ: &[&str] = &[
+    "/usr",
+    "/bin",
+    "/sbin",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/etc",
+    "/opt",
+    "/run/systemd/resolve",
+];
+
+/// Files in the system folders that the jail hides (readable by their
+/// owner only, and a jail of root's is its owner): password hashes. The
+/// SSH host keys (`/etc/ssh/ssh_host_*_key`) are hidden as well.
+pub const MASKED: &[&str] = &[
+    "/etc/shadow",
+    "/etc/shadow-",
+    "/etc/gshadow",
+    "/etc/gshadow-",
+    "/etc/security/opasswd",
+];
+
+/// Where bubblewrap is looked for first (the distribution's package),
+/// before `PATH`.
+const SYSTEM_BWRAP: &str = "/usr/bin/bwrap";
+
+/// How long the trial jail of [`probe`] may take.
+const TRIAL_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// One jailed process: what it may read, change and reach. Every path is
+/// absolute, without `..` and in UTF-8, and none is `/` or under `/proc`
+/// or `/dev` (the jail's own); [`Jail::command`] refuses others. Folders
+/// under `/tmp` are bound on top of the jail's private `/tmp`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Jail {
+    /// Folders (or files) it may read and run programs from, besides
+    /// [`SYSTEM_READ`]. Those that do not exist are left out.
+    pub read: Vec<PathBuf>,
+    /// Folders it may also change. Each must exist.
+    pub write: Vec<PathBuf>,
+    /// Paths inside the write folders that stay read-only (a repository's
+    /// `.git/config` and `.git/hooks`): they cannot be changed, removed or
+    /// renamed over, and neither can the folders on the way to them from
+    /// their write folder be renamed or removed. Each must exist (so the
+    /// jailed process cannot create it either) and be reached without a
+    /// symbolic link. A write folder inside a protected one is read-only.
+    pub protect: Vec<PathBuf>,
+    /// Its working directory; must be visible in the jail.
+    pub cwd: PathBuf,
+    pub network: Network,
+}
+
+/// What network a jailed process has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Network {
+    /// A network namespace of its own with nothing in it but a loopback of
+    /// its own (`--unshare-net`): no host, no port, no UDP, no DNS.
+    #[default]
+    None,
+    /// The host's network (an agent that talks to its own service). Path
+    /// UNIX sockets are still out of reach unless bound in; abstract ones
+    /// are not (Landlock ABI 6 scoping covers them where the kernel has
+    /// it). A later `Relay` variant will give a loopback-only namespace
+    /// with one door to Arena.
+    Host,
+}
+
+/// A jailed process ready to start: run `program` with `args` (bwrap and
+/// its argument list, the real program and its arguments at the end).
+#[derive(Debug)]
+pub struct Prepared {
+    pub program: PathBuf,
+    pub args: Vec<String>,
+    /// The compiled seccomp filter, which bwrap reads from this file's
+    /// descriptor (its number is in `args`, after `--seccomp`). It must be
+    /// open in the child when bwrap starts: keep this value alive until
+    /// the child is spawned, and install [`Prepared::pre_exec`].
+    pub seccomp: Option<std::fs::File>,
+}
+
+impl Prepared {
+    /// What the child must do between `fork` and `exec`: keep the seccomp
+    /// file open across `exec` (clear its close-on-exec flag, in the child
+    /// only) and rewind it, so bwrap reads the whole filter. Two system
+    /// calls, no allocation; for `std::process::Command::pre_exec` or
+    /// tokio's.
+    pub fn pre_exec(&self) -> impl FnMut() -> std::io::Result<()> + Send + Sync + 'static {
+        #[cfg(unix)]
+        let fd = {
+            use std::os::fd::AsRawFd;
+            self.seccomp.as_ref().map(|f| f.as_raw_fd())
+        };
+        move || {
+            #[cfg(unix)]
+            if let Some(fd) = fd {
+                // SAFETY: `fcntl` and `lseek` on a descriptor this process
+                // owns (kept open by the `Prepared` the caller holds); both
+                // are async-signal-safe and do not allocate.
+                unsafe {
+                    if libc::fcntl(fd, libc::F_SETFD, 0) == -1
+                        || libc::lseek(fd, 0, libc::SEEK_SET) == -1
+                    {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                }
+            }
+            Ok(())
+        }
+    }
+}
+
+/// What [`probe`] found: a bubblewrap that can build a jail here.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JailInfo {
+    pub bwrap: PathBuf,
+    /// bubblewrap's version ("0.8.0").
+    pub version: String,
+    /// The kernel's Landlock ABI (0: none).
+    pub landlock_abi: i32,
+    /// Whether jails get the seccomp filter (it is built for x86-64 and
+    /// AArch64).
+    pub seccomp: bool,
+}
+
+impl std::fmt::Display for JailInfo {
+    /// One line: `bubblewrap 0.8.0 · Landlock ABI 7 · seccomp`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "bubblewrap {}", self.version)?;
+        match self.landlock_abi {
+            0 => write!(f, " · no Landlock")?,
+            abi => write!(f, " · Landlock ABI {abi}")?,
+        }
+        if self.seccomp {
+            write!(f, " · seccomp")
+        } else {
+            write!(f, " · no seccomp on this architecture")
+        }
+    }
+}
+
+const OFF: &str =
+    "or, to run agents without a jail, set `sandbox = \"off\"` under [limits] in arena.toml";
+
+#[derive(Debug, thiserror::Error)]
+pub enum JailError {
+    #[error(
+        "bubblewrap is not installed (no `bwrap` at /usr/bin/bwrap or on PATH), so agents \
+         cannot run in a jail; install it (`apt install bubblewrap` on Debian and Ubuntu, \
+         `dnf install bubblewrap` on Fedora), {OFF}"
+    )]
+    NotInstalled,
+    #[error(
+        "cannot run {}: {source}; check that it is bubblewrap and executable (`apt install \
+         --reinstall bubblewrap`)",
+        program.display()
+    )]
+    Run {
+        program: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(
+        "{} --version answered {answer:?}, not \"bubblewrap <version>\"; check that it is \
+         bubblewrap (`apt install bubblewrap`)",
+        program.display()
+    )]
+    Version { program: PathBuf, answer: String },
+    #[error(
+        "user namespaces are turned off on this system ({setting} = {value}), and bubblewrap \
+         needs them to build a jail; turn them on with `sysctl -w {setting}={on}` (and a file \
+         in /etc/sysctl.d/ to keep it after a reboot), {OFF}"
+    )]
+    UserNamespacesOff {
+        setting: &'static str,
+        value: String,
+        on: &'static str,
+    },
+    #[error(
+        "AppArmor keeps unprivileged programs from using user namespaces \
+         (kernel.apparmor_restrict_unprivileged_userns = 1, as on Ubuntu 24.04), so \
+         bubblewrap cannot build a jail; allow it for bwrap with a profile (write \
+         `abi <abi/4.0>, include <tunables/global> profile bwrap /usr/bin/bwrap \
+         flags=(unconfined) {{ userns, }}` to /etc/apparmor.d/bwrap and run `apparmor_parser \
+         -r /etc/apparmor.d/bwrap`), or lift the restriction with `sysctl -w \
+         kernel.apparmor_restrict_unprivileged_userns=0`, {OFF}; bubblewrap said: {said}"
+    )]
+    AppArmor { said: String },
+    #[error(
+        "bubblewrap could not build a trial jail ({status}): {said}; check that user \
+         namespaces are allowed here (`unshare --user --map-root-user true` must work), {OFF}"
+    )]
+    Trial { status: String, said: String },
+    #[error("the jail's {what} `{}` is relative; give it as an absolute path", path.display())]
+    Relative { what: &'static str, path: PathBuf },
+    #[error(
+        "the jail's {what} `{}` contains `..`; give the path it means (resolve it first)",
+        path.display()
+    )]
+    ParentDir { what: &'static str, path: PathBuf },
+    #[error("the jail's {what} `{}` is not valid UTF-8; rename it", path.display())]
+    NotUtf8 { what: &'static str, path: PathBuf },
+    #[error(
+        "the jail's {what} `{}` would bind the host's own `/`, `/proc` or `/dev` into the jail, \
+         which makes fresh ones of its own; leave it out",
+        path.display()
+    )]
+    Reserved { what: &'static str, path: PathBuf },
+    #[error(
+        "the jail's write folder `{}` does not exist; create it before the jail starts",
+        path.display()
+    )]
+    MissingWrite { path: PathBuf },
+    #[error(
+        "the protected path `{}` is in none of the jail's write folders, where it would be \
+         read-only or invisible anyway; leave it out (binding it would make it visible)",
+        path.display()
+    )]
+    ProtectOutside { path: PathBuf },
+    #[error(
+        "the protected path `{}` does not exist; create it (an empty file or folder) before \
+         the jail starts so the jailed process cannot create it either, or leave it out",
+        path.display()
+    )]
+    ProtectMissing { path: PathBuf },
+    #[error(
+        "`{}`, on the way to the protected path `{}`, is a symbolic link, which the jailed \
+         process could change; protect what it leads to, or replace the link by what it \
+         leads to",
+        link.display(),
+        path.display()
+    )]
+    ProtectLink { link: PathBuf, path: PathBuf },
+    #[error(
+        "the jail's {what} `{}` would not be visible inside it (it is in no system, read or \
+         write folder); add its folder to the jail's read or write folders",
+        path.display()
+    )]
+    NotVisible { what: &'static str, path: PathBuf },
+    #[error("preparing the jail's seccomp filter: {0}")]
+    Seccomp(#[source] std::io::Error),
+}
+
+impl Jail {
+    /// The `bwrap` command that runs `program` with `args` in this jail.
+    /// `program` is an absolute path visible in the jail, or a bare name
+    /// looked up on the `PATH` the child is given.
+    pub fn command(&self, program: &Path, args: &[String]) -> Result<Prepared, JailError> {
+        let bwrap = find_bwrap().ok_or(JailError::NotInstalled)?;
+        let seccomp = seccomp_file()?;
+        let fd = {
+            #[cfg(unix)]
+            {
+                use std::os::fd::AsRawFd;
+                seccomp.as_ref().map(|f| f.as_raw_fd())
+            }
+            #[cfg(not(unix))]
+            {
+                None
+            }
+        };
+        let args = self.argv(Path::new("/"), program, args, fd)?;
+        Ok(Prepared {
+            program: bwrap,
+            args,
+            seccomp,
+        })
+    }
+
+    /// bwrap's argument list. `host` is where the host's file system is
+    /// looked at (`/`; a fake root in tests of the system folders).
+    fn argv(
+        &self,
+        host: &Path,
+        program: &Path,
+        args: &[String],
+        seccomp_fd: Option<i32>,
+    ) -> Result<Vec<String>, JailError> {
+        let on_host = |p: &Path| host.join(p.strip_prefix("/").unwrap_or(p));
+        let read = checked_all("read folder", &self.read)?;
+        let write = checked_all("write folder", &self.write)?;
+        let protect = checked_all("protected path", &self.protect)?;
+        let cwd = checked("working directory", &self.cwd, true)?;
+        let program_text = checked_program(program)?;
+
+        let mut argv: Vec<String> = [
+            "--unshare-user",
+            "--unshare-pid",
+            "--unshare-ipc",
+            "--unshare-uts",
+            "--unshare-cgroup-try",
+        ]
+        .map(String::from)
+        .to_vec();
+        if self.network == Network::None {
+            argv.push("--unshare-net".into());
+        }
+        for flag in ["--cap-drop", "ALL", "--new-session", "--die-with-parent"] {
+            argv.push(flag.into());
+        }
+        if let Some(fd) = seccomp_fd {
+            argv.push("--seccomp".into());
+            argv.push(fd.to_string());
+        }
+
+        // The system folders; a top-level link (`/bin` -> `usr/bin`) stays
+        // a link.
+        let mut system: Vec<PathBuf> = Vec::new();
+        // What a program or working directory may be under: the bound
+        // folders and the links among the system folders.
+        let mut linked: Vec<PathBuf> = Vec::new();
+        for dir in SYSTEM_READ {
+            let path = Path::new(dir);
+            let Ok(meta) = std::fs::symlink_metadata(on_host(path)) else {
+                continue;
+            };
+            if meta.file_type().is_symlink() {
+                let Some(target) = std::fs::read_link(on_host(path))
+                    .ok()
+                    .and_then(|t| t.to_str().map(String::from))
+                else {
+                    continue;
+                };
+                push(&mut argv, "--symlink", &target, dir);
+                linked.push(path.to_path_buf());
+            } else {
+                push(&mut argv, "--ro-bind", dir, dir);
+                system.push(path.to_path_buf());
+            }
+        }
+        for masked in masked(&on_host(Path::new("/etc"))) {
+            if std::fs::symlink_metadata(on_host(&masked)).is_ok() {
+                if let Some(m) = masked.to_str() {
+                    push(&mut argv, "--ro-bind", "/dev/null", m);
+                }
+            }
+        }
+        for (flag, dest) in [("--dev", "/dev"), ("--proc", "/proc"), ("--tmpfs", "/tmp")] {
+            argv.push(flag.into());
+            argv.push(dest.into());
+        }
+
+        // Read, then write folders: parents before what is inside them, and
+        // nothing already inside one of its own kind.
+        let mut bound = system.clone();
+        for path in outermost(read) {
+            if std::fs::symlink_metadata(on_host(path)).is_err() || covered(&bound, path) {
+                continue;
+            }
+            let text = utf8("read folder", path)?;
+            push(&mut argv, "--ro-bind", text, text);
+            bound.push(path.to_path_buf());
+        }
+        let write = outermost(write);
+        for path in &write {
+            if !on_host(path).exists() {
+                return Err(JailError::MissingWrite {
+                    path: path.to_path_buf(),
+                });
+            }
+            let text = utf8("write folder", path)?;
+            push(&mut argv, "--bind", text, text);
+            bound.push(path.to_path_buf());
+        }
+
+        // Protected paths: the folders on the way to each become mount
+        // points of themselves (writable still), which cannot be renamed or
+        // removed; then the path itself, read-only.
+        let mut on_the_way: Vec<&Path> = Vec::new();
+        for path in &protect {
+            let Some(root) = write
+                .iter()
+                .filter(|w| path.starts_with(w))
+                .max_by_key(|w| depth(w))
+            else {
+                return Err(JailError::ProtectOutside {
+                    path: path.to_path_buf(),
+                });
+            };
+            if path != root {
+                for step in path.ancestors().skip(1).take_while(|a| a != root) {
+                    if !on_the_way.contains(&step) {
+                        on_the_way.push(step);
+                    }
+                }
+            }
+            for step in path.ancestors().take_while(|a| a != root) {
+                match std::fs::symlink_metadata(on_host(step)) {
+                    Err(_) => {
+                        return Err(JailError::ProtectMissing {
+                            path: path.to_path_buf(),
+                        })
+                    }
+                    Ok(m) if m.file_type().is_symlink() => {
+                        return Err(JailError::ProtectLink {
+                            link: step.to_path_buf(),
+                            path: path.to_path_buf(),
+                        })
+                    }
+                    Ok(_) => {}
+                }
+            }
+        }
+        on_the_way.sort_by_key(|p| depth(p));
+        for step in on_the_way {
+            if protect.contains(&step) {
+                continue;
+            }
+            let text = utf8("protected path", step)?;
+            push(&mut argv, "--bind", text, text);
+        }
+        let mut protect = protect;
+        protect.sort_by_key(|p| depth(p));
+        protect.dedup();
+        for path in protect {
+            let text = utf8("protected path", path)?;
+            push(&mut argv, "--ro-bind", text, text);
+        }
+
+        let visible = |p: &Path| covered(&bound, p) || covered(&linked, p);
+        if !(cwd == Path::new("/") || cwd == Path::new("/tmp") || visible(cwd)) {
+            return Err(JailError::NotVisible {
+                what: "working directory",
+                path: cwd.to_path_buf(),
+            });
+        }
+        if program.is_absolute() && !visible(program) {
+            return Err(JailError::NotVisible {
+                what: "program",
+                path: program.to_path_buf(),
+            });
+        }
+        // The jail's own root (where the bound folders hang) is read-only:
+        // a write anywhere else fails, instead of landing in a scratch
+        // file system that looks like the host's.
+        argv.push("--remount-ro".into());
+        argv.push("/".into());
+        argv.push("--chdir".into());
+        argv.push(utf8("working directory", cwd)?.into());
+        argv.push("--".into());
+        argv.push(program_text.into());
+        argv.extend(args.iter().cloned());
+        Ok(argv)
+    }
+}
+
+fn push(argv: &mut Vec<String>, flag: &str, a: &str, b: &str) {
+    argv.push(flag.into());
+    argv.push(a.into());
+    argv.push(b.into());
+}
+
+fn depth(path: &Path) -> usize {
+    path.components().count()
+}
+
+/// Whether `path` is inside (or is) one of `roots`.
+fn covered(roots: &[PathBuf], path: &Path) -> bool {
+    roots.iter().any(|r| path.starts_with(r))
+}
+
+/// Distinct paths, shallowest first, leaving out those inside another.
+fn outermost(mut paths: Vec<&Path>) -> Vec<&Path> {
+    paths.sort_by_key(|p| depth(p));
+    let mut out: Vec<&Path> = Vec::new();
+    for p in paths {
+        if !out.iter().any(|o| p.starts_with(o)) {
+            out.push(p);
+        }
+    }
+    out
+}
+
+fn utf8<'a>(what: &'static str, path: &'a Path) -> Result<&'a str, JailError> {
+    path.to_str().ok_or_else(|| JailError::NotUtf8 {
+        what,
+        path: path.to_path_buf(),
+    })
+}
+
+fn checked_all<'a>(what: &'static str, paths: &'a [PathBuf]) -> Result<Vec<&'a Path>, JailError> {
+    paths.iter().map(|p| checked(what, p, false)).collect()
+}
+
+/// Refuses a relative path, one with `..`, and one that would bring in the
+/// host's `/`, `/proc` or `/dev` (`/` is a fine working directory).
+fn checked<'a>(what: &'static str, path: &'a Path, root_ok: bool) -> Result<&'a Path, JailError> {
+    let path_buf = || path.to_path_buf();
+    if !path.is_absolute() {
+        return Err(JailError::Relative {
+            what,
+            path: path_buf(),
+        });
+    }
+    if path.components().any(|c| c == Component::ParentDir) {
+        return Err(JailError::ParentDir {
+            what,
+            path: path_buf(),
+        });
+    }
+    let root = path == Path::new("/");
+    if (root && !root_ok) || path.starts_with("/proc") || path.starts_with("/dev") {
+        return Err(JailError::Reserved {
+            what,
+            path: path_buf(),
+        });
+    }
+    utf8(what, path)?;
+    Ok(path)
+}
+
+/// The program: an absolute path without `..`, or a bare name.
+fn checked_program(program: &Path) -> Result<&str, JailError> {
+    let what = "program";
+    let bare = program.components().count() == 1
+        && matches!(program.components().next(), Some(Component::Normal(_)));
+    if !bare {
+        if !program.is_absolute() {
+            return Err(JailError::Relative {
+                what,
+                path: program.to_path_buf(),
+            });
+        }
+        if program.components().any(|c| c == Component::ParentDir) {
+            return Err(JailError::ParentDir {
+                what,
+                path: program.to_path_buf(),
+            });
+        }
+    }
+    utf8(what, program)
+}
+
+/// [`MASKED`] and the SSH host keys in `etc` (the host's `/etc`), as paths
+/// in the jail.
+fn masked(etc: &Path) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = MASKED.iter().map(PathBuf::from).collect();
+    if let Ok(entries) = std::fs::read_dir(etc.join("ssh")) {
+        let mut keys: Vec<PathBuf> = entries
+            .flatten()
+            .filter_map(|e| e.file_name().to_str().map(String::from))
+            .filter(|n| n.starts_with("ssh_host_") && n.ends_with("_key"))
+            .map(|n| Path::new("/etc/ssh").join(n))
+            .collect();
+        keys.sort();
+        out.extend(keys);
+    }
+    out
+}
+
+/// bubblewrap: the distribution's (`/usr/bin/bwrap`), else the first on
+/// `PATH`.
+pub fn find_bwrap() -> Option<PathBuf> {
+    let system = PathBuf::from(SYSTEM_BWRAP);
+    if is_executable(&system) {
+        return Some(system);
+    }
+    crate::sandbox::path_dirs()
+        .into_iter()
+        .map(|d| d.join("bwrap"))
+        .find(|p| is_executable(p))
+}
+
+fn is_executable(path: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    }
+    #[cfg(not(unix))]
+    {
+        path.is_file()
+    }
+}
+
+/// Whether jails can be built here: finds bubblewrap, reads its version,
+/// and builds a real trial jail (every namespace, the seccomp filter) that
+/// runs `true`. A system that keeps unprivileged programs from user
+/// namespaces fails here, with what to turn on.
+pub fn probe() -> Result<JailInfo, JailError> {
+    let bwrap = find_bwrap().ok_or(JailError::NotInstalled)?;
+    let version = version(&bwrap)?;
+    trial()?;
+    Ok(JailInfo {
+        bwrap,
+        version,
+        landlock_abi: crate::sandbox::abi_version(),
+        seccomp: seccomp_filter().is_some(),
+    })
+}
+
+fn version(bwrap: &Path) -> Result<String, JailError> {
+    let run = |source| JailError::Run {
+        program: bwrap.to_path_buf(),
+        source,
+    };
+    let out = Command::new(bwrap)
+        .arg("--version")
+        .stdin(Stdio::null())
+        .output()
+        .map_err(run)?;
+    let answer = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    match answer.strip_prefix("bubblewrap ") {
+        Some(v) if out.status.success() && !v.is_empty() => Ok(v.to_string()),
+        _ => Err(JailError::Version {
+            program: bwrap.to_path_buf(),
+            answer,
+        }),
+    }
+}
+
+/// Runs `true` in a jail with nothing of its own.
+fn trial() -> Result<(), JailError> {
+    let jail = Jail {
+        read: Vec::new(),
+        write: Vec::new(),
+        protect: Vec::new(),
+        cwd: PathBuf::from("/"),
+        network: Network::None,
+    };
+    let prepared = jail.command(Path::new("true"), &[])?;
+    let run = |source| JailError::Run {
+        program: prepared.program.clone(),
+        source,
+    };
+    let mut cmd = Command::new(&prepared.program);
+    cmd.args(&prepared.args)
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::CommandExt;
+        // SAFETY: the closure makes two async-signal-safe system calls on a
+        // descriptor `prepared` keeps open; it does not allocate.
+        unsafe {
+            cmd.pre_exec(prepared.pre_exec());
+        }
+    }
+    let mut child = cmd.spawn().map_err(run)?;
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().map_err(run)? {
+            break status;
+        }
+        if started.elapsed() > TRIAL_TIMEOUT {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(JailError::Trial {
+                status: format!("no answer within {} s", TRIAL_TIMEOUT.as_secs()),
+                said: String::new(),
+            });
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    };
+    if status.success() {
+        return Ok(());
+    }
+    let mut said = String::new();
+    if let Some(mut stderr) = child.stderr.take() {
+        use std::io::Read;
+        let _ = stderr.read_to_string(&mut said);
+    }
+    let sysctl = |name: &str| {
+        let path = format!("/proc/sys/{}", name.replace('.', "/"));
+        std::fs::read_to_string(path)
+            .ok()
+            .map(|v| v.trim().to_string())
+    };
+    Err(diagnose(
+        sysctl,
+        is_root(),
+        status.to_string(),
+        said.trim().to_string(),
+    ))
+}
+
+fn is_root() -> bool {
+    #[cfg(unix)]
+    {
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        unsafe { libc::geteuid() == 0 }
+    }
+    #[cfg(not(unix))]
+    {
+        false
+    }
+}
+
+/// Why a trial jail failed, from the kernel's settings (`sysctl` reads one
+/// by its dotted name).
+fn diagnose(
+    sysctl: impl Fn(&str) -> Option<String>,
+    root: bool,
+    status: String,
+    said: String,
+) -> JailError {
+    let off = |setting: &'static str, on: &'static str| {
+        sysctl(setting)
+            .filter(|v| v == "0")
+            .map(|value| JailError::UserNamespacesOff { setting, value, on })
+    };
+    if let Some(e) = off("user.max_user_namespaces", "15000") {
+        return e;
+    }
+    if !root {
+        // Debian's own switch for unprivileged user namespaces.
+        if let Some(e) = off("kernel.unprivileged_userns_clone", "1") {
+            return e;
+        }
+        if sysctl("kernel.apparmor_restrict_unprivileged_userns").as_deref() == Some("1") {
+            return JailError::AppArmor { said };
+        }
+    }
+    JailError::Trial { status, said }
+}
+
+// The seccomp filter, as classic BPF over `struct seccomp_data`, written
+// out by hand: the rules are few, and a deny list on x86-64 must also
+// refuse the x32 ABI (system call numbers with bit 30 set), which filter
+// compilers such as `seccompiler` leave to the caller.
+
+/// One classic BPF instruction (`struct sock_filter`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Insn {
+    pub code: u16,
+    pub jt: u8,
+    pub jf: u8,
+    pub k: u32,
+}
+
+/// The jail's seccomp filter for this architecture (`None` where there is
+/// none: other than x86-64 and AArch64 Linux).
+pub fn seccomp_filter() -> Option<Vec<Insn>> {
+    filter::program()
+}
+
+#[cfg(all(
+    target_os = "linux",
+    any(target_arch = "x86_64", target_arch = "aarch64")
+))]
+mod filter {
+    use super::Insn;
+
+    /// `BPF_LD | BPF_W | BPF_ABS`: load 32 bits of `seccomp_data`.
+    pub(super) const LOAD: u16 = 0x20;
+    /// `BPF_JMP | BPF_JEQ | BPF_K` and the like.
+    const JEQ: u16 = 0x15;
+    const JGE: u16 = 0x35;
+    const JSET: u16 = 0x45;
+    /// `BPF_RET | BPF_K`.
+    const RET: u16 = 0x06;
+
+    pub(super) const KILL_PROCESS: u32 = 0x8000_0000;
+    const ERRNO: u32 = 0x0005_0000;
+    pub(super) const ALLOW: u32 = 0x7fff_0000;
+
+    /// Offsets in `struct seccomp_data`: the call's number, the
+    /// architecture, and the low 32 bits of argument `i` (little-endian).
+    const NR: u32 = 0;
+    pub(super) const ARCH: u32 = 4;
+    const fn arg_low(i: u32) -> u32 {
+        16 + 8 * i
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    const AUDIT_ARCH: u32 = 62 | 0x8000_0000 | 0x4000_0000;
+    #[cfg(target_arch = "aarch64")]
+    const AUDIT_ARCH: u32 = 183 | 0x8000_0000 | 0x4000_0000;
+
+    /// `clone` flags that make a namespace: NEWNS, NEWCGROUP, NEWUTS,
+    /// NEWIPC, NEWUSER, NEWPID, NEWNET.
+    const CLONE_NEW: u32 = 0x0002_0000
+        | 0x0200_0000
+        | 0x0400_0000
+        | 0x0800_0000
+        | 0x1000_0000
+        | 0x2000_0000
+        | 0x4000_0000;
+
+    const EPERM: u32 = libc::EPERM as u32;
+    const ENOSYS: u32 = libc::ENOSYS as u32;
+
+    /// System calls refused outright (EPERM).
+    const DENIED: &[libc::c_long] = &[
+        libc::SYS_ptrace,
+        libc::SYS_process_vm_readv,
+        libc::SYS_process_vm_writev,
+        libc::SYS_keyctl,
+        libc::SYS_add_key,
+        libc::SYS_request_key,
+        libc::SYS_unshare,
+        libc::SYS_setns,
+        libc::SYS_mount,
+        libc::SYS_umount2,
+        libc::SYS_pivot_root,
+        libc::SYS_chroot,
+        libc::SYS_move_mount,
+        libc::SYS_open_tree,
+        libc::SYS_fsopen,
+        libc::SYS_fsconfig,
+        libc::SYS_fsmount,
+        libc::SYS_fspick,
+        libc::SYS_mount_setattr,
+        libc::SYS_bpf,
+        libc::SYS_perf_event_open,
+        libc::SYS_userfaultfd,
+        libc::SYS_io_uring_setup,
+        libc::SYS_io_uring_enter,
+        libc::SYS_io_uring_register,
+        libc::SYS_kexec_load,
+        libc::SYS_kexec_file_load,
+        libc::SYS_init_module,
+        libc::SYS_finit_module,
+        libc::SYS_delete_module,
+        libc::SYS_acct,
+        libc::SYS_swapon,
+        libc::SYS_swapoff,
+        libc::SYS_reboot,
+        libc::SYS_syslog,
+    ];
+
+    fn load(k: u32) -> Insn {
+        Insn {
+            code: LOAD,
+            jt: 0,
+            jf: 0,
+            k,
+        }
+    }
+
+    fn jump(code: u16, k: u32, jt: u8, jf: u8) -> Insn {
+        Insn { code, jt, jf, k }
+    }
+
+    fn ret(k: u32) -> Insn {
+        Insn {
+            code: RET,
+            jt: 0,
+            jf: 0,
+            k,
+        }
+    }
+
+    fn nr(call: libc::c_long) -> u32 {
+        // System call numbers are small and positive.
+        u32::try_from(call).unwrap_or(u32::MAX)
+    }
+
+    pub(super) fn program() -> Option<Vec<Insn>> {
+        let mut p = vec![
+            load(ARCH),
+            jump(JEQ, AUDIT_ARCH, 1, 0),
+            ret(KILL_PROCESS),
+            load(NR),
+        ];
+        // The x32 ABI: the same architecture, numbers with bit 30 set.
+        #[cfg(target_arch = "x86_64")]
+        p.extend([jump(JGE, 0x4000_0000, 0, 1), ret(ERRNO | EPERM)]);
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = JGE;
+        // ioctl: not TIOCSTI or TIOCLINUX (the kernel reads the request as
+        // 32 bits, so the low half decides).
+        p.extend([
+            jump(JEQ, nr(libc::SYS_ioctl), 0, 5),
+            load(arg_low(1)),
+            jump(JEQ, libc::TIOCSTI as u32, 2, 0),
+            jump(JEQ, libc::TIOCLINUX as u32, 1, 0),
+            ret(ALLOW),
+            ret(ERRNO | EPERM),
+        ]);
+        // clone: not into a new namespace.
+        p.extend([
+            jump(JEQ, nr(libc::SYS_clone), 0, 4),
+            load(arg_low(0)),
+            jump(JSET, CLONE_NEW, 1, 0),
+            ret(ALLOW),
+            ret(ERRNO | EPERM),
+        ]);
+        // clone3 keeps its flags in memory a filter cannot read: "not
+        // implemented" makes the C library fall back to clone.
+        p.extend([jump(JEQ, nr(libc::SYS_clone3), 0, 1), ret(ERRNO | ENOSYS)]);
+        for &call in DENIED {
+            p.extend([jump(JEQ, nr(call), 0, 1), ret(ERRNO | EPERM)]);
+        }
+        p.push(ret(ALLOW));
+        Some(p)
+    }
+}
+
+#[cfg(not(all(
+    target_os = "linux",
+    any(target_arch = "x86_64", target_arch = "aarch64")
+)))]
+mod filter {
+    pub(super) fn program() -> Option<Vec<super::Insn>> {
+        None
+    }
+}
+
+/// The filter in an anonymous in-memory file (close-on-exec), ready for
+/// bwrap to read.
+fn seccomp_file() -> Result<Option<std::fs::File>, JailError> {
+    let Some(filter) = seccomp_filter() else {
+        return Ok(None);
+    };
+    #[cfg(target_os = "linux")]
+    {
+        use std::io::{Seek, Write};
+        use std::os::fd::FromRawFd;
+        let bytes: Vec<u8> = filter
+            .iter()
+            .flat_map(|i| {
+                let mut b = [0u8; 8];
+                b[0..2].copy_from_slice(&i.code.to_ne_bytes());
+                b[2] = i.jt;
+                b[3] = i.jf;
+                b[4..8].copy_from_slice(&i.k.to_ne_bytes());
+                b
+            })
+            .collect();
+        // SAFETY: a NUL-terminated name and valid flags; the descriptor
+        // returned is new and owned by the `File` alone.
+        let fd = unsafe { libc::memfd_create(c"arena-jail-seccomp".as_ptr(), libc::MFD_CLOEXEC) };
+        if fd < 0 {
+            return Err(JailError::Seccomp(std::io::Error::last_os_error()));
+        }
+        // SAFETY: see above.
+        let mut file = unsafe { std::fs::File::from_raw_fd(fd) };
+        file.write_all(&bytes).map_err(JailError::Seccomp)?;
+        file.rewind().map_err(JailError::Seccomp)?;
+        Ok(Some(file))
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = filter;
+        Ok(None)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn jail(read: &[&Path], write: &[&Path], protect: &[&Path], cwd: &Path) -> Jail {
+        let v = |s: &[&Path]| s.iter().map(|p| p.to_path_buf()).collect();
+        Jail {
+            read: v(read),
+            write: v(write),
+            protect: v(protect),
+            cwd: cwd.to_path_buf(),
+            network: Network::None,
+        }
+    }
+
+    fn at(argv: &[String], flag: &str, path: &Path) -> Option<usize> {
+        let p = path.to_str()?;
+        argv.windows(3)
+            .position(|w| w[0] == flag && w[1] == p && w[2] == p)
+    }
+
+    #[test]
+    fn binds_come_before_protects_and_the_way_to_each_is_pinned() {
+        let dir = tempfile::tempdir().unwrap();
+        let w = dir.path().join("w");
+        std::fs::create_dir_all(w.join(".git/hooks")).unwrap();
+        std::fs::write(w.join(".git/config"), "").unwrap();
+        let (config, hooks) = (w.join(".git/config"), w.join(".git/hooks"));
+        let j = jail(&[], &[&w], &[&hooks, &config], &w);
+        let argv = j.argv(Path::new("/"), Path::new("sh"), &[], None).unwrap();
+        let bind = at(&argv, "--bind", &w).unwrap();
+        let git = at(&argv, "--bind", &w.join(".git")).unwrap();
+        let c = at(&argv, "--ro-bind", &config).unwrap();
+        let h = at(&argv, "--ro-bind", &hooks).unwrap();
+        assert!(bind < git && git < c && git < h, "{argv:?}");
+        // The program and its arguments come last, after `--`.
+        let dash = argv.iter().position(|a| a == "--").unwrap();
+        assert!(h < dash && c < dash);
+        assert_eq!(&argv[dash + 1..], ["sh"]);
+        assert_eq!(
+            argv[dash - 2..dash],
+            ["--chdir".to_string(), w.to_str().unwrap().into()]
+        );
+    }
+
+    #[test]
+    fn missing_read_folders_are_left_out_and_nested_ones_are_bound_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, missing) = (dir.path().join("a"), dir.path().join("missing"));
+        std::fs::create_dir_all(a.join("b")).unwrap();
+        let j = jail(&[&a.join("b"), &missing, &a], &[], &[], Path::new("/"));
+        let argv = j
+            .argv(Path::new("/"), Path::new("true"), &[], None)
+            .unwrap();
+        assert!(at(&argv, "--ro-bind", &a).is_some(), "{argv:?}");
+        assert!(!argv.iter().any(|x| x.contains("missing")), "{argv:?}");
+        assert!(at(&argv, "--ro-bind", &a.join("b")).is_none(), "{argv:?}");
+    }
+
+    #[test]
+    fn system_folders_that_are_links_stay_links_and_fresh_views_follow_them() {
+        // A fake host root: /bin a link to usr/bin, /usr and /etc folders.
+        let host = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(host.path().join("usr/bin")).unwrap();
+        std::fs::create_dir_all(host.path().join("etc/ssh")).unwrap();
+        std::fs::write(host.path().join("etc/shadow"), "").unwrap();
+        std::fs::write(host.path().join("etc/ssh/ssh_host_ed25519_key"), "").unwrap();
+        std::fs::write(host.path().join("etc/ssh/ssh_host_ed25519_key.pub"), "").unwrap();
+        #[cfg(unix)]
+        std::os::unix::fs::symlink("usr/bin", host.path().join("bin")).unwrap();
+        let j = jail(&[], &[], &[], Path::new("/"));
+        let argv = j.argv(host.path(), Path::new("true"), &[], None).unwrap();
+        let text = argv.join(" ");
+        assert!(text.contains("--symlink usr/bin /bin"), "{text}");
+        assert!(text.contains("--ro-bind /usr /usr"), "{text}");
+        assert!(!text.contains("/lib32"), "{text}");
+        let etc = text.find("--ro-bind /etc /etc").unwrap();
+        let shadow = text.find("--ro-bind /dev/null /etc/shadow").unwrap();
+        assert!(etc < shadow, "{text}");
+        assert!(text.contains("/dev/null /etc/ssh/ssh_host_ed25519_key "));
+        assert!(!text.contains(".pub"), "{text}");
+        assert!(
+            !text.contains("/etc/gshadow"),
+            "only what exists is masked: {text}"
+        );
+        assert!(
+            text.contains("--dev /dev --proc /proc --tmpfs /tmp"),
+            "{text}"
+        );
+        assert!(
+            !text.contains("/run/user") && !text.contains("/sys"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn the_network_and_the_filter_show_in_the_flags() {
+        let mut j = jail(&[], &[], &[], Path::new("/"));
+        let argv = j
+            .argv(Path::new("/"), Path::new("true"), &[], Some(7))
+            .unwrap();
+        for flag in [
+            "--unshare-user",
+            "--unshare-pid",
+            "--unshare-ipc",
+            "--unshare-uts",
+            "--unshare-cgroup-try",
+            "--unshare-net",
+            "--new-session",
+            "--die-with-parent",
+        ] {
+            assert!(argv.iter().any(|a| a == flag), "{flag}: {argv:?}");
+        }
+        assert!(argv.windows(2).any(|w| w == ["--cap-drop", "ALL"]));
+        assert!(argv.windows(2).any(|w| w == ["--seccomp", "7"]));
+        j.network = Network::Host;
+        let argv = j
+            .argv(Path::new("/"), Path::new("true"), &[], None)
+            .unwrap();
+        assert!(!argv
+            .iter()
+            .any(|a| a == "--unshare-net" || a == "--seccomp"));
+    }
+
+    #[test]
+    fn relative_and_dotted_and_reserved_paths_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let ok = dir.path().to_path_buf();
+        let cases: Vec<(Jail, &str)> = vec![
+            (jail(&[Path::new("rel/dir")], &[], &[], &ok), "is relative"),
+            (jail(&[], &[&ok.join("../x")], &[], &ok), "contains `..`"),
+            (jail(&[], &[], &[], Path::new("work")), "is relative"),
+            (jail(&[Path::new("/proc")], &[], &[], &ok), "`/proc`"),
+            (jail(&[], &[Path::new("/dev/shm")], &[], &ok), "`/dev`"),
+            (jail(&[], &[Path::new("/")], &[], &ok), "`/`"),
+        ];
+        for (j, says) in cases {
+            let e = j
+                .argv(Path::new("/"), Path::new("true"), &[], None)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(says), "{e}");
+        }
+        let j = jail(&[], &[&ok], &[], &ok);
+        for program in ["./agent", "bin/agent", "/usr/../bin/sh"] {
+            let e = j.argv(Path::new("/"), Path::new(program), &[], None);
+            assert!(e.is_err(), "{program}");
+        }
+    }
+
+    #[test]
+    fn protected_paths_must_exist_in_a_write_folder_without_links() {
+        let dir = tempfile::tempdir().unwrap();
+        let w = dir.path().join("w");
+        std::fs::create_dir_all(w.join("real")).unwrap();
+        #[cfg(unix)]
+        std::os::unix::fs::symlink(w.join("real"), w.join("link")).unwrap();
+        let cases = [
+            (w.join("nothing"), "does not exist"),
+            (
+                dir.path().join("elsewhere"),
+                "in none of the jail's write folders",
+            ),
+            (w.join("link"), "symbolic link"),
+        ];
+        for (path, says) in cases {
+            let j = jail(&[], &[&w], &[&path], &w);
+            let e = j
+                .argv(Path::new("/"), Path::new("true"), &[], None)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(says), "{e}");
+        }
+        let j = jail(&[], &[&w.join("missing")], &[], &w);
+        let e = j
+            .argv(Path::new("/"), Path::new("true"), &[], None)
+            .unwrap_err();
+        assert!(e.to_string().contains("does not exist"), "{e}");
+    }
+
+    #[test]
+    fn what_is_not_in_the_jail_cannot_be_its_program_or_working_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        // A folder on the host that no read or write folder brings in.
+        let j = jail(&[], &[], &[], dir.path());
+        let e = j
+            .argv(Path::new("/"), Path::new("true"), &[], None)
+            .unwrap_err();
+        assert!(e.to_string().contains("not be visible"), "{e}");
+        let j = jail(&[], &[], &[], Path::new("/"));
+        assert!(j
+            .argv(Path::new("/"), Path::new("/usr/bin/true"), &[], None)
+            .is_ok());
+        let e = j
+            .argv(Path::new("/"), Path::new("/nowhere/agent"), &[], None)
+            .unwrap_err();
+        assert!(e.to_string().contains("program"), "{e}");
+    }
+
+    #[test]
+    fn a_blocked_trial_is_explained_by_the_setting_that_blocks_it() {
+        let settings = |pairs: &'static [(&'static str, &'static str)]| {
+            move |name: &str| {
+                pairs
+                    .iter()
+                    .find(|(n, _)| *n == name)
+                    .map(|(_, v)| v.to_string())
+            }
+        };
+        let said = || "bwrap: setting up uid map: Permission denied".to_string();
+        let e = diagnose(
+            settings(&[("kernel.apparmor_restrict_unprivileged_userns", "1")]),
+            false,
+            "exit status: 1".into(),
+            said(),
+        );
+        let text = e.to_string();
+        assert!(matches!(e, JailError::AppArmor { .. }), "{text}");
+        assert!(text.contains("/etc/apparmor.d/bwrap") && text.contains("uid map"));
+        let e = diagnose(
+            settings(&[("kernel.unprivileged_userns_clone", "0")]),
+            false,
+            String::new(),
+            said(),
+        );
+        assert!(e
+            .to_string()
+            .contains("sysctl -w kernel.unprivileged_userns_clone=1"));
+        let e = diagnose(
+            settings(&[("user.max_user_namespaces", "0")]),
+            true,
+            String::new(),
+            said(),
+        );
+        assert!(e
+            .to_string()
+            .contains("sysctl -w user.max_user_namespaces="));
+        // Root is not held back by AppArmor's rule or Debian's switch.
+        let e = diagnose(
+            settings(&[("kernel.unprivileged_userns_clone", "0")]),
+            true,
+            "exit status: 1".into(),
+            said(),
+        );
+        assert!(matches!(e, JailError::Trial { .. }), "{e}");
+    }
+
+    #[test]
+    fn the_line_names_bubblewrap_landlock_and_seccomp() {
+        let info = JailInfo {
+            bwrap: PathBuf::from("/usr/bin/bwrap"),
+            version: "0.8.0".into(),
+            landlock_abi: 7,
+            seccomp: true,
+        };
+        assert_eq!(
+            info.to_string(),
+            "bubblewrap 0.8.0 · Landlock ABI 7 · seccomp"
+        );
+    }
+
+    #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+    #[test]
+    fn the_filter_checks_the_architecture_first_and_allows_by_default() {
+        let p = seccomp_filter().unwrap();
+        let load_arch = Insn {
+            code: filter::LOAD,
+            jt: 0,
+            jf: 0,
+            k: filter::ARCH,
+        };
+        assert_eq!(p[0], load_arch);
+        assert_eq!(p[2].k, filter::KILL_PROCESS);
+        assert_eq!(p.last().unwrap().k, filter::ALLOW);
+        // Every jump lands inside the program.
+        for (i, insn) in p.iter().enumerate() {
+            if insn.code & 0x07 == 0x05 {
+                assert!(i + 1 + usize::from(insn.jt.max(insn.jf)) < p.len(), "{i}");
+            }
+        }
+    }
+}

@@ -1,0 +1,206 @@
+//! The jail, attacked: an agent (a `[[backend]]` script) and the check
+//! command it wrote try every way out the README's sandbox table closes —
+//! `/dev/shm`, raw devices, a daemon that outlives the run, the host's
+//! loopback and UDP, path and abstract UNIX sockets, Arena's own
+//! `/proc/<pid>/environ` and the provider's key — on the real kernel with
+//! the real bubblewrap. Each attempt prints `blocked NAME` or `ESCAPED NAME`.
+
+mod common;
+
+use std::path::Path;
+use std::time::Duration;
+
+use arena_core::battle::{BattleRequest, BattleType, ContestantSpec, ContestantStatus};
+use arena_core::config::CustomBackend;
+use arena_core::Battle;
+use arena_testserver::ModelScript;
+use common::*;
+
+/// The cloud provider's key, in Arena's environment only.
+const KEY: &str = "sk-arena-test-real-key-7Q2";
+
+fn jail_ready() -> bool {
+    match arena_core::agent::sandbox::jail_info() {
+        Ok(_) => true,
+        Err(why) => {
+            // CI installs bubblewrap; a machine without it skips.
+            assert!(
+                std::env::var_os("ARENA_REQUIRE_JAIL").is_none(),
+                "no jail: {why}"
+            );
+            eprintln!("skipped: {why}");
+            false
+        }
+    }
+}
+
+/// The harness's engine with the `fake` backend running `script`, and the
+/// providers' key in Arena's environment.
+fn configure(h: &mut Harness, script: &str) {
+    // SAFETY: set once, before any thread of this test binary reads it.
+    unsafe { std::env::set_var("ARENA_TEST_CLOUD_KEY", KEY) };
+    let command = vec!["bash".into(), "-c".into(), script.to_string()];
+    h.reconfigure(|config| {
+        config.backends = vec![CustomBackend {
+            name: "fake".into(),
+            command,
+        }];
+        for p in &mut config.providers {
+            p.api_key_env = Some("ARENA_TEST_CLOUD_KEY".into());
+        }
+    });
+    h.cloud.set_model("m1", ModelScript::tokens(1));
+    h.cloud.set_model("m2", ModelScript::tokens(1));
+}
+
+async fn battle(h: &Harness, project: &Path, check: Option<&str>) -> Battle {
+    let battle = h
+        .engine
+        .create_battle(BattleRequest {
+            battle_type: BattleType::Coding,
+            project: project.to_path_buf(),
+            prompt: "Make the change.".into(),
+            contestants: vec![
+                ContestantSpec::parse("fake@m1").unwrap(),
+                ContestantSpec::parse("fake@m2").unwrap(),
+            ],
+            check_command: check.map(str::to_string),
+            blind: false,
+            tags: Vec::new(),
+        })
+        .await
+        .expect("create");
+    tokio::time::timeout(Duration::from_secs(120), h.engine.run_battle(&battle.id))
+        .await
+        .expect("the battle ends")
+        .expect("run")
+}
+
+const TRY: &str = r#"try() { if timeout 5 sh -c "$2" >/dev/null 2>&1; then echo "ESCAPED $1"; else echo "blocked $1"; fi; }
+"#;
+
+fn assert_blocked(text: &str, names: &[&str]) {
+    assert!(!text.contains("ESCAPED"), "{text}");
+    for name in names {
+        assert!(text.contains(&format!("blocked {name}")), "{name}: {text}");
+    }
+}
+
+#[tokio::test]
+async fn an_agent_and_its_check_find_no_way_out_of_the_jail() {
+    if !jail_ready() {
+        return;
+    }
+    let shm = format!("/dev/shm/arena-test-{}", std::process::id());
+    std::fs::write(&shm, "another program's secret\n").unwrap();
+    // A path UNIX socket (a session bus stand-in) and an abstract one.
+    let sockets = tempfile::tempdir().unwrap();
+    let bus = sockets.path().join("bus");
+    let _bus = std::os::unix::net::UnixListener::bind(&bus).unwrap();
+    let abstract_name = format!("arena-test-bus-{}", std::process::id());
+    let _abstract = {
+        use std::os::linux::net::SocketAddrExt;
+        let addr = std::os::unix::net::SocketAddr::from_abstract_name(&abstract_name).unwrap();
+        std::os::unix::net::UnixListener::bind_addr(&addr).unwrap()
+    };
+    let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    udp.set_read_timeout(Some(Duration::from_millis(300)))
+        .unwrap();
+    let udp_port = udp.local_addr().unwrap().port();
+    let v6 = std::net::TcpListener::bind("[::1]:0").ok();
+
+    let mut h = Harness::new().await;
+    let provider_port = h.cloud.addr().port();
+    let v6_port = v6
+        .as_ref()
+        .map(|l| l.local_addr().unwrap().port())
+        .unwrap_or(1);
+    let probes = format!(
+        r#"{TRY}
+try shm-read "cat {shm}"
+echo left > /dev/shm/arena-left-{pid} 2>/dev/null
+try raw-disk "ls /dev/vda /dev/sda /dev/nvme0n1 2>/dev/null | grep ."
+try fuse "test -e /dev/fuse"
+try tun "test -e /dev/net/tun"
+try tty "exec 3<>/dev/tty"
+try run-user "ls /run/user | grep ."
+try path-socket "python3 -c 'import socket; s=socket.socket(socket.AF_UNIX); s.connect(\"{bus}\")'"
+try abstract-socket "python3 -c 'import socket; s=socket.socket(socket.AF_UNIX); s.connect(\"\\0{abstract_name}\")'"
+try udp "python3 -c 'import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.sendto(b\"x\", (\"127.0.0.1\", {udp_port}))' && false"
+try loopback-provider "exec 3<>/dev/tcp/127.0.0.1/{provider_port}"
+try ipv6-loopback "exec 3<>/dev/tcp/::1/{v6_port}"
+try arena-environ "grep -a ARENA_TEST_CLOUD_KEY /proc/{pid}/environ"
+try any-environ "cat /proc/*/environ | grep -a {KEY}"
+try key-in-env "env | grep -a {KEY}"
+"#,
+        pid = std::process::id(),
+        bus = bus.display(),
+    );
+    // The agent: the probes, then the provider through its one door, and a
+    // daemon that would outlive it.
+    let script = format!(
+        r#"{probes}
+echo "key: $OPENAI_API_KEY"
+exec 3<>/dev/tcp/127.0.0.1/41414 && printf 'GET /v1/models HTTP/1.0\r\nHost: x\r\n\r\n' >&3 && grep -q '"data"' <&3 && echo "reached the provider through the door"
+setsid sh -c 'while :; do date +%s%N >> beat; sleep 0.05; done' </dev/null >/dev/null 2>&1 &
+sleep 0.3
+printf '%s\n' "$(cat <<'EOF'
+{probes}
+EOF
+)" > check.sh
+echo done
+"#
+    );
+    configure(&mut h, &script);
+    let project = repo();
+    let b = battle(&h, project.path(), Some("bash check.sh")).await;
+    let names = [
+        "shm-read",
+        "raw-disk",
+        "fuse",
+        "tun",
+        "tty",
+        "run-user",
+        "path-socket",
+        "abstract-socket",
+        "udp",
+        "loopback-provider",
+        "ipv6-loopback",
+        "arena-environ",
+        "any-environ",
+        "key-in-env",
+    ];
+    for c in &b.contestants {
+        assert_eq!(c.status, ContestantStatus::Done, "{:?}", c.error);
+        let out = c.output.clone().unwrap_or_default();
+        assert_blocked(&out, &names);
+        assert!(
+            out.contains("reached the provider through the door"),
+            "{out}"
+        );
+        assert!(out.contains("key: arena-relay-no-key-here"), "{out}");
+        let check = c.check.as_ref().expect("the check ran");
+        assert_blocked(&check.output_tail, &names);
+    }
+    // The provider got the real key, from the relay.
+    let asked = h.cloud.requests();
+    assert!(!asked.is_empty());
+    assert!(asked.iter().all(|r| r
+        .headers
+        .iter()
+        .any(|(k, v)| k == "authorization" && v == &format!("Bearer {KEY}"))));
+    // No datagram arrived; nothing was left in /dev/shm.
+    let mut buf = [0u8; 8];
+    assert!(udp.recv_from(&mut buf).is_err(), "a datagram got out");
+    assert!(!Path::new(&format!("/dev/shm/arena-left-{}", std::process::id())).exists());
+    // The daemon died with its jail: the heartbeat stops.
+    for c in &b.contestants {
+        let beat = c.worktree.clone().unwrap().join("beat");
+        let before = std::fs::metadata(&beat).map(|m| m.len()).unwrap_or(0);
+        assert!(before > 0, "the daemon never ran");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let after = std::fs::metadata(&beat).map(|m| m.len()).unwrap_or(0);
+        assert_eq!(before, after, "a daemon outlived the run");
+    }
+    let _ = std::fs::remove_file(&shm);
+}
