@@ -876,14 +876,16 @@ async fn without_a_kernel_sandbox_coding_battles_are_refused_unless_it_is_switch
             "--no-analysis",
             "--json",
         ]);
-        cmd.env("ARENA_TEST_NO_LANDLOCK", "1");
+        cmd.env("ARENA_TEST_NO_JAIL", "1");
         tokio::task::spawn_blocking(move || cmd.output().unwrap())
     };
     let out = run(&s).await.unwrap();
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains("no Landlock") && stderr.contains("sandbox = \"off\""),
+        stderr.contains("bubblewrap is not installed")
+            && stderr.contains("apt install bubblewrap")
+            && stderr.contains("sandbox = \"off\""),
         "{stderr}"
     );
     let list = s.json(&["battle", "list", "--json"]).await;

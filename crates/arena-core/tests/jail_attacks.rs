@@ -117,6 +117,7 @@ async fn an_agent_and_its_check_find_no_way_out_of_the_jail() {
         .unwrap_or(1);
     let probes = format!(
         r#"{TRY}
+/usr/bin/python3 -c 'import socket; print("python works")'
 try shm-read "cat {shm}"
 echo left > /dev/shm/arena-left-{pid} 2>/dev/null
 try raw-disk "ls /dev/vda /dev/sda /dev/nvme0n1 2>/dev/null | grep ."
@@ -124,9 +125,9 @@ try fuse "test -e /dev/fuse"
 try tun "test -e /dev/net/tun"
 try tty "exec 3<>/dev/tty"
 try run-user "ls /run/user | grep ."
-try path-socket "python3 -c 'import socket; s=socket.socket(socket.AF_UNIX); s.connect(\"{bus}\")'"
-try abstract-socket "python3 -c 'import socket; s=socket.socket(socket.AF_UNIX); s.connect(\"\\0{abstract_name}\")'"
-try udp "python3 -c 'import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.sendto(b\"x\", (\"127.0.0.1\", {udp_port}))' && false"
+try path-socket "/usr/bin/python3 -c 'import socket; s=socket.socket(socket.AF_UNIX); s.connect(\"{bus}\")'"
+try abstract-socket "/usr/bin/python3 -c 'import socket; s=socket.socket(socket.AF_UNIX); s.connect(\"\\0{abstract_name}\")'"
+try udp "/usr/bin/python3 -c 'import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.sendto(b\"x\", (\"127.0.0.1\", {udp_port}))' && false"
 try loopback-provider "exec 3<>/dev/tcp/127.0.0.1/{provider_port}"
 try ipv6-loopback "exec 3<>/dev/tcp/::1/{v6_port}"
 try arena-environ "grep -a ARENA_TEST_CLOUD_KEY /proc/{pid}/environ"
@@ -181,6 +182,7 @@ echo done
         assert!(out.contains("key: arena-relay-no-key-here"), "{out}");
         let check = c.check.as_ref().expect("the check ran");
         assert_blocked(&check.output_tail, &names);
+        assert!(check.output_tail.contains("python works"), "{}", check.output_tail);
     }
     // The provider got the real key, from the relay.
     let asked = h.cloud.requests();
@@ -203,4 +205,55 @@ echo done
         assert_eq!(before, after, "a daemon outlived the run");
     }
     let _ = std::fs::remove_file(&shm);
+}
+
+/// Ordinary checks still work in the jail: `npm test` (node and npm from
+/// the system, its cache in the scratch home, no network) and Python's
+/// test runner.
+#[tokio::test]
+async fn ordinary_checks_pass_in_the_jail() {
+    if !jail_ready() {
+        return;
+    }
+    let has_npm = std::process::Command::new("npm")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    let mut h = Harness::new().await;
+    configure(&mut h, "echo 'edited' >> NOTES.md; echo done");
+    let project = repo();
+    let p = project.path();
+    std::fs::write(
+        p.join("package.json"),
+        r#"{"name": "demo", "version": "1.0.0", "scripts": {"test": "node test.js"}}"#,
+    )
+    .unwrap();
+    std::fs::write(
+        p.join("test.js"),
+        "const assert = require('assert'); assert.strictEqual(1 + 1, 2); console.log('node tests passed');\n",
+    )
+    .unwrap();
+    std::fs::write(
+        p.join("test_demo.py"),
+        "import unittest\n\nclass Demo(unittest.TestCase):\n    def test_sum(self):\n        self.assertEqual(1 + 1, 2)\n",
+    )
+    .unwrap();
+    git(p, &["add", "."]);
+    git(p, &["commit", "-q", "-m", "tests"]);
+    let check = if has_npm {
+        "npm test && /usr/bin/python3 -m unittest -v 2>&1 && echo ALL-GREEN"
+    } else {
+        "/usr/bin/python3 -m unittest -v 2>&1 && echo ALL-GREEN"
+    };
+    let b = battle(&h, p, Some(check)).await;
+    for c in &b.contestants {
+        assert_eq!(c.status, ContestantStatus::Done, "{:?}", c.error);
+        let check = c.check.as_ref().unwrap();
+        assert!(check.passed, "{check:?}");
+        assert!(check.output_tail.contains("ALL-GREEN"), "{check:?}");
+        if has_npm {
+            assert!(check.output_tail.contains("node tests passed"), "{check:?}");
+        }
+        assert!(check.output_tail.contains("test_sum"), "{check:?}");
+    }
 }
