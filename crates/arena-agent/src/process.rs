@@ -240,11 +240,15 @@ pub async fn run(
         .kill_on_drop(true);
     #[cfg(unix)]
     cmd.process_group(0);
+    // Landlock: the whole sandbox where it is the sandbox; in a jail, its
+    // scoping only (abstract UNIX sockets and signals outside the jail,
+    // which matter where the jail keeps the host's network).
     let prepared = match (&launch.sandbox, &jailed) {
         (Some(sandbox), None) => Some(sandbox.ruleset().map_err(|e| SpawnError {
             program: launch.program.display().to_string(),
             source: std::io::Error::other(e.to_string()),
         })?),
+        (Some(_), Some(_)) => super::sandbox::scope_only(),
         _ => None,
     };
     let file_bytes = launch.bounds.file_bytes;

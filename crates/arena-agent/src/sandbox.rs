@@ -236,6 +236,30 @@ pub fn lexical(path: &Path) -> PathBuf {
     out
 }
 
+/// Landlock's scoping alone (no file system or network rules, which would
+/// keep bwrap from mounting): a jailed process cannot connect to an
+/// abstract UNIX socket or signal a process outside its domain. Applied to
+/// bwrap before it starts, so the whole jail inherits it; `None` where the
+/// kernel has no scoping (Landlock ABI before 6).
+#[cfg(target_os = "linux")]
+pub fn scope_only() -> Option<Prepared> {
+    use landlock::{Ruleset, RulesetAttr, Scope};
+    if abi_version() < 6 {
+        return None;
+    }
+    let created = Ruleset::default()
+        .scope(Scope::AbstractUnixSocket | Scope::Signal)
+        .ok()?
+        .create()
+        .ok()?;
+    Some(Prepared(Mutex::new(Some(created))))
+}
+
+#[cfg(not(target_os = "linux"))]
+pub fn scope_only() -> Option<Prepared> {
+    None
+}
+
 /// A ruleset ready to restrict one child process.
 pub struct Prepared(
     #[cfg(target_os = "linux")] Mutex<Option<landlock::RulesetCreated>>,

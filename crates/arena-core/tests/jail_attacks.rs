@@ -257,3 +257,67 @@ async fn ordinary_checks_pass_in_the_jail() {
         assert!(check.output_tail.contains("test_sum"), "{check:?}");
     }
 }
+
+/// An agent that keeps its own configuration (its model is not served by
+/// one of your providers) keeps the host's network — it talks to its own
+/// service — but still reaches no UNIX socket outside: not a path one (not
+/// bound) and, where the kernel has Landlock scoping, not an abstract one.
+#[tokio::test]
+async fn a_self_configured_agent_keeps_the_network_but_reaches_no_local_socket() {
+    if !jail_ready() {
+        return;
+    }
+    let sockets = tempfile::tempdir().unwrap();
+    let bus = sockets.path().join("bus");
+    let _bus = std::os::unix::net::UnixListener::bind(&bus).unwrap();
+    let abstract_name = format!("arena-test-own-{}", std::process::id());
+    let _abstract = {
+        use std::os::linux::net::SocketAddrExt;
+        let addr = std::os::unix::net::SocketAddr::from_abstract_name(&abstract_name).unwrap();
+        std::os::unix::net::UnixListener::bind_addr(&addr).unwrap()
+    };
+    let service = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let service_port = service.local_addr().unwrap().port();
+    let scoped = arena_core::agent::sandbox::abi_version() >= 6;
+    let script = format!(
+        r#"{TRY}
+try path-socket "/usr/bin/python3 -c 'import socket; s=socket.socket(socket.AF_UNIX); s.connect(\"{bus}\")'"
+try abstract-socket "/usr/bin/python3 -c 'import socket; s=socket.socket(socket.AF_UNIX); s.connect(\"\\0{abstract_name}\")'"
+if bash -c 'exec 3<>/dev/tcp/127.0.0.1/{service_port}'; then echo "reached its own service"; fi
+echo "key: [${{OPENAI_API_KEY:-}}]"
+"#,
+        bus = bus.display()
+    );
+    let mut h = Harness::new().await;
+    configure(&mut h, &script);
+    let project = repo();
+    let battle = h
+        .engine
+        .create_battle(BattleRequest {
+            battle_type: BattleType::Coding,
+            project: project.path().to_path_buf(),
+            prompt: "Make the change.".into(),
+            contestants: vec![
+                ContestantSpec::parse("fake@its-own-model").unwrap(),
+                ContestantSpec::parse("fake@m1").unwrap(),
+            ],
+            check_command: None,
+            blind: false,
+            tags: Vec::new(),
+        })
+        .await
+        .expect("create");
+    let b = tokio::time::timeout(Duration::from_secs(120), h.engine.run_battle(&battle.id))
+        .await
+        .expect("the battle ends")
+        .expect("run");
+    let own = &b.contestants[0];
+    assert_eq!(own.status, ContestantStatus::Done, "{:?}", own.error);
+    let out = own.output.clone().unwrap_or_default();
+    assert!(out.contains("blocked path-socket"), "{out}");
+    if scoped {
+        assert!(out.contains("blocked abstract-socket"), "{out}");
+    }
+    assert!(out.contains("reached its own service"), "{out}");
+    assert!(!out.contains(KEY), "{out}");
+}

@@ -948,9 +948,14 @@ async fn run_check(
         .data_dir()
         .join("agents")
         .join(format!("{}-check", c.id));
+    // The program it starts with brings its installation (`npm` under nvm).
+    let first = command
+        .split_whitespace()
+        .next()
+        .and_then(crate::backend::locate);
     let confined = Scratch::create(&scratch_path).and_then(|scratch| {
         let reach = Reach {
-            program: None,
+            program: first.as_deref(),
             workspace: path,
             writable: true,
             objects: &workspace.objects,
