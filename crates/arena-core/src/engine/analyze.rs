@@ -873,7 +873,7 @@ async fn cross_examine_with_agent(
     // its scratch folder writable.
     let connect = super::coding::reachable(&plan, endpoint.as_ref());
     let results = super::coding::Reach {
-        program: None,
+        programs: &[],
         workspace: &battle.results_path,
         writable: false,
         objects: &[],

@@ -500,7 +500,7 @@ async fn run_native(
     // Its commands run sandboxed, with no network at all.
     let scratch = Scratch::create(&engine.data_dir().join("agents").join(&c.id))?;
     let reach = Reach {
-        program: None,
+        programs: &[],
         workspace: path,
         writable: true,
         objects: &workspace.objects,
@@ -582,7 +582,7 @@ fn launch(
     let output = plan.output;
     let connect = reachable(&plan, endpoint.as_ref());
     let work = Reach {
-        program: None,
+        programs: &[],
         workspace: path,
         writable: true,
         objects: &workspace.objects,
@@ -648,8 +648,8 @@ fn endpoint_port(base_url: &str) -> Option<u16> {
 
 /// What one sandboxed process works on, beyond its scratch folder.
 pub(super) struct Reach<'a> {
-    /// The program it starts (its installation is readable).
-    pub program: Option<&'a Path>,
+    /// The programs it starts (their installations are readable).
+    pub programs: &'a [PathBuf],
     /// Its working folder: changed when `writable`, else only read.
     pub workspace: &'a Path,
     pub writable: bool,
@@ -702,7 +702,7 @@ pub(super) fn agent_sandbox(
     }
     let real_home = std::env::var_os("HOME").map(PathBuf::from);
     let mut read = sandbox::path_dirs();
-    read.extend(reach.program.map(sandbox::installation).unwrap_or_default());
+    read.extend(reach.programs.iter().flat_map(|p| sandbox::installation(p)));
     let mut env = vec![
         ("HOME".to_string(), home.to_string_lossy().into_owned()),
         ("TMPDIR".to_string(), tmp.to_string_lossy().into_owned()),
@@ -800,8 +800,9 @@ pub(super) fn prepare(
             program: plan.program.clone(),
         })?;
     let door = work.door.clone();
+    let programs = [program.clone()];
     let reach = Reach {
-        program: Some(&program),
+        programs: &programs,
         own_config: plan.own_config,
         ..work
     };
@@ -948,14 +949,17 @@ async fn run_check(
         .data_dir()
         .join("agents")
         .join(format!("{}-check", c.id));
-    // The program it starts with brings its installation (`npm` under nvm).
-    let first = command
-        .split_whitespace()
-        .next()
-        .and_then(crate::backend::locate);
+    // The programs it names bring their installations (`npm` under nvm,
+    // `.venv/bin/python`, a tool given by its path).
+    let programs: Vec<PathBuf> = command
+        .split(|c: char| c.is_whitespace() || ";&|()`".contains(c))
+        .map(|word| word.trim_matches(['"', '\'']))
+        .filter(|word| !word.is_empty() && !word.starts_with('-') && !word.contains('='))
+        .filter_map(crate::backend::locate)
+        .collect();
     let confined = Scratch::create(&scratch_path).and_then(|scratch| {
         let reach = Reach {
-            program: first.as_deref(),
+            programs: &programs,
             workspace: path,
             writable: true,
             objects: &workspace.objects,
