@@ -552,6 +552,11 @@ async fn settings_of(engine: &Engine) -> Result<SettingsDto, Error> {
     let config_exists = blocking(move || Ok(probe.as_deref().is_some_and(|p| p.is_file()))).await?;
     let config = engine.config();
     let sources: BTreeMap<String, _> = engine.key_sources().await.into_iter().collect();
+    // The first call builds a trial jail.
+    let sandbox = {
+        let engine = engine.clone();
+        blocking(move || Ok(engine.sandbox_state())).await?
+    };
     Ok(SettingsDto {
         config_exists,
         config_path: config_path.map(|p| p.display().to_string()),
@@ -562,6 +567,7 @@ async fn settings_of(engine: &Engine) -> Result<SettingsDto, Error> {
             .iter()
             .map(|p| ProviderSettingsDto::new(p, sources.get(&p.name).copied().flatten()))
             .collect(),
+        sandbox,
     })
 }
 

@@ -1815,6 +1815,10 @@ pub struct SettingsDto {
     /// The judge model for analysis.
     pub default_model: Option<String>,
     pub providers: Vec<ProviderSettingsDto>,
+    /// How agents are confined, in one line (as `arena backends` prints it):
+    /// `jail: bubblewrap 0.8.0 · Landlock ABI 7 · seccomp`, or
+    /// `unavailable: …` with what is missing.
+    pub sandbox: String,
 }
 
 #[cfg(test)]

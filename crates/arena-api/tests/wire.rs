@@ -508,6 +508,7 @@ fn the_app_and_its_settings() {
             &provider,
             Some(core::provider::KeySource::Keychain)
         )],
+        sandbox: "jail: bubblewrap 0.8.0 · Landlock ABI 7 · seccomp".into(),
     });
 }
 

@@ -71,6 +71,16 @@ async fn settings_show_providers_backends_personas_and_about() -> Result<()> {
         "Data directory shows {data_dir:?}, the test set {}",
         h.data_dir().display()
     );
+    // The sandbox's state, as `arena backends` prints it.
+    let sandbox = app.definition("Agent sandbox").await?;
+    let expected = match arena_core::agent::sandbox::jail_info() {
+        Ok(info) => format!("jail: {info}"),
+        Err(_) => "unavailable".to_string(),
+    };
+    ensure!(
+        sandbox.starts_with(&expected),
+        "Agent sandbox shows {sandbox:?}, expected {expected:?}"
+    );
     app.screenshot("settings").await?;
     app.close().await
 }

@@ -20,4 +20,10 @@ data_dir: string,
 /**
  * The judge model for analysis.
  */
-default_model: string | null, providers: Array<ProviderSettingsDto>, };
+default_model: string | null, providers: Array<ProviderSettingsDto>, 
+/**
+ * How agents are confined, in one line (as `arena backends` prints it):
+ * `jail: bubblewrap 0.8.0 · Landlock ABI 7 · seccomp`, or
+ * `unavailable: …` with what is missing.
+ */
+sandbox: string, };
