@@ -175,6 +175,9 @@ pub(super) async fn run(
         .instrument(span)
         .await;
     let model_switched = slot.model_switched;
+    // It finished before its lane's next holder starts (its `finished_at`
+    // never follows the next one's `started_at`).
+    let finished_at = engine.now();
     drop(slot);
     let ended = ended.unwrap_or_else(|e| {
         tracing::error!(contestant = %c.id, error = %e, "contestant failed internally");
@@ -188,7 +191,7 @@ pub(super) async fn run(
     bench.model_switched = model_switched;
     let price = engine.config().price(&c.provider, &c.model);
     bench.cost_usd = benchmark::call_cost(ended.got.usage.as_ref(), &bench, price.as_ref());
-    if let Err(e) = record(engine, battle, &c, ended, bench).await {
+    if let Err(e) = record(engine, battle, &c, ended, bench, finished_at).await {
         tracing::error!(contestant = %c.id, error = %e, "could not record the contestant's end");
     }
 }
@@ -433,15 +436,16 @@ fn live_benchmark(got: &Collected) -> Benchmark {
     }
 }
 
-/// Records the end of a run and writes its result file.
+/// Records the end of a run (at `at`) and writes its result file.
 async fn record(
     engine: &Engine,
     battle: &Battle,
     c: &Contestant,
     ended: Ended,
     bench: Benchmark,
+    at: chrono::DateTime<chrono::Utc>,
 ) -> Result<()> {
-    let (c2, at) = (c.clone(), engine.now());
+    let c2 = c.clone();
     let Ended { status, error, got } = ended;
     let recorded = engine
         .db(move |s| {
