@@ -2,5 +2,12 @@
 #![cfg_attr(not(debug_assertions), windows_subsystem = "windows")]
 
 fn main() {
+    // Started as a jail's inner layer: become the agent, under Landlock.
+    if let Some(code) = arena_core::agent::jail::confine_main() {
+        std::process::exit(code);
+    }
+    if let Ok(exe) = std::env::current_exe() {
+        arena_core::agent::jail::set_confiner(exe);
+    }
     arena_app::run();
 }

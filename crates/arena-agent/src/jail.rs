@@ -634,6 +634,118 @@ fn masked(etc: &Path) -> Vec<PathBuf> {
     out
 }
 
+/// The first argument that makes an Arena binary the jail's inner layer
+/// ([`confine_main`]).
+pub const CONFINE: &str = "__arena_confine";
+
+static CONFINER: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+
+/// Names the program that applies Landlock inside a jail: an Arena binary
+/// whose `main` starts with [`confine_main`] (the `arena` CLI and the app
+/// do, with their own path). Without one, a jail has no inner layer.
+pub fn set_confiner(program: PathBuf) {
+    let _ = CONFINER.set(program);
+}
+
+/// The program [`set_confiner`] named.
+pub fn confiner() -> Option<&'static Path> {
+    CONFINER.get().map(PathBuf::as_path)
+}
+
+/// The inner layer's command line: `CONFINER __arena_confine --read P …
+/// --write P … [--connect PORT …] -- PROGRAM ARGS…` (no `--connect`
+/// at all: any port).
+pub fn confined_args(
+    sandbox: &crate::sandbox::Sandbox,
+    program: &Path,
+    args: &[String],
+) -> Vec<String> {
+    let mut out = vec![CONFINE.to_string()];
+    for (flag, paths) in [("--read", &sandbox.read), ("--write", &sandbox.write)] {
+        for path in paths {
+            out.push(flag.into());
+            out.push(path.to_string_lossy().into_owned());
+        }
+    }
+    match &sandbox.connect {
+        Some(ports) if ports.is_empty() => out.push("--connect-none".into()),
+        Some(ports) => {
+            for port in ports {
+                out.push("--connect".into());
+                out.push(port.to_string());
+            }
+        }
+        None => {}
+    }
+    out.push("--".into());
+    out.push(program.to_string_lossy().into_owned());
+    out.extend(args.iter().cloned());
+    out
+}
+
+/// The jail's inner layer, first thing in an Arena binary's `main`: when
+/// this process was started as `ARENA __arena_confine …` (see
+/// [`confined_args`]), it restricts itself with Landlock to the same
+/// folders and ports as its jail and becomes the program (it does not
+/// return then; `Some(code)` if that fails). Otherwise `None`: carry on.
+pub fn confine_main() -> Option<i32> {
+    let mut args = std::env::args_os().skip(1);
+    if args.next().is_none_or(|a| a != CONFINE) {
+        return None;
+    }
+    let fail = |what: String| {
+        eprintln!("arena (jail's inner layer): {what}");
+        Some(126)
+    };
+    let (mut read, mut write, mut connect) = (Vec::new(), Vec::new(), None::<Vec<u16>>);
+    let mut rest: Vec<std::ffi::OsString> = Vec::new();
+    while let Some(arg) = args.next() {
+        match arg.to_str() {
+            Some("--read") => read.extend(args.next().map(PathBuf::from)),
+            Some("--write") => write.extend(args.next().map(PathBuf::from)),
+            Some("--connect-none") => connect = Some(Vec::new()),
+            Some("--connect") => {
+                let port = args.next().and_then(|p| p.to_str()?.parse::<u16>().ok());
+                match port {
+                    Some(port) => connect.get_or_insert_with(Vec::new).push(port),
+                    None => return fail("--connect needs a port".into()),
+                }
+            }
+            Some("--") => {
+                rest.extend(args.by_ref());
+                break;
+            }
+            _ => return fail(format!("unexpected argument {arg:?}")),
+        }
+    }
+    let Some((program, program_args)) = rest.split_first() else {
+        return fail("no program after --".into());
+    };
+    // The jail's own /tmp is private; programs that ignore TMPDIR use it.
+    write.push(PathBuf::from("/tmp"));
+    let sandbox = crate::sandbox::Sandbox {
+        read,
+        write,
+        connect,
+        enforcement: crate::sandbox::Enforcement::Landlock,
+    };
+    let applied = sandbox
+        .ruleset()
+        .map_err(|e| e.to_string())
+        .and_then(|ruleset| ruleset.apply().map_err(|e| e.to_string()));
+    if let Err(why) = applied {
+        return fail(format!("cannot apply Landlock: {why}"));
+    }
+    use std::os::unix::process::CommandExt;
+    let error = std::process::Command::new(program)
+        .args(program_args)
+        .exec();
+    fail(format!(
+        "cannot start {}: {error}",
+        program.to_string_lossy()
+    ))
+}
+
 /// bubblewrap: the distribution's (`/usr/bin/bwrap`), else the first on
 /// `PATH`.
 pub fn find_bwrap() -> Option<PathBuf> {

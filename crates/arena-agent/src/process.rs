@@ -196,12 +196,26 @@ pub async fn run(
     // Sandboxed, the process runs in a bubblewrap jail (see `jail`), or
     // under Landlock alone where the sandbox says so.
     let jailed = match &launch.sandbox {
-        Some(sandbox) if sandbox.enforcement == super::sandbox::Enforcement::Jail => Some(
-            sandbox
-                .jail(&launch.cwd, launch.door.is_some())
-                .command(&super::sandbox::lexical(&launch.program), &launch.args)
-                .map_err(|e| spawn_error(std::io::Error::other(e.to_string())))?,
-        ),
+        Some(sandbox) if sandbox.enforcement == super::sandbox::Enforcement::Jail => {
+            let mut jail = sandbox.jail(&launch.cwd, launch.door.is_some());
+            let program = super::sandbox::lexical(&launch.program);
+            // Inside, Landlock over the same folders and ports, applied by
+            // an Arena binary that then becomes the program.
+            let (program, args) = match crate::jail::confiner() {
+                Some(confiner) if super::sandbox::abi_version() >= 1 => {
+                    jail.read.push(confiner.to_path_buf());
+                    (
+                        confiner.to_path_buf(),
+                        crate::jail::confined_args(sandbox, &program, &launch.args),
+                    )
+                }
+                _ => (program, launch.args.clone()),
+            };
+            Some(
+                jail.command(&program, &args)
+                    .map_err(|e| spawn_error(std::io::Error::other(e.to_string())))?,
+            )
+        }
         _ => None,
     };
     let door = match (&jailed, &launch.door) {

@@ -320,6 +320,13 @@ struct RunArgs {
 }
 
 fn main() -> ExitCode {
+    // Started as a jail's inner layer: become the agent, under Landlock.
+    if let Some(code) = arena_core::agent::jail::confine_main() {
+        return ExitCode::from(code as u8);
+    }
+    if let Ok(exe) = std::env::current_exe() {
+        arena_core::agent::jail::set_confiner(exe);
+    }
     limit_malloc_arenas();
     let cli = Cli::parse();
     tracing_subscriber::fmt()

@@ -214,3 +214,43 @@ async fn nothing_an_agent_starts_survives_a_killed_arena() {
     tokio::time::sleep(Duration::from_millis(700)).await;
     assert_eq!(before, sizes(&files), "a daemon outlived the killed arena");
 }
+
+/// Inside the jail, Landlock is a second layer over the same folders and
+/// ports, applied by the `arena` binary before it becomes the agent: a
+/// port the agent opens in its own namespace is still not one it may
+/// connect to (only the door is), while the door works.
+#[tokio::test]
+async fn landlock_is_a_second_layer_inside_the_jail() {
+    if !jail_ready() || arena_core::agent::sandbox::abi_version() < 4 {
+        return;
+    }
+    let s = Setup::new().await;
+    let script = r#"
+/usr/bin/python3 - <<'PY'
+import socket
+server = socket.socket()
+server.bind(("127.0.0.1", 5555))
+server.listen()
+client = socket.socket()
+try:
+    client.connect(("127.0.0.1", 5555))
+    print("inner-connect ESCAPED")
+except OSError as e:
+    print("inner-connect blocked", e.errno)
+door = socket.socket()
+door.connect(("127.0.0.1", 41414))
+print("the door opens")
+PY
+"#;
+    let project = setup_attacker(&s, script, "");
+    let args = run_args(&project);
+    let mut args: Vec<&str> = args.iter().map(String::as_str).collect();
+    args.push("--json");
+    let b = s.json(&args).await;
+    for c in b["contestants"].as_array().unwrap() {
+        assert_eq!(c["status"], "done", "{c:#}");
+        let out = c["output"].as_str().unwrap_or("");
+        assert!(out.contains("inner-connect blocked 13"), "{out}");
+        assert!(out.contains("the door opens"), "{out}");
+    }
+}
