@@ -6,9 +6,8 @@
 mod common;
 
 use std::path::Path;
-use std::time::Duration;
 
-use arena_core::battle::{BattleRequest, BattleType, ContestantSpec, ContestantStatus};
+use arena_core::battle::ContestantStatus;
 use arena_core::config::CustomBackend;
 use arena_core::Battle;
 use arena_testserver::ModelScript;
@@ -36,26 +35,7 @@ async fn run(h: &mut Harness, project: &Path, script: &str, check: Option<&str>)
     });
     h.cloud.set_model("m1", ModelScript::tokens(1));
     h.cloud.set_model("m2", ModelScript::tokens(1));
-    let battle = h
-        .engine
-        .create_battle(BattleRequest {
-            battle_type: BattleType::Coding,
-            project: project.to_path_buf(),
-            prompt: "Make the change.".into(),
-            contestants: ["fake@m1", "fake@m2"]
-                .iter()
-                .map(|c| ContestantSpec::parse(c).unwrap())
-                .collect(),
-            check_command: check.map(str::to_string),
-            blind: false,
-            tags: Vec::new(),
-        })
-        .await
-        .expect("create");
-    tokio::time::timeout(Duration::from_secs(300), h.engine.run_battle(&battle.id))
-        .await
-        .expect("the battle ends")
-        .expect("run")
+    run_coding(h, project, &["fake@m1", "fake@m2"], check).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -39,23 +39,7 @@ fn with_backend(h: &mut Harness, command: Vec<String>) {
 }
 
 async fn coding(h: &Harness, project: &Path, contestants: &[&str], check: Option<&str>) -> Battle {
-    let battle = h
-        .engine
-        .create_battle(BattleRequest {
-            battle_type: BattleType::Coding,
-            project: project.to_path_buf(),
-            prompt: "Make the change.".into(),
-            contestants: contestants
-                .iter()
-                .map(|c| ContestantSpec::parse(c).unwrap())
-                .collect(),
-            check_command: check.map(str::to_string),
-            blind: false,
-            tags: Vec::new(),
-        })
-        .await
-        .expect("create");
-    h.engine.run_battle(&battle.id).await.expect("run")
+    run_coding(h, project, contestants, check).await
 }
 
 fn patch_of(b: &Battle, i: usize) -> String {

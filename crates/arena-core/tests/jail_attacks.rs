@@ -10,7 +10,7 @@ mod common;
 use std::path::Path;
 use std::time::Duration;
 
-use arena_core::battle::{BattleRequest, BattleType, ContestantSpec, ContestantStatus};
+use arena_core::battle::ContestantStatus;
 use arena_core::config::CustomBackend;
 use arena_core::Battle;
 use arena_testserver::ModelScript;
@@ -54,26 +54,7 @@ fn configure(h: &mut Harness, script: &str) {
 }
 
 async fn battle(h: &Harness, project: &Path, check: Option<&str>) -> Battle {
-    let battle = h
-        .engine
-        .create_battle(BattleRequest {
-            battle_type: BattleType::Coding,
-            project: project.to_path_buf(),
-            prompt: "Make the change.".into(),
-            contestants: vec![
-                ContestantSpec::parse("fake@m1").unwrap(),
-                ContestantSpec::parse("fake@m2").unwrap(),
-            ],
-            check_command: check.map(str::to_string),
-            blind: false,
-            tags: Vec::new(),
-        })
-        .await
-        .expect("create");
-    tokio::time::timeout(Duration::from_secs(120), h.engine.run_battle(&battle.id))
-        .await
-        .expect("the battle ends")
-        .expect("run")
+    run_coding(h, project, &["fake@m1", "fake@m2"], check).await
 }
 
 const TRY: &str = r#"try() { if timeout 5 sh -c "$2" >/dev/null 2>&1; then echo "ESCAPED $1"; else echo "blocked $1"; fi; }
@@ -318,26 +299,7 @@ echo "key: [${{OPENAI_API_KEY:-}}]"
     let mut h = Harness::new().await;
     configure(&mut h, &script);
     let project = repo();
-    let battle = h
-        .engine
-        .create_battle(BattleRequest {
-            battle_type: BattleType::Coding,
-            project: project.path().to_path_buf(),
-            prompt: "Make the change.".into(),
-            contestants: vec![
-                ContestantSpec::parse("fake@its-own-model").unwrap(),
-                ContestantSpec::parse("fake@m1").unwrap(),
-            ],
-            check_command: None,
-            blind: false,
-            tags: Vec::new(),
-        })
-        .await
-        .expect("create");
-    let b = tokio::time::timeout(Duration::from_secs(120), h.engine.run_battle(&battle.id))
-        .await
-        .expect("the battle ends")
-        .expect("run");
+    let b = run_coding(&h, project.path(), &["fake@its-own-model", "fake@m1"], None).await;
     let own = &b.contestants[0];
     assert_eq!(own.status, ContestantStatus::Done, "{:?}", own.error);
     let out = own.output.clone().unwrap_or_default();

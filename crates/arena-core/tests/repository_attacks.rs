@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use arena_core::battle::{BattleRequest, BattleType, ContestantSpec, ContestantStatus};
+use arena_core::battle::ContestantStatus;
 use arena_core::config::CustomBackend;
 use arena_core::Battle;
 use arena_testserver::ModelScript;
@@ -103,26 +103,7 @@ fn attacker(h: &mut Harness, script: &str) {
 }
 
 async fn battle(h: &Harness, project: &Path, check: Option<&str>) -> Battle {
-    let battle = h
-        .engine
-        .create_battle(BattleRequest {
-            battle_type: BattleType::Coding,
-            project: project.to_path_buf(),
-            prompt: "Make the change.".into(),
-            contestants: ["fake@m1", "fake@m2"]
-                .iter()
-                .map(|c| ContestantSpec::parse(c).unwrap())
-                .collect(),
-            check_command: check.map(str::to_string),
-            blind: false,
-            tags: Vec::new(),
-        })
-        .await
-        .expect("create");
-    tokio::time::timeout(Duration::from_secs(120), h.engine.run_battle(&battle.id))
-        .await
-        .expect("the battle ends")
-        .expect("run")
+    run_coding(h, project, &["fake@m1", "fake@m2"], check).await
 }
 
 trait Judge {

@@ -216,3 +216,33 @@ pub fn repo_in(parent: &std::path::Path) -> tempfile::TempDir {
     git(dir.path(), &["commit", "-q", "-m", "initial"]);
     dir
 }
+
+/// Creates a Coding battle of `contestants` (with the check command
+/// `check`) in `project` and runs it to its end, two minutes at most.
+pub async fn run_coding(
+    h: &Harness,
+    project: &std::path::Path,
+    contestants: &[&str],
+    check: Option<&str>,
+) -> Battle {
+    let battle = h
+        .engine
+        .create_battle(BattleRequest {
+            battle_type: BattleType::Coding,
+            project: project.to_path_buf(),
+            prompt: "Make the change.".into(),
+            contestants: contestants
+                .iter()
+                .map(|c| ContestantSpec::parse(c).unwrap())
+                .collect(),
+            check_command: check.map(str::to_string),
+            blind: false,
+            tags: Vec::new(),
+        })
+        .await
+        .expect("create");
+    tokio::time::timeout(Duration::from_secs(120), h.engine.run_battle(&battle.id))
+        .await
+        .expect("the battle ends")
+        .expect("run")
+}
