@@ -14,7 +14,7 @@
 //!   `ioctl(TIOCSTI)` on an inherited terminal is refused (the seccomp
 //!   filter refuses it too).
 //! - **A file system of its own.** An empty root on which only the system
-//!   folders (read-only, [`SYSTEM_READ`]), the [`Jail::read`] folders
+//!   folders (read-only, [`system_read`]), the [`Jail::read`] folders
 //!   (read-only), the [`Jail::write`] folders (writable) and the
 //!   [`Jail::protect`] paths (read-only again, on top of the writable
 //!   folders) appear; a minimal `/dev` (`null`, `zero`, `full`, `random`,
@@ -79,21 +79,15 @@ use std::path::{Component, Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// Folders every program needs to read, bound read-only: the system's
-/// programs, libraries and configuration. (The sandbox's list without the
-/// kernel's views: the jail has a `/proc` of its own and no `/sys`.)
-pub const SYSTEM_READ: &[&str] = &[
-    "/usr",
-    "/bin",
-    "/sbin",
-    "/lib",
-    "/lib32",
-    "/lib64",
-    "/libx32",
-    "/etc",
-    "/opt",
-    "/run/systemd/resolve",
-];
+/// Folders every program needs to read, bound read-only: the sandbox's
+/// system folders without the kernel's views (the jail has a `/proc` of its
+/// own and no `/sys`).
+pub fn system_read() -> impl Iterator<Item = &'static str> {
+    crate::sandbox::SYSTEM_READ
+        .iter()
+        .copied()
+        .filter(|dir| !matches!(*dir, "/proc" | "/sys"))
+}
 
 /// Files in the system folders that the jail hides (readable by their
 /// owner only, and a jail of root's is its owner): password hashes. The
@@ -120,7 +114,7 @@ const TRIAL_TIMEOUT: Duration = Duration::from_secs(20);
 #[derive(Debug, Clone, PartialEq)]
 pub struct Jail {
     /// Folders (or files) it may read and run programs from, besides
-    /// [`SYSTEM_READ`]. Those that do not exist are left out.
+    /// [`system_read`]. Those that do not exist are left out.
     pub read: Vec<PathBuf>,
     /// Folders it may also change. Each must exist.
     pub write: Vec<PathBuf>,
@@ -395,7 +389,7 @@ impl Jail {
         // What a program or working directory may be under: the bound
         // folders and the links among the system folders.
         let mut linked: Vec<PathBuf> = Vec::new();
-        for dir in SYSTEM_READ {
+        for dir in system_read() {
             let path = Path::new(dir);
             let Ok(meta) = std::fs::symlink_metadata(on_host(path)) else {
                 continue;

@@ -100,7 +100,7 @@ pub fn jail_info() -> Result<crate::jail::JailInfo, String> {
 
 /// Folders every program needs to read: the system's programs, libraries,
 /// configuration and the kernel's views of itself.
-const SYSTEM_READ: &[&str] = &[
+pub const SYSTEM_READ: &[&str] = &[
     "/usr",
     "/bin",
     "/sbin",
