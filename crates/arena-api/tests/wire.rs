@@ -224,12 +224,17 @@ fn a_blind_battle_before_the_vote() {
     }
     assert!(dto.battle.masked && dto.analysis.is_none());
     assert_json_snapshot!(dto);
-    // Revealed: everything, labels kept.
+    // Revealed: everything, labels kept, and the order the vote was cast
+    // on (A first), not the roster's.
     d.battle.revealed_at = Some(at(40));
     let dto = BattleDetailDto::from(&d);
     assert!(!dto.battle.masked && dto.analysis.is_some());
-    assert_eq!(dto.battle.contestants[0].model, c[0].model);
-    assert_eq!(dto.battle.contestants[0].label.as_deref(), Some("B"));
+    assert_eq!(
+        dto.battle.contestants[0].model,
+        d.battle.contestants[1].model
+    );
+    assert_eq!(dto.battle.contestants[0].label.as_deref(), Some("A"));
+    assert_eq!(dto.battle.contestants[1].label.as_deref(), Some("B"));
 }
 
 #[test]

@@ -103,10 +103,22 @@ pub fn vote_target(battle: &Battle, key: &str) -> Result<String, Invalid> {
 
 /// A battle as a viewer may see it: itself when not masked; else with each
 /// contestant shown by its label (ordered by label) and nothing that tells
-/// them apart but their work (see the [module documentation](self)).
+/// them apart but their work (see the [module documentation](self)). A
+/// blind battle keeps its label order once revealed, so the answers the
+/// viewer voted on stay where they were.
 pub fn masked(battle: &Battle) -> Cow<'_, Battle> {
     if !battle.is_masked() {
-        return Cow::Borrowed(battle);
+        let by_label = battle.blind
+            && battle
+                .contestants
+                .windows(2)
+                .any(|pair| pair[0].label > pair[1].label);
+        if !by_label {
+            return Cow::Borrowed(battle);
+        }
+        let mut b = battle.clone();
+        b.contestants.sort_by(|x, y| x.label.cmp(&y.label));
+        return Cow::Owned(b);
     }
     let mut b = battle.clone();
     b.winner = None;
@@ -416,7 +428,18 @@ mod tests {
         let mut revealed = battle(true);
         revealed.revealed_at = Some(chrono::DateTime::UNIX_EPOCH);
         assert!(!revealed.is_masked());
-        assert_eq!(masked(&revealed).contestants[0].model, "model-1");
+        let shown = masked(&revealed);
+        // Named again, in the order the viewer voted on (A, B, C), not the
+        // roster's.
+        let named: Vec<(&str, &str)> = shown
+            .contestants
+            .iter()
+            .map(|c| (c.label.as_deref().unwrap_or(""), c.model.as_str()))
+            .collect();
+        assert_eq!(
+            named,
+            [("A", "model-2"), ("B", "model-1"), ("C", "model-3")]
+        );
     }
 
     #[test]
