@@ -193,31 +193,7 @@ pub async fn run(
         source,
     };
     let sandboxed = launch.sandbox.is_some();
-    // Sandboxed, the process runs in a bubblewrap jail (see `jail`), or
-    // under Landlock alone where the sandbox says so.
-    let jailed = match &launch.sandbox {
-        Some(sandbox) if sandbox.enforcement == super::sandbox::Enforcement::Jail => {
-            let mut jail = sandbox.jail(&launch.cwd, launch.door.is_some());
-            let program = super::sandbox::lexical(&launch.program);
-            // Inside, Landlock over the same folders and ports, applied by
-            // an Arena binary that then becomes the program.
-            let (program, args) = match crate::jail::confiner() {
-                Some(confiner) if super::sandbox::abi_version() >= 1 => {
-                    jail.read.push(confiner.to_path_buf());
-                    (
-                        confiner.to_path_buf(),
-                        crate::jail::confined_args(sandbox, &program, &launch.args),
-                    )
-                }
-                _ => (program, launch.args.clone()),
-            };
-            Some(
-                jail.command(&program, &args)
-                    .map_err(|e| spawn_error(std::io::Error::other(e.to_string())))?,
-            )
-        }
-        _ => None,
-    };
+    let jailed = jail_command(launch).map_err(spawn_error)?;
     let door = match (&jailed, &launch.door) {
         (Some(_), Some(_)) => Some(DoorPipes::new().map_err(spawn_error)?),
         _ => None,
@@ -258,10 +234,11 @@ pub async fn run(
     // scoping only (abstract UNIX sockets and signals outside the jail,
     // which matter where the jail keeps the host's network).
     let prepared = match (&launch.sandbox, &jailed) {
-        (Some(sandbox), None) => Some(sandbox.ruleset().map_err(|e| SpawnError {
-            program: launch.program.display().to_string(),
-            source: std::io::Error::other(e.to_string()),
-        })?),
+        (Some(sandbox), None) => Some(
+            sandbox
+                .ruleset()
+                .map_err(|e| spawn_error(std::io::Error::other(e.to_string())))?,
+        ),
         (Some(_), Some(_)) => super::sandbox::scope_only(),
         _ => None,
     };
@@ -414,6 +391,35 @@ pub async fn run(
         pid,
         output_dropped: budget.dropped,
     })
+}
+
+/// The bwrap command that runs a sandboxed launch in its jail, or `None`
+/// when it is not sandboxed or runs under Landlock alone. Inside the jail,
+/// Landlock over the same folders and ports, applied by the Arena binary
+/// that names itself the confiner, which then becomes the program.
+fn jail_command(launch: &Launch) -> std::io::Result<Option<crate::jail::Prepared>> {
+    let Some(sandbox) = launch
+        .sandbox
+        .as_ref()
+        .filter(|s| s.enforcement == super::sandbox::Enforcement::Jail)
+    else {
+        return Ok(None);
+    };
+    let mut jail = sandbox.jail(&launch.cwd, launch.door.is_some());
+    let program = super::sandbox::lexical(&launch.program);
+    let (program, args) = match crate::jail::confiner() {
+        Some(confiner) if super::sandbox::abi_version() >= 1 => {
+            jail.read.push(confiner.to_path_buf());
+            (
+                confiner.to_path_buf(),
+                crate::jail::confined_args(sandbox, &program, &launch.args),
+            )
+        }
+        _ => (program, launch.args.clone()),
+    };
+    jail.command(&program, &args)
+        .map(Some)
+        .map_err(|e| std::io::Error::other(e.to_string()))
 }
 
 /// How much more output is handed on.

@@ -327,11 +327,16 @@ pub fn object_dirs(project: &Path) -> Result<Vec<PathBuf>, WorktreeError> {
 /// or untracked files that are not ignored. A repository that is not as
 /// Arena left it counts as dirty (nothing is discarded by mistake).
 pub fn is_dirty(worktree: &Path) -> Result<bool, WorktreeError> {
-    let repo = match open(worktree) {
-        Ok(repo) => repo,
-        Err(WorktreeError::Unknown(_)) => return Ok(true),
-        Err(error) => return Err(error),
-    };
+    match has_changes(worktree) {
+        Err(WorktreeError::Unknown(_)) => Ok(true),
+        other => other,
+    }
+}
+
+/// Whether the worktree has uncommitted changes; `Unknown` when its
+/// repository is not as Arena left it.
+fn has_changes(worktree: &Path) -> Result<bool, WorktreeError> {
+    let repo = open(worktree)?;
     Ok(!changed_files(&repo, true, 1)
         .map_err(WorktreeError::git(format!(
             "read the status of {}",
@@ -356,23 +361,11 @@ pub fn remove(project: &Path, worktree: &Path, force: bool) -> Result<(), Worktr
         }
         Ok(meta) if !meta.is_dir() => return Err(WorktreeError::Foreign(worktree.to_path_buf())),
         Ok(_) => {
-            if !force {
-                let dirty = match open(worktree) {
-                    Ok(repo) => !changed_files(&repo, true, 1)
-                        .map_err(WorktreeError::git(format!(
-                            "read the status of {}",
-                            worktree.display()
-                        )))?
-                        .is_empty(),
-                    Err(WorktreeError::Unknown(path)) => return Err(WorktreeError::Unknown(path)),
-                    Err(error) => return Err(error),
-                };
-                if dirty {
-                    return Err(WorktreeError::Dirty {
-                        name,
-                        path: worktree.to_path_buf(),
-                    });
-                }
+            if !force && has_changes(worktree)? {
+                return Err(WorktreeError::Dirty {
+                    name,
+                    path: worktree.to_path_buf(),
+                });
             }
             remove_dir_all(worktree)?;
         }

@@ -878,7 +878,7 @@ async fn cross_examine_with_agent(
         writable: false,
         objects: &[],
         connect,
-        door: door.filter(|_| plan.own_config.is_empty()),
+        door,
         own_config: &[],
         toolchains: false,
     };

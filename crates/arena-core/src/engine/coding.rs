@@ -587,7 +587,7 @@ fn launch(
         writable: true,
         objects: &workspace.objects,
         connect,
-        door: door.filter(|_| plan.own_config.is_empty()),
+        door,
         own_config: &[],
         toolchains: false,
     };
@@ -799,7 +799,8 @@ pub(super) fn prepare(
             name: backend.to_string(),
             program: plan.program.clone(),
         })?;
-    let door = work.door.clone();
+    // An agent with its own configuration talks to its own service: no door.
+    let door = work.door.clone().filter(|_| plan.own_config.is_empty());
     let programs = [program.clone()];
     let reach = Reach {
         programs: &programs,
@@ -882,15 +883,8 @@ async fn run_cli(
         }
     })
     .await;
-    if let Some(dropped) = exit
-        .as_ref()
-        .ok()
-        .map(|e| e.output_dropped)
-        .filter(|d| *d > 0)
-    {
-        let _ = tx.send(EventKind::Output {
-            text: dropped_note(dropped),
-        });
+    if let Some(text) = dropped_note(&exit) {
+        let _ = tx.send(EventKind::Output { text });
     }
     drop(tx);
     let output = forward.await.unwrap_or_default();
@@ -917,12 +911,18 @@ async fn run_cli(
     })
 }
 
-/// The visible note for output dropped over `limits.max_output_bytes`.
-fn dropped_note(dropped: u64) -> String {
-    format!(
+/// The visible note for output a run dropped over
+/// `limits.max_output_bytes`, if it dropped any.
+fn dropped_note(exit: &std::result::Result<process::Exit, process::SpawnError>) -> Option<String> {
+    let dropped = exit
+        .as_ref()
+        .ok()
+        .map(|e| e.output_dropped)
+        .filter(|d| *d > 0)?;
+    Some(format!(
         "\n[Arena: {dropped} more bytes of output were dropped (over limits.max_output_bytes); \
          the run went on]\n"
-    )
+    ))
 }
 
 /// Runs the battle's check command in a finished worktree, in the sandbox
@@ -1009,13 +1009,8 @@ async fn run_check(
         .cloned()
         .collect::<Vec<_>>()
         .join("\n");
-    if let Some(dropped) = exit
-        .as_ref()
-        .ok()
-        .map(|e| e.output_dropped)
-        .filter(|d| *d > 0)
-    {
-        tail.push_str(&dropped_note(dropped));
+    if let Some(note) = dropped_note(&exit) {
+        tail.push_str(&note);
     }
     let duration_ms = started.elapsed().as_millis() as u64;
     match exit {

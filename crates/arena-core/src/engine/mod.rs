@@ -331,17 +331,17 @@ impl Engine {
     /// The sandbox's state in one line, for `arena backends` and Settings:
     /// `jail: bubblewrap 0.8.0 · Landlock ABI 7 · seccomp`.
     pub fn sandbox_state(&self) -> String {
-        use crate::agent::sandbox;
-        match (self.config().limits.sandbox, self.sandbox_ready()) {
-            (_, Err(why)) => format!("unavailable: {why}"),
-            (crate::config::SandboxMode::Off, _) => {
+        use crate::agent::sandbox::{self, Enforcement};
+        match self.sandbox_ready() {
+            Err(why) => format!("unavailable: {why}"),
+            Ok(None) => {
                 "off: agents and checks run with your rights ([limits] sandbox = \"off\")".into()
             }
-            (crate::config::SandboxMode::Landlock, _) => format!(
+            Ok(Some(Enforcement::Landlock)) => format!(
                 "Landlock ABI {} alone, no jail ([limits] sandbox = \"landlock\")",
                 sandbox::abi_version()
             ),
-            (crate::config::SandboxMode::Strict, _) => match sandbox::jail_info() {
+            Ok(Some(Enforcement::Jail)) => match sandbox::jail_info() {
                 Ok(info) => format!("jail: {info}"),
                 Err(why) => format!("unavailable: {why}"),
             },
