@@ -456,6 +456,129 @@ fn push_work(md: &mut String, battle: &Battle, c: &Contestant, with_error: bool)
     }
 }
 
+/// `round-<n>/result.md` of a contestant's later turn (Q&A) or refinement
+/// round (Coding).
+pub fn render_round(battle: &Battle, c: &Contestant, r: &crate::battle::Round) -> String {
+    let mut md = format!(
+        "# {} · {} — round {}\n\n- Battle: `{}`\n- Status: {}\n- Duration: {:.2} s\n\n## Feedback\n\n{}\n\n",
+        c.identity,
+        c.model,
+        r.number,
+        battle.id,
+        r.status.map(|s| s.as_str()).unwrap_or("running"),
+        r.duration_ms.unwrap_or(0) as f64 / 1000.0,
+        r.feedback.trim()
+    );
+    if let Some(e) = &r.error {
+        md.push_str(&format!("## Error\n\n{e}\n\n"));
+    }
+    if let Some(d) = &r.diff {
+        md.push_str(&format!(
+            "## Changes\n\n{} files changed, {} insertions(+), {} deletions(-) against the base commit (all rounds so far) — see [{}]({}).\n\n",
+            d.files,
+            d.insertions,
+            d.deletions,
+            DIFF_FILE,
+            DIFF_FILE
+        ));
+        md.push_str(&omitted_list(d));
+    }
+    if let Some(check) = &r.check {
+        md.push_str(&format!(
+            "## Check\n\n`{}` {}.\n\n```\n{}\n```\n\n",
+            check.command,
+            if check.passed { "passed" } else { "failed" },
+            check.output_tail.trim_end()
+        ));
+    }
+    md.push_str("## Explanation\n\n");
+    md.push_str(r.output.trim_end());
+    md.push('\n');
+    md
+}
+
+/// A contestant as result files name it: `identity · model` (its id if
+/// it is not one of the battle's).
+pub fn contestant_name(battle: &Battle, id: &str) -> String {
+    battle
+        .contestants
+        .iter()
+        .find(|c| c.id == id)
+        .map(|c| format!("{} · {}", c.identity, c.model))
+        .unwrap_or_else(|| id.to_string())
+}
+
+/// `analysis.md`: outcome, winner, ranking, reasons, the judge runs, digests.
+pub fn render_analysis(battle: &Battle, a: &crate::analysis::Analysis) -> String {
+    use crate::analysis::{self, AnalysisStatus, Outcome};
+    let name = |id: &str| contestant_name(battle, id);
+    let mut md = format!(
+        "# Analysis\n\n- Battle: `{}`\n- Judge model: {} ({})\n",
+        battle.id, a.model, a.provider
+    );
+    let outcome = match (a.status, a.outcome) {
+        (AnalysisStatus::Error, _) => format!("error: {}", a.error.as_deref().unwrap_or("unknown")),
+        (_, Some(Outcome::Winner)) => format!(
+            "winner: **{}**",
+            a.winner.as_deref().map(name).unwrap_or_default()
+        ),
+        (_, Some(Outcome::Walkover)) => match &a.winner {
+            Some(w) => format!(
+                "winner by walkover (the only contestant that finished): **{}**",
+                name(w)
+            ),
+            None => "no contestant finished".into(),
+        },
+        (_, Some(Outcome::NoClearWinner)) => {
+            "no clear winner: the judge's verdicts changed with the order".into()
+        }
+        (_, Some(Outcome::JudgeError)) => {
+            "judge error: a verdict could not be read (nobody's loss)".into()
+        }
+        (_, None) => "running".into(),
+    };
+    md.push_str(&format!("- Outcome: {outcome}\n\n"));
+    if !a.ranking.is_empty() {
+        md.push_str("## Ranking\n\n");
+        for (i, id) in a.ranking.iter().enumerate() {
+            let reason = a
+                .reasons
+                .get(id)
+                .map(|r| format!(" — {r}"))
+                .unwrap_or_default();
+            md.push_str(&format!("{}. {}{}\n", i + 1, name(id), reason));
+        }
+        md.push('\n');
+    }
+    for (n, run) in a.judge_runs.iter().enumerate() {
+        md.push_str(&format!("## Judge run {}\n\nOrder shown: ", n + 1));
+        let shown: Vec<String> = analysis::labels(run.order.len())
+            .iter()
+            .zip(&run.order)
+            .map(|(l, id)| format!("{l} = {}", name(id)))
+            .collect();
+        md.push_str(&shown.join(", "));
+        md.push_str("\n\n");
+        match (&run.verdict, &run.error) {
+            (Some(v), _) => md.push_str(&format!("Verdict: {}\n\n", name(&v.winner))),
+            (None, Some(e)) => md.push_str(&format!("Unreadable verdict: {e}\n\n")),
+            _ => {}
+        }
+    }
+    if !a.digests.is_empty() {
+        md.push_str("## Digests\n\n");
+        for d in &a.digests {
+            md.push_str(&format!(
+                "### {} ({} words)\n\n{}\n\n",
+                name(&d.contestant_id),
+                d.words,
+                d.text.trim()
+            ));
+        }
+    }
+    md
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -11,10 +11,9 @@ use crate::battle::{Battle, BattleType, Contestant, ContestantStatus};
 use crate::decisions::{self, ResumeAction};
 use crate::error::{Error, Result};
 use crate::event::EventKind;
-use crate::results;
 use crate::store;
 
-use super::{contestant, lane, pid_alive, Engine, Live, HEARTBEAT};
+use super::{answer, files, lane, pid_alive, Engine, Live, HEARTBEAT};
 
 /// Holds a battle's lease and its live handles; gives both back on drop.
 pub(super) struct Held {
@@ -240,7 +239,7 @@ async fn take_part(
                 Ok(true) => {
                     if let Ok(fresh) = engine.battle(&battle.id).await {
                         if let Some(c) = fresh.contestants.iter().find(|x| x.id == c.id) {
-                            let _ = contestant::write_result(engine, &fresh, c).await;
+                            let _ = files::write_result(engine, &fresh, c).await;
                         }
                     }
                 }
@@ -269,7 +268,7 @@ async fn take_part(
     c.status = ContestantStatus::Running;
     c.attempts += 1;
     match battle.battle_type {
-        BattleType::Qa => contestant::run(engine, battle, c, token, slot).await,
+        BattleType::Qa => answer::run(engine, battle, c, token, slot).await,
         BattleType::Coding => super::coding::run(engine, battle, c, token, slot).await,
     }
 }
@@ -312,7 +311,7 @@ async fn finish(engine: &Engine, battle_id: &str, cancel_requested: bool) -> Res
         tracing::info!(battle = %battle_id, %status, "battle finished");
     }
     let battle = engine.battle(battle_id).await?;
-    results::write_manifest(&battle)?;
+    files::write_manifest(&battle).await?;
     Ok(battle)
 }
 
@@ -343,7 +342,7 @@ pub(super) async fn resume_one(
         let (c2, at) = (c.clone(), engine.now());
         match action {
             ResumeAction::Keep => {}
-            ResumeAction::WriteResult => contestant::write_result(engine, &battle, c).await?,
+            ResumeAction::WriteResult => files::write_result(engine, &battle, c).await?,
             ResumeAction::Rerun => {
                 tracing::info!(battle = %battle_id, contestant = %c.id, "re-running interrupted contestant");
                 engine
@@ -380,7 +379,7 @@ pub(super) async fn resume_one(
                     .await?;
                 let fresh = engine.battle(battle_id).await?;
                 if let Some(c) = fresh.contestants.iter().find(|x| x.id == c.id) {
-                    contestant::write_result(engine, &fresh, c).await?;
+                    files::write_result(engine, &fresh, c).await?;
                 }
             }
         }

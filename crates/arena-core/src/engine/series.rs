@@ -18,31 +18,14 @@ use crate::battle::{Battle, BattleRequest, BattleType, ContestantStatus};
 use crate::catalog::Resolved;
 use crate::error::{Error, Invalid, Result};
 use crate::series::{
-    self, GoalCheck, RoundCost, RunRow, Series, SeriesProgress, SeriesPrompt, SeriesRequest,
-    SeriesStatus, SeriesSummary,
+    self, GoalCheck, RoundCost, RunRow, Series, SeriesProgress, SeriesRequest, SeriesStatus,
+    SeriesSummary,
 };
 use crate::store;
 
+use super::goals::{check_goals, Judges};
 use super::validate::{self, Plan};
 use super::{pid_alive, Engine, HEARTBEAT};
-
-/// The models that judge a series' battles, with their providers.
-#[derive(Debug, Clone, Default)]
-struct Judges {
-    analysis: Option<Resolved>,
-    goal: Option<Resolved>,
-    confirm: Option<Resolved>,
-}
-
-impl Judges {
-    /// Each judge as `(provider, model)`.
-    fn models(&self) -> impl Iterator<Item = (String, String)> + '_ {
-        [&self.analysis, &self.goal, &self.confirm]
-            .into_iter()
-            .flatten()
-            .map(|r| (r.provider.clone(), r.model.clone()))
-    }
-}
 
 /// What starting a series did.
 #[derive(Debug, Clone)]
@@ -786,151 +769,6 @@ async fn run_place(
     Ok((n, battle_id))
 }
 
-/// Checks every finished contestant's result against the goal, giving it
-/// more turns (up to `max_turns`) while it misses: for Coding with a check
-/// command, the check decides and a turn is a refine round with the check's
-/// output as feedback; otherwise the goal judge decides (confirmed by a
-/// second model when asked).
-async fn check_goals(
-    engine: &Engine,
-    series: &Series,
-    judges: &Judges,
-    battle: &Battle,
-    prompt: &SeriesPrompt,
-    token: &CancellationToken,
-) -> Result<()> {
-    let request = &series.request;
-    let by_check = battle.battle_type == BattleType::Coding && battle.check_command.is_some();
-    let goal = request.goal_of(prompt).map(str::to_string);
-    if goal.is_none() && !by_check {
-        return Ok(());
-    }
-    let (judge, confirm) = (&judges.goal, &judges.confirm);
-    let b = battle.id.clone();
-    let recorded = engine.db(move |s| s.goal_checks(&b)).await?;
-    for c in battle
-        .contestants
-        .iter()
-        .filter(|c| c.status == ContestantStatus::Done)
-    {
-        let mut turn = recorded.get(&c.id).map_or(0, |v| v.len() as u32);
-        let mut last = recorded.get(&c.id).and_then(|v| v.last().cloned());
-        // The latest result: the contestant's own, or its last round's.
-        let mut output = c.output.clone().unwrap_or_default();
-        let mut check = c.check.clone();
-        let rounds = engine.rounds(&c.id).await?;
-        if let Some(r) = rounds.last() {
-            output = r.output.clone();
-            check = r.check.clone();
-        }
-        loop {
-            if token.is_cancelled() {
-                return Ok(());
-            }
-            let passed = last.as_ref().and_then(|g| g.passed);
-            let judged_error = last.as_ref().is_some_and(|g| g.passed.is_none());
-            if passed == Some(true) || judged_error || turn >= request.max_turns {
-                break;
-            }
-            if turn > 0 {
-                // Another turn: a refine round (Coding, in its worktree; Q&A,
-                // in the same conversation).
-                let feedback = match (&check, &last) {
-                    (Some(ch), _) if by_check => format!(
-                        "The check `{}` failed. Its output ends with:\n{}\nFix it.",
-                        ch.command, ch.output_tail
-                    ),
-                    (_, Some(g)) => series::next_turn_message(g.reason.as_deref().unwrap_or("")),
-                    _ => series::next_turn_message(""),
-                };
-                let round = engine.refine(&battle.id, &c.id, &feedback).await?;
-                output = round.output.clone();
-                check = round.check.clone();
-            }
-            turn += 1;
-            let g = if by_check {
-                let ch = check.as_ref();
-                GoalCheck {
-                    turn,
-                    passed: Some(ch.is_some_and(|c| c.passed)),
-                    reason: ch.map(|c| {
-                        format!(
-                            "check `{}` {}",
-                            c.command,
-                            if c.passed { "passed" } else { "failed" }
-                        )
-                    }),
-                    error: None,
-                    by_check: true,
-                    cost_usd: Some(0.0),
-                    at: engine.now(),
-                }
-            } else {
-                let (Some(judge), Some(goal)) = (&judge, &goal) else {
-                    break;
-                };
-                let text = if battle.battle_type == BattleType::Coding {
-                    super::analyze::result_text_of(battle, c, &output)
-                } else {
-                    output.clone()
-                };
-                let (verdict, mut cost) =
-                    super::analyze::judge_goal(engine, battle, &c.id, judge, goal, &text).await;
-                let mut confirmed = None;
-                if let (Ok(v), Some(confirm)) = (&verdict, &confirm) {
-                    if v.pass {
-                        let (second, c2) =
-                            super::analyze::judge_goal(engine, battle, &c.id, confirm, goal, &text)
-                                .await;
-                        cost = crate::benchmark::add_costs([cost, c2]);
-                        confirmed = Some(second);
-                    }
-                }
-                match (verdict, confirmed) {
-                    (Ok(v), None) => GoalCheck {
-                        turn,
-                        passed: Some(v.pass),
-                        reason: Some(v.reason),
-                        error: None,
-                        by_check: false,
-                        cost_usd: cost,
-                        at: engine.now(),
-                    },
-                    (Ok(v), Some(Ok(second))) => GoalCheck {
-                        turn,
-                        passed: Some(series::goal_passed(&v, Some(&second))),
-                        reason: Some(if second.pass {
-                            v.reason
-                        } else {
-                            format!("not confirmed: {}", second.reason)
-                        }),
-                        error: None,
-                        by_check: false,
-                        cost_usd: cost,
-                        at: engine.now(),
-                    },
-                    (Err(e), _) | (_, Some(Err(e))) => GoalCheck {
-                        turn,
-                        passed: None,
-                        reason: None,
-                        error: Some(e),
-                        by_check: false,
-                        cost_usd: cost,
-                        at: engine.now(),
-                    },
-                }
-            };
-            let (cid, row) = (c.id.clone(), g.clone());
-            engine
-                .db(move |s| s.transact(|tx| tx.insert_goal_check(&cid, &row)))
-                .await?;
-            last = Some(g);
-        }
-    }
-    Ok(())
-}
-
-/// One row per contestant of a series' battle at place `slot`.
 /// What was judged of a battle's contestants besides the battle itself,
 /// by contestant id: goal checks and later turns.
 struct Judged<'a> {

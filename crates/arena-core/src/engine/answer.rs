@@ -1,0 +1,188 @@
+//! A Q&A contestant: its answer as one [`turn`], then further turns of the
+//! same conversation; each recorded with its benchmark and written to its
+//! result file.
+
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+use crate::battle::{Battle, Benchmark, Contestant, ContestantStatus, Lane, Round};
+use crate::benchmark;
+use crate::catalog::Resolved;
+use crate::error::{Error, Result};
+use crate::provider::{ChatRequest, Exchange};
+use crate::results;
+
+use super::journal::Sink;
+use super::lane::{self, LaneSlot};
+use super::turn::{self, Ending, Streamed, Turn};
+use super::{files, Engine};
+
+fn request(battle: &Battle, c: &Contestant) -> ChatRequest {
+    ChatRequest {
+        model: c.model.clone(),
+        system: c.run.system_prompt.clone(),
+        history: Vec::new(),
+        prompt: battle.prompt.clone(),
+        temperature: c.run.temperature,
+        top_p: c.run.top_p,
+        max_tokens: c.run.max_tokens,
+        no_prompt_cache: c.lane == Lane::Local,
+    }
+}
+
+fn target(c: &Contestant) -> Resolved {
+    Resolved {
+        provider: c.provider.clone(),
+        model: c.model.clone(),
+        lane: c.lane,
+    }
+}
+
+/// Runs a contestant that the scheduler moved to `running`, to a terminal
+/// status, holding its lane's slot until the model has answered.
+pub(super) async fn run(
+    engine: &Engine,
+    battle: &Battle,
+    c: Contestant,
+    token: CancellationToken,
+    slot: LaneSlot,
+) {
+    let span = tracing::info_span!("contestant", battle = %battle.id, contestant = %c.id, model = %c.model);
+    let turn = Turn {
+        target: target(&c),
+        request: request(battle, &c),
+        sink: Sink::answer(&battle.id, &c.id),
+        holder: String::new(),
+        position: c.position,
+        token: &token,
+    };
+    let streamed = turn::run(engine, &turn, Some(slot)).instrument(span).await;
+    if let Ending::Internal(e) = &streamed.ending {
+        tracing::error!(contestant = %c.id, error = %e, "contestant failed internally");
+    }
+    if let Err(e) = record(engine, battle, &c, streamed).await {
+        tracing::error!(contestant = %c.id, error = %e, "could not record the contestant's end");
+    }
+}
+
+/// Records the end of a run with its benchmark and writes its result file.
+async fn record(engine: &Engine, battle: &Battle, c: &Contestant, s: Streamed) -> Result<()> {
+    let mut bench: Benchmark = benchmark::compute(&s.measurement());
+    bench.model_switched = s.model_switched;
+    let price = engine.config().price(&c.provider, &c.model);
+    bench.cost_usd = benchmark::call_cost(s.got.usage.as_ref(), &bench, price.as_ref());
+    let status = match s.ending {
+        Ending::Done => ContestantStatus::Done,
+        Ending::Cancelled => ContestantStatus::Cancelled,
+        _ => ContestantStatus::Error,
+    };
+    let error = s.ending.message(&c.provider);
+    let (c2, at, got) = (c.clone(), s.finished_at, s.got);
+    let recorded = engine
+        .db(move |s| {
+            s.transact(|tx| {
+                tx.finish_contestant(
+                    &c2,
+                    status,
+                    error.as_deref(),
+                    &got.content,
+                    &got.reasoning,
+                    got.truncated,
+                    &bench,
+                    at,
+                )
+            })
+        })
+        .await?;
+    if recorded {
+        tracing::info!(contestant = %c.id, %status, "contestant finished");
+        let battle = engine.battle(&battle.id).await?;
+        if let Some(c) = battle.contestants.iter().find(|x| x.id == c.id) {
+            files::write_result(engine, &battle, c).await?;
+        }
+    }
+    Ok(())
+}
+
+/// A Q&A contestant's conversation so far, as exchanges: the battle's
+/// question and its answer, then each finished round's feedback and answer.
+pub(super) fn conversation(battle: &Battle, c: &Contestant, rounds: &[Round]) -> Vec<Exchange> {
+    let mut history = vec![Exchange {
+        user: battle.prompt.clone(),
+        assistant: c.output.clone().unwrap_or_default(),
+    }];
+    for r in rounds {
+        if r.status == Some(ContestantStatus::Done) {
+            history.push(Exchange {
+                user: r.feedback.clone(),
+                assistant: r.output.clone(),
+            });
+        }
+    }
+    history
+}
+
+/// Another turn of a finished Q&A contestant, in the same conversation:
+/// `round.feedback` is the next message. Streams as the contestant's
+/// output (in its turn on the contestant's lane, with retries), then
+/// records the round and writes `round-<n>/result.md`.
+pub(super) async fn continue_turn(
+    engine: &Engine,
+    battle: &Battle,
+    c: &Contestant,
+    mut round: Round,
+    history: Vec<Exchange>,
+    token: &CancellationToken,
+) -> Result<Round> {
+    let started = std::time::Instant::now();
+    let mut request = request(battle, c);
+    request.history = history;
+    request.prompt = round.feedback.clone();
+    let turn = Turn {
+        target: target(c),
+        request,
+        sink: Sink::round(&battle.id, &c.id),
+        holder: format!(
+            "{}, contestant {} (round {})",
+            lane::battle_name(&battle.id),
+            c.position + 1,
+            round.number
+        ),
+        position: c.position,
+        token,
+    };
+    let reply = turn::ask(engine, &turn).await;
+    round.duration_ms = Some(started.elapsed().as_millis() as u64);
+    match reply {
+        Ok(reply) => {
+            round.status = Some(ContestantStatus::Done);
+            round.output = reply.text;
+            round.cost_usd = reply.cost;
+        }
+        Err(Error::Cancelled) => round.status = Some(ContestantStatus::Cancelled),
+        Err(e) => {
+            round.status = Some(ContestantStatus::Error);
+            round.error = Some(e.to_string());
+        }
+    }
+    let dir = results::confined(
+        &battle.results_path,
+        &[
+            &results::contestant_dir(c),
+            &format!("round-{}", round.number),
+        ],
+    )?;
+    let file = dir.join(results::RESULT_FILE);
+    files::write_all(vec![(
+        file.clone(),
+        results::render_round(battle, c, &round),
+    )])
+    .await?;
+    round.result_path = Some(file);
+    round.finished_at = Some(engine.now());
+    let (bid, r, at) = (battle.id.clone(), round.clone(), engine.now());
+    engine
+        .db(move |s| s.transact(|tx| tx.finish_round(&bid, &r, at)))
+        .await?;
+    Ok(round)
+}

@@ -1,0 +1,269 @@
+//! A Coding battle's changes and worktrees, as the user reaches them: a
+//! contestant's diff, applying it to the project, the results folder, and
+//! listing and pruning Arena's worktrees (from Arena's records; a
+//! worktree's own files are never followed).
+
+use std::path::{Path, PathBuf};
+
+use crate::battle::{Battle, ContestantStatus};
+use crate::error::{Error, Result};
+
+use super::{contestant_of, Engine};
+
+/// One Coding contestant's worktree.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct WorktreeEntry {
+    pub battle_id: String,
+    pub battle_status: crate::battle::BattleStatus,
+    pub contestant_id: String,
+    pub project: PathBuf,
+    pub path: PathBuf,
+    /// Its folder name (its branch is `arena/<name>`).
+    pub name: Option<String>,
+    pub exists: bool,
+    pub dirty: bool,
+}
+
+/// The worktree folders under `root/<battle id>/` of battles the database
+/// no longer has.
+fn orphans(root: &Path, known: &std::collections::HashSet<String>) -> Vec<PathBuf> {
+    let folders = |dir: &Path| -> Vec<std::fs::DirEntry> {
+        std::fs::read_dir(dir)
+            .map(|entries| {
+                entries
+                    .flatten()
+                    .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    folders(root)
+        .into_iter()
+        .filter(|b| !known.contains(&*b.file_name().to_string_lossy()))
+        .flat_map(|b| folders(&b.path()))
+        .map(|w| w.path())
+        .collect()
+}
+
+/// `path` when it is a folder; else a `not_found` naming it.
+async fn existing_folder(what: &'static str, path: PathBuf) -> Result<PathBuf> {
+    let probe = path.clone();
+    if tokio::task::spawn_blocking(move || probe.is_dir()).await? {
+        Ok(path)
+    } else {
+        Err(Error::not_found(what, path.display().to_string()))
+    }
+}
+
+impl Engine {
+    /// A battle that must be a Coding battle; `what` ends the error for a
+    /// Q&A one ("only Coding battles {what}").
+    async fn coding_battle(&self, battle_id: &str, what: &str) -> Result<Battle> {
+        let battle = self.battle(battle_id).await?;
+        if battle.battle_type != crate::battle::BattleType::Coding {
+            return Err(crate::error::Invalid::Other(format!(
+                "battle {battle_id} is a Q&A battle; only Coding battles {what}"
+            ))
+            .into());
+        }
+        Ok(battle)
+    }
+
+    /// Brings a Coding contestant's diff (by default the winner's) into the
+    /// project's working tree. Refuses on a dirty project or a patch that
+    /// does not apply, changing nothing.
+    pub async fn apply(
+        &self,
+        battle_id: &str,
+        contestant_id: Option<&str>,
+    ) -> Result<(String, crate::diff::DiffStats)> {
+        let battle = self
+            .coding_battle(battle_id, "have a diff to apply")
+            .await?;
+        let id = match contestant_id {
+            Some(id) => id.to_string(),
+            None => battle.winner.as_ref().map(|w| w.contestant_id.clone()).ok_or_else(|| {
+                crate::error::Invalid::Other(format!(
+                    "battle {battle_id} has no winner yet; name the contestant to apply, or set a winner"
+                ))
+            })?,
+        };
+        let c = contestant_of(&battle, &id)?;
+        // The latest round that finished carries all the work so far.
+        let (_, patch_path) = self.latest_patch(c).await?.ok_or_else(|| {
+            Error::Conflict(format!(
+                "contestant {id} has no diff.patch (status {})",
+                c.status
+            ))
+        })?;
+        let project = battle.project.clone();
+        let stats = tokio::task::spawn_blocking(move || {
+            let patch =
+                std::fs::read_to_string(&patch_path).map_err(|e| Error::io(&patch_path, e))?;
+            crate::diff::apply(&project, &patch).map_err(|e| Error::Conflict(e.to_string()))
+        })
+        .await??;
+        Ok((id, stats))
+    }
+
+    /// A Coding contestant's changes, file by file and line by line: those
+    /// of its latest finished refinement round, else of its own run (the
+    /// diff `apply` takes), read from that round's `diff.patch`.
+    pub async fn contestant_diff(
+        &self,
+        battle_id: &str,
+        contestant_id: &str,
+    ) -> Result<crate::patch::ContestantDiff> {
+        let battle = self.coding_battle(battle_id, "have diffs").await?;
+        let c = contestant_of(&battle, contestant_id)?;
+        if !c.status.is_terminal() {
+            return Err(Error::Conflict(format!(
+                "contestant {contestant_id} is still {}; its diff is ready when it finishes",
+                c.status
+            )));
+        }
+        let (round, path) = self
+            .latest_patch(c)
+            .await?
+            .ok_or_else(|| Error::not_found("diff of contestant", contestant_id))?;
+        let files = tokio::task::spawn_blocking(move || {
+            let bytes = std::fs::read(&path).map_err(|e| Error::io(&path, e))?;
+            Ok::<_, Error>(crate::patch::parse(&String::from_utf8_lossy(&bytes)))
+        })
+        .await??;
+        Ok(crate::patch::ContestantDiff { round, files })
+    }
+
+    /// The `diff.patch` with a contestant's latest work and its round
+    /// number: the latest refinement round that finished, else its own run
+    /// (round 1). `None` when that file was not written.
+    async fn latest_patch(&self, c: &crate::Contestant) -> Result<Option<(u32, PathBuf)>> {
+        let latest_round = self
+            .rounds(&c.id)
+            .await?
+            .into_iter()
+            .rev()
+            .find(|r| r.status == Some(ContestantStatus::Done))
+            .and_then(|r| Some((r.number, r.result_path?)));
+        let (round, result) = match latest_round {
+            Some((number, path)) => (number, Some(path)),
+            None => (1, c.result_path.clone()),
+        };
+        let Some(patch) = result
+            .as_ref()
+            .and_then(|p| p.parent())
+            .map(|d| d.join(crate::results::DIFF_FILE))
+        else {
+            return Ok(None);
+        };
+        let probe = patch.clone();
+        let exists = tokio::task::spawn_blocking(move || probe.is_file()).await?;
+        Ok(exists.then_some((round, patch)))
+    }
+
+    /// A battle's results folder (`PROJECT/Arena/<battle>`), when it exists.
+    pub async fn results_folder(&self, battle_id: &str) -> Result<PathBuf> {
+        let battle = self.battle(battle_id).await?;
+        existing_folder("results folder", battle.results_path).await
+    }
+
+    /// A Coding contestant's worktree, when it exists.
+    pub async fn worktree(&self, battle_id: &str, contestant_id: &str) -> Result<PathBuf> {
+        let battle = self.coding_battle(battle_id, "have a worktree").await?;
+        let c = contestant_of(&battle, contestant_id)?;
+        let path = c.worktree.clone().ok_or_else(|| {
+            Error::Conflict(format!(
+                "contestant {contestant_id} has no worktree yet (it is {})",
+                c.status
+            ))
+        })?;
+        existing_folder("worktree", path).await
+    }
+
+    /// Arena's worktrees: per Coding contestant, where and in what state
+    /// (from Arena's records; a worktree's own files are not followed).
+    pub async fn worktrees(&self) -> Result<Vec<WorktreeEntry>> {
+        let battles = self.db(|s| s.battles(usize::MAX >> 1)).await?;
+        tokio::task::spawn_blocking(move || {
+            let mut out = Vec::new();
+            for b in battles
+                .iter()
+                .filter(|b| b.battle_type == crate::battle::BattleType::Coding)
+            {
+                for c in &b.contestants {
+                    let Some(path) = &c.worktree else { continue };
+                    let exists = path.symlink_metadata().is_ok_and(|m| m.is_dir());
+                    let dirty = exists
+                        && crate::worktree::is_dirty(path).unwrap_or_else(|error| {
+                            tracing::warn!(worktree = %path.display(), %error, "cannot tell whether the worktree is dirty");
+                            true
+                        });
+                    out.push(WorktreeEntry {
+                        battle_id: b.id.clone(),
+                        battle_status: b.status,
+                        contestant_id: c.id.clone(),
+                        project: b.project.clone(),
+                        path: path.clone(),
+                        exists,
+                        dirty,
+                        name: path.file_name().map(|n| n.to_string_lossy().into_owned()),
+                    });
+                }
+            }
+            Ok(out)
+        })
+        .await?
+    }
+
+    /// Removes the worktrees of finished battles. A worktree with
+    /// uncommitted work is kept unless `force` (its diff.patch is in the
+    /// results folder either way). Returns (removed, kept with the reason).
+    pub async fn prune_worktrees(
+        &self,
+        force: bool,
+    ) -> Result<(Vec<PathBuf>, Vec<(PathBuf, String)>)> {
+        let entries = self.worktrees().await?;
+        let known: std::collections::HashSet<String> = self
+            .db(|s| s.battles(usize::MAX >> 1))
+            .await?
+            .into_iter()
+            .map(|b| b.id)
+            .collect();
+        let root = self.inner.data_dir.join("worktrees");
+        tokio::task::spawn_blocking(move || {
+            let (mut removed, mut kept) = (Vec::new(), Vec::new());
+            // Worktrees of battles that are no longer in the database (their
+            // project unknown): removed whole, links in them removed, not
+            // followed; uncommitted work needs `force`.
+            for path in orphans(&root, &known) {
+                let dirty = !force && crate::worktree::is_dirty(&path).unwrap_or(true);
+                if dirty {
+                    kept.push((
+                        path,
+                        "it has uncommitted changes; pass --force to remove it".into(),
+                    ));
+                    continue;
+                }
+                match std::fs::remove_dir_all(&path) {
+                    Ok(()) => removed.push(path),
+                    Err(err) => kept.push((path, err.to_string())),
+                }
+            }
+            for e in entries {
+                if !e.battle_status.is_terminal() {
+                    kept.push((e.path, "its battle is still running".into()));
+                    continue;
+                }
+                if !e.exists {
+                    continue; // already gone
+                }
+                match crate::worktree::remove(&e.project, &e.path, force) {
+                    Ok(()) => removed.push(e.path),
+                    Err(err) => kept.push((e.path, err.to_string())),
+                }
+            }
+            Ok((removed, kept))
+        })
+        .await?
+    }
+}

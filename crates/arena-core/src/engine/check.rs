@@ -1,0 +1,138 @@
+//! The battle's check command, run in a finished worktree in the sandbox
+//! of an agent that builds and tests.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio_util::sync::CancellationToken;
+
+use crate::agent::process::{self, Launch, Line};
+use crate::battle::{CheckResult, Contestant};
+
+use super::launch::{self, Reach, Scratch};
+use super::workspace::Workspace;
+use super::Engine;
+
+/// Runs the battle's check command in a finished worktree, in the sandbox
+/// of an agent that builds and tests: it may change the worktree and read
+/// your toolchains, and connect nowhere. A check that cannot be sandboxed
+/// fails with the reason.
+pub(super) async fn run_check(
+    engine: &Engine,
+    c: &Contestant,
+    command: &str,
+    workspace: &Workspace,
+    token: &CancellationToken,
+) -> CheckResult {
+    let path = workspace.path.as_path();
+    let failed = |reason: String| CheckResult {
+        command: command.to_string(),
+        exit_code: None,
+        passed: false,
+        timed_out: false,
+        duration_ms: 0,
+        output_tail: reason,
+    };
+    let scratch_path = engine
+        .data_dir()
+        .join("agents")
+        .join(format!("{}-check", c.id));
+    // The programs it names bring their installations (`npm` under nvm,
+    // `.venv/bin/python`, a tool given by its path).
+    let programs: Vec<PathBuf> = command
+        .split(|c: char| c.is_whitespace() || ";&|()`".contains(c))
+        .map(|word| word.trim_matches(['"', '\'']))
+        .filter(|word| !word.is_empty() && !word.starts_with('-') && !word.contains('='))
+        .filter_map(crate::backend::locate)
+        .collect();
+    let confined = Scratch::create(&scratch_path).and_then(|scratch| {
+        let reach = Reach {
+            programs: &programs,
+            workspace: path,
+            writable: true,
+            objects: &workspace.objects,
+            connect: Some(Vec::new()),
+            door: None,
+            own_config: &[],
+            toolchains: true,
+        };
+        Ok((
+            launch::agent_sandbox(engine, scratch.path(), reach)?,
+            scratch,
+        ))
+    });
+    let (confined, _scratch) = match confined {
+        Ok(c) => c,
+        Err(e) => return failed(format!("the check could not be sandboxed: {e}")),
+    };
+    let (env, sandbox) = match confined {
+        Some(c) => (c.env, Some(c.sandbox)),
+        None => (Vec::new(), None),
+    };
+    let launch = Launch {
+        program: PathBuf::from("sh"),
+        args: vec!["-c".into(), command.into()],
+        cwd: path.to_path_buf(),
+        env,
+        timeout: Duration::from_secs(engine.config().limits.check_timeout_secs),
+        sandbox,
+        bounds: launch::bounds(engine),
+        door: None,
+    };
+    let started = Instant::now();
+    let lines = Arc::new(std::sync::Mutex::new(
+        std::collections::VecDeque::<String>::new(),
+    ));
+    let sink = lines.clone();
+    let exit = process::run(&launch, token, move |line| {
+        let (Line::Stdout(l) | Line::Stderr(l)) = line;
+        let mut q = sink.lock().unwrap_or_else(|p| p.into_inner());
+        q.push_back(shortened(l, CHECK_LINE));
+        while q.len() > 40 {
+            q.pop_front();
+        }
+    })
+    .await;
+    let mut tail = lines
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .iter()
+        .cloned()
+        .collect::<Vec<_>>()
+        .join("\n");
+    if let Some(note) = launch::dropped_note(&exit) {
+        tail.push_str(&note);
+    }
+    let duration_ms = started.elapsed().as_millis() as u64;
+    match exit {
+        Ok(exit) => CheckResult {
+            command: command.to_string(),
+            exit_code: exit.code,
+            passed: exit.success(),
+            timed_out: exit.timed_out,
+            duration_ms,
+            output_tail: tail,
+        },
+        Err(e) => CheckResult {
+            duration_ms,
+            ..failed(e.to_string())
+        },
+    }
+}
+
+/// How much of one line of the check's output its tail keeps.
+const CHECK_LINE: usize = 2000;
+
+/// `line` cut to at most `max` bytes (at a character boundary), marked.
+fn shortened(mut line: String, max: usize) -> String {
+    if line.len() > max {
+        let mut end = max;
+        while !line.is_char_boundary(end) {
+            end -= 1;
+        }
+        line.truncate(end);
+        line.push_str(" …");
+    }
+    line
+}

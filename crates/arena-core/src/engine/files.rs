@@ -1,0 +1,40 @@
+//! The engine's writes to a battle's results folder, off the async
+//! threads: a contestant's `result.md`, the manifest, a round's or an
+//! analysis' file. What goes in them is rendered by `crate::results`.
+
+use std::path::PathBuf;
+
+use crate::battle::{Battle, Contestant};
+use crate::error::Result;
+use crate::results;
+
+use super::Engine;
+
+/// Writes `result.md` for a terminal contestant, records where, and
+/// refreshes the manifest.
+pub(super) async fn write_result(engine: &Engine, battle: &Battle, c: &Contestant) -> Result<()> {
+    let (b, c2) = (battle.clone(), c.clone());
+    let path = tokio::task::spawn_blocking(move || results::write_result(&b, &c2)).await??;
+    let (c2, at) = (c.clone(), engine.now());
+    engine
+        .db(move |s| s.transact(|tx| tx.set_result_path(&c2, &path, at)))
+        .await?;
+    let battle = engine.battle(&battle.id).await?;
+    write_manifest(&battle).await
+}
+
+/// Writes the battle's `manifest.json` as it stands.
+pub(super) async fn write_manifest(battle: &Battle) -> Result<()> {
+    let battle = battle.clone();
+    tokio::task::spawn_blocking(move || results::write_manifest(&battle)).await?
+}
+
+/// Writes `files` (path, content) atomically, in order.
+pub(super) async fn write_all(files: Vec<(PathBuf, String)>) -> Result<()> {
+    tokio::task::spawn_blocking(move || {
+        files
+            .iter()
+            .try_for_each(|(path, text)| results::write_atomic(path, text.as_bytes()))
+    })
+    .await?
+}

@@ -1,0 +1,283 @@
+//! Launching an agent or a check: its private scratch folder, its sandbox
+//! or jail (what it may read, write and reach), its one network door, its
+//! environment and bounds. Every process Arena starts for an agent, a
+//! check or an examiner is prepared here.
+
+use std::path::{Path, PathBuf};
+
+use crate::agent::backends;
+use crate::agent::process::{self, Launch};
+use crate::agent::relay;
+use crate::agent::sandbox::{self, Confinement, Sandbox};
+use crate::error::{Error, Invalid, Result};
+
+use super::Engine;
+
+/// Where an agent pointed at one of your providers is told to connect: in
+/// a jail, the relay's door inside it (with a placeholder key; the relay
+/// puts the real one on outside) and the door to open; else the provider.
+pub(super) fn through_door(
+    engine: &Engine,
+    endpoint: Option<backends::Endpoint>,
+) -> (Option<backends::Endpoint>, Option<relay::Upstream>) {
+    let Some(endpoint) = endpoint else {
+        return (None, None);
+    };
+    if !matches!(engine.sandbox_ready(), Ok(Some(sandbox::Enforcement::Jail))) {
+        return (Some(endpoint), None);
+    }
+    let upstream = relay::Upstream {
+        kind: endpoint.kind,
+        base_url: endpoint.base_url.clone(),
+        api_key: endpoint.api_key.clone(),
+    };
+    match relay::inside_url(&upstream, relay::PORT) {
+        Ok(base_url) => (
+            Some(backends::Endpoint {
+                kind: endpoint.kind,
+                base_url,
+                api_key: crate::keychain::Secret::new(relay::PLACEHOLDER_KEY.into()),
+            }),
+            Some(upstream),
+        ),
+        Err(_) => (Some(endpoint), None),
+    }
+}
+
+/// The TCP ports an agent may connect to: where Arena points it at one of
+/// its providers, that provider's port only; with its own configuration,
+/// any (`None`).
+pub(super) fn reachable(
+    plan: &backends::Plan,
+    endpoint: Option<&backends::Endpoint>,
+) -> Option<Vec<u16>> {
+    match endpoint {
+        Some(e) if plan.own_config.is_empty() => {
+            Some(endpoint_port(&e.base_url).into_iter().collect())
+        }
+        _ => None,
+    }
+}
+
+/// The TCP port of a provider's `base_url`.
+fn endpoint_port(base_url: &str) -> Option<u16> {
+    reqwest::Url::parse(base_url).ok()?.port_or_known_default()
+}
+
+/// What one sandboxed process works on, beyond its scratch folder.
+pub(super) struct Reach<'a> {
+    /// The programs it starts (their installations are readable).
+    pub programs: &'a [PathBuf],
+    /// Its working folder: changed when `writable`, else only read.
+    pub workspace: &'a Path,
+    pub writable: bool,
+    /// Object stores of the project's repository it reads (a worktree's
+    /// alternates, from [`worktree::object_dirs`]).
+    pub objects: &'a [PathBuf],
+    /// The TCP ports it may reach (`None`: any).
+    pub connect: Option<Vec<u16>>,
+    /// Its one network door to a provider, in a jail ([`through_door`]).
+    pub door: Option<relay::Upstream>,
+    /// Files and folders of the user's home it reads as its own
+    /// configuration ([`backends::own_config`]).
+    pub own_config: &'static [&'static str],
+    /// It builds and tests (a check command): your toolchains are readable
+    /// ([`sandbox::toolchains`]).
+    pub toolchains: bool,
+}
+
+/// The sandbox of an agent process with `scratch` as its home and temp
+/// folder, and the environment that goes with it (`HOME`, `TMPDIR`, …);
+/// `None` with `[limits] sandbox = "off"`. Refused when the kernel cannot
+/// sandbox.
+pub(super) fn agent_sandbox(
+    engine: &Engine,
+    scratch: &Path,
+    reach: Reach<'_>,
+) -> Result<Option<Confinement>> {
+    let enforcement = match engine.sandbox_ready() {
+        Ok(Some(enforcement)) => enforcement,
+        Ok(None) => return Ok(None),
+        Err(why) => return Err(Invalid::Other(why).into()),
+    };
+    // Tests give agents a prepared home (their own configuration).
+    let test_home = std::env::var_os("ARENA_AGENT_HOME").map(PathBuf::from);
+    let home = test_home.clone().unwrap_or_else(|| scratch.join("home"));
+    let tmp = scratch.join("tmp");
+    for dir in [&home, &tmp] {
+        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    }
+    // A git identity of its own, so that an agent that commits (aider)
+    // does not try to write one into the project's `.git/config`, which
+    // the sandbox refuses.
+    let gitconfig = home.join(".gitconfig");
+    if !gitconfig.exists() {
+        std::fs::write(
+            &gitconfig,
+            "[user]\n\tname = Arena agent\n\temail = agent@arena.invalid\n",
+        )
+        .map_err(|e| Error::io(&gitconfig, e))?;
+    }
+    let real_home = std::env::var_os("HOME").map(PathBuf::from);
+    let mut read = sandbox::path_dirs();
+    read.extend(reach.programs.iter().flat_map(|p| sandbox::installation(p)));
+    let mut env = vec![
+        ("HOME".to_string(), home.to_string_lossy().into_owned()),
+        ("TMPDIR".to_string(), tmp.to_string_lossy().into_owned()),
+    ];
+    if let (Some(real), None) = (&real_home, &test_home) {
+        read.extend(
+            sandbox::link_own_config(&home, real, reach.own_config)
+                .map_err(|e| Error::io(&home, e))?,
+        );
+    }
+    if reach.toolchains {
+        let var = |name: &str| std::env::var_os(name).map(PathBuf::from);
+        let tools = sandbox::toolchains(real_home.as_deref(), var, scratch)
+            .map_err(|e| Error::io(scratch, e))?;
+        read.extend(tools.read);
+        env.extend(tools.env);
+    }
+    let mut read = sandbox::without_private(read, engine.data_dir(), real_home.as_deref());
+    let mut write = vec![scratch.to_path_buf(), home.clone()];
+    read.extend(reach.objects.iter().cloned());
+    if reach.writable {
+        write.push(reach.workspace.to_path_buf());
+    } else {
+        read.push(reach.workspace.to_path_buf());
+    }
+    let mut sandbox = Sandbox::new(read, write, reach.connect);
+    sandbox.enforcement = enforcement;
+    Ok(Some(Confinement { sandbox, env }))
+}
+
+/// An agent's private folder for its configuration files: only this user
+/// may enter it (0700), and it is removed when the run ends.
+pub(super) struct Scratch(PathBuf);
+
+impl Scratch {
+    pub fn create(path: &Path) -> Result<Scratch> {
+        let mut builder = std::fs::DirBuilder::new();
+        builder.recursive(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+            builder.mode(0o700);
+            builder.create(path).map_err(|e| Error::io(path, e))?;
+            // It may be left over from a run that crashed.
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o700))
+                .map_err(|e| Error::io(path, e))?;
+        }
+        #[cfg(not(unix))]
+        builder.create(path).map_err(|e| Error::io(path, e))?;
+        Ok(Scratch(path.to_path_buf()))
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        match std::fs::remove_dir_all(&self.0) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => {
+                tracing::warn!(path = %self.0.display(), error = %e, "could not remove an agent's scratch folder")
+            }
+        }
+    }
+}
+
+/// Turns a launch plan into a process to start in `work.workspace`: writes
+/// its config files into `scratch` (created private), finds the program,
+/// and puts it in its sandbox (`work` as in [`agent_sandbox`]; its
+/// `program` and `own_config` come from the plan) with `[limits]`'s bounds.
+pub(super) fn prepare(
+    engine: &Engine,
+    backend: &str,
+    plan: backends::Plan,
+    work: Reach<'_>,
+    scratch: &Path,
+) -> Result<(Launch, Scratch)> {
+    let cwd = work.workspace;
+    let folder = Scratch::create(scratch)?;
+    for (file, content) in &plan.files {
+        if !file.starts_with(scratch) {
+            return Err(Error::Task(format!(
+                "{backend}: a config file outside its scratch folder: {}",
+                file.display()
+            )));
+        }
+        if let Some(dir) = file.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+        }
+        std::fs::write(file, content).map_err(|e| Error::io(file, e))?;
+    }
+    let mut env = plan.env;
+    let program =
+        crate::backend::locate(&plan.program).ok_or_else(|| Invalid::BackendNotInstalled {
+            name: backend.to_string(),
+            program: plan.program.clone(),
+        })?;
+    // An agent with its own configuration talks to its own service: no door.
+    let door = work.door.clone().filter(|_| plan.own_config.is_empty());
+    let programs = [program.clone()];
+    let reach = Reach {
+        programs: &programs,
+        own_config: plan.own_config,
+        ..work
+    };
+    let sandbox = agent_sandbox(engine, scratch, reach)?;
+    let sandbox = match sandbox {
+        Some(confined) => {
+            env.extend(confined.env);
+            Some(confined.sandbox)
+        }
+        None => {
+            if let Some(home) = std::env::var_os("ARENA_AGENT_HOME") {
+                env.push(("HOME".into(), home.to_string_lossy().into_owned()));
+            }
+            None
+        }
+    };
+    Ok((
+        Launch {
+            program,
+            args: plan.args,
+            cwd: cwd.to_path_buf(),
+            env,
+            timeout: engine.config().limits.max_duration(),
+            sandbox,
+            bounds: bounds(engine),
+            door,
+        },
+        folder,
+    ))
+}
+
+/// What an agent or check process may produce, from `[limits]`.
+pub(super) fn bounds(engine: &Engine) -> process::Bounds {
+    let limits = &engine.config().limits;
+    process::Bounds {
+        output_bytes: limits.max_output_bytes,
+        file_bytes: Some(limits.max_file_bytes),
+    }
+}
+
+/// The visible note for output a run dropped over
+/// `limits.max_output_bytes`, if it dropped any.
+pub(super) fn dropped_note(
+    exit: &std::result::Result<process::Exit, process::SpawnError>,
+) -> Option<String> {
+    let dropped = exit
+        .as_ref()
+        .ok()
+        .map(|e| e.output_dropped)
+        .filter(|d| *d > 0)?;
+    Some(format!(
+        "\n[Arena: {dropped} more bytes of output were dropped (over limits.max_output_bytes); \
+         the run went on]\n"
+    ))
+}

@@ -1,0 +1,258 @@
+//! A Coding contestant's worktree as Arena knows it: made from the base
+//! commit, put back in Arena's hands around every agent and check, read
+//! (diffs) with a deadline, and watched for the files an agent touches.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::battle::{Battle, Contestant};
+use crate::error::{Error, Result};
+use crate::event::EventKind;
+use crate::{diff, results, worktree};
+
+use super::journal::Sink;
+use super::Engine;
+
+/// A contestant's worktree as Arena knows it from its records: the folder,
+/// the battle's project and base commit, and what the sandbox may read of
+/// the project's repository (its object stores). Nothing here comes from a
+/// file in the worktree.
+pub(super) struct Workspace {
+    pub path: PathBuf,
+    project: PathBuf,
+    base: String,
+    /// Object stores of the project's repository the sandbox reads.
+    pub objects: Vec<PathBuf>,
+}
+
+impl Workspace {
+    /// The worktree at `path`, its repository put back in Arena's hands
+    /// (before an agent works in it).
+    pub async fn of(
+        engine: &Engine,
+        battle: &Battle,
+        path: &Path,
+        base: &str,
+    ) -> Result<Workspace> {
+        let project = battle.project.clone();
+        let objects = confined_read(engine, "the project's object store", {
+            let project = project.clone();
+            move || worktree::object_dirs(&project).map_err(|e| Error::Git(e.to_string()))
+        })
+        .await?;
+        let workspace = Workspace {
+            path: path.to_path_buf(),
+            project,
+            base: base.to_string(),
+            objects,
+        };
+        workspace.restore(engine).await?;
+        Ok(workspace)
+    }
+
+    /// [`worktree::restore`]: after every agent or check, before Arena or
+    /// the next process uses the repository.
+    pub async fn restore(&self, engine: &Engine) -> Result<()> {
+        let (path, project, base) = (self.path.clone(), self.project.clone(), self.base.clone());
+        let restored = confined_read(engine, "the worktree's repository", move || {
+            worktree::restore(&path, &project, &base).map_err(|e| Error::Git(e.to_string()))
+        })
+        .await?;
+        if restored == worktree::Restored::Rebuilt {
+            tracing::warn!(worktree = %self.path.display(), "the worktree's repository was missing or replaced; made anew at the base commit");
+        }
+        Ok(())
+    }
+
+    /// The changes against the base commit, within `[limits]`.
+    pub async fn diff(&self, engine: &Engine) -> Result<diff::Diff> {
+        let limits = &engine.config().limits;
+        let bounds = diff::DiffLimits {
+            file_bytes: limits.diff_file_bytes,
+            total_bytes: limits.diff_total_bytes,
+        };
+        let (path, base) = (self.path.clone(), self.base.clone());
+        confined_read(engine, "the agent's changes", move || {
+            diff::diff_worktree(&path, &base, bounds)
+                .map_err(|e| Error::Git(format!("diff of {}: {e}", path.display())))
+        })
+        .await
+    }
+}
+
+/// Runs `read` (blocking work on agent-made files) with the deadline
+/// `limits.diff_timeout_secs`, holding no lane and no transaction: a read
+/// that hangs fails this contestant only (its thread is left behind).
+async fn confined_read<T: Send + 'static>(
+    engine: &Engine,
+    what: &str,
+    read: impl FnOnce() -> Result<T> + Send + 'static,
+) -> Result<T> {
+    let seconds = engine.config().limits.diff_timeout_secs;
+    match tokio::time::timeout(
+        Duration::from_secs(seconds),
+        tokio::task::spawn_blocking(read),
+    )
+    .await
+    {
+        Ok(done) => done?,
+        Err(_) => Err(Error::Task(format!(
+            "reading {what} took longer than {seconds} s (limits.diff_timeout_secs); \
+             something in the worktree does not let go"
+        ))),
+    }
+}
+
+/// The contestant's worktree: created from the base commit on first run,
+/// reused by a resumed or refined run.
+pub(super) async fn ensure_worktree(
+    engine: &Engine,
+    battle: &Battle,
+    c: &Contestant,
+    base: &str,
+) -> Result<PathBuf> {
+    if let Some(existing) = c.worktree.as_ref().filter(|p| p.exists()) {
+        return Ok(existing.clone());
+    }
+    let root = worktrees_root(engine, battle);
+    // Git names worktrees by their folder: make it unique across battles.
+    let short = crate::battle::short_id(&battle.id);
+    let name = format!("{short}-{}", results::contestant_dir(c));
+    let (project, base, root2) = (battle.project.clone(), base.to_string(), root.clone());
+    let wt = tokio::task::spawn_blocking(move || {
+        std::fs::create_dir_all(&root2).map_err(|e| e.to_string())?;
+        // Another process creating a worktree of the same project at the
+        // same moment can trip libgit2 ("already checked out"): try again.
+        let mut attempt = 0;
+        loop {
+            match worktree::create(&project, &root2, &name, &base) {
+                Err(e) if attempt < 3 && e.to_string().contains("already checked out") => {
+                    attempt += 1;
+                    std::thread::sleep(Duration::from_millis(100 * attempt));
+                }
+                other => return other.map_err(|e| e.to_string()),
+            }
+        }
+    })
+    .await?
+    .map_err(|e| Error::Git(format!("creating the worktree: {e}")))?;
+    let (id, path) = (c.id.clone(), wt.path.clone());
+    engine
+        .db(move |s| {
+            s.transact(|tx| {
+                tx.conn().execute(
+                    "UPDATE contestants SET worktree = ?1 WHERE id = ?2",
+                    rusqlite::params![path.to_string_lossy(), id],
+                )?;
+                Ok(())
+            })
+        })
+        .await?;
+    Ok(wt.path)
+}
+
+/// A live list of the files an agent touches, from filesystem events.
+pub(super) struct Watch {
+    _watcher: notify::RecommendedWatcher,
+    task: tokio::task::JoinHandle<()>,
+    stop: CancellationToken,
+}
+
+impl Watch {
+    /// Stops watching after reporting what is pending.
+    pub async fn finish(self) {
+        self.stop.cancel();
+        let _ = self.task.await;
+    }
+}
+
+/// How long the list settles before it is reported.
+const DEBOUNCE: Duration = Duration::from_millis(300);
+
+/// Watches `root` (not `.git`) and emits `changed_files` events, debounced.
+/// Without a watcher (e.g. inotify limits) the battle goes on without a live list.
+pub(super) fn watch_changes(engine: &Engine, c: &Contestant, root: &Path) -> Option<Watch> {
+    use notify::Watcher;
+    let (tx, mut rx) = mpsc::unbounded_channel::<String>();
+    let base = root.to_path_buf();
+    // Links in the worktree are the agent's: watching never follows them.
+    let config = notify::Config::default().with_follow_symlinks(false);
+    let mut watcher = match notify::RecommendedWatcher::new(
+        move |res: notify::Result<notify::Event>| {
+            let Ok(event) = res else { return };
+            if matches!(event.kind, notify::EventKind::Access(_)) {
+                return;
+            }
+            for p in event.paths {
+                let Ok(rel) = p.strip_prefix(&base) else {
+                    continue;
+                };
+                let folder = p.symlink_metadata().is_ok_and(|m| m.is_dir());
+                if rel.as_os_str().is_empty() || rel.starts_with(".git") || folder {
+                    continue;
+                }
+                let _ = tx.send(rel.to_string_lossy().into_owned());
+            }
+        },
+        config,
+    ) {
+        Ok(w) => w,
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot watch the worktree; no live changed-files list");
+            return None;
+        }
+    };
+    if let Err(e) = watcher.watch(root, notify::RecursiveMode::Recursive) {
+        tracing::warn!(error = %e, "cannot watch the worktree; no live changed-files list");
+        return None;
+    }
+    let stop = CancellationToken::new();
+    let (engine, sink, stop2) = (
+        engine.clone(),
+        Sink::answer(&c.battle_id, &c.id),
+        stop.clone(),
+    );
+    let task = tokio::spawn(async move {
+        let mut files = std::collections::BTreeSet::new();
+        let mut reported = 0usize;
+        loop {
+            let stopping = tokio::select! {
+                f = rx.recv() => match f {
+                    Some(first) => {
+                        files.insert(first);
+                        tokio::time::sleep(DEBOUNCE).await;
+                        false
+                    }
+                    None => true,
+                },
+                _ = stop2.cancelled() => true,
+            };
+            while let Ok(more) = rx.try_recv() {
+                files.insert(more);
+            }
+            if files.len() != reported {
+                reported = files.len();
+                let list = files.iter().cloned().collect();
+                let _ = sink
+                    .write(&engine, vec![EventKind::ChangedFiles { files: list }])
+                    .await;
+            }
+            if stopping {
+                break;
+            }
+        }
+    });
+    Some(Watch {
+        _watcher: watcher,
+        task,
+        stop,
+    })
+}
+
+/// `<data dir>/worktrees/<battle id>/`
+fn worktrees_root(engine: &Engine, battle: &Battle) -> PathBuf {
+    engine.data_dir().join("worktrees").join(&battle.id)
+}
