@@ -3,7 +3,7 @@
 //! battles and series an earlier run left running. Failures are logged;
 //! the window follows progress through the events.
 
-use arena_core::{Battle, Engine, Judging};
+use arena_core::{Engine, Judged};
 use tauri::{AppHandle, Runtime};
 
 use crate::notification;
@@ -11,9 +11,9 @@ use crate::notification;
 /// Drives a freshly created battle, judges it (see [`judge`]) and sends
 /// the battle-finished notification.
 pub async fn run_and_judge<R: Runtime>(app: AppHandle<R>, engine: Engine, battle_id: String) {
-    match engine.run_battle(&battle_id).await {
-        Ok(battle) => {
-            judge(&engine, &battle).await;
+    match engine.run_and_judge(&battle_id, None).await {
+        Ok((battle, judged)) => {
+            log_judged(&battle.id, judged);
             finished(&app, &engine, &battle.id).await;
         }
         Err(err) => tracing::warn!(battle = %battle_id, %err, "running the battle failed"),
@@ -31,8 +31,8 @@ pub async fn run_series(engine: Engine, series_id: String) {
 
 /// Notifies the user that a battle ended, with its winner when known.
 async fn finished<R: Runtime>(app: &AppHandle<R>, engine: &Engine, battle_id: &str) {
-    match engine.battle(battle_id).await {
-        Ok(battle) => notification::battle_finished(app, &battle),
+    match engine.view_battle(battle_id).await {
+        Ok(view) => notification::battle_finished(app, &view),
         Err(err) => tracing::warn!(battle = %battle_id, %err, "reading the finished battle failed"),
     }
 }
@@ -65,10 +65,8 @@ pub async fn resume_all<R: Runtime>(app: AppHandle<R>, engine: Engine) {
             }
         })
     };
-    let store = engine.store().clone();
-    let ids = match tokio::task::spawn_blocking(move || store.running_battles()).await {
-        Ok(Ok(ids)) => ids,
-        Ok(Err(err)) => return tracing::warn!(%err, "listing battles to resume failed"),
+    let ids = match engine.running_battles().await {
+        Ok(ids) => ids,
         Err(err) => return tracing::warn!(%err, "listing battles to resume failed"),
     };
     let mut own = Vec::new();
@@ -102,33 +100,27 @@ async fn resume_and_judge<R: Runtime>(app: &AppHandle<R>, engine: Engine, battle
         Err(err) => return tracing::warn!(battle = %battle_id, %err, "resuming the battle failed"),
     };
     for battle in finished {
-        match engine.analysis(&battle.id).await {
-            Ok(None) => judge(&engine, &battle).await,
-            Ok(Some(_)) => {}
-            Err(err) => tracing::warn!(battle = %battle.id, %err, "reading the analysis failed"),
-        }
+        log_judged(&battle.id, engine.judge_ended(&battle, None).await);
         self::finished(app, &engine, &battle.id).await;
     }
 }
 
-/// Analyses a finished battle with the configured `default_model`, when
-/// there is one and at least one contestant finished (as `arena battle run`
-/// does). A failed analysis is recorded by the engine and logged here.
-async fn judge(engine: &Engine, battle: &Battle) {
-    match engine.judging(battle, None) {
-        Judging::Ready => {}
-        Judging::NoModel => {
-            return tracing::info!(battle = %battle.id, "no default_model, so the battle is not judged")
-        }
-        Judging::NothingToJudge => return,
-    }
-    match engine.analyze(&battle.id, None).await {
-        Ok(analysis) => match analysis.error {
-            Some(err) => tracing::warn!(battle = %battle.id, %err, "the analysis failed"),
+/// Logs what judging a battle that ended did (the engine records the
+/// analysis itself).
+fn log_judged(battle_id: &str, judged: Judged) {
+    match judged {
+        Judged::Done(analysis) => match analysis.error {
+            Some(err) => tracing::warn!(battle = %battle_id, %err, "the analysis failed"),
             None => {
-                tracing::info!(battle = %battle.id, outcome = ?analysis.outcome, "battle judged")
+                tracing::info!(battle = %battle_id, outcome = ?analysis.outcome, "battle judged")
             }
         },
-        Err(err) => tracing::warn!(battle = %battle.id, %err, "the battle was not judged"),
+        Judged::Failed(err) => {
+            tracing::warn!(battle = %battle_id, %err, "the battle was not judged")
+        }
+        Judged::NoModel => {
+            tracing::info!(battle = %battle_id, "no default_model, so the battle is not judged")
+        }
+        Judged::NothingToJudge | Judged::AlreadyJudged => {}
     }
 }

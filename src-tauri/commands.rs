@@ -74,7 +74,7 @@ pub async fn list_battles(
     limit: Option<u32>,
 ) -> Result<Vec<BattleDto>, Error> {
     let limit = limit.unwrap_or(DEFAULT_LIST_LIMIT).min(MAX_LIST_LIMIT) as usize;
-    let battles = state.engine()?.battles(limit).await?;
+    let battles = state.engine()?.view_battles(limit).await?;
     Ok(battles.iter().map(BattleDto::from).collect())
 }
 
@@ -87,7 +87,7 @@ pub async fn search_battles(
 ) -> Result<BattlePageDto, Error> {
     let query = query.into_engine();
     let offset = query.offset as u64;
-    let (battles, total) = state.engine()?.battle_page(query).await?;
+    let (battles, total) = state.engine()?.view_page(query).await?;
     Ok(BattlePageDto {
         battles: battles.iter().map(BattleDto::from).collect(),
         total,
@@ -99,7 +99,7 @@ pub async fn search_battles(
 /// and every contestant's refinement rounds.
 #[tauri::command]
 pub async fn get_battle(state: State<'_, AppState>, id: String) -> Result<BattleDetailDto, Error> {
-    let detail = state.engine()?.battle_detail(&id).await?;
+    let detail = state.engine()?.view_detail(&id).await?;
     Ok(BattleDetailDto::from(&detail))
 }
 
@@ -119,7 +119,7 @@ pub async fn start_battle<R: Runtime>(
         engine.clone(),
         battle.id.clone(),
     ));
-    Ok(BattleDto::from(&battle))
+    Ok(shown(&battle))
 }
 
 /// Validates and records a series (or, for a key used before, returns the
@@ -210,7 +210,7 @@ pub async fn open_series_folder<R: Runtime>(
 #[tauri::command]
 pub async fn cancel_battle(state: State<'_, AppState>, id: String) -> Result<BattleDto, Error> {
     let battle = state.engine()?.cancel_battle(&id).await?;
-    Ok(BattleDto::from(&battle))
+    Ok(shown(&battle))
 }
 
 /// Cancels one contestant; the rest of the battle goes on.
@@ -224,7 +224,7 @@ pub async fn cancel_contestant(
         .engine()?
         .cancel_contestant(&battle_id, &contestant_id)
         .await?;
-    Ok(BattleDto::from(&battle))
+    Ok(shown(&battle))
 }
 
 /// Stops a battle's running analysis or cross-examinations, or (with
@@ -257,7 +257,7 @@ pub async fn set_winner(
         .engine()?
         .set_winner(&battle_id, contestant_id.as_deref())
         .await?;
-    Ok(BattleDto::from(&battle))
+    Ok(shown(&battle))
 }
 
 /// The user's vote (a winner by label or id, a tie, or "all bad"), also
@@ -269,14 +269,14 @@ pub async fn vote(
     vote: VoteDto,
 ) -> Result<BattleDto, Error> {
     let battle = state.engine()?.vote(&battle_id, vote.into()).await?;
-    Ok(BattleDto::from(&battle))
+    Ok(shown(&battle))
 }
 
 /// Shows a blind battle's names without a vote.
 #[tauri::command]
 pub async fn reveal(state: State<'_, AppState>, battle_id: String) -> Result<BattleDto, Error> {
     let battle = state.engine()?.reveal(&battle_id).await?;
-    Ok(BattleDto::from(&battle))
+    Ok(shown(&battle))
 }
 
 /// Replaces a series' tags (its battles follow).
@@ -299,7 +299,7 @@ pub async fn set_tags(
     tags: Vec<String>,
 ) -> Result<BattleDto, Error> {
     let battle = state.engine()?.set_tags(&battle_id, &tags).await?;
-    Ok(BattleDto::from(&battle))
+    Ok(shown(&battle))
 }
 
 /// Judges a finished battle with `model`, else the configured
@@ -606,4 +606,9 @@ pub async fn unsubscribe_battle<R: Runtime>(
 ) -> Result<(), Error> {
     state.subscriptions.close(subscription_id, webview.label());
     Ok(())
+}
+
+/// A battle an action returned, as its viewer may see it.
+fn shown(battle: &arena_core::Battle) -> BattleDto {
+    BattleDto::from(&arena_core::blind::BattleView::of(battle))
 }

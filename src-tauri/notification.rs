@@ -1,7 +1,8 @@
 //! The OS notification when a battle ends. Sent from Rust through the
 //! notification plugin; the window is granted none of its commands.
 
-use arena_core::{Battle, BattleStatus};
+use arena_core::blind::BattleView;
+use arena_core::BattleStatus;
 use tauri::{AppHandle, Runtime};
 use tauri_plugin_notification::NotificationExt;
 
@@ -13,12 +14,13 @@ const PROMPT_CHARS: usize = 80;
 /// Tells the user that `battle` ended, and how. A notification that cannot
 /// be shown (no notification service, as on a CI machine) is logged and
 /// otherwise ignored.
-pub fn battle_finished<R: Runtime>(app: &AppHandle<R>, battle: &Battle) {
+pub fn battle_finished<R: Runtime>(app: &AppHandle<R>, view: &BattleView) {
+    let battle = &view.battle;
     let shown = app
         .notification()
         .builder()
         .title(TITLE)
-        .body(body(battle))
+        .body(body(view))
         .show();
     if let Err(err) = shown {
         tracing::warn!(battle = %battle.id, %err, "could not show the battle-finished notification");
@@ -27,7 +29,8 @@ pub fn battle_finished<R: Runtime>(app: &AppHandle<R>, battle: &Battle) {
 
 /// The prompt's first line (shortened) and the outcome: the winner when
 /// there is one, else how the battle ended.
-pub fn body(battle: &Battle) -> String {
+pub fn body(view: &BattleView) -> String {
+    let battle = &view.battle;
     let first_line = battle
         .prompt
         .lines()
@@ -40,14 +43,14 @@ pub fn body(battle: &Battle) -> String {
     } else {
         first_line.to_string()
     };
-    // A blind battle names nobody, not even its judged winner.
+    // A blind battle names nobody, not even its judged winner (the view
+    // has none while masked).
     let winner = battle
         .winner
         .as_ref()
-        .filter(|_| !battle.is_masked())
         .and_then(|w| battle.contestants.iter().find(|c| c.id == w.contestant_id));
     let outcome = match (battle.status, winner) {
-        (BattleStatus::Done, _) if battle.is_masked() => {
+        (BattleStatus::Done, _) if view.masked => {
             "Done; blind — your vote reveals who is who".to_string()
         }
         (_, Some(c)) => format!("Winner: {} · {}", c.identity, c.model),
@@ -64,7 +67,7 @@ mod tests {
     use std::path::PathBuf;
 
     use arena_core::battle::{Benchmark, RunSpec, Winner, WinnerSource};
-    use arena_core::{BattleType, Contestant, ContestantStatus, Lane};
+    use arena_core::{Battle, BattleType, Contestant, ContestantStatus, Lane};
     use chrono::Utc;
 
     use super::*;
@@ -127,7 +130,7 @@ mod tests {
             Some("c2"),
         );
         assert_eq!(
-            body(&b),
+            body(&BattleView::of(&b)),
             "Why is the sky blue?\nWinner: Explainer · qwen3-8b"
         );
     }
@@ -137,13 +140,13 @@ mod tests {
         let mut b = battle("Sum 2+2", BattleStatus::Done, Some("c2"));
         b.blind = true;
         assert_eq!(
-            body(&b),
+            body(&BattleView::of(&b)),
             "Sum 2+2\nDone; blind — your vote reveals who is who"
         );
         b.status = BattleStatus::Error;
-        assert_eq!(body(&b), "Sum 2+2\nEnded with errors");
+        assert_eq!(body(&BattleView::of(&b)), "Sum 2+2\nEnded with errors");
         b.revealed_at = Some(Utc::now());
-        assert!(body(&b).ends_with("Winner: Explainer · qwen3-8b"));
+        assert!(body(&BattleView::of(&b)).ends_with("Winner: Explainer · qwen3-8b"));
     }
 
     #[test]
@@ -155,7 +158,7 @@ mod tests {
         ];
         for (status, outcome) in cases {
             assert_eq!(
-                body(&battle("Fix it", status, None)),
+                body(&BattleView::of(&battle("Fix it", status, None))),
                 format!("Fix it\n{outcome}")
             );
         }
@@ -164,7 +167,7 @@ mod tests {
     #[test]
     fn a_long_first_line_is_shortened() {
         let long = "word ".repeat(40);
-        let text = body(&battle(&long, BattleStatus::Done, None));
+        let text = body(&BattleView::of(&battle(&long, BattleStatus::Done, None)));
         let first = text.lines().next().expect("a first line");
         assert!(first.ends_with('…'), "{first}");
         assert!(first.chars().count() <= PROMPT_CHARS, "{first}");

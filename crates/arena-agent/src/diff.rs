@@ -4,7 +4,7 @@
 //! the contestant's worktree: commits it made, staged and unstaged edits,
 //! and new files that are not ignored. The patch is in `git diff` format
 //! (`a/` and `b/` prefixes, renames, `GIT binary patch` for binary files),
-//! so `git apply` accepts it against the base commit. [`crate::apply`]
+//! so `git apply` accepts it against the base commit. [`apply`](super::apply)
 //! applies such a patch to the project's working tree, all or nothing.
 //!
 //! Everything here is synchronous (libgit2 through `git2`); callers run it
@@ -15,8 +15,6 @@ use std::path::{Path, PathBuf};
 use git2::{Delta, DiffFindOptions, DiffOptions, ErrorCode, Oid, Patch, Repository};
 
 use crate::worktree;
-
-pub use crate::apply::apply;
 
 /// Renames are detected from this similarity (percent) up, like git's
 /// default.

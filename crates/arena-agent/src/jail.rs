@@ -1132,6 +1132,57 @@ fn seccomp_file() -> Result<Option<std::fs::File>, JailError> {
     }
 }
 
+/// Whether agents can be jailed here ([`probe`], tried once per
+/// process): what the jail is, or why not (with how to fix it).
+pub fn jail_info() -> Result<JailInfo, String> {
+    static PROBED: std::sync::OnceLock<Result<JailInfo, String>> = std::sync::OnceLock::new();
+    PROBED
+        .get_or_init(|| {
+            if std::env::var_os("ARENA_TEST_NO_JAIL").is_some() {
+                return Err(JailError::NotInstalled.to_string());
+            }
+            probe().map_err(|e| e.to_string())
+        })
+        .clone()
+}
+
+impl crate::sandbox::Sandbox {
+    /// The same promises as a bubblewrap jail working in `cwd`: the
+    /// system folders and `read` read-only, `write` writable (the jail
+    /// has its own `/dev`, `/proc`, `/tmp`), and its network: none when
+    /// it may connect nowhere (or only through a relay, `relayed`), the
+    /// host's when it may connect anywhere.
+    pub fn jail(&self, cwd: &Path, relayed: bool) -> Jail {
+        let own = |p: &PathBuf| {
+            crate::sandbox::SYSTEM_READ
+                .iter()
+                .any(|s| Path::new(s) == p)
+                || p == Path::new("/dev")
+        };
+        let network = match (&self.connect, relayed) {
+            (None, false) => Network::Host,
+            _ => Network::None,
+        };
+        Jail {
+            read: self
+                .read
+                .iter()
+                .filter(|p| !own(p))
+                .map(|p| crate::sandbox::lexical(p))
+                .collect(),
+            write: self
+                .write
+                .iter()
+                .filter(|p| !own(p))
+                .map(|p| crate::sandbox::lexical(p))
+                .collect(),
+            protect: Vec::new(),
+            cwd: crate::sandbox::lexical(cwd),
+            network,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -83,21 +83,6 @@ pub fn supported() -> bool {
     std::env::var_os("ARENA_TEST_NO_LANDLOCK").is_none() && abi_version() >= 1
 }
 
-/// Whether agents can be jailed here ([`crate::jail::probe`], tried once per
-/// process): what the jail is, or why not (with how to fix it).
-pub fn jail_info() -> Result<crate::jail::JailInfo, String> {
-    static PROBED: std::sync::OnceLock<Result<crate::jail::JailInfo, String>> =
-        std::sync::OnceLock::new();
-    PROBED
-        .get_or_init(|| {
-            if std::env::var_os("ARENA_TEST_NO_JAIL").is_some() {
-                return Err(crate::jail::JailError::NotInstalled.to_string());
-            }
-            crate::jail::probe().map_err(|e| e.to_string())
-        })
-        .clone()
-}
-
 /// Folders every program needs to read: the system's programs, libraries,
 /// configuration and the kernel's views of itself.
 pub const SYSTEM_READ: &[&str] = &[
@@ -183,37 +168,6 @@ impl Sandbox {
     #[cfg(not(target_os = "linux"))]
     pub fn ruleset(&self) -> Result<Prepared, SandboxError> {
         Err(SandboxError::Unsupported)
-    }
-
-    /// The same promises as a bubblewrap jail working in `cwd`: the
-    /// system folders and `read` read-only, `write` writable (the jail
-    /// has its own `/dev`, `/proc`, `/tmp`), and its network: none when
-    /// it may connect nowhere (or only through a relay, `relayed`), the
-    /// host's when it may connect anywhere.
-    pub fn jail(&self, cwd: &Path, relayed: bool) -> crate::jail::Jail {
-        let own =
-            |p: &PathBuf| SYSTEM_READ.iter().any(|s| Path::new(s) == p) || p == Path::new("/dev");
-        let network = match (&self.connect, relayed) {
-            (None, false) => crate::jail::Network::Host,
-            _ => crate::jail::Network::None,
-        };
-        crate::jail::Jail {
-            read: self
-                .read
-                .iter()
-                .filter(|p| !own(p))
-                .map(|p| lexical(p))
-                .collect(),
-            write: self
-                .write
-                .iter()
-                .filter(|p| !own(p))
-                .map(|p| lexical(p))
-                .collect(),
-            protect: Vec::new(),
-            cwd: lexical(cwd),
-            network,
-        }
     }
 }
 

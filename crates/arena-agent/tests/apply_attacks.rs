@@ -1,5 +1,5 @@
 //! `arena battle apply` against a winner that plays the attacker. Each test
-//! feeds `diff::apply` a patch made with the real `git diff --binary` in a
+//! feeds `apply::apply` a patch made with the real `git diff --binary` in a
 //! scratch clone (or by hand, where git would not write it), checks that the
 //! refusal says what was wrong, and that nothing changed: every file of the
 //! project and of its `.git` byte for byte, `git fsck`, the refs, the hooks
@@ -12,7 +12,7 @@ use std::os::unix::fs::{symlink, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use arena_agent::diff;
+use arena_agent::apply;
 
 /// Runs `git` in `dir` with no user or system config, panicking on failure.
 fn git(dir: &Path, args: &[&str]) -> String {
@@ -112,7 +112,7 @@ impl Scene {
     /// scene's root; returns the refusal's message.
     fn refused(&self, patch: &str) -> String {
         let before = State::of(self);
-        let result = diff::apply(&self.project, patch);
+        let result = apply::apply(&self.project, patch);
         let after = State::of(self);
         before.assert_same(&after);
         let message = match result {
@@ -366,7 +366,7 @@ fn a_file_turned_into_a_link_applies() {
         symlink("docs/guide.md", clone.join("README.md")).unwrap();
     });
     assert_eq!(typechange.matches("diff --git a/README.md").count(), 2);
-    diff::apply(&scene.project, &typechange).unwrap();
+    apply::apply(&scene.project, &typechange).unwrap();
     assert_eq!(
         fs::read_link(scene.project.join("README.md")).unwrap(),
         Path::new("docs/guide.md")
@@ -487,7 +487,7 @@ fn an_ordinary_patch_with_harmless_links_applies() {
     let refs = git(&scene.project, &["for-each-ref"]);
     let index = fs::read(scene.project.join(".git/index")).unwrap();
 
-    let stats = diff::apply(&scene.project, &patch).unwrap();
+    let stats = apply::apply(&scene.project, &patch).unwrap();
     assert_eq!(stats.files, 8, "{patch}");
 
     let clone = scene.root.join("winner");

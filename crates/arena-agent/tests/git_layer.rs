@@ -5,6 +5,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use arena_agent::apply;
 use arena_agent::diff::{self, ChangeStatus, DiffError, DiffStats};
 use arena_agent::worktree::{self, WorktreeError};
 
@@ -476,7 +477,7 @@ fn diff_shows_commits_edits_new_deleted_renamed_and_binary_files() {
     assert!(!fresh.join("old_name.txt").exists());
 
     // And our own apply does the same on the project.
-    let stats = diff::apply(&project, patch).unwrap();
+    let stats = apply::apply(&project, patch).unwrap();
     assert_eq!(stats.files, 9);
     for f in &d.files {
         assert_eq!(
@@ -499,7 +500,7 @@ fn no_changes_is_an_empty_diff() {
     assert!(d.files.is_empty());
     assert_eq!(d.stats, DiffStats::default());
     assert_eq!(
-        diff::apply(&project, &d.patch).unwrap(),
+        apply::apply(&project, &d.patch).unwrap(),
         DiffStats::default()
     );
 
@@ -547,7 +548,7 @@ fn apply_refuses_a_dirty_project_and_changes_nothing() {
     );
     write(&project.join("src/util.rs"), numbered("util", 21));
     let before = snapshot(&project);
-    let error = diff::apply(&project, &patch).unwrap_err();
+    let error = apply::apply(&project, &patch).unwrap_err();
     match &error {
         DiffError::Dirty { files, .. } => {
             assert!(
@@ -565,14 +566,14 @@ fn apply_refuses_a_dirty_project_and_changes_nothing() {
     write(&project.join("staged.txt"), "x\n");
     git(&project, &["add", "staged.txt"]);
     assert!(matches!(
-        diff::apply(&project, &patch),
+        apply::apply(&project, &patch),
         Err(DiffError::Dirty { .. })
     ));
     git(&project, &["rm", "-q", "--cached", "staged.txt"]);
 
     // An untracked file elsewhere (say, Arena's results folder) does not.
     assert!(project.join("staged.txt").exists());
-    diff::apply(&project, &patch).unwrap();
+    apply::apply(&project, &patch).unwrap();
 }
 
 #[test]
@@ -589,7 +590,7 @@ fn apply_refuses_a_conflicting_patch_and_changes_nothing() {
     git(&project, &["commit", "-q", "-am", "user change"]);
     let before = snapshot(&project);
 
-    let error = diff::apply(&project, &patch).unwrap_err();
+    let error = apply::apply(&project, &patch).unwrap_err();
     match &error {
         DiffError::Conflict { file, others, .. } => {
             assert_eq!(file, "src/util.rs");
@@ -610,7 +611,7 @@ fn apply_refuses_a_conflicting_patch_and_changes_nothing() {
     git(&project, &["reset", "-q", "--hard", &base]);
     write(&project.join("src/new.rs"), "mine\n");
     let before = snapshot(&project);
-    let error = diff::apply(&project, &patch).unwrap_err();
+    let error = apply::apply(&project, &patch).unwrap_err();
     assert!(matches!(error, DiffError::Exists { .. }), "{error:?}");
     assert_eq!(snapshot(&project), before);
 }
@@ -624,7 +625,7 @@ fn apply_applies_a_clean_patch() {
     write(&project.join("README.md"), "# Project\n\nNewer readme.\n");
     git(&project, &["commit", "-q", "-am", "unrelated"]);
 
-    let stats = diff::apply(&project, &patch).unwrap();
+    let stats = apply::apply(&project, &patch).unwrap();
     assert_eq!(
         stats,
         DiffStats {
@@ -796,7 +797,7 @@ fn odd_files_make_patches_git_accepts() {
     }
 
     // Our own apply gives the same result in the project.
-    diff::apply(&project, &d.patch).unwrap();
+    apply::apply(&project, &d.patch).unwrap();
     let (ok, err) = git_try(&project, &["diff", "--quiet", "--exit-code"]);
     assert!(!ok, "the project should now differ from HEAD: {err}");
     for f in &d.files {

@@ -444,12 +444,10 @@ pub struct BattleDto {
     pub tags: Vec<String>,
 }
 
-/// A battle as a viewer may see it (see `blind::masked`).
-impl From<&core::Battle> for BattleDto {
-    fn from(battle: &core::Battle) -> Self {
-        let masked = battle.is_masked();
-        let view = core::blind::masked(battle);
-        let b = &view;
+/// A battle as the engine handed it to its viewer (`blind::BattleView`).
+impl From<&core::blind::BattleView> for BattleDto {
+    fn from(view: &core::blind::BattleView) -> Self {
+        let b = &view.battle;
         BattleDto {
             id: b.id.clone(),
             battle_type: b.battle_type.into(),
@@ -460,29 +458,22 @@ impl From<&core::Battle> for BattleDto {
             created_at: rfc3339(b.created_at),
             finished_at: b.finished_at.map(rfc3339),
             winner: b.winner.as_ref().map(Into::into),
-            contestants: b.contestants.iter().map(Into::into).collect(),
+            contestants: b
+                .contestants
+                .iter()
+                .map(|c| ContestantDto {
+                    lane: view.lane(c).map(Into::into),
+                    ..c.into()
+                })
+                .collect(),
             base_commit: b.base_commit.clone(),
             check_command: b.check_command.clone(),
             series_id: b.series_id.clone(),
             blind: b.blind,
-            masked,
+            masked: view.masked,
             user_verdict: b.user_verdict.map(Into::into),
             tags: b.tags.clone(),
         }
-        .masked_lanes()
-    }
-}
-
-impl BattleDto {
-    /// While masked: no lanes, and positions follow the labels.
-    fn masked_lanes(mut self) -> Self {
-        if self.masked {
-            for (i, c) in self.contestants.iter_mut().enumerate() {
-                c.lane = None;
-                c.position = i as u32 + 1;
-            }
-        }
-        self
     }
 }
 
@@ -597,33 +588,23 @@ pub struct BattleDetailDto {
     pub last_seq: u64,
 }
 
-impl From<&core::store::BattleDetail> for BattleDetailDto {
-    fn from(d: &core::store::BattleDetail) -> Self {
+impl From<&core::blind::DetailView> for BattleDetailDto {
+    fn from(d: &core::blind::DetailView) -> Self {
         let mut battle = BattleDto::from(&d.battle);
-        let masked = battle.masked;
         for c in &mut battle.contestants {
             if let Some(rounds) = d.rounds.get(&c.id) {
                 c.rounds = rounds.iter().map(RoundDto::from).collect();
             }
-            if masked {
-                for r in &mut c.rounds {
-                    (r.duration_ms, r.cost_usd, r.error) = (None, None, None);
-                }
-            }
         }
-        // The judge's panel and cross-examinations wait for the vote.
-        let open = !battle.masked;
-        let vote = core::blind::vote_words(&d.battle, d.analysis.as_ref()).map(|w| VoteWordsDto {
-            mine: w.mine,
-            judge: w.judge,
-        });
         BattleDetailDto {
-            vote,
-            analysis: d.analysis.as_ref().filter(|_| open).map(AnalysisDto::from),
+            vote: d.vote.as_ref().map(|w| VoteWordsDto {
+                mine: w.mine.clone(),
+                judge: w.judge.clone(),
+            }),
+            analysis: d.analysis.as_ref().map(AnalysisDto::from),
             cross_examinations: d
                 .cross_examinations
                 .iter()
-                .filter(|_| open)
                 .map(CrossExaminationDto::from)
                 .collect(),
             battle,
@@ -1926,7 +1907,10 @@ mod tests {
 
     #[test]
     fn a_battle_converts_to_snake_case_json() {
-        let json = serde_json::to_value(BattleDto::from(&sample_battle())).expect("serialisable");
+        let json = serde_json::to_value(BattleDto::from(&core::blind::BattleView::of(
+            &sample_battle(),
+        )))
+        .expect("serialisable");
         assert_eq!(json["id"], "b1");
         assert_eq!(json["battle_type"], "coding");
         assert_eq!(json["status"], "done");

@@ -189,14 +189,25 @@ fn detail() -> core::store::BattleDetail {
     }
 }
 
+/// The detail as the engine hands it to its viewer.
+fn shown(d: &core::store::BattleDetail) -> BattleDetailDto {
+    BattleDetailDto::from(&core::blind::DetailView::new(
+        &d.battle,
+        d.rounds.clone(),
+        d.analysis.clone(),
+        d.cross_examinations.clone(),
+        d.last_seq,
+    ))
+}
+
 #[test]
 fn a_battle() {
-    assert_json_snapshot!(BattleDto::from(&battle()));
+    assert_json_snapshot!(BattleDto::from(&core::blind::BattleView::of(&battle())));
 }
 
 #[test]
 fn a_battle_in_full() {
-    assert_json_snapshot!(BattleDetailDto::from(&detail()));
+    assert_json_snapshot!(shown(&detail()));
 }
 
 /// A blind battle before the vote: labels in label order, and nothing in
@@ -207,7 +218,7 @@ fn a_blind_battle_before_the_vote() {
     d.battle.blind = true;
     d.battle.contestants[0].label = Some("B".into());
     d.battle.contestants[1].label = Some("A".into());
-    let dto = BattleDetailDto::from(&d);
+    let dto = shown(&d);
     let json = serde_json::to_string(&dto).expect("serialisable");
     let c = &d.battle.contestants;
     for secret in [
@@ -227,7 +238,7 @@ fn a_blind_battle_before_the_vote() {
     // Revealed: everything, labels kept, and the order the vote was cast
     // on (A first), not the roster's.
     d.battle.revealed_at = Some(at(40));
-    let dto = BattleDetailDto::from(&d);
+    let dto = shown(&d);
     assert!(!dto.battle.masked && dto.analysis.is_some());
     assert_eq!(
         dto.battle.contestants[0].model,
@@ -546,7 +557,7 @@ fn the_readme_battle_contract_holds() {
             .map(str::to_string)
             .collect()
     };
-    let json = serde_json::to_value(BattleDetailDto::from(&detail())).expect("serialisable");
+    let json = serde_json::to_value(shown(&detail())).expect("serialisable");
     let battle_fields = fields(battle_part);
     let contestant_fields = fields(contestant_part);
     assert!(battle_fields.len() >= 12 && contestant_fields.len() >= 25);
@@ -558,5 +569,175 @@ fn the_readme_battle_contract_holds() {
             json["contestants"][0].get(f).is_some(),
             "a contestant has no `{f}`"
         );
+    }
+}
+
+/// Every leaf of `value` with its path (`contestants.0.benchmark.ttftMs`).
+fn leaves<'v>(
+    value: &'v serde_json::Value,
+    path: String,
+    out: &mut Vec<(String, &'v serde_json::Value)>,
+) {
+    match value {
+        serde_json::Value::Object(map) => {
+            for (k, v) in map {
+                leaves(v, format!("{path}.{k}"), out);
+            }
+        }
+        serde_json::Value::Array(items) => {
+            for (i, v) in items.iter().enumerate() {
+                leaves(v, format!("{path}.{i}"), out);
+            }
+        }
+        leaf => out.push((path, leaf)),
+    }
+}
+
+/// What would tell a masked battle's contestants apart, as the fixtures
+/// spell it.
+const SECRETS: &[&str] = &[
+    "native",
+    "qwen3-c1",
+    "qwen3-c2",
+    "llama-swap",
+    "openrouter",
+    "\"local\"",
+    "/p/Arena/b/0",
+    "/data/worktrees",
+    "judge",
+    "out of memory on the 8B",
+];
+
+/// The viewer policy, field by field: the IPC payload of a masked battle
+/// (with its rounds, analysis and cross-examinations) and every event a
+/// masked viewer is sent are walked leaf by leaf. No leaf names a
+/// contestant, model, provider, lane, path or private error; figures,
+/// times, lanes, the winner and the judge's panel are empty; places follow
+/// the labels.
+#[test]
+fn a_masked_battle_field_by_field() {
+    let mut d = detail();
+    d.battle.blind = true;
+    d.battle.contestants[0].label = Some("B".into());
+    d.battle.contestants[1].label = Some("A".into());
+    d.battle.contestants[0].error = Some("llama-swap: out of memory on the 8B".into());
+    d.battle.contestants[1].waiting = Some("waiting for llama-swap (qwen3-c2)".into());
+    if let Some(rounds) = d.rounds.get_mut("c1") {
+        rounds[0].error = Some("out of memory on the 8B".into());
+    }
+    let json = serde_json::to_value(shown(&d)).expect("serialisable");
+    let mut all = Vec::new();
+    leaves(&json, String::new(), &mut all);
+    let hidden = [
+        "lane",
+        "startedAt",
+        "finishedAt",
+        "resultPath",
+        "worktree",
+        "winner",
+        "durationMs",
+        "costUsd",
+        "analysis",
+        "vote",
+    ];
+    for (path, leaf) in &all {
+        let text = leaf.to_string();
+        for secret in SECRETS {
+            assert!(!text.contains(secret), "{path} = {text} shows {secret}");
+        }
+        let field = path.rsplit('.').next().unwrap_or_default();
+        let figure = path.contains(".benchmark.") && field != "modelSwitched";
+        if figure || hidden.contains(&field) {
+            assert!(leaf.is_null(), "{path} = {text} while masked");
+        }
+    }
+    assert_eq!(json["crossExaminations"], serde_json::json!([]));
+    let places: Vec<_> = json["contestants"]
+        .as_array()
+        .expect("contestants")
+        .iter()
+        .map(|c| (c["label"].clone(), c["position"].clone()))
+        .collect();
+    assert_eq!(
+        places,
+        [
+            (serde_json::json!("A"), serde_json::json!(1)),
+            (serde_json::json!("B"), serde_json::json!(2))
+        ]
+    );
+
+    use core::EventKind as K;
+    let c = &d.battle.contestants[0];
+    let kinds = vec![
+        K::ContestantStatus {
+            status: core::ContestantStatus::Error,
+            error: c.error.clone(),
+            attempt: 2,
+        },
+        K::Waiting {
+            reason: Some("waiting for llama-swap (qwen3-c1)".into()),
+        },
+        K::Retry {
+            attempt: 2,
+            delay_ms: 500,
+            reason: "llama-swap: out of memory on the 8B".into(),
+        },
+        K::Benchmark {
+            benchmark: c.benchmark.clone(),
+        },
+        K::Winner {
+            winner: d.battle.winner.clone(),
+        },
+        K::ResultWritten {
+            path: "/p/Arena/b/01-native-qwen3-c1/result.md".into(),
+        },
+        K::AnalysisStatus {
+            analysis_id: "a1".into(),
+            status: core::analysis::AnalysisStatus::Done,
+            outcome: Some(core::analysis::Outcome::Winner),
+            winner: Some("c2".into()),
+            error: None,
+        },
+        K::AnalysisOutput {
+            analysis_id: "a1".into(),
+            stage: "judge 1".into(),
+            text: "native on qwen3-c1 is best".into(),
+        },
+        K::CrossExamStatus {
+            cross_exam_id: "x1".into(),
+            number: 1,
+            status: core::analysis::AnalysisStatus::Error,
+            error: Some("llama-swap".into()),
+        },
+        K::CrossExamOutput {
+            cross_exam_id: "x1".into(),
+            text: "qwen3-c2 wins".into(),
+        },
+        K::Output { text: "Hel".into() },
+    ];
+    let mut mask = core::blind::EventMask::new(true);
+    for kind in kinds {
+        let Some(kind) = mask.apply(kind) else {
+            continue;
+        };
+        let event = serde_json::to_value(BattleEventDto::from(core::BattleEvent {
+            battle_id: "b1".into(),
+            seq: 1,
+            contestant_id: Some("c1".into()),
+            at: at(5),
+            kind,
+        }))
+        .expect("serialisable");
+        let mut all = Vec::new();
+        leaves(&event, String::new(), &mut all);
+        for (path, leaf) in all {
+            for secret in SECRETS {
+                let text = leaf.to_string();
+                assert!(
+                    !text.contains(secret),
+                    "event {path} = {text} shows {secret}"
+                );
+            }
+        }
     }
 }

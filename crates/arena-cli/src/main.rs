@@ -517,7 +517,7 @@ async fn battle(engine: &Engine, command: BattleCommand) -> Result<(), Error> {
             show(engine, &battle.id, json, false).await?;
         }
         BattleCommand::Analyze { id, model, json } => {
-            let id = resolve_battle(engine, &id)?;
+            let id = resolve_battle(engine, &id).await?;
             let analysis = progress::analyze(engine, &id, model.as_deref(), !json.json).await?;
             if let Some(error) = &analysis.error {
                 eprintln!("arena: the analysis failed: {}", view::shown(error));
@@ -529,7 +529,7 @@ async fn battle(engine: &Engine, command: BattleCommand) -> Result<(), Error> {
             contestant,
             json,
         } => {
-            let id = resolve_battle(engine, &id)?;
+            let id = resolve_battle(engine, &id).await?;
             let cid = contestant_arg(engine, &id, contestant.as_deref()).await?;
             let (applied, stats) = engine.apply(&id, cid.as_deref()).await?;
             if json.json {
@@ -551,7 +551,7 @@ async fn battle(engine: &Engine, command: BattleCommand) -> Result<(), Error> {
             question,
             json,
         } => {
-            let id = resolve_battle(engine, &id)?;
+            let id = resolve_battle(engine, &id).await?;
             let examiner = ContestantSpec::parse(&examiner)?;
             let x = engine
                 .cross_examine(&id, &examiner, question.as_deref())
@@ -568,7 +568,7 @@ async fn battle(engine: &Engine, command: BattleCommand) -> Result<(), Error> {
             feedback,
             json,
         } => {
-            let id = resolve_battle(engine, &id)?;
+            let id = resolve_battle(engine, &id).await?;
             let cid = resolve_contestant(&engine.battle(&id).await?, &contestant)?;
             let round = engine.refine(&id, &cid, &feedback).await?;
             if json.json {
@@ -592,9 +592,10 @@ async fn battle(engine: &Engine, command: BattleCommand) -> Result<(), Error> {
                 status: status
                     .map(|s| s.parse::<BattleStatus>().map_err(Invalid::Other))
                     .transpose()?,
-                series_id: series
-                    .map(|key| engine.store().resolve_series_id(&key))
-                    .transpose()?,
+                series_id: match series {
+                    Some(key) => Some(engine.resolve_series_id(&key).await?),
+                    None => None,
+                },
                 limit,
                 offset,
             };
@@ -604,23 +605,29 @@ async fn battle(engine: &Engine, command: BattleCommand) -> Result<(), Error> {
                     offset,
                     ..BattleQuery::default()
                 };
-            let (battles, total) = engine.battle_page(query).await?;
+            let (views, total) = engine.view_page(query).await?;
             if json.json {
-                print_json(&battles.iter().map(BattleDto::from).collect::<Vec<_>>());
+                print_json(&views.iter().map(BattleDto::from).collect::<Vec<_>>());
             } else {
-                // A listing names no contestant, so a blind battle shows as any.
+                let battles: Vec<Battle> = views.into_iter().map(|v| v.battle).collect();
                 print!("{}", view::page_text(&battles, offset, total, filtered));
             }
         }
         BattleCommand::Show { id, output, json } => {
-            show(engine, &resolve_battle(engine, &id)?, json.json, output).await?;
+            show(
+                engine,
+                &resolve_battle(engine, &id).await?,
+                json.json,
+                output,
+            )
+            .await?;
         }
         BattleCommand::Export { id, format, output } => {
-            let id = resolve_battle(engine, &id)?;
+            let id = resolve_battle(engine, &id).await?;
             let json = format == "json";
             let text = match format.as_str() {
                 "json" => {
-                    let detail = engine.battle_detail(&id).await?;
+                    let detail = engine.view_detail(&id).await?;
                     serde_json::to_string_pretty(&BattleDetailDto::from(&detail))?
                 }
                 "md" => engine.battle_report(&id, ReportFormat::Markdown).await?,
@@ -648,7 +655,7 @@ async fn battle(engine: &Engine, command: BattleCommand) -> Result<(), Error> {
             json,
         } => {
             use arena_core::store::Work;
-            let id = resolve_battle(engine, &id)?;
+            let id = resolve_battle(engine, &id).await?;
             let b = engine.battle(&id).await?;
             let work = match (&contestant, analysis, cross_exam) {
                 (None, true, _) => Some((Work::Analysis, None)),
@@ -686,7 +693,7 @@ async fn battle(engine: &Engine, command: BattleCommand) -> Result<(), Error> {
             }
             let mut battles = match id {
                 Some(id) => {
-                    let id = resolve_battle(engine, &id)?;
+                    let id = resolve_battle(engine, &id).await?;
                     let battle = engine.battle(&id).await?;
                     let resumed = progress::resume(engine, battle, !json.json).await?;
                     vec![resumed]
@@ -694,10 +701,8 @@ async fn battle(engine: &Engine, command: BattleCommand) -> Result<(), Error> {
                 None => engine.resume(None).await?,
             };
             // A battle that finished on resume is judged like any other.
-            for b in &battles {
-                if engine.analysis(&b.id).await?.is_none()
-                    && engine.config().default_model.is_some()
-                {
+            if engine.config().default_model.is_some() {
+                for b in &battles {
                     auto_analyze(engine, b, None, !json.json).await;
                 }
             }
@@ -728,7 +733,7 @@ async fn battle(engine: &Engine, command: BattleCommand) -> Result<(), Error> {
             json,
         } => {
             use arena_core::blind::Vote;
-            let id = resolve_battle(engine, &id)?;
+            let id = resolve_battle(engine, &id).await?;
             let vote = match (contestant, tie, all_bad) {
                 (Some(key), ..) => {
                     let battle = engine.battle(&id).await?;
@@ -752,12 +757,12 @@ async fn battle(engine: &Engine, command: BattleCommand) -> Result<(), Error> {
             show(engine, &battle.id, json.json, false).await?;
         }
         BattleCommand::Reveal { id, json } => {
-            let id = resolve_battle(engine, &id)?;
+            let id = resolve_battle(engine, &id).await?;
             let battle = engine.reveal(&id).await?;
             show(engine, &battle.id, json.json, false).await?;
         }
         BattleCommand::Tag(args) => {
-            let id = resolve_battle(engine, &args.id)?;
+            let id = resolve_battle(engine, &args.id).await?;
             let battle = engine.battle(&id).await?;
             let battle = engine.set_tags(&id, &args.applied_to(&battle.tags)).await?;
             args.print(&format!("Battle {}", battle.id), &battle.tags);
@@ -768,7 +773,7 @@ async fn battle(engine: &Engine, command: BattleCommand) -> Result<(), Error> {
             clear: _,
             json,
         } => {
-            let id = resolve_battle(engine, &id)?;
+            let id = resolve_battle(engine, &id).await?;
             let cid = contestant_arg(engine, &id, contestant.as_deref()).await?;
             let battle = engine.set_winner(&id, cid.as_deref()).await?;
             show(engine, &battle.id, json.json, false).await?;
@@ -777,55 +782,41 @@ async fn battle(engine: &Engine, command: BattleCommand) -> Result<(), Error> {
     Ok(())
 }
 
-/// Judges a battle after it ran; a missing judge model or a failed
-/// analysis is reported but does not fail the command.
+/// Judges a battle after it ran ([`Engine::judge_ended`]); a missing
+/// judge model or a failed analysis is reported but does not fail the
+/// command.
 async fn auto_analyze(engine: &Engine, battle: &Battle, model: Option<&str>, show_progress: bool) {
-    match engine.judging(battle, model) {
-        arena_core::Judging::Ready => {}
-        arena_core::Judging::NoModel => {
-            eprintln!("arena: no default_model in arena.toml, so the battle was not judged (pass --analysis-model M or --no-analysis)");
-            return;
+    match progress::judge(engine, battle, model, show_progress).await {
+        arena_core::Judged::Done(a) => {
+            if let Some(error) = &a.error {
+                eprintln!("arena: the analysis failed: {}", view::shown(error))
+            }
         }
-        arena_core::Judging::NothingToJudge => return,
-    }
-    match progress::analyze(engine, &battle.id, model, show_progress).await {
-        Ok(a) if a.error.is_some() => {
-            eprintln!(
-                "arena: the analysis failed: {}",
-                view::shown(&a.error.unwrap_or_default())
-            )
-        }
-        Ok(_) => {}
-        Err(e) => eprintln!(
+        arena_core::Judged::Failed(e) => eprintln!(
             "arena: the battle was not judged: {}",
             view::shown(&e.to_string())
         ),
+        arena_core::Judged::NoModel => {
+            eprintln!("arena: no default_model in arena.toml, so the battle was not judged (pass --analysis-model M or --no-analysis)");
+        }
+        arena_core::Judged::NothingToJudge | arena_core::Judged::AlreadyJudged => {}
     }
 }
 
 /// Everything about a battle, as the wire model has it: its outputs, each
 /// contestant's rounds, the analysis and the cross-examinations.
 async fn detail(engine: &Engine, id: &str) -> Result<BattleDetailDto, Error> {
-    Ok(BattleDetailDto::from(&engine.battle_detail(id).await?))
+    Ok(BattleDetailDto::from(&engine.view_detail(id).await?))
 }
 
 async fn show(engine: &Engine, id: &str, json: bool, output: bool) -> Result<(), Error> {
     if json {
         print_json(&detail(engine, id).await?);
     } else {
-        let battle = engine.battle(id).await?;
         // A blind battle shows labels only, and no analysis, until the vote.
-        let analysis = match battle.is_masked() {
-            true => None,
-            false => engine.analysis(id).await?,
-        };
         print!(
             "{}",
-            view::battle_text(
-                &arena_core::blind::masked(&battle),
-                analysis.as_ref(),
-                output
-            )
+            view::battle_text(&engine.view_detail(id).await?, output)
         );
     }
     Ok(())
@@ -860,8 +851,8 @@ fn run_request(args: RunArgs) -> Result<BattleRequest, Error> {
 }
 
 /// A full battle id, or a unique prefix of one.
-fn resolve_battle(engine: &Engine, id: &str) -> Result<String, Error> {
-    Ok(engine.store().resolve_battle_id(id)?)
+async fn resolve_battle(engine: &Engine, id: &str) -> Result<String, Error> {
+    engine.resolve_battle_id(id).await
 }
 
 /// The contestant named on the command line, if any, resolved in its battle.

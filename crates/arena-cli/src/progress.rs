@@ -70,9 +70,9 @@ impl Bars {
             .unwrap_or_else(|_| ProgressStyle::default_spinner());
         let width = 32;
         // A blind battle shows its labels only, until the vote.
-        let masked = battle.is_masked();
-        let view = arena_core::blind::masked(battle);
-        let battle: &Battle = &view;
+        let view = arena_core::blind::BattleView::of(battle);
+        let masked = view.masked;
+        let battle: &Battle = &view.battle;
         let lines = battle
             .contestants
             .iter()
@@ -90,11 +90,9 @@ impl Bars {
                 bar.set_prefix(name);
                 let mut line = Line {
                     bar,
-                    lane: if masked {
-                        "blind".to_string()
-                    } else {
-                        c.lane.to_string()
-                    },
+                    lane: view
+                        .lane(c)
+                        .map_or_else(|| "blind".to_string(), |lane| lane.to_string()),
                     status: c.status,
                     tokens: 0,
                     rate: None,
@@ -239,4 +237,23 @@ pub async fn analyze(
     let result = engine.analyze(battle_id, model).await;
     spinner.finish_and_clear();
     result
+}
+
+/// [`Engine::judge_ended`] with a spinner while the judge works.
+pub async fn judge(
+    engine: &Engine,
+    battle: &arena_core::Battle,
+    model: Option<&str>,
+    show: bool,
+) -> arena_core::Judged {
+    let spinner = if show {
+        ProgressBar::new_spinner()
+    } else {
+        ProgressBar::hidden()
+    };
+    spinner.set_message("judging the results…");
+    spinner.enable_steady_tick(Duration::from_millis(120));
+    let judged = engine.judge_ended(battle, model).await;
+    spinner.finish_and_clear();
+    judged
 }

@@ -6,9 +6,10 @@
 //! through [`for_terminal`]): no escape sequence or control character an
 //! answer holds reaches the terminal. `--json` keeps the text exact.
 
+use arena_core::blind::DetailView;
 use std::borrow::Cow;
 
-use arena_core::analysis::{Analysis, Outcome};
+use arena_core::analysis::Outcome;
 use arena_core::battle::{Battle, Contestant, Round};
 use arena_core::catalog::Catalog;
 use arena_core::cross_exam::CrossExamination;
@@ -151,7 +152,8 @@ fn fmt_rate(c: &Contestant) -> String {
         .unwrap_or_else(|| "—".into())
 }
 
-pub fn battle_text(b: &Battle, analysis: Option<&Analysis>, with_output: bool) -> String {
+pub fn battle_text(view: &DetailView, with_output: bool) -> String {
+    let (b, analysis) = (&view.battle.battle, view.analysis.as_ref());
     let mut out = format!(
         "Battle {} ({}) — {}\nPrompt: {}\nResults: {}\n",
         b.id,
@@ -173,7 +175,7 @@ pub fn battle_text(b: &Battle, analysis: Option<&Analysis>, with_output: bool) -
         "tok/s",
         "cost"
     ));
-    let masked = b.is_masked();
+    let masked = view.battle.masked;
     for c in &b.contestants {
         let winner = b.winner.as_ref().is_some_and(|w| w.contestant_id == c.id);
         let name = contestant_name(b, c);
@@ -185,11 +187,9 @@ pub fn battle_text(b: &Battle, analysis: Option<&Analysis>, with_output: bool) -
                 .filter(|_| masked)
                 .unwrap_or_else(|| (c.position + 1).to_string()),
             name,
-            if masked {
-                "—".to_string()
-            } else {
-                c.lane.to_string()
-            },
+            view.battle
+                .lane(c)
+                .map_or_else(|| "—".to_string(), |lane| lane.to_string()),
             c.status,
             fmt_ms(c.benchmark.duration_ms),
             fmt_ms(c.benchmark.ttft_ms),

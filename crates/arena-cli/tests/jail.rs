@@ -12,7 +12,7 @@ use arena_testserver::ModelScript;
 use common::*;
 
 fn jail_ready() -> bool {
-    match arena_core::agent::sandbox::jail_info() {
+    match arena_core::agent::jail::jail_info() {
         Ok(_) => true,
         Err(why) => {
             assert!(

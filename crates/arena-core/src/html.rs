@@ -11,7 +11,6 @@ use std::collections::BTreeMap;
 use crate::battle::{BattleType, Contestant};
 use crate::patch::{ContestantDiff, LineKind};
 use crate::series::{ContestantReport, SeriesSummary};
-use crate::store::BattleDetail;
 
 /// One prompt of a series with what each contestant answered in its first
 /// run: `(contestant, answer)`.
@@ -211,7 +210,7 @@ pub fn series_report(summary: &SeriesSummary, samples: &[Sample]) -> String {
 /// A battle's report, as the engine prepares it: each contestant's name as
 /// shown (its label while the battle is blind), and what may be shown.
 pub struct BattleReport<'a> {
-    pub detail: &'a BattleDetail,
+    pub detail: &'a crate::blind::DetailView,
     /// Coding: each contestant's latest diff, by contestant id.
     pub diffs: &'a BTreeMap<String, ContestantDiff>,
     /// By contestant id: `IDENTITY@MODEL`, or its label while blind.
@@ -304,7 +303,7 @@ fn or_dash<T>(value: Option<T>, f: impl Fn(T) -> String) -> String {
 /// benchmark table and charts, the judge's verdict, every answer (rendered
 /// and sanitised) with its later turns, and for Coding each diff in colour.
 pub fn battle_report(r: &BattleReport) -> String {
-    let b = &r.detail.battle;
+    let b = &r.detail.battle.battle;
     let name = |c: &Contestant| r.names.get(&c.id).cloned().unwrap_or_else(|| c.id.clone());
     let kind = match b.battle_type {
         BattleType::Qa => "Q&A battle",
@@ -440,7 +439,7 @@ fn benchmark_table(r: &BattleReport, name: &dyn Fn(&Contestant) -> String) -> St
         "<h2>Benchmark</h2>\n<table><thead><tr><th>contestant</th><th>provider</th><th>lane</th><th>status</th>\
 <th>duration</th><th>TTFT</th><th>tokens in/out</th><th>tok/s</th><th>cost</th></tr></thead><tbody>",
     );
-    for c in &r.detail.battle.contestants {
+    for c in &r.detail.battle.battle.contestants {
         let m = &c.benchmark;
         let _ = write!(
             out,

@@ -26,7 +26,7 @@ pub use battle::{
     Lane,
 };
 pub use engine::{
-    Engine, EngineOptions, Judging, LeaderboardQuery, Recovered, ReportFormat, SeriesStart,
+    Engine, EngineOptions, Judged, LeaderboardQuery, Recovered, ReportFormat, SeriesStart,
     WorktreeEntry,
 };
 pub use error::{Error, Invalid, Result};

@@ -20,7 +20,7 @@ use common::*;
 const KEY: &str = "sk-arena-test-real-key-7Q2";
 
 fn jail_ready() -> bool {
-    match arena_core::agent::sandbox::jail_info() {
+    match arena_core::agent::jail::jail_info() {
         Ok(_) => true,
         Err(why) => {
             // CI installs bubblewrap; a machine without it skips.

@@ -10,12 +10,16 @@
 //! errors, the winner and the judge's analysis.
 
 use std::borrow::Cow;
+use std::collections::BTreeMap;
 
 use rand::seq::SliceRandom;
 use rand::Rng;
 
 use crate::analysis::{Analysis, Outcome};
-use crate::battle::{Battle, Benchmark, ContestantStatus, UserVerdict, WinnerSource};
+use crate::battle::{
+    Battle, Benchmark, Contestant, ContestantStatus, Lane, Round, UserVerdict, WinnerSource,
+};
+use crate::cross_exam::CrossExamination;
 use crate::error::Invalid;
 use crate::event::EventKind;
 
@@ -139,7 +143,84 @@ pub fn masked(battle: &Battle) -> Cow<'_, Battle> {
         c.run = Default::default();
     }
     b.contestants.sort_by(|x, y| x.label.cmp(&y.label));
+    // Places follow the labels, not the order they were launched in.
+    for (i, c) in b.contestants.iter_mut().enumerate() {
+        c.position = i as u32;
+    }
     Cow::Owned(b)
+}
+
+/// A battle as one viewer may see it: the one place that decides. While a
+/// blind battle is masked its contestants are shown by label, in label
+/// order and numbered by it, with nothing that tells them apart but their
+/// work ([`masked`]), and no lanes.
+#[derive(Debug, Clone)]
+pub struct BattleView {
+    pub battle: Battle,
+    /// A blind battle before its reveal.
+    pub masked: bool,
+}
+
+impl BattleView {
+    pub fn of(battle: &Battle) -> BattleView {
+        BattleView {
+            masked: battle.is_masked(),
+            battle: masked(battle).into_owned(),
+        }
+    }
+
+    /// The lane a contestant runs on, unless that would tell it apart.
+    pub fn lane(&self, c: &Contestant) -> Option<Lane> {
+        (!self.masked).then_some(c.lane)
+    }
+}
+
+/// A battle with its rounds, analysis and cross-examinations as one viewer
+/// may see it. While masked, rounds keep only their work (no times, costs,
+/// errors or files), and the judge's panel and the cross-examinations wait
+/// for the vote.
+#[derive(Debug, Clone)]
+pub struct DetailView {
+    pub battle: BattleView,
+    /// Rounds by contestant id.
+    pub rounds: BTreeMap<String, Vec<Round>>,
+    pub analysis: Option<Analysis>,
+    pub cross_examinations: Vec<CrossExamination>,
+    /// The user's verdict in words with the judge's, once revealed.
+    pub vote: Option<VoteWords>,
+    /// The battle's newest event when this was read.
+    pub last_seq: u64,
+}
+
+impl DetailView {
+    pub fn new(
+        battle: &Battle,
+        mut rounds: BTreeMap<String, Vec<Round>>,
+        analysis: Option<Analysis>,
+        cross_examinations: Vec<CrossExamination>,
+        last_seq: u64,
+    ) -> DetailView {
+        let view = BattleView::of(battle);
+        let vote = vote_words(battle, analysis.as_ref());
+        if view.masked {
+            for r in rounds.values_mut().flatten() {
+                r.duration_ms = None;
+                r.cost_usd = None;
+                r.error = r.error.as_ref().map(|_| MASKED_ERROR.to_string());
+                r.result_path = None;
+                r.finished_at = None;
+            }
+        }
+        let open = !view.masked;
+        DetailView {
+            vote,
+            analysis: analysis.filter(|_| open),
+            cross_examinations: if open { cross_examinations } else { Vec::new() },
+            rounds,
+            battle: view,
+            last_seq,
+        }
+    }
 }
 
 /// An event as a viewer of a masked battle may see it: `None` for what

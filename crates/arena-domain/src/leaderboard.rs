@@ -110,7 +110,7 @@
 //! with at least two entries where both the user and the judge gave a
 //! verdict counts in [`Agreement::both_chose`]; they agreed when they named
 //! the same winner, or both a tie. The rate comes with a 95% Wilson interval
-//! ([`crate::series::wilson`]).
+//! ([`wilson`]).
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet};
@@ -484,7 +484,7 @@ pub fn compute(outcomes: &[BattleOutcome], options: &Options) -> Leaderboard {
             both_chose,
             agreed,
             rate: (both_chose > 0).then(|| f64::from(agreed) / f64::from(both_chose)),
-            rate_ci: (both_chose > 0).then(|| crate::series::wilson(agreed, both_chose)),
+            rate_ci: (both_chose > 0).then(|| wilson(agreed, both_chose)),
         },
         length_coefficient: length.map(|fit| fit.coefficient),
     }
@@ -526,6 +526,24 @@ pub fn to_csv(standings: &[Standing]) -> String {
         );
     }
     out
+}
+
+/// z for a two-sided 95% interval.
+const Z95: f64 = 1.959_963_984_540_054;
+
+/// The 95% Wilson score interval of `k` successes in `n` trials, as
+/// proportions; `(0, 1)` when `n` is 0.
+pub fn wilson(k: u32, n: u32) -> (f64, f64) {
+    if n == 0 {
+        return (0.0, 1.0);
+    }
+    let (k, n) = (f64::from(k), f64::from(n));
+    let p = k / n;
+    let z2 = Z95 * Z95;
+    let denominator = 1.0 + z2 / n;
+    let centre = (p + z2 / (2.0 * n)) / denominator;
+    let half = Z95 * ((p * (1.0 - p) / n) + z2 / (4.0 * n * n)).sqrt() / denominator;
+    ((centre - half).max(0.0), (centre + half).min(1.0))
 }
 
 pub(crate) fn csv_field(s: &str) -> String {
@@ -1860,7 +1878,7 @@ mod tests {
             .agreement;
             assert_eq!((agreement.both_chose, agreement.agreed), (9, 7), "{source}");
             assert_eq!(agreement.rate, Some(7.0 / 9.0));
-            assert_eq!(agreement.rate_ci, Some(crate::series::wilson(7, 9)));
+            assert_eq!(agreement.rate_ci, Some(wilson(7, 9)));
         }
         // Without the type filter, the Coding battle agrees too.
         let all = compute(&out, &Options::default()).agreement;

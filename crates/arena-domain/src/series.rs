@@ -4,6 +4,7 @@
 //! judge's prompt and verdict, the budget rule, the statistics (Wilson
 //! intervals, percentiles, mean ± sd), "decided", and the report.
 
+use crate::leaderboard::{csv_field, wilson};
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
@@ -18,8 +19,6 @@ pub const MAX_BATTLES: u64 = 10_000;
 pub const MAX_TURNS: u32 = 25;
 /// At most this many battles at once.
 pub const MAX_PARALLEL: u32 = 16;
-/// z for a two-sided 95% interval.
-const Z95: f64 = 1.959_963_984_540_054;
 
 /// One prompt of a series, with what its runs are judged against.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -420,21 +419,6 @@ pub fn expected_battle_cost(finished: &[f64], first_guess: f64) -> f64 {
 // ---------------------------------------------------------------------------
 // Statistics
 
-/// The 95% Wilson score interval of `k` successes in `n` trials, as
-/// proportions; `(0, 1)` when `n` is 0.
-pub fn wilson(k: u32, n: u32) -> (f64, f64) {
-    if n == 0 {
-        return (0.0, 1.0);
-    }
-    let (k, n) = (f64::from(k), f64::from(n));
-    let p = k / n;
-    let z2 = Z95 * Z95;
-    let denominator = 1.0 + z2 / n;
-    let centre = (p + z2 / (2.0 * n)) / denominator;
-    let half = Z95 * ((p * (1.0 - p) / n) + z2 / (4.0 * n * n)).sqrt() / denominator;
-    ((centre - half).max(0.0), (centre + half).min(1.0))
-}
-
 /// The `q`-th percentile (0–100) by linear interpolation between closest
 /// ranks; `None` for no values.
 pub fn percentile(values: &[f64], q: f64) -> Option<f64> {
@@ -790,7 +774,6 @@ pub fn report_json(summary: &SeriesSummary) -> String {
 
 /// `runs.csv`: one row per contestant per battle.
 pub fn runs_csv(rows: &[RunRow]) -> String {
-    use crate::leaderboard::csv_field;
     let mut out = String::from(
         "run,prompt,battle_id,contestant_id,contestant,status,won,tie,goal_passed,goal_reason,goal_error,turns,duration_ms,ttft_ms,tokens_per_sec,prompt_tokens,completion_tokens,cost_usd\n",
     );

@@ -73,7 +73,7 @@ async fn settings_show_providers_backends_personas_and_about() -> Result<()> {
     );
     // The sandbox's state, as `arena backends` prints it.
     let sandbox = app.definition("Agent sandbox").await?;
-    let expected = match arena_core::agent::sandbox::jail_info() {
+    let expected = match arena_core::agent::jail::jail_info() {
         Ok(info) => format!("jail: {info}"),
         Err(_) => "unavailable".to_string(),
     };

@@ -90,10 +90,15 @@ impl RecordedRequest {
     }
 }
 
+/// The API paths the server serves.
+pub(crate) const MODELS_PATH: &str = "/v1/models";
+pub(crate) const CHAT_PATH: &str = "/v1/chat/completions";
+pub(crate) const MESSAGES_PATH: &str = "/v1/messages";
+pub(crate) const RESPONSES_PATH: &str = "/v1/responses";
+
+/// Whether a request to `path` asks for a generation (and is recorded).
 pub(crate) fn is_generation_path(path: &str) -> bool {
-    path == crate::server::CHAT_PATH
-        || path == crate::server::MESSAGES_PATH
-        || path == crate::server::RESPONSES_PATH
+    path == CHAT_PATH || path == MESSAGES_PATH || path == RESPONSES_PATH
 }
 
 /// The shared request log. Entries are addressed by a sequence number that

@@ -19,17 +19,15 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::encode::{AnthropicEncoder, Encoder, OpenAiEncoder, ResponsesEncoder, Stats};
-use crate::record::{RecordedRequest, RequestLog, ResponseGuard};
+use crate::record::{
+    RecordedRequest, RequestLog, ResponseGuard, CHAT_PATH, MESSAGES_PATH, MODELS_PATH,
+    RESPONSES_PATH,
+};
 use crate::stream::{
     due, fault_cutoff, ms, sleep_until, sse_stream, tokens, total_tokens, StreamPlan,
 };
 use crate::turn::PlannedCall;
 use crate::{Fault, ModelScript, ScriptFile};
-
-pub(crate) const MODELS_PATH: &str = "/v1/models";
-pub(crate) const CHAT_PATH: &str = "/v1/chat/completions";
-pub(crate) const MESSAGES_PATH: &str = "/v1/messages";
-pub(crate) const RESPONSES_PATH: &str = "/v1/responses";
 
 /// Largest request body accepted.
 const MAX_BODY: usize = 64 * 1024 * 1024;

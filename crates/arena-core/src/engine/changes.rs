@@ -100,7 +100,7 @@ impl Engine {
         let stats = tokio::task::spawn_blocking(move || {
             let patch =
                 std::fs::read_to_string(&patch_path).map_err(|e| Error::io(&patch_path, e))?;
-            crate::diff::apply(&project, &patch).map_err(|e| Error::Conflict(e.to_string()))
+            crate::agent::apply::apply(&project, &patch).map_err(|e| Error::Conflict(e.to_string()))
         })
         .await??;
         Ok((id, stats))

@@ -21,8 +21,8 @@ impl Engine {
     /// for Coding; while the battle is blind it names contestants by label
     /// and leaves out what would give them away.
     pub async fn battle_report(&self, id: &str, format: ReportFormat) -> Result<String> {
-        let detail = self.battle_detail(id).await?;
-        let b = &detail.battle;
+        let view = self.view_detail(id).await?;
+        let b = &view.battle.battle;
         let mut diffs = BTreeMap::new();
         if b.battle_type == BattleType::Coding {
             for c in b.contestants.iter().filter(|c| c.status.is_terminal()) {
@@ -33,7 +33,7 @@ impl Engine {
             }
         }
         // While blind: labels only, no figures, no judge (see `blind`).
-        let masked = b.is_masked();
+        let masked = view.battle.masked;
         let names = b
             .contestants
             .iter()
@@ -45,15 +45,9 @@ impl Engine {
                 (c.id.clone(), name)
             })
             .collect();
-        let vote = crate::blind::vote_words(b, detail.analysis.as_ref()).map(|w| w.to_string());
-        let mut shown = detail.clone();
-        if masked {
-            shown.battle = crate::blind::masked(b).into_owned();
-            shown.analysis = None;
-            shown.cross_examinations.clear();
-        }
+        let vote = view.vote.as_ref().map(|w| w.to_string());
         let report = BattleReport {
-            detail: &shown,
+            detail: &view,
             diffs: &diffs,
             names,
             revealed: !masked,
@@ -79,7 +73,7 @@ impl Engine {
 
 /// The report as Markdown: the answers as they are, diffs in `diff` fences.
 fn markdown(r: &BattleReport) -> String {
-    let b = &r.detail.battle;
+    let b = &r.detail.battle.battle;
     let name = |id: &str| r.names.get(id).cloned().unwrap_or_else(|| id.to_string());
     let mut out = format!(
         "# {} battle {}\n\n{}\n\n",

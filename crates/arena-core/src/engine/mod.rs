@@ -36,6 +36,7 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use crate::battle::{Battle, BattleRequest, ContestantStatus};
+use crate::blind::{BattleView, DetailView};
 use crate::catalog::Catalog;
 use crate::clock::{Clock, SystemClock};
 use crate::config::{self, Config};
@@ -61,14 +62,19 @@ const DISCOVERY_TIMEOUT: Duration = Duration::from_secs(5);
 /// How often running work looks for a cancellation asked by another process.
 const WORK_POLL: Duration = Duration::from_millis(250);
 
-/// See [`Engine::judging`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Judging {
-    Ready,
-    /// No `default_model` and none given.
+/// What [`Engine::judge_ended`] did.
+#[derive(Debug)]
+pub enum Judged {
+    /// Judged; the analysis may still have failed (its `error`).
+    Done(crate::analysis::Analysis),
+    /// The analysis could not run.
+    Failed(Error),
+    /// No judge model: none given and no `default_model`.
     NoModel,
     /// No contestant finished.
     NothingToJudge,
+    /// It has an analysis already (a resumed battle judged before).
+    AlreadyJudged,
 }
 
 /// Everything needed to open an engine.
@@ -236,6 +242,9 @@ impl Engine {
         &self.inner.data_dir
     }
 
+    /// The store itself, for tests that stage what a crash leaves behind;
+    /// everything else goes through the engine.
+    #[cfg(feature = "testing")]
     pub fn store(&self) -> &Store {
         &self.inner.store
     }
@@ -286,7 +295,7 @@ impl Engine {
         match self.config().limits.sandbox {
             crate::config::SandboxMode::Off => Ok(None),
             crate::config::SandboxMode::Strict => {
-                sandbox::jail_info().map(|_| Some(Enforcement::Jail))
+                crate::agent::jail::jail_info().map(|_| Some(Enforcement::Jail))
             }
             crate::config::SandboxMode::Landlock if sandbox::supported() => {
                 Ok(Some(Enforcement::Landlock))
@@ -310,7 +319,7 @@ impl Engine {
                 "Landlock ABI {} alone, no jail ([limits] sandbox = \"landlock\")",
                 sandbox::abi_version()
             ),
-            Ok(Some(Enforcement::Jail)) => match sandbox::jail_info() {
+            Ok(Some(Enforcement::Jail)) => match crate::agent::jail::jail_info() {
                 Ok(info) => format!("jail: {info}"),
                 Err(why) => format!("unavailable: {why}"),
             },
@@ -357,6 +366,39 @@ impl Engine {
         self.db(move |s| s.battle_detail(&id)).await
     }
 
+    /// A battle as its viewer may see it (see `blind::BattleView`): what
+    /// the CLI and the app show. `battle` is the battle itself.
+    pub async fn view_battle(&self, id: &str) -> Result<BattleView> {
+        Ok(BattleView::of(&self.battle(id).await?))
+    }
+
+    /// [`Engine::battle_detail`] as its viewer may see it.
+    pub async fn view_detail(&self, id: &str) -> Result<DetailView> {
+        let d = self.battle_detail(id).await?;
+        Ok(DetailView::new(
+            &d.battle,
+            d.rounds,
+            d.analysis,
+            d.cross_examinations,
+            d.last_seq,
+        ))
+    }
+
+    /// [`Engine::battles`] as their viewer may see them.
+    pub async fn view_battles(&self, limit: usize) -> Result<Vec<BattleView>> {
+        let battles = self.battles(limit).await?;
+        Ok(battles.iter().map(BattleView::of).collect())
+    }
+
+    /// [`Engine::battle_page`] as its viewer may see it.
+    pub async fn view_page(
+        &self,
+        query: crate::battle::BattleQuery,
+    ) -> Result<(Vec<BattleView>, u64)> {
+        let (battles, total) = self.battle_page(query).await?;
+        Ok((battles.iter().map(BattleView::of).collect(), total))
+    }
+
     /// Battles, newest first, without contestants' outputs.
     pub async fn battles(&self, limit: usize) -> Result<Vec<Battle>> {
         self.db(move |s| s.battles(limit)).await
@@ -374,6 +416,23 @@ impl Engine {
 
     pub async fn battle_count(&self) -> Result<u64> {
         self.db(|s| s.battle_count()).await
+    }
+
+    /// The battles still `running` (to resume), oldest first.
+    pub async fn running_battles(&self) -> Result<Vec<String>> {
+        self.db(|s| s.running_battles()).await
+    }
+
+    /// A battle's full id from the id or a unique prefix of it.
+    pub async fn resolve_battle_id(&self, key: &str) -> Result<String> {
+        let key = key.to_string();
+        self.db(move |s| s.resolve_battle_id(&key)).await
+    }
+
+    /// A series' full id from the id or a unique prefix of it.
+    pub async fn resolve_series_id(&self, key: &str) -> Result<String> {
+        let key = key.to_string();
+        self.db(move |s| s.resolve_series_id(&key)).await
     }
 
     /// Validates the request and records the battle (status `running`, all
@@ -463,21 +522,36 @@ impl Engine {
         analyze::analyze(self, battle_id, model).await
     }
 
-    /// Whether a battle that just ended should be judged now, as the front
-    /// ends do after a run or a resume: it needs a judge model (`model`, else
-    /// `default_model`) and at least one finished contestant.
-    pub fn judging(&self, battle: &Battle, model: Option<&str>) -> Judging {
+    /// Judges a battle that just ended, as every front end does after a
+    /// run or a resume: with `model`, else `default_model`, when at least
+    /// one contestant finished and it has no analysis yet.
+    pub async fn judge_ended(&self, battle: &Battle, model: Option<&str>) -> Judged {
         if model.is_none() && self.config().default_model.is_none() {
-            Judging::NoModel
-        } else if !battle
+            return Judged::NoModel;
+        }
+        if !battle
             .contestants
             .iter()
             .any(|c| c.status == ContestantStatus::Done)
         {
-            Judging::NothingToJudge
-        } else {
-            Judging::Ready
+            return Judged::NothingToJudge;
         }
+        match self.analysis(&battle.id).await {
+            Ok(Some(_)) => return Judged::AlreadyJudged,
+            Ok(None) => {}
+            Err(e) => return Judged::Failed(e),
+        }
+        match self.analyze(&battle.id, model).await {
+            Ok(a) => Judged::Done(a),
+            Err(e) => Judged::Failed(e),
+        }
+    }
+
+    /// Drives a battle to its end, then judges it ([`Engine::judge_ended`]).
+    pub async fn run_and_judge(&self, id: &str, model: Option<&str>) -> Result<(Battle, Judged)> {
+        let battle = self.run_battle(id).await?;
+        let judged = self.judge_ended(&battle, model).await;
+        Ok((battle, judged))
     }
 
     /// The newest analysis of a battle, if any.

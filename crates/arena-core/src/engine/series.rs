@@ -757,11 +757,8 @@ async fn run_place(
     if token.is_cancelled() || battle.status != crate::battle::BattleStatus::Done {
         return Ok((n, battle_id));
     }
-    if request.analysis
-        && engine.analysis(&battle_id).await?.is_none()
-        && matches!(engine.judging(&battle, None), super::Judging::Ready)
-    {
-        if let Err(e) = engine.analyze(&battle_id, None).await {
+    if request.analysis {
+        if let super::Judged::Failed(e) = engine.judge_ended(&battle, None).await {
             tracing::warn!(battle = %battle_id, error = %e, "the series' analysis of a battle failed");
         }
     }

@@ -239,7 +239,7 @@ pub(super) async fn record(
             .enumerate()
             .map(|(i, c)| NewContestant {
                 label: labels.as_ref().map(|l| l[i].clone()),
-                id: uuid::Uuid::now_v7().to_string(),
+                id: contestant_id(plan.blind),
                 identity: c.identity.clone(),
                 model: c.model.clone(),
                 provider: c.provider.clone(),
@@ -257,9 +257,16 @@ pub(super) async fn record(
 
     // Disk first, then the database; undo the folder if the insert fails.
     let results_root = project.join(results::RESULTS_DIR);
-    let root_existed = results_root.exists();
-    let written =
-        results::write_manifest(&battle).and_then(|_| results::ensure_gitignored(&project));
+    let (root_existed, written) = {
+        let (battle, project, root) = (battle.clone(), project.clone(), results_root.clone());
+        tokio::task::spawn_blocking(move || {
+            let root_existed = root.exists();
+            let written = results::write_manifest(&battle)
+                .and_then(|()| results::ensure_gitignored(&project));
+            (root_existed, written)
+        })
+        .await?
+    };
     let inserted = match written {
         Ok(()) => {
             engine
@@ -269,14 +276,28 @@ pub(super) async fn record(
         Err(e) => Err(e),
     };
     if let Err(e) = inserted {
-        let _ = std::fs::remove_dir_all(&results_path);
-        if !root_existed {
-            let _ = std::fs::remove_dir(&results_root);
-        }
+        // Undone off the async threads; what cannot be removed stays.
+        let _ = tokio::task::spawn_blocking(move || {
+            let _ = std::fs::remove_dir_all(&results_path);
+            if !root_existed {
+                let _ = std::fs::remove_dir(&results_root);
+            }
+        })
+        .await;
         return Err(e);
     }
     tracing::info!(battle = %id, contestants = battle.contestants.len(), "battle created");
     engine.battle(&id).await
+}
+
+/// A new contestant's id. A blind battle's are random (v4): time-ordered
+/// ids would follow the launcher's order and tell who is who.
+fn contestant_id(blind: bool) -> String {
+    if blind {
+        uuid::Uuid::new_v4().to_string()
+    } else {
+        uuid::Uuid::now_v7().to_string()
+    }
 }
 
 fn in_memory(b: &NewBattle) -> Battle {
