@@ -295,17 +295,9 @@ async fn ensure_worktree(
     })
     .await?
     .map_err(|e| Error::Git(format!("creating the worktree: {e}")))?;
-    let (id, path) = (c.id.clone(), wt.path.clone());
+    let (c2, path) = (c.clone(), wt.path.clone());
     engine
-        .db(move |s| {
-            s.transact(|tx| {
-                tx.conn().execute(
-                    "UPDATE contestants SET worktree = ?1 WHERE id = ?2",
-                    rusqlite::params![path.to_string_lossy(), id],
-                )?;
-                Ok(())
-            })
-        })
+        .db(move |s| s.transact(|tx| tx.set_worktree(&c2, &path)))
         .await?;
     Ok(wt.path)
 }
@@ -1085,14 +1077,7 @@ async fn record(engine: &Engine, battle: &Battle, c: &Contestant, outcome: Outco
     let recorded = engine
         .db(move |s| {
             s.transact(|tx| {
-                tx.conn().execute(
-                    "UPDATE contestants SET diff_stats = ?1, check_result = ?2 WHERE id = ?3",
-                    rusqlite::params![
-                        summary2.as_ref().map(serde_json::to_string).transpose()?,
-                        check2.as_ref().map(serde_json::to_string).transpose()?,
-                        c2.id
-                    ],
-                )?;
+                tx.set_diff_and_check(&c2, summary2.as_ref(), check2.as_ref())?;
                 tx.finish_contestant(
                     &c2,
                     status,
