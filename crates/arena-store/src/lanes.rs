@@ -4,7 +4,7 @@
 use chrono::{DateTime, Utc};
 use rusqlite::{params, OptionalExtension};
 
-use arena_domain::decisions::{self, LaneSpec, Lease, Ticket, Turn};
+use arena_domain::decisions::{self, LaneSpec, LaneVerdict, Lease, Ticket, Turn};
 use arena_domain::event::EventKind;
 
 use crate::error::Result;
@@ -68,10 +68,10 @@ impl Tx<'_> {
         Ok(self.tx.last_insert_rowid())
     }
 
-    /// Takes a slot of the lane for `ticket` if it is its turn: tickets of
-    /// processes that are gone are dropped first, then
-    /// [`decisions::lane_turn`] decides. A granted slot records the start
-    /// (for the start rate) and the lane's model.
+    /// Takes a slot of the lane for `ticket` if it is its turn, as
+    /// [`decisions::lane_decision`] decides: tickets of processes that are
+    /// gone are dropped first. A granted slot records the start (for the
+    /// start rate) and the lane's model.
     pub fn take_turn(
         &mut self,
         ticket: i64,
@@ -81,22 +81,19 @@ impl Tx<'_> {
         my_host: &str,
         pid_alive: impl Fn(u32) -> bool,
     ) -> Result<TakeTurn> {
-        let all = rows::tickets(&self.tx, &spec.key)?;
-        let (stale, live): (Vec<Ticket>, Vec<Ticket>) = all
-            .into_iter()
-            .partition(|t| decisions::ticket_is_stale(t, my_host, now_ms, &pid_alive));
-        for t in &stale {
+        let tickets = rows::tickets(&self.tx, &spec.key)?;
+        let starts = rows::lane_starts(&self.tx, &spec.key, now_ms)?;
+        let decision =
+            decisions::lane_decision(tickets, ticket, spec, &starts, now_ms, my_host, pid_alive);
+        for t in &decision.stale {
             tracing::info!(lane = %spec.key, holder = %t.holder, pid = t.lease.pid, "dropping the lane ticket of a process that is gone");
             self.tx
                 .execute("DELETE FROM lane_tickets WHERE id = ?1", [t.id])?;
         }
-        if !live.iter().any(|t| t.id == ticket) {
-            return Ok(TakeTurn::Lost);
-        }
-        let starts = rows::lane_starts(&self.tx, &spec.key, now_ms)?;
-        match decisions::lane_turn(&live, ticket, spec, &starts, now_ms) {
-            Turn::Go => {}
-            wait => return Ok(TakeTurn::Wait(wait)),
+        match decision.verdict {
+            LaneVerdict::Lost => return Ok(TakeTurn::Lost),
+            LaneVerdict::Turn(Turn::Go) => {}
+            LaneVerdict::Turn(wait) => return Ok(TakeTurn::Wait(wait)),
         }
         self.tx.execute(
             "UPDATE lane_tickets SET granted_at = ?1 WHERE id = ?2",
