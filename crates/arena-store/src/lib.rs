@@ -7,14 +7,14 @@
 //! still under the lock, so live viewers see exactly the journal's order.
 //!
 //! One module per aggregate, each with its own `impl Store` (reads) and
-//! `impl Tx` (writes) and its queries: [`battles`], [`contestants`],
-//! [`analyses`], [`lanes`], [`leases`], [`work`], [`events`], [`series`].
+//! `impl Tx` (writes) and its queries: `battles`, `contestants`,
+//! `analyses`, `lanes`, `leases`, `work`, `events`, `series`.
 //! This file keeps the handle, the migrations and the transaction.
 //!
 //! No raw connection leaves the crate: every read and write is a method
 //! here, so the lease checks cannot be bypassed. Only tests that simulate a
 //! crash reach the connection, through the `testing` feature
-//! ([`Store::read`], [`Tx::conn`]).
+//! (`Store::read`, `Tx::conn`).
 
 mod analyses;
 mod battles;
