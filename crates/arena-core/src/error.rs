@@ -120,9 +120,3 @@ impl From<arena_store::Error> for Error {
         }
     }
 }
-
-impl From<rusqlite::Error> for Error {
-    fn from(e: rusqlite::Error) -> Self {
-        Error::Store(arena_store::Error::Db(e))
-    }
-}

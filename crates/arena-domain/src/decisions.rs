@@ -237,6 +237,50 @@ pub fn lane_turn(
     }
 }
 
+/// The one decision a waiter makes over a lane's queue (see [`lane_decision`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LaneDecision {
+    /// Tickets of processes that are gone ([`ticket_is_stale`]): the store
+    /// deletes them; a reader that may not write takes the write lock.
+    pub stale: Vec<Ticket>,
+    pub verdict: LaneVerdict,
+}
+
+/// Whether the ticket is still in the queue, and if so whose turn it is.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LaneVerdict {
+    /// The ticket is gone (its lease expired while its process stalled, and
+    /// another process dropped it): its holder must queue again.
+    Lost,
+    Turn(Turn),
+}
+
+/// Drops the stale tickets, then: `me` gone → [`LaneVerdict::Lost`], else
+/// [`lane_turn`] over the live ones. Both the lock-free peek and the
+/// store's taking of a slot decide with this, so they cannot disagree.
+/// `tickets` are the lane's tickets as read (any order), `recent_starts`
+/// its grant times (ms) of the last 60 seconds; `my_host` and `pid_alive`
+/// say which processes of this host still exist.
+pub fn lane_decision(
+    tickets: Vec<Ticket>,
+    me: i64,
+    spec: &LaneSpec,
+    recent_starts: &[i64],
+    now_ms: i64,
+    my_host: &str,
+    pid_alive: impl Fn(u32) -> bool,
+) -> LaneDecision {
+    let (stale, live): (Vec<Ticket>, Vec<Ticket>) = tickets
+        .into_iter()
+        .partition(|t| ticket_is_stale(t, my_host, now_ms, &pid_alive));
+    let verdict = if live.iter().any(|t| t.id == me) {
+        LaneVerdict::Turn(lane_turn(&live, me, spec, recent_starts, now_ms))
+    } else {
+        LaneVerdict::Lost
+    };
+    LaneDecision { stale, verdict }
+}
+
 /// What a waiting contestant shows: "waiting for llama-swap
 /// (127.0.0.1:8080): battle 1a2b3c4d, contestant 2".
 pub fn waiting_reason(spec: &LaneSpec, turn: &Turn, now_ms: i64) -> Option<String> {
@@ -466,6 +510,50 @@ mod tests {
             ..t
         };
         assert!(ticket_is_stale(&silent, "other-host", 500, |_| true));
+    }
+
+    #[test]
+    fn the_lane_decision_drops_stale_tickets_before_taking_turns() {
+        let spec = lane_of(&provider("l", "http://127.0.0.1:1/v1", Lane::Local));
+        // Ticket 1 holds the only slot, but its process (pid 7, this host) is gone.
+        let dead = Ticket {
+            lease: lease(7, i64::MAX),
+            ..ticket(1, 0, 0, true)
+        };
+        let queue = vec![dead.clone(), ticket(2, 100, 0, false)];
+        let d = lane_decision(queue, 2, &spec, &[], 0, "h", |pid| pid != 7);
+        assert_eq!(d.stale, vec![dead]);
+        assert_eq!(d.verdict, LaneVerdict::Turn(Turn::Go));
+    }
+
+    #[test]
+    fn the_lane_decision_waits_behind_a_live_holder() {
+        let spec = lane_of(&provider("l", "http://127.0.0.1:1/v1", Lane::Local));
+        let queue = vec![ticket(1, 0, 0, true), ticket(2, 100, 0, false)];
+        let d = lane_decision(queue, 2, &spec, &[], 0, "h", |_| true);
+        assert!(d.stale.is_empty());
+        assert_eq!(
+            d.verdict,
+            LaneVerdict::Turn(Turn::Wait {
+                holders: vec!["battle b, contestant 1".into()],
+                ahead: 0,
+                rate_limited_until: None,
+            })
+        );
+    }
+
+    #[test]
+    fn a_ticket_missing_or_stale_itself_is_lost() {
+        let spec = lane_of(&provider("l", "http://127.0.0.1:1/v1", Lane::Local));
+        let missing = lane_decision(vec![ticket(1, 0, 0, true)], 9, &spec, &[], 0, "h", |_| true);
+        assert_eq!(missing.verdict, LaneVerdict::Lost);
+        // Its own lease expired (the process stalled): stale, hence lost.
+        let expired = Ticket {
+            lease: lease(1, 500),
+            ..ticket(2, 0, 0, false)
+        };
+        let d = lane_decision(vec![expired.clone()], 2, &spec, &[], 500, "h", |_| true);
+        assert_eq!((d.stale, d.verdict), (vec![expired], LaneVerdict::Lost));
     }
 
     #[test]

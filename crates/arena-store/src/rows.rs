@@ -656,7 +656,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = crate::Store::open(&dir.path().join("a.db")).unwrap();
         store
-            .read(|c| {
+            .query(|c| {
                 let all = page_plan(c, &BattleQuery::default());
                 assert_eq!(all, "SCAN b USING INDEX battles_newest");
                 let by_status = page_plan(

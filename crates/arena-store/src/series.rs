@@ -46,7 +46,7 @@ fn series_row(r: &Row<'_>) -> rusqlite::Result<Series> {
 
 impl Store {
     pub fn series(&self, id: &str) -> Result<Series> {
-        self.read(|c| {
+        self.query(|c| {
             c.query_row(
                 &format!("SELECT {SERIES_COLUMNS} FROM series WHERE id = ?1"),
                 [id],
@@ -59,7 +59,7 @@ impl Store {
 
     /// The series started with idempotency key `key`, if any.
     pub fn series_by_key(&self, key: &str) -> Result<Option<Series>> {
-        self.read(|c| {
+        self.query(|c| {
             Ok(c.query_row(
                 &format!("SELECT {SERIES_COLUMNS} FROM series WHERE idem_key = ?1"),
                 [key],
@@ -71,7 +71,7 @@ impl Store {
 
     /// Series newest first.
     pub fn series_list(&self, limit: usize) -> Result<Vec<Series>> {
-        self.read(|c| {
+        self.query(|c| {
             let mut stmt = c.prepare(&format!(
                 "SELECT {SERIES_COLUMNS} FROM series ORDER BY created_at DESC, id DESC LIMIT ?1"
             ))?;
@@ -84,7 +84,7 @@ impl Store {
 
     /// Ids of series still marked running, oldest first.
     pub fn running_series(&self) -> Result<Vec<String>> {
-        self.read(|c| {
+        self.query(|c| {
             let mut stmt =
                 c.prepare("SELECT id FROM series WHERE status = 'running' ORDER BY created_at")?;
             let ids = stmt
@@ -101,7 +101,7 @@ impl Store {
 
     /// A series' battles by place (the n-th battle of the series).
     pub fn series_battles(&self, series_id: &str) -> Result<BTreeMap<u64, String>> {
-        self.read(|c| {
+        self.query(|c| {
             let mut stmt = c.prepare(
                 "SELECT series_slot, id FROM battles WHERE series_id = ?1 ORDER BY series_slot",
             )?;
@@ -120,7 +120,7 @@ impl Store {
     /// nothing).
     /// A series' blind battles not yet revealed.
     pub fn series_masked(&self, id: &str) -> Result<u64> {
-        self.read(|c| {
+        self.query(|c| {
             let n: i64 = c.query_row(
                 "SELECT COUNT(*) FROM battles WHERE series_id = ?1 AND blind = 1 AND revealed_at IS NULL",
                 [id],
@@ -131,7 +131,7 @@ impl Store {
     }
 
     pub fn series_progress(&self, id: &str) -> Result<(u64, u64, Option<f64>)> {
-        self.read(|c| {
+        self.query(|c| {
             let (done, running): (i64, i64) = c.query_row(
                 "SELECT COALESCE(SUM(status != 'running'), 0), COALESCE(SUM(status = 'running'), 0)
                  FROM battles WHERE series_id = ?1",
@@ -162,7 +162,7 @@ impl Store {
     }
 
     pub fn series_cancel_requested(&self, id: &str) -> Result<bool> {
-        self.read(|c| {
+        self.query(|c| {
             Ok(c.query_row(
                 "SELECT cancel_requested FROM series WHERE id = ?1",
                 [id],
@@ -174,7 +174,7 @@ impl Store {
     }
 
     pub fn series_lease(&self, id: &str) -> Result<Option<Lease>> {
-        self.read(|c| rows::lease_of(c, LeaseOf::Series, id))
+        self.query(|c| rows::lease_of(c, LeaseOf::Series, id))
     }
 
     /// Every goal check of a battle's contestants, by contestant, in turns.
@@ -195,7 +195,7 @@ impl Store {
     /// cost, and how it ended (`None` while it runs), by contestant, in
     /// order: one query.
     pub fn series_round_costs(&self, series_id: &str) -> Result<BTreeMap<String, Vec<RoundCost>>> {
-        self.read(|c| {
+        self.query(|c| {
             let mut stmt = c.prepare(
                 "SELECT r.contestant_id, r.cost_usd, r.status
                  FROM rounds r JOIN contestants c ON c.id = r.contestant_id
@@ -223,7 +223,7 @@ impl Store {
 
     /// Goal checks of the contestants `clause` (on `c`, with `?1`) picks.
     fn goal_checks_of(&self, clause: &str, key: &str) -> Result<BTreeMap<String, Vec<GoalCheck>>> {
-        self.read(|c| {
+        self.query(|c| {
             let mut stmt = c.prepare(&format!(
                 "SELECT g.contestant_id, g.turn, g.passed, g.reason, g.error, g.by_check, g.cost_usd, g.at
                  FROM goal_checks g JOIN contestants c ON c.id = g.contestant_id

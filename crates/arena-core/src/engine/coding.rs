@@ -391,14 +391,7 @@ async fn record(engine: &Engine, battle: &Battle, c: &Contestant, outcome: Outco
     let recorded = engine
         .db(move |s| {
             s.transact(|tx| {
-                tx.conn().execute(
-                    "UPDATE contestants SET diff_stats = ?1, check_result = ?2 WHERE id = ?3",
-                    rusqlite::params![
-                        summary2.as_ref().map(serde_json::to_string).transpose()?,
-                        check2.as_ref().map(serde_json::to_string).transpose()?,
-                        c2.id
-                    ],
-                )?;
+                tx.set_diff_and_check(&c2, summary2.as_ref(), check2.as_ref())?;
                 tx.finish_contestant(
                     &c2,
                     status,

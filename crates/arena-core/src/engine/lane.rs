@@ -15,7 +15,7 @@ use chrono::{DateTime, Utc};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use crate::decisions::{self, LaneSpec, Turn};
+use crate::decisions::{self, LaneSpec, LaneVerdict, Turn};
 use crate::error::Result;
 use crate::store::{self, NewTicket, TakeTurn};
 
@@ -258,19 +258,16 @@ enum Peek {
 async fn peek(engine: &Engine, spec: &LaneSpec, ticket: i64, now: i64) -> Result<Peek> {
     let key = spec.key.clone();
     let (tickets, starts) = engine.db(move |s| s.lane_queue(&key, now)).await?;
-    let host = engine.inner.me.host.clone();
-    let (stale, live): (Vec<_>, Vec<_>) = tickets
-        .into_iter()
-        .partition(|t| decisions::ticket_is_stale(t, &host, now, pid_alive));
-    if !stale.is_empty() || !live.iter().any(|t| t.id == ticket) {
-        return Ok(Peek::MayGo);
-    }
-    Ok(
-        match decisions::lane_turn(&live, ticket, spec, &starts, now) {
-            Turn::Go => Peek::MayGo,
-            wait => Peek::Wait(wait),
-        },
-    )
+    let host = &engine.inner.me.host;
+    let decision = decisions::lane_decision(tickets, ticket, spec, &starts, now, host, pid_alive);
+    // Stale tickets to drop, or a lost ticket to report, need the write
+    // lock as much as a turn does.
+    Ok(match decision.verdict {
+        LaneVerdict::Turn(wait @ Turn::Wait { .. }) if decision.stale.is_empty() => {
+            Peek::Wait(wait)
+        }
+        _ => Peek::MayGo,
+    })
 }
 
 async fn try_take(

@@ -139,17 +139,9 @@ pub(super) async fn ensure_worktree(
     })
     .await?
     .map_err(|e| Error::Git(format!("creating the worktree: {e}")))?;
-    let (id, path) = (c.id.clone(), wt.path.clone());
+    let (c2, path) = (c.clone(), wt.path.clone());
     engine
-        .db(move |s| {
-            s.transact(|tx| {
-                tx.conn().execute(
-                    "UPDATE contestants SET worktree = ?1 WHERE id = ?2",
-                    rusqlite::params![path.to_string_lossy(), id],
-                )?;
-                Ok(())
-            })
-        })
+        .db(move |s| s.transact(|tx| tx.set_worktree(&c2, &path)))
         .await?;
     Ok(wt.path)
 }

@@ -1,0 +1,308 @@
+//! Battles: their rows and pages, the history's queries, the verdict (the
+//! winner, the user's vote, the reveal of a blind battle) and tags.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use chrono::{DateTime, Utc};
+use rusqlite::{params, OptionalExtension};
+
+use arena_domain::analysis::Analysis;
+use arena_domain::battle::{
+    Battle, BattleQuery, BattleStatus, Lane, Round, RunSpec, UserVerdict, Winner,
+};
+use arena_domain::cross_exam::CrossExamination;
+use arena_domain::event::EventKind;
+
+use crate::error::{Error, Result};
+use crate::rows::{self, ms, RankFilter, RankedBattle};
+use crate::{Store, Tx};
+
+/// A new contestant row.
+#[derive(Debug, Clone)]
+pub struct NewContestant {
+    pub id: String,
+    pub identity: String,
+    pub model: String,
+    pub provider: String,
+    pub lane: Lane,
+    pub run: RunSpec,
+    /// In a blind battle: its letter (A, B, …).
+    pub label: Option<String>,
+}
+
+/// A new battle row with its contestants.
+#[derive(Debug, Clone)]
+pub struct NewBattle {
+    pub id: String,
+    pub battle_type: arena_domain::battle::BattleType,
+    pub prompt: String,
+    pub project: PathBuf,
+    pub results_path: PathBuf,
+    pub created_at: DateTime<Utc>,
+    pub contestants: Vec<NewContestant>,
+    pub base_commit: Option<String>,
+    pub check_command: Option<String>,
+    /// A series' battle: the series and its place in it.
+    pub series: Option<(String, u64)>,
+    pub blind: bool,
+    pub tags: Vec<String>,
+}
+
+/// A battle as the battle view shows it (see [`Store::battle_detail`]).
+#[derive(Debug, Clone)]
+pub struct BattleDetail {
+    pub battle: Battle,
+    pub analysis: Option<Analysis>,
+    pub cross_examinations: Vec<CrossExamination>,
+    /// Refinement rounds by contestant id (every contestant has an entry).
+    pub rounds: BTreeMap<String, Vec<Round>>,
+    /// The battle's newest event when this was read (0 when none).
+    pub last_seq: u64,
+}
+
+impl Store {
+    pub fn battle(&self, id: &str) -> Result<Battle> {
+        self.query(|c| rows::battle(c, id))?
+            .ok_or_else(|| Error::not_found("battle", id))
+    }
+
+    /// Battles, newest first, without contestants' outputs.
+    pub fn battles(&self, limit: usize) -> Result<Vec<Battle>> {
+        Ok(self.battle_page(&BattleQuery::newest(limit))?.0)
+    }
+
+    /// A page of the battles `query` selects, newest first (`created_at`,
+    /// then `id`, descending), without contestants' outputs and run specs
+    /// (default), and how many
+    /// battles it selects in all (read in one transaction).
+    pub fn battle_page(&self, query: &BattleQuery) -> Result<(Vec<Battle>, u64)> {
+        let mut conn = self.lock();
+        let tx = conn.transaction()?;
+        let page = rows::battle_page(&tx, query)?;
+        tx.commit()?;
+        Ok(page)
+    }
+
+    /// Every finished battle (of `battle_type`, if given), newest first,
+    /// with its finished contestants: what the leaderboard ranks.
+    pub fn ranked_battles(&self, filter: &RankFilter) -> Result<Vec<RankedBattle>> {
+        self.query(|c| rows::ranked_battles(c, filter))
+    }
+
+    pub fn battle_count(&self) -> Result<u64> {
+        self.query(|c| {
+            Ok(c.query_row("SELECT COUNT(*) FROM battles", [], |r| r.get::<_, i64>(0))? as u64)
+        })
+    }
+
+    /// The full id of the battle whose id is, starts with, or ends with
+    /// `key` (the short name of `battle::short_id`).
+    pub fn resolve_battle_id(&self, key: &str) -> Result<String> {
+        self.resolve_id("battle", key)
+    }
+
+    /// Ids of battles still marked running, oldest first.
+    pub fn running_battles(&self) -> Result<Vec<String>> {
+        self.query(|c| {
+            let mut stmt =
+                c.prepare("SELECT id FROM battles WHERE status = 'running' ORDER BY created_at")?;
+            let ids = stmt
+                .query_map([], |r| r.get(0))?
+                .collect::<rusqlite::Result<Vec<String>>>()?;
+            Ok(ids)
+        })
+    }
+
+    /// Everything the battle view shows, read in one transaction, with the
+    /// `seq` of the battle's newest event at that moment: a viewer applies
+    /// state events only when newer than that.
+    pub fn battle_detail(&self, id: &str) -> Result<BattleDetail> {
+        let mut conn = self.lock();
+        let tx = conn.transaction()?;
+        let battle = rows::battle(&tx, id)?.ok_or_else(|| Error::not_found("battle", id))?;
+        let mut rounds = BTreeMap::new();
+        for c in &battle.contestants {
+            rounds.insert(c.id.clone(), rows::rounds(&tx, &c.id)?);
+        }
+        let detail = BattleDetail {
+            analysis: rows::latest_analysis(&tx, id)?,
+            cross_examinations: rows::cross_examinations(&tx, id)?,
+            rounds,
+            last_seq: rows::last_seq(&tx, id)?,
+            battle,
+        };
+        tx.commit()?;
+        Ok(detail)
+    }
+}
+
+impl Tx<'_> {
+    pub fn insert_battle(&mut self, b: &NewBattle) -> Result<()> {
+        self.tx.execute(
+            "INSERT INTO battles (id, battle_type, status, prompt, project_path, results_path, created_at, base_commit, check_command, series_id, series_slot, blind)
+             VALUES (?1, ?2, 'running', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+            params![
+                b.id,
+                b.battle_type.as_str(),
+                b.prompt,
+                b.project.to_string_lossy(),
+                b.results_path.to_string_lossy(),
+                ms(b.created_at),
+                b.base_commit,
+                b.check_command,
+                b.series.as_ref().map(|(id, _)| id),
+                b.series.as_ref().map(|(_, slot)| *slot as i64),
+                b.blind
+            ],
+        )?;
+        self.write_tags(&b.id, &b.tags)?;
+        for (position, c) in b.contestants.iter().enumerate() {
+            self.tx.execute(
+                "INSERT INTO contestants (id, battle_id, position, identity, model, provider, lane, status, run_spec, label)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'queued', ?8, ?9)",
+                params![
+                    c.id,
+                    b.id,
+                    position as i64,
+                    c.identity,
+                    c.model,
+                    c.provider,
+                    c.lane.as_str(),
+                    serde_json::to_string(&c.run)?,
+                    c.label
+                ],
+            )?;
+        }
+        self.emit(
+            &b.id,
+            None,
+            b.created_at,
+            EventKind::BattleStatus {
+                status: BattleStatus::Running,
+            },
+        )?;
+        Ok(())
+    }
+
+    /// Marks the battle finished (if it is still running).
+    pub fn finish_battle(
+        &mut self,
+        battle_id: &str,
+        status: BattleStatus,
+        at: DateTime<Utc>,
+    ) -> Result<bool> {
+        self.require_lease(battle_id)?;
+        let changed = self.tx.execute(
+            "UPDATE battles SET status = ?1, finished_at = ?2 WHERE id = ?3 AND status = 'running'",
+            params![status.as_str(), ms(at), battle_id],
+        )?;
+        if changed == 1 {
+            self.emit(battle_id, None, at, EventKind::BattleStatus { status })?;
+        }
+        Ok(changed == 1)
+    }
+
+    /// Sets (or clears) the winner; the user's tie or "all bad" stays.
+    pub fn set_winner(
+        &mut self,
+        battle_id: &str,
+        winner: Option<&Winner>,
+        at: DateTime<Utc>,
+    ) -> Result<()> {
+        self.set_verdict(battle_id, winner, false, at)
+    }
+
+    /// Records the user's verdict: a winner (`winner`, from the user), or
+    /// a tie or "all bad" (`verdict`, and `winner` none), or neither (the
+    /// analysis's winner, if any, is passed back in). With `reveal`, a
+    /// blind battle is revealed too (once); every viewer hears of it.
+    pub fn set_vote(
+        &mut self,
+        battle_id: &str,
+        winner: Option<&Winner>,
+        verdict: Option<UserVerdict>,
+        reveal: bool,
+        at: DateTime<Utc>,
+    ) -> Result<()> {
+        self.tx.execute(
+            "UPDATE battles SET user_verdict = ?1 WHERE id = ?2",
+            params![verdict.map(|v| v.as_str()), battle_id],
+        )?;
+        self.set_verdict(battle_id, winner, reveal, at)
+    }
+
+    fn set_verdict(
+        &mut self,
+        battle_id: &str,
+        winner: Option<&Winner>,
+        reveal: bool,
+        at: DateTime<Utc>,
+    ) -> Result<()> {
+        self.tx.execute(
+            "UPDATE battles SET winner_id = ?1, winner_source = ?2 WHERE id = ?3",
+            params![
+                winner.map(|w| w.contestant_id.as_str()),
+                winner.map(|w| w.source.as_str()),
+                battle_id
+            ],
+        )?;
+        if reveal {
+            self.reveal(battle_id, at)?;
+        }
+        self.emit(
+            battle_id,
+            None,
+            at,
+            EventKind::Winner {
+                winner: winner.cloned(),
+            },
+        )?;
+        Ok(())
+    }
+
+    pub fn battle_winner(&self, battle_id: &str) -> Result<Option<Winner>> {
+        Ok(rows::battle(&self.tx, battle_id)?.and_then(|b| b.winner))
+    }
+
+    /// Whether the user has decided the battle: chosen a winner, or voted
+    /// a tie or "all bad". The analysis then no longer sets the winner.
+    pub fn user_decided(&self, battle_id: &str) -> Result<bool> {
+        Ok(self
+            .tx
+            .query_row(
+                "SELECT winner_source = 'user' OR user_verdict IS NOT NULL FROM battles WHERE id = ?1",
+                [battle_id],
+                |r| r.get::<_, Option<bool>>(0),
+            )
+            .optional()?
+            .flatten()
+            .unwrap_or(false))
+    }
+
+    /// Reveals a blind battle (once): from now on viewers see its names.
+    /// Returns whether this call revealed it.
+    pub fn reveal(&mut self, battle_id: &str, at: DateTime<Utc>) -> Result<bool> {
+        let changed = self.tx.execute(
+            "UPDATE battles SET revealed_at = ?1 WHERE id = ?2 AND blind = 1 AND revealed_at IS NULL",
+            params![ms(at), battle_id],
+        )?;
+        if changed == 1 {
+            self.emit(battle_id, None, at, EventKind::Revealed)?;
+        }
+        Ok(changed == 1)
+    }
+
+    /// Replaces a battle's tags (already normalised, see `blind::tags`).
+    pub fn write_tags(&mut self, battle_id: &str, tags: &[String]) -> Result<()> {
+        self.tx
+            .execute("DELETE FROM battle_tags WHERE battle_id = ?1", [battle_id])?;
+        for tag in tags {
+            self.tx.execute(
+                "INSERT OR IGNORE INTO battle_tags (battle_id, tag) VALUES (?1, ?2)",
+                params![battle_id, tag],
+            )?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,251 @@
+//! Contestants and their refinement rounds. Every write of a contestant
+//! checks the battle's lease first ([`Tx::require_lease`]): only the
+//! process driving the battle changes what its contestants did.
+
+use std::path::Path;
+
+use chrono::{DateTime, Utc};
+use rusqlite::params;
+
+use arena_domain::battle::{
+    Benchmark, CheckResult, Contestant, ContestantStatus, DiffSummary, Round,
+};
+use arena_domain::event::EventKind;
+
+use crate::error::{Error, Result};
+use crate::rows::{self, ms};
+use crate::{Store, Tx};
+
+impl Store {
+    /// A contestant's refinement rounds (2, 3, …), in order.
+    pub fn rounds(&self, contestant_id: &str) -> Result<Vec<Round>> {
+        self.query(|c| rows::rounds(c, contestant_id))
+    }
+}
+
+impl Tx<'_> {
+    pub fn contestant(&self, id: &str) -> Result<Contestant> {
+        rows::contestant(&self.tx, id)?.ok_or_else(|| Error::not_found("contestant", id))
+    }
+
+    pub fn contestants(&self, battle_id: &str) -> Result<Vec<Contestant>> {
+        rows::contestants(&self.tx, battle_id)
+    }
+
+    /// Moves a contestant to `to` if it is still in `from`; returns whether it
+    /// moved. Emits the status event.
+    pub fn move_contestant(
+        &mut self,
+        c: &Contestant,
+        from: ContestantStatus,
+        to: ContestantStatus,
+        error: Option<&str>,
+        at: DateTime<Utc>,
+    ) -> Result<bool> {
+        self.require_lease(&c.battle_id)?;
+        let attempts_inc = i64::from(to == ContestantStatus::Running);
+        let finished_at = to.is_terminal().then(|| ms(at));
+        let changed = self.tx.execute(
+            "UPDATE contestants SET status = ?1, error = ?2, attempts = attempts + ?3,
+                started_at = CASE WHEN ?1 = 'running' THEN ?4 ELSE started_at END,
+                finished_at = ?5, waiting = NULL
+             WHERE id = ?6 AND status = ?7",
+            params![
+                to.as_str(),
+                error,
+                attempts_inc,
+                ms(at),
+                finished_at,
+                c.id,
+                from.as_str()
+            ],
+        )?;
+        if changed == 1 {
+            let attempt = c.attempts + attempts_inc as u32;
+            self.emit(
+                &c.battle_id,
+                Some(&c.id),
+                at,
+                EventKind::ContestantStatus {
+                    status: to,
+                    error: error.map(str::to_string),
+                    attempt,
+                },
+            )?;
+        }
+        Ok(changed == 1)
+    }
+
+    /// Records the end of a run — `done`, `error` or `cancelled` — with its
+    /// output and benchmark, if the contestant is still running.
+    #[allow(clippy::too_many_arguments)]
+    pub fn finish_contestant(
+        &mut self,
+        c: &Contestant,
+        status: ContestantStatus,
+        error: Option<&str>,
+        output: &str,
+        reasoning: &str,
+        truncated: bool,
+        bench: &Benchmark,
+        at: DateTime<Utc>,
+    ) -> Result<bool> {
+        self.require_lease(&c.battle_id)?;
+        let changed = self.tx.execute(
+            "UPDATE contestants SET status = ?1, error = ?2, finished_at = ?3, output = ?4,
+                reasoning = ?5, truncated = ?6, duration_ms = ?7, ttft_ms = ?8, prompt_tokens = ?9,
+                completion_tokens = ?10, cached_tokens = ?11, tokens_per_sec = ?12, rate_source = ?13,
+                prompt_per_sec = ?15, model_switched = ?16, cost_usd = ?17
+             WHERE id = ?14 AND status = 'running'",
+            params![
+                status.as_str(),
+                error,
+                ms(at),
+                output,
+                (!reasoning.is_empty()).then_some(reasoning),
+                truncated,
+                bench.duration_ms.map(|v| v as i64),
+                bench.ttft_ms.map(|v| v as i64),
+                bench.prompt_tokens.map(|v| v as i64),
+                bench.completion_tokens.map(|v| v as i64),
+                bench.cached_tokens.map(|v| v as i64),
+                bench.tokens_per_sec,
+                bench.rate_source.map(|s| s.as_str()),
+                c.id,
+                bench.prompt_per_sec,
+                bench.model_switched,
+                bench.cost_usd
+            ],
+        )?;
+        if changed == 1 {
+            self.emit(
+                &c.battle_id,
+                Some(&c.id),
+                at,
+                EventKind::Benchmark {
+                    benchmark: bench.clone(),
+                },
+            )?;
+            self.emit(
+                &c.battle_id,
+                Some(&c.id),
+                at,
+                EventKind::ContestantStatus {
+                    status,
+                    error: error.map(str::to_string),
+                    attempt: c.attempts,
+                },
+            )?;
+        }
+        Ok(changed == 1)
+    }
+
+    pub fn set_result_path(
+        &mut self,
+        c: &Contestant,
+        path: &Path,
+        at: DateTime<Utc>,
+    ) -> Result<()> {
+        self.require_lease(&c.battle_id)?;
+        let text = path.to_string_lossy();
+        self.tx.execute(
+            "UPDATE contestants SET result_path = ?1 WHERE id = ?2",
+            params![text, c.id],
+        )?;
+        self.emit(
+            &c.battle_id,
+            Some(&c.id),
+            at,
+            EventKind::ResultWritten {
+                path: text.into_owned(),
+            },
+        )?;
+        Ok(())
+    }
+
+    /// Records the worktree a Coding contestant works in (Arena created it;
+    /// later reads of the contestant's changes start from this path).
+    pub fn set_worktree(&mut self, c: &Contestant, path: &Path) -> Result<()> {
+        self.require_lease(&c.battle_id)?;
+        self.tx.execute(
+            "UPDATE contestants SET worktree = ?1 WHERE id = ?2",
+            params![path.to_string_lossy(), c.id],
+        )?;
+        Ok(())
+    }
+
+    /// Records what a Coding contestant changed and how its check went
+    /// (`None` clears either), just before [`Tx::finish_contestant`].
+    pub fn set_diff_and_check(
+        &mut self,
+        c: &Contestant,
+        diff: Option<&DiffSummary>,
+        check: Option<&CheckResult>,
+    ) -> Result<()> {
+        self.require_lease(&c.battle_id)?;
+        self.tx.execute(
+            "UPDATE contestants SET diff_stats = ?1, check_result = ?2 WHERE id = ?3",
+            params![
+                diff.map(serde_json::to_string).transpose()?,
+                check.map(serde_json::to_string).transpose()?,
+                c.id
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// Starts refinement round `number` of a contestant.
+    pub fn insert_round(&mut self, battle_id: &str, round: &Round) -> Result<()> {
+        self.tx.execute(
+            "INSERT INTO rounds (id, contestant_id, number, feedback, status, created_at) VALUES (?1, ?2, ?3, ?4, 'running', ?5)",
+            params![round.id, round.contestant_id, round.number, round.feedback, ms(round.created_at)],
+        )?;
+        self.emit(
+            battle_id,
+            Some(&round.contestant_id),
+            round.created_at,
+            EventKind::Round {
+                number: round.number,
+                status: None,
+                feedback: Some(round.feedback.clone()),
+            },
+        )?;
+        Ok(())
+    }
+
+    pub fn finish_round(
+        &mut self,
+        battle_id: &str,
+        round: &Round,
+        at: DateTime<Utc>,
+    ) -> Result<()> {
+        self.require_lease(battle_id)?;
+        self.tx.execute(
+            "UPDATE rounds SET status = ?1, output = ?2, error = ?3, diff_stats = ?4, check_result = ?5,
+                duration_ms = ?6, result_path = ?7, finished_at = ?8, cost_usd = ?10 WHERE id = ?9",
+            params![
+                round.status.map(|s| s.as_str()).unwrap_or("running"),
+                round.output,
+                round.error,
+                round.diff.as_ref().map(serde_json::to_string).transpose()?,
+                round.check.as_ref().map(serde_json::to_string).transpose()?,
+                round.duration_ms.map(|v| v as i64),
+                round.result_path.as_ref().map(|p| p.to_string_lossy().into_owned()),
+                ms(at),
+                round.id,
+                round.cost_usd
+            ],
+        )?;
+        self.emit(
+            battle_id,
+            Some(&round.contestant_id),
+            at,
+            EventKind::Round {
+                number: round.number,
+                status: round.status,
+                feedback: None,
+            },
+        )?;
+        Ok(())
+    }
+}

@@ -1,0 +1,67 @@
+//! The event journal: each battle's events numbered by `seq`, journaled in
+//! the transaction that made the change and broadcast after it commits.
+
+use chrono::{DateTime, Utc};
+use rusqlite::params;
+use tokio::sync::broadcast;
+
+use arena_domain::event::{BattleEvent, EventKind};
+
+use crate::error::Result;
+use crate::rows::{self, ms};
+use crate::{Store, Tx};
+
+impl Store {
+    /// Live events of every battle, from now on.
+    pub fn subscribe(&self) -> broadcast::Receiver<BattleEvent> {
+        self.events.subscribe()
+    }
+
+    /// Journaled events with `seq > since_seq`, at most `limit`.
+    pub fn events_since(
+        &self,
+        battle_id: &str,
+        since_seq: u64,
+        limit: usize,
+    ) -> Result<Vec<BattleEvent>> {
+        self.query(|c| rows::events_since(c, battle_id, since_seq, limit))
+    }
+}
+
+impl Tx<'_> {
+    /// Journals an event with the battle's next sequence number.
+    pub fn emit(
+        &mut self,
+        battle_id: &str,
+        contestant_id: Option<&str>,
+        at: DateTime<Utc>,
+        kind: EventKind,
+    ) -> Result<BattleEvent> {
+        let seq = match self.seqs.get(battle_id) {
+            Some(seq) => seq + 1,
+            None => {
+                let max: i64 = self.tx.query_row(
+                    "SELECT COALESCE(MAX(seq), 0) FROM events WHERE battle_id = ?1",
+                    [battle_id],
+                    |r| r.get(0),
+                )?;
+                max as u64 + 1
+            }
+        };
+        self.seqs.insert(battle_id.to_string(), seq);
+        let payload = serde_json::to_string(&kind)?;
+        self.tx.execute(
+            "INSERT INTO events (battle_id, seq, contestant_id, at, kind, payload) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            params![battle_id, seq as i64, contestant_id, ms(at), kind.name(), payload],
+        )?;
+        let event = BattleEvent {
+            battle_id: battle_id.to_string(),
+            seq,
+            contestant_id: contestant_id.map(str::to_string),
+            at,
+            kind,
+        };
+        self.pending.push(event.clone());
+        Ok(event)
+    }
+}

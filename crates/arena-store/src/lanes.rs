@@ -1,0 +1,172 @@
+//! Lanes: the queue of tickets every process takes its turn through, the
+//! slots granted, the start rate's grants, and why a contestant waits.
+
+use chrono::{DateTime, Utc};
+use rusqlite::{params, OptionalExtension};
+
+use arena_domain::decisions::{self, LaneSpec, LaneVerdict, Lease, Ticket, Turn};
+use arena_domain::event::EventKind;
+
+use crate::error::Result;
+use crate::rows;
+use crate::{Store, Tx};
+
+/// What [`Tx::take_turn`] found.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TakeTurn {
+    /// The slot is ours; `previous_model` is what the lane served before.
+    Granted {
+        previous_model: Option<String>,
+    },
+    Wait(Turn),
+    /// The ticket is gone (its lease expired while this process stalled).
+    Lost,
+}
+
+/// A ticket to enqueue (see [`Tx::enqueue_ticket`]).
+#[derive(Debug, Clone)]
+pub struct NewTicket<'a> {
+    pub lane: &'a str,
+    pub ready_at_ms: i64,
+    pub position: u32,
+    pub holder: &'a str,
+    pub battle_id: Option<&'a str>,
+    pub contestant_id: Option<&'a str>,
+    pub model: &'a str,
+    pub lease: &'a Lease,
+}
+
+impl Store {
+    /// A lane's tickets (holding and waiting) and its starts of the last
+    /// minute, read without taking the write lock: waiters poll this, and
+    /// write only when it says their turn may have come.
+    pub fn lane_queue(&self, lane: &str, now_ms: i64) -> Result<(Vec<Ticket>, Vec<i64>)> {
+        self.query(|c| Ok((rows::tickets(c, lane)?, rows::lane_starts(c, lane, now_ms)?)))
+    }
+}
+
+impl Tx<'_> {
+    /// Joins a lane's queue; returns the ticket's id.
+    pub fn enqueue_ticket(&mut self, t: &NewTicket<'_>) -> Result<i64> {
+        self.tx.execute(
+            "INSERT INTO lane_tickets (lane, ready_at, position, holder, battle_id, contestant_id, model, owner, host, pid, expires_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+            params![
+                t.lane,
+                t.ready_at_ms,
+                t.position,
+                t.holder,
+                t.battle_id,
+                t.contestant_id,
+                t.model,
+                t.lease.owner,
+                t.lease.host,
+                t.lease.pid,
+                t.lease.expires_at_ms
+            ],
+        )?;
+        Ok(self.tx.last_insert_rowid())
+    }
+
+    /// Takes a slot of the lane for `ticket` if it is its turn, as
+    /// [`decisions::lane_decision`] decides: tickets of processes that are
+    /// gone are dropped first. A granted slot records the start (for the
+    /// start rate) and the lane's model.
+    pub fn take_turn(
+        &mut self,
+        ticket: i64,
+        spec: &LaneSpec,
+        model: &str,
+        now_ms: i64,
+        my_host: &str,
+        pid_alive: impl Fn(u32) -> bool,
+    ) -> Result<TakeTurn> {
+        let tickets = rows::tickets(&self.tx, &spec.key)?;
+        let starts = rows::lane_starts(&self.tx, &spec.key, now_ms)?;
+        let decision =
+            decisions::lane_decision(tickets, ticket, spec, &starts, now_ms, my_host, pid_alive);
+        for t in &decision.stale {
+            tracing::info!(lane = %spec.key, holder = %t.holder, pid = t.lease.pid, "dropping the lane ticket of a process that is gone");
+            self.tx
+                .execute("DELETE FROM lane_tickets WHERE id = ?1", [t.id])?;
+        }
+        match decision.verdict {
+            LaneVerdict::Lost => return Ok(TakeTurn::Lost),
+            LaneVerdict::Turn(Turn::Go) => {}
+            LaneVerdict::Turn(wait) => return Ok(TakeTurn::Wait(wait)),
+        }
+        self.tx.execute(
+            "UPDATE lane_tickets SET granted_at = ?1 WHERE id = ?2",
+            params![now_ms, ticket],
+        )?;
+        let previous_model: Option<String> = self
+            .tx
+            .query_row(
+                "SELECT last_model FROM lanes WHERE lane = ?1",
+                [&spec.key],
+                |r| r.get(0),
+            )
+            .optional()?
+            .flatten();
+        self.tx.execute(
+            "INSERT INTO lanes (lane, last_model) VALUES (?1, ?2)
+             ON CONFLICT (lane) DO UPDATE SET last_model = ?2",
+            params![spec.key, model],
+        )?;
+        if spec.requests_per_minute.is_some() {
+            self.tx.execute(
+                "DELETE FROM lane_grants WHERE lane = ?1 AND at <= ?2",
+                params![spec.key, now_ms - 60_000],
+            )?;
+            self.tx.execute(
+                "INSERT INTO lane_grants (lane, at) VALUES (?1, ?2)",
+                params![spec.key, now_ms],
+            )?;
+        }
+        Ok(TakeTurn::Granted { previous_model })
+    }
+
+    /// Leaves a lane: gives back the slot, or the place in the queue.
+    pub fn release_ticket(&mut self, ticket: i64) -> Result<()> {
+        self.tx
+            .execute("DELETE FROM lane_tickets WHERE id = ?1", [ticket])?;
+        Ok(())
+    }
+
+    /// Extends the leases of every ticket this process holds or waits with.
+    pub fn renew_tickets(&mut self, owner: &str, expires_at_ms: i64) -> Result<()> {
+        self.tx.execute(
+            "UPDATE lane_tickets SET expires_at = ?1 WHERE owner = ?2",
+            params![expires_at_ms, owner],
+        )?;
+        Ok(())
+    }
+
+    /// Records why a queued contestant waits (`None`: it no longer does),
+    /// announcing it when it changed.
+    pub fn set_waiting(
+        &mut self,
+        battle_id: &str,
+        contestant_id: &str,
+        reason: Option<&str>,
+        at: DateTime<Utc>,
+    ) -> Result<()> {
+        self.require_lease(battle_id)?;
+        let changed = self.tx.execute(
+            "UPDATE contestants SET waiting = ?1
+             WHERE id = ?2 AND status = 'queued' AND waiting IS NOT ?1",
+            params![reason, contestant_id],
+        )?;
+        if changed == 1 {
+            self.emit(
+                battle_id,
+                Some(contestant_id),
+                at,
+                EventKind::Waiting {
+                    reason: reason.map(str::to_string),
+                },
+            )?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,273 @@
+//! Work that runs beside a battle's drive (analyses, cross-examinations,
+//! refine rounds): who runs it, its orphans, and requests to cancel it or
+//! the battle.
+
+use chrono::{DateTime, Utc};
+use rusqlite::{params, OptionalExtension};
+
+use arena_domain::analysis::AnalysisStatus;
+use arena_domain::battle::ContestantStatus;
+use arena_domain::event::EventKind;
+
+use crate::error::Result;
+use crate::rows::ms;
+use crate::{Store, Tx};
+
+/// Work that runs outside a battle's drive and is recorded as `running`
+/// until it ends: a process that dies leaves it so (see
+/// [`Tx::interrupt_orphans`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Work {
+    Analysis,
+    CrossExamination,
+    Round,
+}
+
+impl Work {
+    fn table(self) -> &'static str {
+        match self {
+            Work::Analysis => "analyses",
+            Work::CrossExamination => "cross_examinations",
+            Work::Round => "rounds",
+        }
+    }
+}
+
+/// A piece of [`Work`] whose process stopped before it ended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Orphan {
+    pub work: Work,
+    pub id: String,
+    pub battle_id: String,
+    /// The model an analysis was judging with.
+    pub model: String,
+}
+
+impl Store {
+    /// Whether a piece of work is still running.
+    pub fn work_running(&self, work: Work, id: &str) -> Result<bool> {
+        self.query(|c| {
+            Ok(c.query_row(
+                &format!(
+                    "SELECT status = 'running' FROM {} WHERE id = ?1",
+                    work.table()
+                ),
+                [id],
+                |r| r.get(0),
+            )
+            .optional()?
+            .unwrap_or(false))
+        })
+    }
+
+    /// Whether a piece of work was asked to stop.
+    pub fn work_cancel_requested(&self, work: Work, id: &str) -> Result<bool> {
+        self.query(|c| {
+            Ok(c.query_row(
+                &format!(
+                    "SELECT cancel_requested FROM {} WHERE id = ?1",
+                    work.table()
+                ),
+                [id],
+                |r| r.get(0),
+            )
+            .optional()?
+            .unwrap_or(false))
+        })
+    }
+}
+
+impl Tx<'_> {
+    pub fn request_cancel(&mut self, battle_id: &str, contestant_id: Option<&str>) -> Result<()> {
+        match contestant_id {
+            Some(id) => self.tx.execute(
+                "UPDATE contestants SET cancel_requested = 1 WHERE id = ?1 AND battle_id = ?2",
+                params![id, battle_id],
+            )?,
+            None => self.tx.execute(
+                "UPDATE battles SET cancel_requested = 1 WHERE id = ?1",
+                [battle_id],
+            )?,
+        };
+        Ok(())
+    }
+
+    /// Asks every running piece of `work` of a battle (a refine round: of
+    /// `contestant_id`'s) to stop; returns their ids.
+    pub fn request_work_cancel(
+        &mut self,
+        work: Work,
+        battle_id: &str,
+        contestant_id: Option<&str>,
+    ) -> Result<Vec<String>> {
+        // Analyses and cross-examinations belong to the battle; rounds to
+        // its contestants (all of them, or `contestant_id`).
+        let filter = match work {
+            Work::Round => "contestant_id IN (SELECT id FROM contestants WHERE battle_id = ?1) AND contestant_id = COALESCE(?2, contestant_id)",
+            _ => "battle_id = ?1",
+        };
+        let ids = {
+            let mut stmt = self.tx.prepare(&format!(
+                "SELECT id FROM {} WHERE status = 'running' AND {filter}",
+                work.table()
+            ))?;
+            let id = |r: &rusqlite::Row<'_>| r.get::<_, String>(0);
+            match work {
+                Work::Round => stmt
+                    .query_map(params![battle_id, contestant_id], id)?
+                    .collect::<rusqlite::Result<Vec<String>>>()?,
+                _ => stmt
+                    .query_map(params![battle_id], id)?
+                    .collect::<rusqlite::Result<Vec<String>>>()?,
+            }
+        };
+        for id in &ids {
+            self.tx.execute(
+                &format!(
+                    "UPDATE {} SET cancel_requested = 1 WHERE id = ?1",
+                    work.table()
+                ),
+                [id],
+            )?;
+        }
+        Ok(ids)
+    }
+
+    /// Records which process runs a piece of work (just inserted).
+    pub fn set_owner(&mut self, work: Work, id: &str, host: &str, pid: u32) -> Result<()> {
+        self.tx.execute(
+            &format!(
+                "UPDATE {} SET owner_host = ?1, owner_pid = ?2 WHERE id = ?3",
+                work.table()
+            ),
+            params![host, pid, id],
+        )?;
+        Ok(())
+    }
+
+    /// Marks as failed, with `reason`, every analysis, cross-examination and
+    /// refine round still `running` whose process is gone (on this host,
+    /// its PID no longer exists; recorded before owners were, it has none).
+    /// Their status events go out; returns what was marked.
+    pub fn interrupt_orphans(
+        &mut self,
+        my_host: &str,
+        pid_alive: impl Fn(u32) -> bool,
+        reason: &str,
+        at: DateTime<Utc>,
+    ) -> Result<Vec<Orphan>> {
+        let mut orphans = Vec::new();
+        for (work, battle, model) in [
+            (Work::Analysis, "battle_id", "model"),
+            (Work::CrossExamination, "battle_id", "model"),
+            (
+                Work::Round,
+                "(SELECT battle_id FROM contestants c WHERE c.id = contestant_id)",
+                "''",
+            ),
+        ] {
+            let mut stmt = self.tx.prepare(&format!(
+                "SELECT id, {battle}, {model}, owner_host, owner_pid FROM {} WHERE status = 'running'",
+                work.table()
+            ))?;
+            let rows = stmt
+                .query_map([], |r| {
+                    Ok((
+                        r.get::<_, String>(0)?,
+                        r.get::<_, String>(1)?,
+                        r.get::<_, String>(2)?,
+                        r.get::<_, Option<String>>(3)?,
+                        r.get::<_, Option<u32>>(4)?,
+                    ))
+                })?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            drop(stmt);
+            for (id, battle_id, model, host, pid) in rows {
+                let gone = match (host, pid) {
+                    (Some(host), Some(pid)) => host == my_host && !pid_alive(pid),
+                    _ => true,
+                };
+                if gone {
+                    orphans.push(Orphan {
+                        work,
+                        id,
+                        battle_id,
+                        model,
+                    });
+                }
+            }
+        }
+        for o in &orphans {
+            self.tx.execute(
+                &format!(
+                    "UPDATE {} SET status = 'error', error = ?1, finished_at = ?2 WHERE id = ?3 AND status = 'running'",
+                    o.work.table()
+                ),
+                params![reason, ms(at), o.id],
+            )?;
+            let kind = match o.work {
+                Work::Analysis => EventKind::AnalysisStatus {
+                    analysis_id: o.id.clone(),
+                    status: AnalysisStatus::Error,
+                    outcome: None,
+                    winner: None,
+                    error: Some(reason.to_string()),
+                },
+                Work::CrossExamination => {
+                    let number: u32 = self.tx.query_row(
+                        "SELECT number FROM cross_examinations WHERE id = ?1",
+                        [&o.id],
+                        |r| r.get(0),
+                    )?;
+                    EventKind::CrossExamStatus {
+                        cross_exam_id: o.id.clone(),
+                        number,
+                        status: AnalysisStatus::Error,
+                        error: Some(reason.to_string()),
+                    }
+                }
+                Work::Round => {
+                    let number: u32 = self.tx.query_row(
+                        "SELECT number FROM rounds WHERE id = ?1",
+                        [&o.id],
+                        |r| r.get(0),
+                    )?;
+                    EventKind::Round {
+                        number,
+                        status: Some(ContestantStatus::Error),
+                        feedback: None,
+                    }
+                }
+            };
+            let contestant: Option<String> = match o.work {
+                Work::Round => self
+                    .tx
+                    .query_row(
+                        "SELECT contestant_id FROM rounds WHERE id = ?1",
+                        [&o.id],
+                        |r| r.get(0),
+                    )
+                    .optional()?,
+                _ => None,
+            };
+            self.emit(&o.battle_id, contestant.as_deref(), at, kind)?;
+        }
+        Ok(orphans)
+    }
+
+    /// Cancellation requests recorded by other processes, for a battle we drive.
+    pub fn cancel_requests(&self, battle_id: &str) -> Result<(bool, Vec<String>)> {
+        let battle: bool = self.tx.query_row(
+            "SELECT cancel_requested FROM battles WHERE id = ?1",
+            [battle_id],
+            |r| r.get(0),
+        )?;
+        let mut stmt = self
+            .tx
+            .prepare("SELECT id FROM contestants WHERE battle_id = ?1 AND cancel_requested = 1")?;
+        let ids = stmt
+            .query_map([battle_id], |r| r.get(0))?
+            .collect::<rusqlite::Result<Vec<String>>>()?;
+        Ok((battle, ids))
+    }
+}
