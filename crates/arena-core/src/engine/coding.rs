@@ -39,7 +39,7 @@ struct AgentRun {
 /// Whether Arena can run this backend (for validation).
 pub fn runnable(engine: &Engine, name: &str) -> bool {
     name == "native"
-        || backends::CLI_BACKENDS.contains(&name)
+        || crate::backend::Agent::parse(name).is_some()
         || engine.config().backends.iter().any(|b| b.name == name)
 }
 
@@ -569,16 +569,11 @@ fn launch(
     let custom = config.backends.iter().find(|b| b.name == c.identity);
     let scratch = engine.data_dir().join("agents").join(&c.id);
     let (endpoint, door) = through_door(engine, endpoint);
-    let plan = backends::plan(
-        &c.identity,
-        custom,
-        &c.model,
-        prompt,
-        path,
-        &scratch,
-        endpoint.as_ref(),
-    )
-    .map_err(Invalid::Other)?;
+    let plan = backends::Backend::of(&c.identity, custom)
+        .and_then(|backend| {
+            backends::plan(backend, &c.model, prompt, path, &scratch, endpoint.as_ref())
+        })
+        .map_err(Invalid::Other)?;
     let output = plan.output;
     let connect = reachable(&plan, endpoint.as_ref());
     let work = Reach {
