@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-pub use arena_domain::backend::{find, names, BackendInfo, BACKENDS};
+pub use arena_domain::backend::{find, names, Agent, BackendInfo, BACKENDS};
 
 /// Where `program` is: an absolute path that exists, or found on `PATH`.
 pub fn locate(program: &str) -> Option<PathBuf> {
@@ -45,7 +45,7 @@ pub fn statuses(
             program: b.program.map(str::to_string),
             installed: b.program.is_none() || path.is_some(),
             path,
-            read_only: crate::backends::can_examine(b.name, sandboxed),
+            read_only: crate::backends::can_examine(b.agent, sandboxed),
             custom: false,
         }
     });

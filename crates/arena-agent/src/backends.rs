@@ -17,6 +17,7 @@
 
 use std::path::{Path, PathBuf};
 
+use arena_domain::backend::Agent;
 use arena_domain::config::{CustomBackend, ProviderKind};
 use arena_domain::secret::Secret;
 
@@ -76,8 +77,26 @@ pub fn env_names(env: &[(String, String)]) -> Vec<String> {
     env.iter().map(|(name, _)| format!("{name}=..")).collect()
 }
 
-/// Backends with an adapter here (besides `native`).
-pub const CLI_BACKENDS: &[&str] = &["claude-code", "codex", "opencode", "qwen", "aider", "goose"];
+/// What a plan launches: one of Arena's CLI agents, or one of the user's
+/// `[[backend]]` commands.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Backend<'a> {
+    Agent(Agent),
+    Custom(&'a CustomBackend),
+}
+
+impl<'a> Backend<'a> {
+    /// The backend a contestant named `identity` runs: `custom` when it
+    /// names one of the user's (they cannot take an agent's name), else
+    /// the agent of that name.
+    pub fn of(identity: &str, custom: Option<&'a CustomBackend>) -> Result<Self, String> {
+        match (custom, Agent::parse(identity)) {
+            (Some(custom), _) => Ok(Backend::Custom(custom)),
+            (None, Some(agent)) => Ok(Backend::Agent(agent)),
+            (None, None) => Err(format!("no adapter for the `{identity}` backend")),
+        }
+    }
+}
 
 fn strip_v1(url: &str) -> String {
     let url = url.trim_end_matches('/');
@@ -91,8 +110,7 @@ fn toml_string(s: &str) -> String {
 /// The launch plan for `backend` working on `prompt` with `model`.
 /// `scratch` is a private folder for the agent's config files.
 pub fn plan(
-    backend: &str,
-    custom: Option<&CustomBackend>,
+    backend: Backend<'_>,
     model: &str,
     prompt: &str,
     worktree: &Path,
@@ -121,23 +139,28 @@ pub fn plan(
             _ => Ok(()),
         }
     };
-    if let Some(custom) = custom {
-        let fill = |a: &str| {
-            a.replace("{prompt}", prompt)
-                .replace("{model}", model)
-                .replace("{worktree}", &worktree.to_string_lossy())
-        };
-        let mut argv = custom.command.iter().map(|a| fill(a));
-        plan.program = argv.next().ok_or("the backend's command is empty")?;
-        plan.args = argv.collect();
-        if let Some(e) = endpoint {
-            openai_env(&mut plan, e);
+    let agent = match backend {
+        Backend::Agent(agent) => agent,
+        Backend::Custom(custom) => {
+            let fill = |a: &str| {
+                a.replace("{prompt}", prompt)
+                    .replace("{model}", model)
+                    .replace("{worktree}", &worktree.to_string_lossy())
+            };
+            let mut argv = custom.command.iter().map(|a| fill(a));
+            plan.program = argv.next().ok_or("the backend's command is empty")?;
+            plan.args = argv.collect();
+            if let Some(e) = endpoint {
+                openai_env(&mut plan, e);
+            }
+            return Ok(plan);
         }
-        return Ok(plan);
-    }
-    match backend {
-        "claude-code" => {
-            plan.program = "claude".into();
+    };
+    match agent {
+        Agent::Native => {
+            return Err("the native agent runs inside Arena; it has no command to launch".into())
+        }
+        Agent::ClaudeCode => {
             plan.args = [
                 "-p",
                 "--model",
@@ -168,9 +191,8 @@ pub fn plan(
                     .push(("ANTHROPIC_SMALL_FAST_MODEL".into(), model.into()));
             }
         }
-        "codex" => {
+        Agent::Codex => {
             needs_openai(endpoint, "Codex CLI")?;
-            plan.program = "codex".into();
             plan.args = [
                 "exec",
                 "--dangerously-bypass-approvals-and-sandbox",
@@ -195,9 +217,8 @@ pub fn plan(
                     .push(("ARENA_CODEX_API_KEY".into(), e.api_key.expose().to_string()));
             }
         }
-        "opencode" => {
+        Agent::OpenCode => {
             needs_openai(endpoint, "OpenCode")?;
-            plan.program = "opencode".into();
             match endpoint {
                 Some(e) => {
                     let config = serde_json::json!({
@@ -230,9 +251,8 @@ pub fn plan(
                 None => plan.args = vec!["run".into(), "-m".into(), model.into(), prompt.into()],
             }
         }
-        "qwen" => {
+        Agent::Qwen => {
             needs_openai(endpoint, "Qwen Code")?;
-            plan.program = "qwen".into();
             plan.args = ["--auth-type", "openai", "-m", model, "--yolo", prompt]
                 .map(String::from)
                 .to_vec();
@@ -241,9 +261,8 @@ pub fn plan(
                 plan.env.push(("OPENAI_MODEL".into(), model.into()));
             }
         }
-        "aider" => {
+        Agent::Aider => {
             needs_openai(endpoint, "aider")?;
-            plan.program = "aider".into();
             let mut args = vec![
                 "--yes-always",
                 "--no-check-update",
@@ -286,17 +305,17 @@ pub fn plan(
             args.extend(["--message".into(), prompt.into()]);
             plan.args = args;
         }
-        "goose" => {
-            plan.program = "goose".into();
+        Agent::Goose => {
             plan.args = vec!["run".into(), "-t".into(), prompt.into()];
             plan.env.push(("GOOSE_MODEL".into(), model.into()));
             // Goose always uses its own configuration.
-            plan.own_config = own_config(backend);
+            plan.own_config = own_config(agent);
         }
-        other => return Err(format!("no adapter for the `{other}` backend")),
     }
+    // Only the native agent has no program, and it returned above.
+    plan.program = agent.program().unwrap_or_default().into();
     if endpoint.is_none() {
-        plan.own_config = own_config(backend);
+        plan.own_config = own_config(agent);
     }
     Ok(plan)
 }
@@ -305,81 +324,83 @@ pub fn plan(
 /// the user's home: what it may read when it uses them. Files rather than
 /// whole folders where the agent also keeps its history there, so that it
 /// writes its history into its scratch home.
-pub fn own_config(backend: &str) -> &'static [&'static str] {
-    match backend {
-        "claude-code" => &[
+pub fn own_config(agent: Agent) -> &'static [&'static str] {
+    match agent {
+        // The built-in agent reads nothing of the user's.
+        Agent::Native => &[],
+        Agent::ClaudeCode => &[
             ".claude.json",
             ".claude/.credentials.json",
             ".claude/settings.json",
             ".claude/CLAUDE.md",
         ],
-        "codex" => &[".codex/auth.json", ".codex/config.toml", ".codex/AGENTS.md"],
-        "opencode" => &[".config/opencode", ".local/share/opencode/auth.json"],
-        "qwen" => &[
+        Agent::Codex => &[".codex/auth.json", ".codex/config.toml", ".codex/AGENTS.md"],
+        Agent::OpenCode => &[".config/opencode", ".local/share/opencode/auth.json"],
+        Agent::Qwen => &[
             ".qwen/settings.json",
             ".qwen/oauth_creds.json",
             ".qwen/QWEN.md",
         ],
-        "aider" => &[
+        Agent::Aider => &[
             ".aider.conf.yml",
             ".aider.model.settings.yml",
             ".aider.model.metadata.json",
         ],
-        "goose" => &[".config/goose"],
-        _ => &[],
+        Agent::Goose => &[".config/goose"],
     }
 }
 
 /// For agents that can be confined to reading: the flags of their edit
 /// plan and what replaces them for a read-only run. `None`: no read-only
 /// mode Arena can enforce.
-pub fn read_only_swap(backend: &str) -> Option<(&'static [&'static str], &'static [&'static str])> {
-    match backend {
-        "qwen" => Some((&["--yolo"], &["--approval-mode", "plan"])),
-        "codex" => Some((
+pub fn read_only_swap(agent: Agent) -> Option<(&'static [&'static str], &'static [&'static str])> {
+    match agent {
+        Agent::Qwen => Some((&["--yolo"], &["--approval-mode", "plan"])),
+        Agent::Codex => Some((
             &["--dangerously-bypass-approvals-and-sandbox"],
             &["--sandbox", "read-only"],
         )),
-        "claude-code" => Some((
+        Agent::ClaudeCode => Some((
             &["--permission-mode", "acceptEdits"],
             &["--permission-mode", "plan"],
         )),
-        _ => None,
+        // No flag Arena can enforce; the native agent has no examiner mode.
+        Agent::OpenCode | Agent::Aider | Agent::Goose | Agent::Native => None,
     }
 }
 
 /// The arguments that confine a coding backend to reading, if it has a
 /// read-only mode of its own.
-pub fn read_only_mode(backend: &str) -> Option<&'static [&'static str]> {
-    read_only_swap(backend).map(|(_, read_only)| read_only)
+pub fn read_only_mode(agent: Agent) -> Option<&'static [&'static str]> {
+    read_only_swap(agent).map(|(_, read_only)| read_only)
 }
 
-/// Whether `backend` can cross-examine: in the kernel sandbox every CLI
+/// Whether `agent` can cross-examine: in the kernel sandbox every CLI
 /// agent can (the sandbox makes it read-only); without one, only an agent
 /// with a read-only mode of its own (the others are refused: fail closed).
-pub fn can_examine(backend: &str, sandboxed: bool) -> bool {
-    let cli = CLI_BACKENDS.contains(&backend);
-    cli && (sandboxed || read_only_mode(backend).is_some())
+/// The native agent has no examiner mode.
+pub fn can_examine(agent: Agent, sandboxed: bool) -> bool {
+    agent.is_cli() && (sandboxed || read_only_mode(agent).is_some())
 }
 
 /// The launch plan for a read-only run (cross-examination): the edit plan
 /// with its edit flags swapped for the agent's read-only mode.
 pub fn read_only_plan(
-    backend: &str,
+    agent: Agent,
     model: &str,
     prompt: &str,
     cwd: &Path,
     scratch: &Path,
     endpoint: Option<&Endpoint>,
 ) -> Result<Plan, String> {
-    let (edit, read_only) = read_only_swap(backend)
-        .ok_or_else(|| format!("`{backend}` has no read-only mode Arena can enforce"))?;
-    let mut plan = plan(backend, None, model, prompt, cwd, scratch, endpoint)?;
+    let (edit, read_only) = read_only_swap(agent)
+        .ok_or_else(|| format!("`{agent}` has no read-only mode Arena can enforce"))?;
+    let mut plan = plan(Backend::Agent(agent), model, prompt, cwd, scratch, endpoint)?;
     let at = plan
         .args
         .windows(edit.len())
         .position(|w| w.iter().zip(edit).all(|(a, b)| a == b))
-        .ok_or_else(|| format!("`{backend}`'s edit flags are missing from its plan"))?;
+        .ok_or_else(|| format!("`{agent}`'s edit flags are missing from its plan"))?;
     plan.args
         .splice(at..at + edit.len(), read_only.iter().map(|a| a.to_string()));
     Ok(plan)
@@ -457,14 +478,17 @@ mod tests {
         }
     }
 
+    fn cli_agents() -> impl Iterator<Item = Agent> {
+        Agent::ALL.iter().copied().filter(|a| a.is_cli())
+    }
+
     const KEY: &str = "sk-arena-test-0123456789";
 
-    /// `backend`'s plan for model `m`, task `x`, in `/w` with scratch `/s`,
+    /// `agent`'s plan for model `m`, task `x`, in `/w` with scratch `/s`,
     /// served by an endpoint of `kind`.
-    fn plan_on(backend: &str, kind: ProviderKind) -> Plan {
+    fn plan_on(agent: Agent, kind: ProviderKind) -> Plan {
         plan(
-            backend,
-            None,
+            Backend::Agent(agent),
             "m",
             "x",
             Path::new("/w"),
@@ -476,10 +500,9 @@ mod tests {
 
     #[test]
     fn only_an_agent_with_its_own_configuration_reads_it() {
-        for backend in CLI_BACKENDS {
+        for backend in cli_agents() {
             let own = plan(
-                backend,
-                None,
+                Backend::Agent(backend),
                 "m",
                 "x",
                 Path::new("/w"),
@@ -495,19 +518,23 @@ mod tests {
                 "{backend}: {own:?} stays in the home"
             );
         }
-        assert!(plan_on("codex", ProviderKind::Openai).own_config.is_empty());
+        assert!(plan_on(Agent::Codex, ProviderKind::Openai)
+            .own_config
+            .is_empty());
         // Goose always uses its own configuration.
-        assert!(!plan_on("goose", ProviderKind::Openai).own_config.is_empty());
+        assert!(!plan_on(Agent::Goose, ProviderKind::Openai)
+            .own_config
+            .is_empty());
     }
 
     #[test]
     fn keys_reach_agents_only_through_their_environment() {
         for (backend, kind) in [
-            ("claude-code", ProviderKind::Anthropic),
-            ("codex", ProviderKind::Openai),
-            ("opencode", ProviderKind::Openai),
-            ("qwen", ProviderKind::Openai),
-            ("aider", ProviderKind::Openai),
+            (Agent::ClaudeCode, ProviderKind::Anthropic),
+            (Agent::Codex, ProviderKind::Openai),
+            (Agent::OpenCode, ProviderKind::Openai),
+            (Agent::Qwen, ProviderKind::Openai),
+            (Agent::Aider, ProviderKind::Openai),
         ] {
             let (e, p) = (ep(kind), plan_on(backend, kind));
             assert!(
@@ -534,9 +561,9 @@ mod tests {
             }
         }
         // OpenCode reads it from its environment by name.
-        let p = plan_on("opencode", ProviderKind::Openai);
+        let p = plan_on(Agent::OpenCode, ProviderKind::Openai);
         assert!(p.files[0].1.contains("{env:ARENA_OPENCODE_API_KEY}"));
-        let aider = plan_on("aider", ProviderKind::Openai);
+        let aider = plan_on(Agent::Aider, ProviderKind::Openai);
         assert!(aider
             .env
             .contains(&("OPENAI_API_BASE".into(), "http://127.0.0.1:9/v1".into())));
@@ -545,8 +572,7 @@ mod tests {
     #[test]
     fn claude_code_gets_the_anthropic_endpoint_without_v1() {
         let p = plan(
-            "claude-code",
-            None,
+            Backend::Agent(Agent::ClaudeCode),
             "m",
             "do it",
             Path::new("/w"),
@@ -561,8 +587,7 @@ mod tests {
         assert_eq!(p.output, OutputFormat::ClaudeStreamJson);
         assert_eq!(p.args.last().unwrap(), "do it");
         assert!(plan(
-            "claude-code",
-            None,
+            Backend::Agent(Agent::ClaudeCode),
             "m",
             "x",
             Path::new("/w"),
@@ -575,8 +600,7 @@ mod tests {
     #[test]
     fn codex_and_opencode_get_private_config_files() {
         let p = plan(
-            "codex",
-            None,
+            Backend::Agent(Agent::Codex),
             "m",
             "x",
             Path::new("/w"),
@@ -590,13 +614,12 @@ mod tests {
             config.contains("wire_api = \"responses\"")
                 && config.contains("base_url = \"http://127.0.0.1:9/v1\"")
         );
-        let p = plan_on("opencode", ProviderKind::Openai);
+        let p = plan_on(Agent::OpenCode, ProviderKind::Openai);
         assert!(p.args.contains(&"arena/m".to_string()));
         assert!(p.files[0].1.contains("@ai-sdk/openai-compatible"));
         // Without an Arena endpoint the agent keeps its own configuration.
         let p = plan(
-            "opencode",
-            None,
+            Backend::Agent(Agent::OpenCode),
             "anthropic/claude",
             "x",
             Path::new("/w"),
@@ -611,7 +634,7 @@ mod tests {
     fn read_only_plans_swap_the_edit_flags() {
         let e = ep(ProviderKind::Openai);
         let p = read_only_plan(
-            "qwen",
+            Agent::Qwen,
             "m",
             "look",
             Path::new("/r"),
@@ -623,7 +646,7 @@ mod tests {
         assert!(p.args.windows(2).any(|w| w == ["--approval-mode", "plan"]));
         let a = ep(ProviderKind::Anthropic);
         let p = read_only_plan(
-            "claude-code",
+            Agent::ClaudeCode,
             "m",
             "look",
             Path::new("/r"),
@@ -636,7 +659,7 @@ mod tests {
             .windows(2)
             .any(|w| w == ["--permission-mode", "plan"]));
         let p = read_only_plan(
-            "codex",
+            Agent::Codex,
             "m",
             "look",
             Path::new("/r"),
@@ -647,7 +670,7 @@ mod tests {
         assert!(p.args.windows(2).any(|w| w == ["--sandbox", "read-only"]));
         assert!(!p.args.iter().any(|a| a.contains("dangerously")));
         assert!(read_only_plan(
-            "aider",
+            Agent::Aider,
             "m",
             "x",
             Path::new("/r"),
@@ -669,8 +692,7 @@ mod tests {
             ],
         };
         let p = plan(
-            "mine",
-            Some(&custom),
+            Backend::Custom(&custom),
             "m",
             "fix it",
             Path::new("/w"),
@@ -704,16 +726,51 @@ mod tests {
 
     #[test]
     fn sandboxed_every_agent_may_examine_else_only_those_with_a_read_only_mode() {
-        assert!(read_only_mode("qwen").is_some());
-        assert!(read_only_mode("aider").is_none());
-        for agent in CLI_BACKENDS {
+        assert!(read_only_mode(Agent::Qwen).is_some());
+        assert!(read_only_mode(Agent::Aider).is_none());
+        for agent in cli_agents() {
             assert!(can_examine(agent, true), "{agent}");
         }
-        assert!(can_examine("claude-code", false) && can_examine("codex", false));
-        assert!(!can_examine("aider", false) && !can_examine("opencode", false));
+        assert!(can_examine(Agent::ClaudeCode, false) && can_examine(Agent::Codex, false));
+        assert!(!can_examine(Agent::Aider, false) && !can_examine(Agent::OpenCode, false));
         assert!(
-            !can_examine("native", true),
+            !can_examine(Agent::Native, true),
             "the native agent has no examiner mode"
         );
+    }
+
+    #[test]
+    fn every_cli_agent_has_a_plan_and_the_native_agent_none() {
+        for agent in Agent::ALL {
+            let planned = plan(
+                Backend::Agent(*agent),
+                "m",
+                "x",
+                Path::new("/w"),
+                Path::new("/s"),
+                None,
+            );
+            assert_eq!(planned.is_ok(), agent.is_cli(), "{agent}: {planned:?}");
+            if let Ok(p) = planned {
+                assert_eq!(Some(p.program.as_str()), agent.program(), "{agent}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_contestant_names_a_custom_backend_or_an_agent() {
+        let custom = CustomBackend {
+            name: "mine".into(),
+            command: vec!["tool".into(), "{prompt}".into()],
+        };
+        assert_eq!(
+            Backend::of("mine", Some(&custom)),
+            Ok(Backend::Custom(&custom))
+        );
+        assert_eq!(
+            Backend::of("Claude-Code", None),
+            Ok(Backend::Agent(Agent::ClaudeCode))
+        );
+        assert!(Backend::of("cursor", None).is_err());
     }
 }

@@ -96,6 +96,47 @@ wire_enum!(
     /// Work that runs after (or beside) a battle and can be cancelled.
     WorkDto from core::store::Work { Analysis, CrossExamination, Round }
 );
+/// A battle type and what it answers, so that a viewer asks
+/// (`has_worktrees`) instead of comparing ids. The UI reads every type's
+/// answers from `ui/src/ipc/bindings/battleTypes.ts`, generated from
+/// [`BattleTypeInfoDto::all`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct BattleTypeInfoDto {
+    pub id: BattleTypeDto,
+    /// Its name as a person reads it: `Q&A`, `Coding`.
+    pub label: String,
+    /// Each contestant works in its own git worktree: its result is a diff
+    /// that can be applied, pruned and refined in place.
+    pub has_worktrees: bool,
+    /// A check command can decide pass or fail.
+    pub judged_by_check: bool,
+    /// Contestants are agents (backends) rather than personas.
+    pub takes_agents: bool,
+    /// Its finished results can be cross-examined.
+    pub can_examine: bool,
+}
+
+impl From<core::BattleType> for BattleTypeInfoDto {
+    fn from(t: core::BattleType) -> Self {
+        BattleTypeInfoDto {
+            id: t.into(),
+            label: t.label().to_string(),
+            has_worktrees: t.has_worktrees(),
+            judged_by_check: t.judged_by_check(),
+            takes_agents: t.takes_agents(),
+            can_examine: t.can_examine(),
+        }
+    }
+}
+
+impl BattleTypeInfoDto {
+    /// Every battle type, in the engine's order.
+    pub fn all() -> Vec<BattleTypeInfoDto> {
+        core::BattleType::ALL.iter().map(|t| (*t).into()).collect()
+    }
+}
+
 /// How a series ended (or `running`). A series stopped by
 /// `until_decided` is `done`, with `decided_after` set.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -444,11 +444,7 @@ fn push_work(md: &mut String, battle: &Battle, c: &Contestant, with_error: bool)
         md.push_str(reasoning.trim_end());
         md.push_str("\n\n</details>\n\n");
     }
-    md.push_str(if battle.battle_type == BattleType::Coding {
-        "## Explanation\n\n"
-    } else {
-        "## Output\n\n"
-    });
+    md.push_str(&format!("## {}\n\n", battle.battle_type.answer_heading()));
     md.push_str(c.output.as_deref().unwrap_or("(no output)").trim_end());
     md.push('\n');
     if c.truncated {

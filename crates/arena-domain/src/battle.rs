@@ -92,6 +92,57 @@ impl BattleType {
             _ => Err(Invalid::BattleType(s.to_string())),
         }
     }
+
+    /// Whether each contestant works in its own git worktree of the
+    /// project: its result is a diff that can be applied, pruned and
+    /// refined in place.
+    pub fn has_worktrees(self) -> bool {
+        match self {
+            BattleType::Qa => false,
+            BattleType::Coding => true,
+        }
+    }
+
+    /// Whether a check command can decide pass or fail.
+    pub fn judged_by_check(self) -> bool {
+        match self {
+            BattleType::Qa => false,
+            BattleType::Coding => true,
+        }
+    }
+
+    /// Whether contestants are agents (built in or CLI) rather than
+    /// personas.
+    pub fn takes_agents(self) -> bool {
+        match self {
+            BattleType::Qa => false,
+            BattleType::Coding => true,
+        }
+    }
+
+    /// Whether its finished results can be cross-examined.
+    pub fn can_examine(self) -> bool {
+        match self {
+            BattleType::Qa | BattleType::Coding => true,
+        }
+    }
+
+    /// Its name as a person reads it.
+    pub fn label(self) -> &'static str {
+        match self {
+            BattleType::Qa => "Q&A",
+            BattleType::Coding => "Coding",
+        }
+    }
+
+    /// The heading of a contestant's answer in its report: a Q&A answer
+    /// is the output; a Coding answer is its diff, and the text explains it.
+    pub fn answer_heading(self) -> &'static str {
+        match self {
+            BattleType::Qa => "Output",
+            BattleType::Coding => "Explanation",
+        }
+    }
 }
 
 impl BattleStatus {
@@ -378,6 +429,43 @@ pub struct RunSpec {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn battle_types_answer_questions() {
+        let answers: Vec<_> = BattleType::ALL
+            .iter()
+            .map(|t| {
+                (
+                    *t,
+                    t.has_worktrees(),
+                    t.judged_by_check(),
+                    t.takes_agents(),
+                    t.can_examine(),
+                    t.label(),
+                    t.answer_heading(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            answers,
+            [
+                (BattleType::Qa, false, false, false, true, "Q&A", "Output"),
+                (
+                    BattleType::Coding,
+                    true,
+                    true,
+                    true,
+                    true,
+                    "Coding",
+                    "Explanation"
+                ),
+            ]
+        );
+        for t in BattleType::ALL {
+            assert_eq!(t.as_str().parse::<BattleType>(), Ok(*t));
+            assert_eq!(BattleType::parse_arg(t.label()).ok(), Some(*t));
+        }
+    }
 
     #[test]
     fn contestant_spec_splits_at_first_at() {

@@ -160,7 +160,7 @@ impl SeriesRequest {
     pub fn has_goal(&self) -> bool {
         self.prompts.iter().any(|p| {
             self.goal_of(p).is_some()
-                || (self.battle_type == BattleType::Coding && self.check_of(p).is_some())
+                || (self.battle_type.judged_by_check() && self.check_of(p).is_some())
         })
     }
 

@@ -37,6 +37,10 @@ import type {
 import { CLIENT_ERROR_CODES, IpcError, toIpcError } from './errors';
 
 export type * from './bindings';
+// Generated values: ask a battle type what it answers, name agents and
+// battle types by these constants rather than spelling them.
+export { BATTLE_TYPES, BattleType, battleTypeInfo } from './bindings/battleTypes';
+export { AGENTS, Agent, type AgentName } from './bindings/agents';
 export { IpcError, isIpcErrorPayload, toIpcError, type IpcErrorPayload } from './errors';
 
 /** Calls a backend command; rejects with an {@link IpcError}. */

@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import {
+  BattleType,
   getBattle,
   IpcError,
   reveal,
@@ -112,7 +113,7 @@ function detail({
 }: DetailOptions): BattleDetailDto {
   const battle: BattleDto = {
     id: 'b1',
-    battle_type: 'qa',
+    battle_type: BattleType.Qa,
     status: status ?? 'running',
     prompt: 'Explain monads',
     project: '/tmp/project',

@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import type { BackendDto, PersonaDto, ProviderModelsDto } from '../ipc';
+import {
+  Agent,
+  BattleType,
+  type BackendDto,
+  type PersonaDto,
+  type ProviderModelsDto,
+} from '../ipc';
 import {
   contestantCountError,
   examinerChoices,
@@ -20,12 +26,12 @@ const anything: Available = { identities: null, models: null };
 
 function form(over: Partial<LauncherForm> = {}): LauncherForm {
   return {
-    battleType: 'qa',
+    battleType: BattleType.Qa,
     project: '/home/me/project',
     prompt: 'Explain monads',
     contestants: {
-      qa: [newRow('critic', 'qwen3'), newRow('poet', 'qwen3')],
-      coding: [newRow(), newRow()],
+      [BattleType.Qa]: [newRow('critic', 'qwen3'), newRow('poet', 'qwen3')],
+      [BattleType.Coding]: [newRow(), newRow()],
     },
     checkCommand: '',
     blind: false,
@@ -36,7 +42,7 @@ function form(over: Partial<LauncherForm> = {}): LauncherForm {
 
 function qaRows(n: number): LauncherForm {
   const rows = Array.from({ length: n }, (_, i) => newRow(`persona${String(i)}`, 'qwen3'));
-  return form({ contestants: { qa: rows, coding: [] } });
+  return form({ contestants: { [BattleType.Qa]: rows, [BattleType.Coding]: [] } });
 }
 
 function provider(
@@ -84,8 +90,11 @@ describe('validate: contestant count', () => {
 
   it('counts the rows of the chosen battle type only', () => {
     const f = form({
-      battleType: 'coding',
-      contestants: { qa: qaRows(2).contestants.qa, coding: [newRow('claude', 'sonnet')] },
+      battleType: BattleType.Coding,
+      contestants: {
+        [BattleType.Qa]: qaRows(2).contestants[BattleType.Qa],
+        [BattleType.Coding]: [newRow(Agent.ClaudeCode, 'sonnet')],
+      },
     });
     expect(validate(f, anything).contestants).toMatch(/add 1 more/);
   });
@@ -103,9 +112,12 @@ describe('validate: fields', () => {
 
   it('asks Coding battles for a git repository', () => {
     const f = form({
-      battleType: 'coding',
+      battleType: BattleType.Coding,
       project: '',
-      contestants: { qa: [], coding: [newRow('claude', 'sonnet'), newRow('codex', 'gpt-5')] },
+      contestants: {
+        [BattleType.Qa]: [],
+        [BattleType.Coding]: [newRow(Agent.ClaudeCode, 'sonnet'), newRow(Agent.Codex, 'gpt-5')],
+      },
     });
     expect(validate(f, anything).project).toBe(
       'Choose the project folder (a git repository) the agents work on',
@@ -115,8 +127,8 @@ describe('validate: fields', () => {
   it('says what an incomplete row lacks', () => {
     const f = form({
       contestants: {
-        qa: [newRow(), newRow('critic', ''), newRow('', 'qwen3'), newRow('  ', '  ')],
-        coding: [],
+        [BattleType.Qa]: [newRow(), newRow('critic', ''), newRow('', 'qwen3'), newRow('  ', '  ')],
+        [BattleType.Coding]: [],
       },
     });
     expect(validate(f, anything).rows).toEqual([
@@ -128,7 +140,10 @@ describe('validate: fields', () => {
   });
 
   it('names a backend, not a persona, in a Coding row', () => {
-    const f = form({ battleType: 'coding', contestants: { qa: [], coding: [newRow(), newRow()] } });
+    const f = form({
+      battleType: BattleType.Coding,
+      contestants: { [BattleType.Qa]: [], [BattleType.Coding]: [newRow(), newRow()] },
+    });
     expect(validate(f, anything).rows).toEqual([
       'Pick a backend and a model',
       'Pick a backend and a model',
@@ -138,13 +153,13 @@ describe('validate: fields', () => {
   it('flags a repeated identity@model on the later row, whatever the identity’s case', () => {
     const f = form({
       contestants: {
-        qa: [
+        [BattleType.Qa]: [
           newRow('critic', 'qwen3'),
           newRow('poet', 'qwen3'),
           newRow('Critic ', 'qwen3'),
           newRow('critic', 'llama'),
         ],
-        coding: [],
+        [BattleType.Coding]: [],
       },
     });
     expect(validate(f, anything).rows).toEqual([
@@ -162,8 +177,12 @@ describe('validate: fields', () => {
     };
     const f = form({
       contestants: {
-        qa: [newRow('critic', 'qwen3'), newRow('ghost', 'qwen3'), newRow('poet', 'gone')],
-        coding: [],
+        [BattleType.Qa]: [
+          newRow('critic', 'qwen3'),
+          newRow('ghost', 'qwen3'),
+          newRow('poet', 'gone'),
+        ],
+        [BattleType.Coding]: [],
       },
     });
     expect(validate(f, available).rows).toEqual([
@@ -175,24 +194,24 @@ describe('validate: fields', () => {
 
   it('lets a CLI agent use a model no provider lists, but not the built-in agent', () => {
     const available: Available = {
-      identities: new Set(['claude', 'native']),
+      identities: new Set([Agent.ClaudeCode, Agent.Native]),
       models: new Set(['qwen3']),
     };
     const f = form({
-      battleType: 'coding',
+      battleType: BattleType.Coding,
       contestants: {
-        qa: [],
-        coding: [
-          newRow('claude', 'opus'),
-          newRow('native', 'opus'),
-          newRow('aider', 'qwen3'),
+        [BattleType.Qa]: [],
+        [BattleType.Coding]: [
+          newRow(Agent.ClaudeCode, 'opus'),
+          newRow(Agent.Native, 'opus'),
+          newRow(Agent.Aider, 'qwen3'),
         ],
       },
     });
     expect(validate(f, available).rows).toEqual([
       null,
       'No reachable provider serves “opus” — reload the models or pick another',
-      'The backend “aider” is not installed here — install it or pick another',
+      `The backend “${Agent.Aider}” is not installed here — install it or pick another`,
     ]);
   });
 });
@@ -252,7 +271,7 @@ describe('identityChoices', () => {
   ];
   const backends: BackendDto[] = [
     {
-      name: 'claude',
+      name: Agent.ClaudeCode,
       program: 'claude',
       installed: true,
       path: '/usr/bin/claude',
@@ -260,8 +279,8 @@ describe('identityChoices', () => {
       custom: false,
     },
     {
-      name: 'codex',
-      program: 'codex',
+      name: Agent.Codex,
+      program: 'codex-cli',
       installed: false,
       path: null,
       read_only: true,
@@ -270,19 +289,24 @@ describe('identityChoices', () => {
   ];
 
   it('offers personas for Q&A', () => {
-    expect(identityChoices('qa', personas, backends)).toEqual([
+    expect(identityChoices(BattleType.Qa, personas, backends)).toEqual([
       { value: 'critic', label: 'critic', disabled: false, title: 'Finds the flaw' },
     ]);
   });
 
   it('offers backends for Coding, listing missing ones as not selectable', () => {
-    expect(identityChoices('coding', personas, backends)).toEqual([
-      { value: 'claude', label: 'claude', disabled: false, title: '/usr/bin/claude' },
+    expect(identityChoices(BattleType.Coding, personas, backends)).toEqual([
       {
-        value: 'codex',
-        label: 'codex — not installed',
+        value: Agent.ClaudeCode,
+        label: Agent.ClaudeCode,
+        disabled: false,
+        title: '/usr/bin/claude',
+      },
+      {
+        value: Agent.Codex,
+        label: `${Agent.Codex} — not installed`,
         disabled: true,
-        title: 'codex was not found on PATH',
+        title: 'codex-cli was not found on PATH',
       },
     ]);
   });
@@ -293,13 +317,13 @@ describe('toRequest', () => {
     const f = form({
       project: ' /home/me/project ',
       contestants: {
-        qa: [newRow(' critic ', ' qwen3 '), newRow('poet', 'llama-swap/qwen3')],
-        coding: [newRow('claude', 'sonnet')],
+        [BattleType.Qa]: [newRow(' critic ', ' qwen3 '), newRow('poet', 'llama-swap/qwen3')],
+        [BattleType.Coding]: [newRow(Agent.ClaudeCode, 'sonnet')],
       },
       checkCommand: 'cargo test',
     });
     expect(toRequest(f)).toEqual({
-      battle_type: 'qa',
+      battle_type: BattleType.Qa,
       project: '/home/me/project',
       prompt: 'Explain monads',
       contestants: ['critic@qwen3', 'poet@llama-swap/qwen3'],
@@ -319,8 +343,11 @@ describe('toRequest', () => {
   it('sends the check command for Coding only when there is one', () => {
     const coding = (checkCommand: string): LauncherForm =>
       form({
-        battleType: 'coding',
-        contestants: { qa: [], coding: [newRow('claude', 'sonnet'), newRow('codex', 'gpt-5')] },
+        battleType: BattleType.Coding,
+        contestants: {
+          [BattleType.Qa]: [],
+          [BattleType.Coding]: [newRow(Agent.ClaudeCode, 'sonnet'), newRow(Agent.Codex, 'gpt-5')],
+        },
         checkCommand,
       });
     expect(toRequest(coding('  cargo test ')).check_command).toBe('cargo test');
@@ -353,13 +380,13 @@ class MemoryStorage implements Storage {
 
 describe('remembering the launcher', () => {
   const rows = (f: LauncherForm): { identity: string; model: string }[][] =>
-    [f.contestants.qa, f.contestants.coding].map((list) =>
+    [f.contestants[BattleType.Qa], f.contestants[BattleType.Coding]].map((list) =>
       list.map(({ identity, model }) => ({ identity, model })),
     );
 
   it('opens with two empty Q&A rows the first time', () => {
     const f = initialForm(new MemoryStorage());
-    expect(f.battleType).toBe('qa');
+    expect(f.battleType).toBe(BattleType.Qa);
     expect(f.project).toBe('');
     expect(f.blind).toBe(false);
     expect(f.tags).toBe('');
@@ -373,48 +400,56 @@ describe('remembering the launcher', () => {
         { identity: '', model: '' },
       ],
     ]);
-    expect(initialForm(null).contestants.qa).toHaveLength(2);
+    expect(initialForm(null).contestants[BattleType.Qa]).toHaveLength(2);
   });
 
   it('reopens with what was last started, except the prompt', () => {
     const storage = new MemoryStorage();
     const started = form({
-      battleType: 'coding',
+      battleType: BattleType.Coding,
       project: ' /srv/repo ',
       contestants: {
-        qa: [newRow('critic', 'qwen3'), newRow('poet', 'qwen3'), newRow('sage', 'gemma')],
-        coding: [newRow('claude', 'sonnet'), newRow('codex', 'gpt-5')],
+        [BattleType.Qa]: [
+          newRow('critic', 'qwen3'),
+          newRow('poet', 'qwen3'),
+          newRow('sage', 'gemma'),
+        ],
+        [BattleType.Coding]: [newRow(Agent.ClaudeCode, 'sonnet'), newRow(Agent.Codex, 'gpt-5')],
       },
       checkCommand: ' make test ',
     });
     remember(storage, started);
     const f = initialForm(storage);
     expect(f).toMatchObject({
-      battleType: 'coding',
+      battleType: BattleType.Coding,
       project: '/srv/repo',
       prompt: '',
       checkCommand: 'make test',
     });
     expect(rows(f)).toEqual(rows(started));
-    const keys = [...f.contestants.qa, ...f.contestants.coding].map((r) => r.key);
+    const keys = [...f.contestants[BattleType.Qa], ...f.contestants[BattleType.Coding]].map(
+      (r) => r.key,
+    );
     expect(new Set(keys).size).toBe(keys.length);
   });
 
   it('ignores a saved value it cannot read', () => {
     const storage = new MemoryStorage();
     storage.setItem('arena.launcher.v1', '{not json');
-    expect(initialForm(storage).battleType).toBe('qa');
+    expect(initialForm(storage).battleType).toBe(BattleType.Qa);
 
     storage.setItem(
       'arena.launcher.v1',
       JSON.stringify({
         battleType: 'chess',
         project: 42,
-        contestants: { qa: [{ identity: 'critic', model: 'qwen3' }, { identity: 1 }, null] },
+        contestants: {
+          [BattleType.Qa]: [{ identity: 'critic', model: 'qwen3' }, { identity: 1 }, null],
+        },
       }),
     );
     const f = initialForm(storage);
-    expect(f.battleType).toBe('qa');
+    expect(f.battleType).toBe(BattleType.Qa);
     expect(f.project).toBe('');
     expect(rows(f)[0]).toEqual([{ identity: 'critic', model: 'qwen3' }]);
     expect(rows(f)[1]).toHaveLength(2);
@@ -455,21 +490,21 @@ describe('the examiner', () => {
     const choices = examinerChoices(
       [persona],
       [
-        agent('native', true, true),
-        agent('qwen', true, true),
-        agent('codex', false, true),
+        agent(Agent.Native, true, true),
+        agent(Agent.Qwen, true, true),
+        agent(Agent.Codex, false, true),
         agent('x', true, false),
       ],
     );
     expect(choices.map((c) => [c.value, c.disabled])).toEqual([
       ['critic', false],
-      ['qwen', false],
-      ['codex', true],
+      [Agent.Qwen, false],
+      [Agent.Codex, true],
     ]);
     expect(choices.map((c) => c.label)).toEqual([
       'critic',
-      'qwen (agent)',
-      'codex (agent) — not installed',
+      `${Agent.Qwen} (agent)`,
+      `${Agent.Codex} (agent) — not installed`,
     ]);
   });
 

@@ -1,13 +1,17 @@
 // The launcher's form, as pure functions: what the choices are, what is wrong
 // with the form, what it sends, and what is remembered between launches.
 // Launcher.svelte renders these; nothing here touches the DOM or the backend.
-import type {
-  BackendDto,
-  BattleTypeDto,
-  LaneDto,
-  PersonaDto,
-  ProviderModelsDto,
-  StartBattleRequest,
+import {
+  Agent,
+  BATTLE_TYPES,
+  BattleType,
+  battleTypeInfo,
+  type BackendDto,
+  type BattleTypeDto,
+  type LaneDto,
+  type PersonaDto,
+  type ProviderModelsDto,
+  type StartBattleRequest,
 } from '../ipc';
 import { parseTags } from './blind';
 
@@ -78,7 +82,7 @@ export function identityChoices(
   personas: readonly PersonaDto[],
   backends: readonly BackendDto[],
 ): Choice[] {
-  if (battleType === 'qa') {
+  if (!battleTypeInfo(battleType).takes_agents) {
     return personas.map((p) => ({
       value: p.name,
       label: p.name,
@@ -164,7 +168,8 @@ function rowError(
   firstRowOf: Map<string, number>,
   index: number,
 ): string | null {
-  const noun = battleType === 'qa' ? 'persona' : 'backend';
+  const agents = battleTypeInfo(battleType).takes_agents;
+  const noun = agents ? 'backend' : 'persona';
   const identity = row.identity.trim();
   const model = row.model.trim();
   if (!identity && !model) {
@@ -177,13 +182,13 @@ function rowError(
     return 'Pick a model';
   }
   if (available.identities && !available.identities.has(identity)) {
-    return battleType === 'qa'
-      ? `There is no persona “${identity}” in AGENTS.md any more — pick another`
-      : `The backend “${identity}” is not installed here — install it or pick another`;
+    return agents
+      ? `The backend “${identity}” is not installed here — install it or pick another`
+      : `There is no persona “${identity}” in AGENTS.md any more — pick another`;
   }
   // A CLI agent may use a model from its own configuration; the built-in
   // agent and personas need a model a provider serves.
-  const needsServedModel = battleType === 'qa' || identity === 'native';
+  const needsServedModel = !agents || identity === Agent.Native;
   if (needsServedModel && available.models && !available.models.has(model)) {
     return `No reachable provider serves “${model}” — reload the models or pick another`;
   }
@@ -208,7 +213,7 @@ export function validate(form: LauncherForm, available: Available): LauncherErro
   return {
     project: form.project.trim()
       ? null
-      : form.battleType === 'coding'
+      : battleTypeInfo(form.battleType).has_worktrees
         ? 'Choose the project folder (a git repository) the agents work on'
         : 'Choose a project folder — results are written to PROJECT/Arena/',
     prompt: form.prompt.trim() ? null : 'Write the prompt every contestant gets',
@@ -233,10 +238,18 @@ export function toRequest(form: LauncherForm): StartBattleRequest {
     contestants: form.contestants[form.battleType].map(
       (c) => `${c.identity.trim()}@${c.model.trim()}`,
     ),
-    check_command: form.battleType === 'coding' && check ? check : null,
+    check_command: battleTypeInfo(form.battleType).judged_by_check && check ? check : null,
     blind: form.blind,
     tags: parseTags(form.tags),
   };
+}
+
+/** One value for each battle type. */
+function perBattleType<T>(value: (type: BattleTypeDto) => T): Record<BattleTypeDto, T> {
+  return Object.fromEntries(BATTLE_TYPES.map(({ id }) => [id, value(id)])) as Record<
+    BattleTypeDto,
+    T
+  >;
 }
 
 // Remembered between launches: the project and the contestants (per type).
@@ -254,10 +267,10 @@ interface Saved {
 export function initialForm(storage: Storage | null): LauncherForm {
   const blank = (): ContestantRow[] => [newRow(), newRow()];
   const form: LauncherForm = {
-    battleType: 'qa',
+    battleType: BattleType.Qa,
     project: '',
     prompt: '',
-    contestants: { qa: blank(), coding: blank() },
+    contestants: perBattleType(blank),
     checkCommand: '',
     blind: false,
     tags: '',
@@ -269,7 +282,7 @@ export function initialForm(storage: Storage | null): LauncherForm {
   form.battleType = saved.battleType;
   form.project = saved.project;
   form.checkCommand = saved.checkCommand;
-  for (const type of ['qa', 'coding'] as const) {
+  for (const { id: type } of BATTLE_TYPES) {
     const rows = saved.contestants[type];
     if (rows.length > 0) {
       form.contestants[type] = rows.map((r) => newRow(r.identity, r.model));
@@ -285,7 +298,7 @@ export function remember(storage: Storage | null, form: LauncherForm): void {
   const saved: Saved = {
     battleType: form.battleType,
     project: form.project.trim(),
-    contestants: { qa: rows('qa'), coding: rows('coding') },
+    contestants: perBattleType(rows),
     checkCommand: form.checkCommand.trim(),
   };
   try {
@@ -308,10 +321,10 @@ function readSaved(storage: Storage | null): Saved | null {
   const record = value as Record<string, unknown>;
   const contestants = (record.contestants ?? {}) as Record<string, unknown>;
   return {
-    battleType: record.battleType === 'coding' ? 'coding' : 'qa',
+    battleType: BATTLE_TYPES.find((t) => t.id === record.battleType)?.id ?? BattleType.Qa,
     project: typeof record.project === 'string' ? record.project : '',
     checkCommand: typeof record.checkCommand === 'string' ? record.checkCommand : '',
-    contestants: { qa: readRows(contestants.qa), coding: readRows(contestants.coding) },
+    contestants: perBattleType((type) => readRows(contestants[type])),
   };
 }
 
@@ -353,7 +366,7 @@ export function examinerChoices(
       title: p.description,
     })),
     ...backends
-      .filter((b) => b.read_only && b.name !== 'native')
+      .filter((b) => b.read_only && b.name !== Agent.Native)
       .map((b) => ({
         value: b.name,
         label: b.installed ? `${b.name} (agent)` : `${b.name} (agent) — not installed`,

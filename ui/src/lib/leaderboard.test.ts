@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { BattleType } from '../ipc';
 import {
   agreementLine,
   initialLeaderboardFilter,
@@ -22,14 +23,14 @@ describe('toLeaderboardQuery', () => {
   it('sends the filters trimmed, blanks as none', () => {
     expect(
       toLeaderboardQuery({
-        battleType: 'coding',
+        battleType: BattleType.Coding,
         seriesId: 'abcd1234',
         project: ' /srv/repo ',
         tag: ' rust ',
         source: 'mine',
       }),
     ).toEqual({
-      battle_type: 'coding',
+      battle_type: BattleType.Coding,
       series_id: 'abcd1234',
       project: '/srv/repo',
       tag: 'rust',

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { SeriesContestantDto, SeriesDto } from '../ipc';
+import { BattleType, type SeriesContestantDto, type SeriesDto } from '../ipc';
 import { newRow, type LauncherForm } from './launcher';
 import {
   eta,
@@ -16,12 +16,12 @@ import {
 
 function form(over: Partial<LauncherForm> = {}): LauncherForm {
   return {
-    battleType: 'qa',
+    battleType: BattleType.Qa,
     project: '/home/me/project',
     prompt: 'Explain monads',
     contestants: {
-      qa: [newRow('critic', 'qwen3'), newRow('poet', 'qwen3')],
-      coding: [newRow(), newRow()],
+      [BattleType.Qa]: [newRow('critic', 'qwen3'), newRow('poet', 'qwen3')],
+      [BattleType.Coding]: [newRow(), newRow()],
     },
     checkCommand: '',
     blind: false,
@@ -70,7 +70,7 @@ function series(over: Partial<SeriesDto> = {}): SeriesDto {
     short_id: 'short',
     key: null,
     status: 'running',
-    battle_type: 'qa',
+    battle_type: BattleType.Qa,
     project: '/p',
     prompt: 'Why?',
     prompts: 1,
@@ -119,7 +119,7 @@ describe('series fields', () => {
     expect(validateSeries(fields({ maxTurns: '3', goal: 'names Paris' }), form()).maxTurns).toBe(
       null,
     );
-    const coding = form({ battleType: 'coding', checkCommand: 'cargo test' });
+    const coding = form({ battleType: BattleType.Coding, checkCommand: 'cargo test' });
     expect(validateSeries(fields({ maxTurns: '3' }), coding).maxTurns).toBe(null);
   });
 
@@ -137,7 +137,7 @@ describe('series fields', () => {
       }),
     );
     expect(request).toMatchObject({
-      battle_type: 'qa',
+      battle_type: BattleType.Qa,
       prompt: 'Explain monads',
       contestants: ['critic@qwen3', 'poet@qwen3'],
       prompt_set: null,

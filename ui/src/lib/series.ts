@@ -1,7 +1,12 @@
 // A series in the launcher and on its screen, as pure functions: what is
 // wrong with the series fields, what the launcher sends, and how a series'
 // figures read. Nothing here touches the DOM or the backend.
-import type { SeriesContestantDto, SeriesDto, StartSeriesRequest } from '../ipc';
+import {
+  battleTypeInfo,
+  type SeriesContestantDto,
+  type SeriesDto,
+  type StartSeriesRequest,
+} from '../ipc';
 import { parseTags } from './blind';
 import { contestantName } from './format';
 import { toRequest, type LauncherForm } from './launcher';
@@ -67,7 +72,7 @@ export function validateSeries(fields: SeriesFields, form: LauncherForm): Series
   const hasGoal =
     fields.goal.trim() !== '' ||
     fields.promptSet.trim() !== '' ||
-    (form.battleType === 'coding' && form.checkCommand.trim() !== '');
+    (battleTypeInfo(form.battleType).judged_by_check && form.checkCommand.trim() !== '');
   const turns = whole(fields.maxTurns, 1, MAX_TURNS);
   const budget = fields.budget.trim();
   const budgetValue = Number(budget);

@@ -284,7 +284,7 @@ pub(super) fn result_text_of(
 
 fn result_text(battle: &Battle, c: &crate::battle::Contestant) -> String {
     let output = c.output.clone().unwrap_or_default();
-    if battle.battle_type != crate::battle::BattleType::Coding {
+    if !battle.battle_type.has_worktrees() {
         return output;
     }
     const EXCERPT: usize = 6000;

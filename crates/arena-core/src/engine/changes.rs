@@ -60,7 +60,7 @@ impl Engine {
     /// Q&A one ("only Coding battles {what}").
     async fn coding_battle(&self, battle_id: &str, what: &str) -> Result<Battle> {
         let battle = self.battle(battle_id).await?;
-        if battle.battle_type != crate::battle::BattleType::Coding {
+        if !battle.battle_type.has_worktrees() {
             return Err(crate::error::Invalid::Other(format!(
                 "battle {battle_id} is a Q&A battle; only Coding battles {what}"
             ))
@@ -188,7 +188,7 @@ impl Engine {
             let mut out = Vec::new();
             for b in battles
                 .iter()
-                .filter(|b| b.battle_type == crate::battle::BattleType::Coding)
+                .filter(|b| b.battle_type.has_worktrees())
             {
                 for c in &b.contestants {
                     let Some(path) = &c.worktree else { continue };

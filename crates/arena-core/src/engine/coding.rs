@@ -36,13 +36,6 @@ struct AgentRun {
     cancelled: bool,
 }
 
-/// Whether Arena can run this backend (for validation).
-pub(super) fn runnable(engine: &Engine, name: &str) -> bool {
-    name == "native"
-        || backends::CLI_BACKENDS.contains(&name)
-        || engine.config().backends.iter().any(|b| b.name == name)
-}
-
 /// Runs a Coding contestant the scheduler moved to `running`; `slot` is its
 /// lane, held while the agent works (not during the diff and the check).
 pub(super) async fn run(
@@ -156,8 +149,10 @@ async fn work(
 ) -> Result<Work> {
     let workspace = Workspace::of(engine, battle, path, base).await?;
     let watch = watch_changes(engine, c, path);
-    let run = match c.identity.as_str() {
-        "native" => run_native(engine, c, &workspace, prompt, token).await,
+    let run = match crate::backend::Agent::parse(&c.identity) {
+        Some(crate::backend::Agent::Native) => {
+            run_native(engine, c, &workspace, prompt, token).await
+        }
         _ => run_cli(engine, c, &workspace, prompt, token).await,
     };
     drop(slot);
@@ -264,16 +259,11 @@ fn cli_launch(
     let custom = config.backends.iter().find(|b| b.name == c.identity);
     let scratch = engine.data_dir().join("agents").join(&c.id);
     let (endpoint, door) = launch::through_door(engine, endpoint);
-    let plan = backends::plan(
-        &c.identity,
-        custom,
-        &c.model,
-        prompt,
-        path,
-        &scratch,
-        endpoint.as_ref(),
-    )
-    .map_err(Invalid::Other)?;
+    let plan = backends::Backend::of(&c.identity, custom)
+        .and_then(|backend| {
+            backends::plan(backend, &c.model, prompt, path, &scratch, endpoint.as_ref())
+        })
+        .map_err(Invalid::Other)?;
     let output = plan.output;
     let connect = launch::reachable(&plan, endpoint.as_ref());
     let work = Reach {

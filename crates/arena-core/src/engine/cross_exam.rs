@@ -116,7 +116,7 @@ async fn cross_examine_with_agent(
     question: Option<&str>,
 ) -> Result<CrossExamination> {
     let sandboxed = engine.sandboxed();
-    if !crate::agent::backends::can_examine(backend.name, sandboxed) {
+    if !crate::agent::backends::can_examine(backend.agent, sandboxed) {
         return Err(Invalid::Other(format!(
             "backend `{}` cannot be made read-only without the agent sandbox (`[limits] sandbox = \"strict\"` on a kernel with Landlock), so it cannot cross-examine; \
              use qwen, codex or claude-code, or a persona with a model",
@@ -159,8 +159,7 @@ async fn cross_examine_with_agent(
     // without one, its own read-only mode must.
     let plan = if sandboxed {
         crate::agent::backends::plan(
-            backend.name,
-            None,
+            crate::agent::backends::Backend::Agent(backend.agent),
             &target.model,
             &prompt,
             &battle.results_path,
@@ -169,7 +168,7 @@ async fn cross_examine_with_agent(
         )
     } else {
         crate::agent::backends::read_only_plan(
-            backend.name,
+            backend.agent,
             &target.model,
             &prompt,
             &battle.results_path,

@@ -5,7 +5,6 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 
 use super::Engine;
-use crate::battle::BattleType;
 use crate::error::Result;
 use crate::html::BattleReport;
 
@@ -24,7 +23,7 @@ impl Engine {
         let view = self.view_detail(id).await?;
         let b = &view.battle.battle;
         let mut diffs = BTreeMap::new();
-        if b.battle_type == BattleType::Coding {
+        if b.battle_type.has_worktrees() {
             for c in b.contestants.iter().filter(|c| c.status.is_terminal()) {
                 // A contestant that left no diff has none to show.
                 if let Ok(diff) = self.contestant_diff(&b.id, &c.id).await {
@@ -77,10 +76,7 @@ fn markdown(r: &BattleReport) -> String {
     let name = |id: &str| r.names.get(id).cloned().unwrap_or_else(|| id.to_string());
     let mut out = format!(
         "# {} battle {}\n\n{}\n\n",
-        match b.battle_type {
-            BattleType::Qa => "Q&A",
-            BattleType::Coding => "Coding",
-        },
+        b.battle_type.label(),
         crate::battle::short_id(&b.id),
         b.prompt
             .lines()

@@ -6,7 +6,7 @@
 use tokio_util::sync::CancellationToken;
 
 use crate::analysis::{self, Fence};
-use crate::battle::{Battle, BattleType, ContestantStatus};
+use crate::battle::{Battle, ContestantStatus};
 use crate::catalog::Resolved;
 use crate::error::Result;
 use crate::series::{self, GoalCheck, Series, SeriesPrompt};
@@ -48,7 +48,7 @@ pub(super) async fn check_goals(
     token: &CancellationToken,
 ) -> Result<()> {
     let request = &series.request;
-    let by_check = battle.battle_type == BattleType::Coding && battle.check_command.is_some();
+    let by_check = battle.battle_type.judged_by_check() && battle.check_command.is_some();
     let goal = request.goal_of(prompt).map(str::to_string);
     if goal.is_none() && !by_check {
         return Ok(());
@@ -117,7 +117,7 @@ pub(super) async fn check_goals(
                 let (Some(judge), Some(goal)) = (&judge, &goal) else {
                     break;
                 };
-                let text = if battle.battle_type == BattleType::Coding {
+                let text = if battle.battle_type.has_worktrees() {
                     analyze::result_text_of(battle, c, &output)
                 } else {
                     output.clone()

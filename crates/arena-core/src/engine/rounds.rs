@@ -31,7 +31,7 @@ impl Engine {
             )));
         }
         let c = contestant_of(&battle, contestant_id)?.clone();
-        let coding = battle.battle_type == crate::battle::BattleType::Coding;
+        let coding = battle.battle_type.has_worktrees();
         if coding && !c.worktree.as_ref().is_some_and(|p| p.exists()) {
             return Err(Error::Conflict(format!(
                 "contestant {contestant_id} has no worktree any more (pruned?); it cannot be refined"

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use crate::battle::{Battle, BattleRequest, BattleType, ContestantStatus};
+use crate::battle::{Battle, BattleRequest, ContestantStatus};
 use crate::catalog::Resolved;
 use crate::error::{Error, Invalid, Result};
 use crate::series::{
@@ -723,7 +723,7 @@ async fn run_place(
             // The series' tags (as edited), then the prompt's own.
             plan.tags =
                 crate::blind::tags(&series.tags.iter().chain(&prompt.tags).collect::<Vec<_>>())?;
-            if plan.battle_type == BattleType::Coding {
+            if plan.battle_type.judged_by_check() {
                 plan.check_command = request.check_of(prompt).map(str::to_string);
             }
             validate::record(&engine, &plan, Some((series.id.clone(), n)))

@@ -136,12 +136,6 @@ pub(super) async fn check(engine: &Engine, request: BattleRequest) -> Result<Pla
                         return Err(Invalid::BackendNotInstalled { name, program }.into());
                     }
                 }
-                if !super::coding::runnable(engine, &name) {
-                    return Err(Error::Unsupported(format!(
-                        "the `{name}` backend in Coding battles (its adapter is not built yet); \
-                         use native, qwen or a [[backend]] command"
-                    )));
-                }
                 identities.push((name, RunSpec::default()));
             }
             let repo = project.clone();
@@ -162,7 +156,10 @@ pub(super) async fn check(engine: &Engine, request: BattleRequest) -> Result<Pla
         let resolved = match catalog.resolve(&spec.model) {
             Ok(r) => r,
             // A CLI agent may use a model from its own configuration.
-            Err(_) if battle_type == BattleType::Coding && identity != "native" => {
+            Err(_)
+                if battle_type.takes_agents()
+                    && backend::Agent::parse(&identity).is_none_or(backend::Agent::is_cli) =>
+            {
                 crate::catalog::Resolved {
                     provider: String::new(),
                     model: spec.model.clone(),

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { BattleType } from '../../ipc';
 import { promptHeadline, toQuery, type HistoryFilter } from './filter';
 
 const all: HistoryFilter = { search: '', battleType: '', status: '' };
@@ -17,8 +18,13 @@ describe('toQuery', () => {
 
   it('passes the search (trimmed) and the filters, and the page', () => {
     expect(
-      toQuery({ search: '  rust haiku ', battleType: 'qa', status: 'error' }, 200, 100),
-    ).toMatchObject({ search: 'rust haiku', battle_type: 'qa', status: 'error', offset: 200 });
+      toQuery({ search: '  rust haiku ', battleType: BattleType.Qa, status: 'error' }, 200, 100),
+    ).toMatchObject({
+      search: 'rust haiku',
+      battle_type: BattleType.Qa,
+      status: 'error',
+      offset: 200,
+    });
     expect(toQuery({ ...all, search: '   ' }, 0, 10).search).toBeNull();
   });
 });

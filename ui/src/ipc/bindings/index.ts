@@ -12,6 +12,7 @@ export type * from './BattlePageDto';
 export type * from './BattleQueryDto';
 export type * from './BattleStatusDto';
 export type * from './BattleTypeDto';
+export type * from './BattleTypeInfoDto';
 export type * from './BenchmarkDto';
 export type * from './ChangeStatusDto';
 export type * from './CheckResultDto';
