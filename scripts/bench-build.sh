@@ -7,6 +7,9 @@
 #
 #   scripts/bench-build.sh BEFORE_REV [AFTER_REV]
 #
+# ARENA_BENCH_SKIP_APP=1 leaves out the cold release build of the app (the
+# longest step; the other figures do not need it).
+#
 # Prints one Markdown table row per measurement (seconds).
 set -euo pipefail
 
@@ -49,7 +52,10 @@ measure() { # name rev decisions-file engine-file pure-test-args…
   cargo fetch --locked >/dev/null 2>&1
   local cli app dec eng pure
   cli=$(seconds cargo build --release --locked -p arena-cli)
-  app=$(seconds cargo build --release --locked -p arena-app)
+  app="—"
+  if [[ "${ARENA_BENCH_SKIP_APP:-0}" != 1 ]]; then
+    app=$(seconds cargo build --release --locked -p arena-app)
+  fi
   cargo test --locked --no-run "$@" >/dev/null 2>&1
   touch_line "$decisions"
   dec=$(seconds cargo build --release --locked -p arena-cli)
@@ -65,7 +71,8 @@ measure() { # name rev decisions-file engine-file pure-test-args…
 
 echo "| layout | cold release CLI | cold release app | CLI after 1 line in decisions | CLI after 1 line in the engine shell | pure tests after 1 line in decisions |"
 echo "|---|---|---|---|---|---|"
-measure before "$before" crates/arena-core/src/decisions.rs crates/arena-core/src/engine/drive.rs \
-  -p arena-core --lib
+# Both revisions have the pure decisions in the domain crate.
+measure before "$before" crates/arena-domain/src/decisions.rs crates/arena-core/src/engine/drive.rs \
+  -p arena-domain
 measure after "$after" crates/arena-domain/src/decisions.rs crates/arena-core/src/engine/drive.rs \
   -p arena-domain

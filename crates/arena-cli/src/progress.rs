@@ -227,16 +227,7 @@ pub async fn analyze(
     model: Option<&str>,
     show: bool,
 ) -> Result<arena_core::analysis::Analysis, Error> {
-    let spinner = if show {
-        ProgressBar::new_spinner()
-    } else {
-        ProgressBar::hidden()
-    };
-    spinner.set_message("judging the results…");
-    spinner.enable_steady_tick(Duration::from_millis(120));
-    let result = engine.analyze(battle_id, model).await;
-    spinner.finish_and_clear();
-    result
+    judging(show, engine.analyze(battle_id, model)).await
 }
 
 /// [`Engine::judge_ended`] with a spinner while the judge works.
@@ -246,6 +237,11 @@ pub async fn judge(
     model: Option<&str>,
     show: bool,
 ) -> arena_core::Judged {
+    judging(show, engine.judge_ended(battle, model)).await
+}
+
+/// `work` with a "judging" spinner on the terminal while it runs.
+async fn judging<T>(show: bool, work: impl std::future::Future<Output = T>) -> T {
     let spinner = if show {
         ProgressBar::new_spinner()
     } else {
@@ -253,7 +249,7 @@ pub async fn judge(
     };
     spinner.set_message("judging the results…");
     spinner.enable_steady_tick(Duration::from_millis(120));
-    let judged = engine.judge_ended(battle, model).await;
+    let done = work.await;
     spinner.finish_and_clear();
-    judged
+    done
 }

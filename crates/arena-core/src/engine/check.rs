@@ -49,13 +49,8 @@ pub(super) async fn run_check(
     let confined = Scratch::create(&scratch_path).and_then(|scratch| {
         let reach = Reach {
             programs: &programs,
-            workspace: path,
-            writable: true,
-            objects: &workspace.objects,
-            connect: Some(Vec::new()),
-            door: None,
-            own_config: &[],
             toolchains: true,
+            ..workspace.offline()
         };
         Ok((
             launch::agent_sandbox(engine, scratch.path(), reach)?,

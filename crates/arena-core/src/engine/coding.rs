@@ -187,17 +187,7 @@ async fn run_native(
     let limits = engine.config().limits.clone();
     // Its commands run sandboxed, with no network at all.
     let scratch = Scratch::create(&engine.data_dir().join("agents").join(&c.id))?;
-    let reach = Reach {
-        programs: &[],
-        workspace: path,
-        writable: true,
-        objects: &workspace.objects,
-        connect: Some(Vec::new()),
-        door: None,
-        own_config: &[],
-        toolchains: false,
-    };
-    let sandbox = launch::agent_sandbox(engine, scratch.path(), reach)?;
+    let sandbox = launch::agent_sandbox(engine, scratch.path(), workspace.offline())?;
     let agent = NativeAgent {
         provider: &provider,
         model: c.model.clone(),
@@ -267,14 +257,9 @@ fn cli_launch(
     let output = plan.output;
     let connect = launch::reachable(&plan, endpoint.as_ref());
     let work = Reach {
-        programs: &[],
-        workspace: path,
-        writable: true,
-        objects: &workspace.objects,
         connect,
         door,
-        own_config: &[],
-        toolchains: false,
+        ..workspace.offline()
     };
     let (launch, scratch) = launch::prepare(engine, &c.identity, plan, work, &scratch)?;
     Ok((launch, scratch, output))

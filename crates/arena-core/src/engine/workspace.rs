@@ -14,6 +14,7 @@ use crate::event::EventKind;
 use crate::{diff, results, worktree};
 
 use super::journal::Sink;
+use super::launch::Reach;
 use super::Engine;
 
 /// A contestant's worktree as Arena knows it from its records: the folder,
@@ -65,6 +66,22 @@ impl Workspace {
             tracing::warn!(worktree = %self.path.display(), "the worktree's repository was missing or replaced; made anew at the base commit");
         }
         Ok(())
+    }
+
+    /// What an agent or check working here reaches: it changes the
+    /// worktree, reads the project's object stores, and connects nowhere
+    /// (set `connect` and `door` for one that talks to a provider).
+    pub fn offline(&self) -> Reach<'_> {
+        Reach {
+            programs: &[],
+            workspace: &self.path,
+            writable: true,
+            objects: &self.objects,
+            connect: Some(Vec::new()),
+            door: None,
+            own_config: &[],
+            toolchains: false,
+        }
     }
 
     /// The changes against the base commit, within `[limits]`.
