@@ -196,6 +196,7 @@ impl Tx<'_> {
 
     /// Starts refinement round `number` of a contestant.
     pub fn insert_round(&mut self, battle_id: &str, round: &Round) -> Result<()> {
+        self.require_lease(battle_id)?;
         self.tx.execute(
             "INSERT INTO rounds (id, contestant_id, number, feedback, status, created_at) VALUES (?1, ?2, ?3, ?4, 'running', ?5)",
             params![round.id, round.contestant_id, round.number, round.feedback, ms(round.created_at)],

@@ -171,11 +171,12 @@ async fn judge(
     // turn (one at a time on a local server).
     let digest_one = |i: usize| {
         let c = survivors[i];
-        let output = result_text(battle, c);
-        let (system, prompt) = analysis::digest_prompt(&battle.prompt, &output, &fence);
-        let req = request(target, system, prompt, 600);
         let analysis_id = a.id.clone();
+        let fence = &fence;
         async move {
+            let output = result_text(battle, c).await;
+            let (system, prompt) = analysis::digest_prompt(&battle.prompt, &output, fence);
+            let req = request(target, system, prompt, 600);
             let sink = Sink::analysis(&battle.id, &analysis_id, format!("digest {}", c.id));
             let holder = format!("{}, analysis (digest)", lane::battle_name(&battle.id));
             let reply = ask(engine, target, req, sink, holder, i as u32, token).await?;
@@ -267,45 +268,52 @@ async fn judge(
     Ok(())
 }
 
-/// What a contestant produced, as the digest sees it: the answer (Q&A), or
-/// the explanation, the change statistics, an excerpt of the diff and the
-/// check result (Coding).
 /// [`result_text`] with `output` as the contestant's latest answer (a
 /// series' later turn).
-pub(super) fn result_text_of(
+pub(super) async fn result_text_of(
     battle: &Battle,
     c: &crate::battle::Contestant,
     output: &str,
 ) -> String {
     let mut latest = c.clone();
     latest.output = Some(output.to_string());
-    result_text(battle, &latest)
+    result_text(battle, &latest).await
 }
 
-fn result_text(battle: &Battle, c: &crate::battle::Contestant) -> String {
+/// What a contestant produced, as the digest sees it: the answer (Q&A), or
+/// the explanation, the change statistics, an excerpt of the diff and the
+/// check result (Coding).
+async fn result_text(battle: &Battle, c: &crate::battle::Contestant) -> String {
+    const EXCERPT: usize = 6000;
     let output = c.output.clone().unwrap_or_default();
     if !battle.battle_type.has_worktrees() {
         return output;
     }
-    const EXCERPT: usize = 6000;
-    let patch = c
+    // Only the excerpt is read, off the async threads.
+    let file = c
         .result_path
         .as_ref()
         .and_then(|p| p.parent())
-        .and_then(|d| std::fs::read_to_string(d.join(results::DIFF_FILE)).ok())
-        .unwrap_or_default();
-    let mut cut = patch.len().min(EXCERPT);
-    while !patch.is_char_boundary(cut) {
-        cut -= 1;
-    }
+        .map(|d| d.join(results::DIFF_FILE));
+    let (patch, longer) = tokio::task::spawn_blocking(move || {
+        use std::io::Read;
+        let mut bytes = Vec::new();
+        let read = file
+            .and_then(|f| std::fs::File::open(f).ok())
+            .map(|f| f.take(EXCERPT as u64 + 1).read_to_end(&mut bytes));
+        let longer = read.is_some_and(|n| n.is_ok_and(|n| n > EXCERPT));
+        bytes.truncate(EXCERPT);
+        (String::from_utf8_lossy(&bytes).into_owned(), longer)
+    })
+    .await
+    .unwrap_or_default();
     let mut text = format!("Explanation:\n{output}\n\n");
     if let Some(e) = evidence(c) {
         text.push_str(&format!("{e}\n\n"));
     }
     text.push_str(&format!(
-        "Diff{}:\n{}",
-        if cut < patch.len() { " (excerpt)" } else { "" },
-        &patch[..cut]
+        "Diff{}:\n{patch}",
+        if longer { " (excerpt)" } else { "" }
     ));
     text
 }

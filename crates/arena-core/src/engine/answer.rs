@@ -10,7 +10,6 @@ use crate::benchmark;
 use crate::catalog::Resolved;
 use crate::error::{Error, Result};
 use crate::provider::{ChatRequest, Exchange};
-use crate::results;
 
 use super::journal::Sink;
 use super::lane::{self, LaneSlot};
@@ -165,24 +164,5 @@ pub(super) async fn continue_turn(
             round.error = Some(e.to_string());
         }
     }
-    let dir = results::confined(
-        &battle.results_path,
-        &[
-            &results::contestant_dir(c),
-            &format!("round-{}", round.number),
-        ],
-    )?;
-    let file = dir.join(results::RESULT_FILE);
-    files::write_all(vec![(
-        file.clone(),
-        results::render_round(battle, c, &round),
-    )])
-    .await?;
-    round.result_path = Some(file);
-    round.finished_at = Some(engine.now());
-    let (bid, r, at) = (battle.id.clone(), round.clone(), engine.now());
-    engine
-        .db(move |s| s.transact(|tx| tx.finish_round(&bid, &r, at)))
-        .await?;
-    Ok(round)
+    files::finish_round(engine, battle, c, round, None).await
 }

@@ -470,25 +470,5 @@ pub(super) async fn refine(
             None
         }
     };
-    let dir = results::confined(
-        &battle.results_path,
-        &[
-            &results::contestant_dir(c),
-            &format!("round-{}", round.number),
-        ],
-    )?;
-    let mut written: Vec<_> = diff
-        .map(|d| (dir.join(results::DIFF_FILE), d.patch))
-        .into_iter()
-        .collect();
-    let md = results::render_round(battle, c, &round);
-    written.push((dir.join(results::RESULT_FILE), md));
-    files::write_all(written).await?;
-    round.result_path = Some(dir.join(results::RESULT_FILE));
-    round.finished_at = Some(engine.now());
-    let (bid, r, at) = (battle.id.clone(), round.clone(), engine.now());
-    engine
-        .db(move |s| s.transact(|tx| tx.finish_round(&bid, &r, at)))
-        .await?;
-    Ok(round)
+    files::finish_round(engine, battle, c, round, diff.map(|d| d.patch)).await
 }

@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use crate::battle::{Battle, Contestant};
+use crate::battle::{Battle, Contestant, Round};
 use crate::error::Result;
 use crate::results;
 
@@ -37,4 +37,38 @@ pub(super) async fn write_all(files: Vec<(PathBuf, String)>) -> Result<()> {
             .try_for_each(|(path, text)| results::write_atomic(path, text.as_bytes()))
     })
     .await?
+}
+
+/// Writes a finished round's files into `round-<n>/` (its `diff.patch`
+/// when it made one, then `result.md`) and records the round.
+pub(super) async fn finish_round(
+    engine: &Engine,
+    battle: &Battle,
+    c: &Contestant,
+    mut round: Round,
+    patch: Option<String>,
+) -> Result<Round> {
+    let dir = results::confined(
+        &battle.results_path,
+        &[
+            &results::contestant_dir(c),
+            &format!("round-{}", round.number),
+        ],
+    )?;
+    let mut written: Vec<_> = patch
+        .map(|p| (dir.join(results::DIFF_FILE), p))
+        .into_iter()
+        .collect();
+    let file = dir.join(results::RESULT_FILE);
+    written.push((file.clone(), results::render_round(battle, c, &round)));
+    write_all(written).await?;
+    round.result_path = Some(file);
+    // One moment for the round and its record, so they agree.
+    let at = engine.now();
+    round.finished_at = Some(at);
+    let (bid, r) = (battle.id.clone(), round.clone());
+    engine
+        .db(move |s| s.transact(|tx| tx.finish_round(&bid, &r, at)))
+        .await?;
+    Ok(round)
 }

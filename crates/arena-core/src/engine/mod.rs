@@ -19,6 +19,7 @@ mod lane;
 mod launch;
 mod rounds;
 mod series;
+mod series_report;
 mod settings;
 mod turn;
 mod validate;
