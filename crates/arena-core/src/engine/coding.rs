@@ -159,6 +159,8 @@ async fn work(
     if let Some(watch) = watch {
         watch.finish().await;
     }
+    // The agent's output and files are journaled before its end.
+    Sink::answer(&c.battle_id, &c.id).sync(engine).await?;
     let run = run?;
     workspace.restore(engine).await?;
     let diff = workspace.diff(engine).await?;

@@ -2,16 +2,158 @@
 //! or an examiner's text, as events of its battle's journal. Every kind of
 //! turn writes through a [`Sink`], so what a viewer sees of each is decided
 //! here once.
+//!
+//! Streamed events are written together (group commit): a sink queues them
+//! and goes on at once; one writer per process journals everything queued,
+//! for every battle and contestant, in one transaction at most every
+//! [`GROUP`]. [`Sink::sync`] waits until what a sink queued is written (a
+//! turn syncs before its end is recorded, so its events precede its end).
 
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use tokio::sync::mpsc;
+use chrono::{DateTime, Utc};
+use tokio::sync::{mpsc, oneshot, Notify};
 
 use crate::config::Limits;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::event::EventKind;
+use crate::store::Store;
 
 use super::Engine;
+
+/// How long the writer gathers streamed events before it writes them (a
+/// sync writes at once).
+const GROUP: Duration = Duration::from_millis(25);
+
+/// This process's side of the journal: streamed events waiting to be
+/// written, and whether its writer runs.
+#[derive(Default)]
+pub(super) struct Journal {
+    queue: Arc<Mutex<Queue>>,
+    wake: Arc<Notify>,
+    writing: AtomicBool,
+    /// Transactions the writer committed (for tests and benchmarks).
+    commits: Arc<AtomicU64>,
+}
+
+#[derive(Default)]
+struct Queue {
+    writes: Vec<Write>,
+    /// Each is told when everything queued before it is written.
+    waiters: Vec<oneshot::Sender<()>>,
+    /// Battles whose events could not be written, with why (reported once).
+    failed: HashMap<String, String>,
+}
+
+struct Write {
+    battle_id: String,
+    contestant: Option<String>,
+    at: DateTime<Utc>,
+    kinds: Vec<EventKind>,
+}
+
+impl Journal {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Queue> {
+        self.queue.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// How many transactions the writer has committed so far.
+    pub fn commits(&self) -> u64 {
+        self.commits.load(Ordering::Relaxed)
+    }
+
+    /// Why `battle_id`'s events could not be written, once.
+    fn failure(&self, battle_id: &str) -> Result<()> {
+        match self.lock().failed.remove(battle_id) {
+            Some(why) => Err(Error::Conflict(why)),
+            None => Ok(()),
+        }
+    }
+
+    /// Starts the writer once per process; it ends with the engine.
+    fn start(&self, store: &Store) {
+        if self.writing.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let queue: Weak<Mutex<Queue>> = Arc::downgrade(&self.queue);
+        let (wake, commits, store) = (self.wake.clone(), self.commits.clone(), store.clone());
+        tokio::spawn(async move {
+            loop {
+                wake.notified().await;
+                let Some(queue) = queue.upgrade() else { return };
+                let syncing = !queue
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .waiters
+                    .is_empty();
+                if !syncing {
+                    tokio::time::sleep(GROUP).await;
+                }
+                let (writes, waiters) = {
+                    let mut q = queue.lock().unwrap_or_else(|p| p.into_inner());
+                    (
+                        std::mem::take(&mut q.writes),
+                        std::mem::take(&mut q.waiters),
+                    )
+                };
+                if !writes.is_empty() {
+                    let failed = write_all(&store, writes).await;
+                    commits.fetch_add(1, Ordering::Relaxed);
+                    queue
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .failed
+                        .extend(failed);
+                }
+                for waiter in waiters {
+                    let _ = waiter.send(());
+                }
+            }
+        });
+    }
+}
+
+/// Journals `writes` in one transaction; a contestant's only while this
+/// process holds its battle's lease. Returns the battles whose events were
+/// not written, with why.
+async fn write_all(store: &Store, writes: Vec<Write>) -> Vec<(String, String)> {
+    let battles: Vec<String> = writes.iter().map(|w| w.battle_id.clone()).collect();
+    let store = store.clone();
+    let written = tokio::task::spawn_blocking(move || {
+        store.transact(|tx| {
+            let mut leases: HashMap<String, Option<String>> = HashMap::new();
+            for w in writes {
+                if w.contestant.is_some() {
+                    let refused = leases.entry(w.battle_id.clone()).or_insert_with(|| {
+                        tx.require_lease(&w.battle_id).err().map(|e| e.to_string())
+                    });
+                    if refused.is_some() {
+                        continue;
+                    }
+                }
+                for kind in w.kinds {
+                    tx.emit(&w.battle_id, w.contestant.as_deref(), w.at, kind)?;
+                }
+            }
+            Ok(leases
+                .into_iter()
+                .filter_map(|(battle, refused)| Some((battle, refused?)))
+                .collect::<Vec<_>>())
+        })
+    })
+    .await;
+    match written {
+        Ok(Ok(failed)) => failed,
+        Ok(Err(e)) => {
+            tracing::warn!(error = %e, "could not write streamed events");
+            battles.into_iter().map(|b| (b, e.to_string())).collect()
+        }
+        Err(e) => battles.into_iter().map(|b| (b, e.to_string())).collect(),
+    }
+}
 
 /// How often text that is not a contestant's first answer is flushed.
 const SIDE_FLUSH: Duration = Duration::from_millis(100);
@@ -138,27 +280,36 @@ impl Sink {
         }
     }
 
-    /// Writes `kinds` in one transaction; a contestant's only while this
-    /// process holds its battle's lease.
+    /// Queues `kinds` for the journal (see the [module](self)); fails when
+    /// this sink's earlier events could not be written (its battle's lease
+    /// was lost).
     pub async fn write(&self, engine: &Engine, kinds: Vec<EventKind>) -> Result<()> {
+        let journal = &engine.inner.journal;
+        journal.failure(&self.battle_id)?;
         if kinds.is_empty() {
             return Ok(());
         }
-        let (battle_id, at) = (self.battle_id.clone(), engine.now());
-        let contestant = self.contestant().map(str::to_string);
-        engine
-            .db(move |s| {
-                s.transact(|tx| {
-                    if contestant.is_some() {
-                        tx.require_lease(&battle_id)?;
-                    }
-                    for kind in kinds {
-                        tx.emit(&battle_id, contestant.as_deref(), at, kind)?;
-                    }
-                    Ok(())
-                })
-            })
-            .await
+        journal.lock().writes.push(Write {
+            battle_id: self.battle_id.clone(),
+            contestant: self.contestant().map(str::to_string),
+            at: engine.now(),
+            kinds,
+        });
+        journal.start(&engine.inner.store);
+        journal.wake.notify_one();
+        Ok(())
+    }
+
+    /// Waits until everything queued so far is written; fails as
+    /// [`Sink::write`] does.
+    pub async fn sync(&self, engine: &Engine) -> Result<()> {
+        let journal = &engine.inner.journal;
+        let (tx, rx) = oneshot::channel();
+        journal.lock().waiters.push(tx);
+        journal.start(&engine.inner.store);
+        journal.wake.notify_one();
+        let _ = rx.await;
+        journal.failure(&self.battle_id)
     }
 
     /// A task that writes what it is sent in batches (neighbouring texts
@@ -200,6 +351,9 @@ impl Sink {
                 if let Err(e) = sink.write(&engine, kinds).await {
                     tracing::warn!(error = %e, "could not record streamed output");
                 }
+            }
+            if let Err(e) = sink.sync(&engine).await {
+                tracing::warn!(error = %e, "could not record streamed output");
             }
             all
         });

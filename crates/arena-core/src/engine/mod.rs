@@ -119,6 +119,8 @@ struct Inner {
     /// Battles this process is driving.
     live: Mutex<HashMap<String, Arc<Live>>>,
     lanes: lane::Lanes,
+    /// Streamed events waiting for the journal (group commit).
+    journal: journal::Journal,
     /// Analyses, cross-examinations and refine rounds running here, by id.
     work: Mutex<HashMap<String, CancellationToken>>,
 }
@@ -194,6 +196,7 @@ impl Engine {
                 },
                 live: Mutex::new(HashMap::new()),
                 lanes: lane::Lanes::default(),
+                journal: journal::Journal::default(),
                 work: Mutex::new(HashMap::new()),
             }),
         })
@@ -417,6 +420,12 @@ impl Engine {
 
     pub async fn battle_count(&self) -> Result<u64> {
         self.db(|s| s.battle_count()).await
+    }
+
+    /// How many transactions this process's journal writer has committed
+    /// (streamed events, grouped; for benchmarks).
+    pub fn journal_commits(&self) -> u64 {
+        self.inner.journal.commits()
     }
 
     /// The battles still `running` (to resume), oldest first.

@@ -150,6 +150,11 @@ pub(super) async fn run(engine: &Engine, turn: &Turn<'_>, slot: Option<LaneSlot>
     let finished_at = engine.now();
     let model_switched = slot.model_switched;
     drop(slot);
+    // Its events are journaled before its end is recorded.
+    let ending = match (turn.sink.sync(engine).await, ending) {
+        (Err(e), Ending::Done | Ending::Cancelled) => Ending::Internal(e),
+        (_, ending) => ending,
+    };
     Streamed {
         got,
         ending,

@@ -1,0 +1,111 @@
+//! What the event journal writes: battles of six contestants streaming 200
+//! tokens each at 200 tokens/s (cloud lane, the scripted server), run one
+//! after another in this process. Reports the bytes this process wrote
+//! (`/proc/self/io` `write_bytes`: the database, its WAL and the results
+//! folders) against the bytes kept at the end (the database file and the
+//! results folders), per battle, and their ratio; and the journal's rows.
+//!
+//! ```sh
+//! cargo bench -p arena-cli --bench journal      # ARENA_BENCH_RUNS=N (default 20)
+//! ```
+
+mod common;
+
+use std::path::Path;
+use std::time::Instant;
+
+use arena_core::battle::{BattleRequest, BattleType, ContestantSpec};
+use arena_testserver::ModelScript;
+use common::Bench;
+
+const CONTESTANTS: usize = 6;
+const TOKENS: usize = 200;
+
+/// Bytes this process has caused to be written to storage.
+fn written() -> u64 {
+    std::fs::read_to_string("/proc/self/io")
+        .ok()
+        .and_then(|io| {
+            io.lines()
+                .find_map(|l| l.strip_prefix("write_bytes:"))
+                .and_then(|v| v.trim().parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// Bytes of the files under `dir`, all the way down.
+fn tree_bytes(dir: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|e| match e.file_type() {
+            Ok(t) if t.is_dir() => tree_bytes(&e.path()),
+            _ => e.metadata().map(|m| m.len()).unwrap_or(0),
+        })
+        .sum()
+}
+
+#[tokio::main]
+async fn main() {
+    let runs: usize = std::env::var("ARENA_BENCH_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20);
+    let bench = Bench::new().await;
+    let models: Vec<String> = (1..=CONTESTANTS).map(|i| format!("m{i}")).collect();
+    for m in &models {
+        bench
+            .cloud
+            .set_model(m, ModelScript::tokens(TOKENS).rate(200.0));
+    }
+    let engine = bench.engine();
+    // The seeded personas, each on two models.
+    let personas = ["debugger", "explainer", "architect", "code reviewer"];
+    let before = written();
+    let started = Instant::now();
+    for _ in 0..runs {
+        let request = BattleRequest {
+            battle_type: BattleType::Qa,
+            project: bench.project(),
+            prompt: "Say hi.".into(),
+            contestants: personas
+                .iter()
+                .cycle()
+                .zip(&models)
+                .map(|(p, m)| ContestantSpec::parse(&format!("{p}@{m}")).expect("a spec"))
+                .collect(),
+            check_command: None,
+            blind: false,
+            tags: Vec::new(),
+        };
+        let battle = engine.create_battle(request).await.expect("created");
+        engine.run_battle(&battle.id).await.expect("ran");
+    }
+    let wall = started.elapsed();
+    let commits = engine.journal_commits();
+    let wrote = written().saturating_sub(before);
+    let database = std::fs::metadata(bench.data().join("arena.db"))
+        .map(|m| m.len())
+        .unwrap_or(0);
+    let results = tree_bytes(&bench.project().join("Arena"));
+    let kept = database + results;
+    let per = |bytes: u64| bytes as f64 / runs as f64 / 1024.0;
+    println!(
+        "{runs} battles × {CONTESTANTS} contestants × {TOKENS} tokens at 200 tok/s, {:.1} s",
+        wall.as_secs_f64()
+    );
+    println!(
+        "  written: {:.0} KiB per battle; kept: {:.0} KiB per battle (database {:.0}, results {:.0}); written ÷ kept: {:.2}",
+        per(wrote),
+        per(kept),
+        per(database),
+        per(results),
+        wrote as f64 / kept.max(1) as f64
+    );
+    println!(
+        "  streamed events journaled in {:.1} transactions per battle",
+        commits as f64 / runs as f64
+    );
+}
