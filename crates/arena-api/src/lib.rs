@@ -1064,6 +1064,13 @@ pub enum EventKindDto {
     Reset {
         reason: String,
     },
+    /// A Q&A contestant's answer, whole, when it ends: replaces the output
+    /// and reasoning built from its deltas (which the journal no longer
+    /// keeps).
+    Folded {
+        output: String,
+        reasoning: String,
+    },
     /// A queued contestant waits for its lane: why (`null` once it no longer does).
     Waiting {
         reason: Option<String>,
@@ -1140,6 +1147,7 @@ impl From<core::EventKind> for EventKindDto {
             },
             K::ChangedFiles { files } => EventKindDto::ChangedFiles { files },
             K::Reset { reason } => EventKindDto::Reset { reason },
+            K::Folded { output, reasoning } => EventKindDto::Folded { output, reasoning },
             K::Waiting { reason } => EventKindDto::Waiting { reason },
             K::Retry {
                 attempt,

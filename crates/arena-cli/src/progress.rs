@@ -137,6 +137,13 @@ impl Bars {
                     line.tail.drain(..cut);
                 }
             }
+            EventKind::Folded { output, .. } => {
+                let start = output.len().saturating_sub(200);
+                let start = (start..=output.len())
+                    .find(|i| output.is_char_boundary(*i))
+                    .unwrap_or(0);
+                line.tail = output[start..].to_string();
+            }
             EventKind::Waiting { reason } => line.waiting = reason.clone(),
             EventKind::Reset { .. } => {
                 line.tail.clear();

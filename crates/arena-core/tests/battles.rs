@@ -260,22 +260,12 @@ async fn a_dropped_stream_is_retried_and_its_partial_output_reset() {
         .store()
         .events_since(&battle.id, 0, 10_000)
         .unwrap();
-    let mut text = String::new();
-    let mut resets = 0;
-    for e in events
+    let resets = events
         .iter()
         .filter(|e| e.contestant_id.as_deref() == Some(&c.id))
-    {
-        match &e.kind {
-            EventKind::Output { text: t } => text.push_str(t),
-            EventKind::Reset { .. } => {
-                resets += 1;
-                text.clear()
-            }
-            _ => {}
-        }
-    }
-    assert_eq!(text, "one two three four five six");
+        .filter(|e| matches!(e.kind, EventKind::Reset { .. }))
+        .count();
+    assert_eq!(text_of(&events, &c.id), "one two three four five six");
     assert_eq!(resets, 1);
 }
 
@@ -382,8 +372,17 @@ async fn events_replay_from_any_seq_then_follow_live() {
         let (engine, id) = (h.engine.clone(), battle.id.clone());
         tokio::spawn(async move { collect_until_done(&engine, &id, 0).await })
     };
+    // One that joins mid-stream, having missed the first events.
+    let joined = {
+        let (engine, id) = (h.engine.clone(), battle.id.clone());
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(40)).await;
+            collect_until_done(&engine, &id, 3).await
+        })
+    };
     let finished = h.engine.run_battle(&battle.id).await.unwrap();
     let live = live.await.unwrap();
+    let joined = joined.await.unwrap();
     let seqs: Vec<u64> = live.iter().map(|e| e.seq).collect();
     assert_eq!(
         seqs,
@@ -391,33 +390,32 @@ async fn events_replay_from_any_seq_then_follow_live() {
         "gapless, ordered"
     );
 
+    // The journal keeps each answer once: its deltas were folded into one
+    // `folded` event when it ended.
     let journal = h
         .engine
         .store()
         .events_since(&battle.id, 0, 100_000)
         .unwrap();
-    assert_eq!(journal.len(), live.len());
-    // Late viewers from any point see exactly the tail.
-    for since in [0, 1, 5, journal.len() as u64 / 2, journal.len() as u64 - 1] {
+    assert!(journal.len() < live.len());
+    assert!(!journal
+        .iter()
+        .any(|e| matches!(e.kind, EventKind::Output { .. })));
+    // Late viewers from any point, mid-stream included, see exactly the
+    // journal's tail and rebuild every answer.
+    let last = journal.last().map_or(0, |e| e.seq);
+    for since in [0, 1, 5, seqs.len() as u64 / 2, last - 1] {
         let replay = collect_until_done(&h.engine, &battle.id, since).await;
-        assert_eq!(
-            replay,
-            journal[since as usize..].to_vec(),
-            "since_seq {since}"
-        );
+        let tail: Vec<_> = journal.iter().filter(|e| e.seq > since).cloned().collect();
+        assert_eq!(replay, tail, "since_seq {since}");
     }
-    // Output in events adds up to the stored output; deltas were coalesced.
+    // The live viewer and a late one rebuild the stored text; the live
+    // deltas were coalesced.
     for c in &finished.contestants {
-        let text: String = journal
-            .iter()
-            .filter(|e| e.contestant_id.as_deref() == Some(&c.id))
-            .filter_map(|e| match &e.kind {
-                EventKind::Output { text } => Some(text.as_str()),
-                _ => None,
-            })
-            .collect();
-        assert_eq!(Some(text.as_str()), c.output.as_deref());
-        let outputs = journal
+        assert_eq!(Some(text_of(&live, &c.id).as_str()), c.output.as_deref());
+        assert_eq!(Some(text_of(&joined, &c.id).as_str()), c.output.as_deref());
+        assert_eq!(Some(text_of(&journal, &c.id).as_str()), c.output.as_deref());
+        let outputs = live
             .iter()
             .filter(|e| {
                 e.contestant_id.as_deref() == Some(&c.id)
@@ -434,7 +432,7 @@ async fn events_replay_from_any_seq_then_follow_live() {
 
     // The battle view's snapshot says which events it already reflects.
     let detail = h.engine.battle_detail(&battle.id).await.unwrap();
-    assert_eq!(detail.last_seq, journal.len() as u64);
+    assert_eq!(detail.last_seq, last);
     assert_eq!(detail.battle.status, BattleStatus::Done);
     assert_eq!(detail.rounds.len(), 2, "an entry per contestant");
     assert!(detail.rounds.values().all(Vec::is_empty));
@@ -619,4 +617,22 @@ async fn local_requests_ask_llama_cpp_not_to_reuse_its_prompt_cache() {
     assert_eq!(local.body["stream_options"]["include_usage"], true);
     assert_eq!(local.body["temperature"], 0.2);
     assert_eq!(local.body["messages"][0]["role"], "system");
+}
+
+/// A contestant's answer as a viewer rebuilds it from events: deltas
+/// appended, a reset clearing them, a fold replacing them.
+fn text_of(events: &[arena_core::BattleEvent], contestant: &str) -> String {
+    let mut text = String::new();
+    for e in events
+        .iter()
+        .filter(|e| e.contestant_id.as_deref() == Some(contestant))
+    {
+        match &e.kind {
+            EventKind::Output { text: t } => text.push_str(t),
+            EventKind::Reset { .. } => text.clear(),
+            EventKind::Folded { output, .. } => text = output.clone(),
+            _ => {}
+        }
+    }
+    text
 }

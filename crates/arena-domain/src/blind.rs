@@ -261,6 +261,7 @@ pub fn mask_event(kind: EventKind) -> Option<EventKind> {
         | EventKind::Round { .. }
         | EventKind::ChangedFiles { .. }
         | EventKind::Reset { .. }
+        | EventKind::Folded { .. }
         | EventKind::Revealed) => Some(kind),
     }
 }

@@ -61,6 +61,13 @@ pub enum EventKind {
     Reset {
         reason: String,
     },
+    /// A Q&A contestant's answer, whole, written when it ends: it stands
+    /// for the `output` and `reasoning` events it replaced in the journal
+    /// (the text is kept once). A viewer replaces what it built from them.
+    Folded {
+        output: String,
+        reasoning: String,
+    },
     /// A queued contestant waits for its lane: why, and who holds it
     /// (`None` once it no longer waits).
     Waiting {
@@ -116,6 +123,7 @@ impl EventKind {
             EventKind::Output { .. } => "output",
             EventKind::Reasoning { .. } => "reasoning",
             EventKind::Reset { .. } => "reset",
+            EventKind::Folded { .. } => "folded",
             EventKind::Waiting { .. } => "waiting",
             EventKind::Tool { .. } => "tool",
             EventKind::ChangedFiles { .. } => "changed_files",

@@ -5,6 +5,7 @@ use chrono::{DateTime, Utc};
 use rusqlite::params;
 use tokio::sync::broadcast;
 
+use arena_domain::battle::Contestant;
 use arena_domain::event::{BattleEvent, EventKind};
 
 use crate::error::Result;
@@ -37,6 +38,48 @@ impl Tx<'_> {
         at: DateTime<Utc>,
         kind: EventKind,
     ) -> Result<BattleEvent> {
+        let payload = serde_json::to_string(&kind)?;
+        self.emit_as(battle_id, contestant_id, at, kind, &payload)
+    }
+
+    /// Keeps a finished Q&A contestant's text once: its `output` and
+    /// `reasoning` events leave the journal, and one `folded` event takes
+    /// the next sequence number. Its row holds no text: reading the
+    /// journal fills it from the contestant's row, where the answer is
+    /// kept (so call this in the transaction that records the answer).
+    pub fn fold_answer(
+        &mut self,
+        c: &Contestant,
+        output: &str,
+        reasoning: &str,
+        at: DateTime<Utc>,
+    ) -> Result<()> {
+        self.require_lease(&c.battle_id)?;
+        self.tx.execute(
+            "DELETE FROM events WHERE battle_id = ?1 AND contestant_id = ?2 AND kind IN ('output', 'reasoning')",
+            params![c.battle_id, c.id],
+        )?;
+        let stored = serde_json::to_string(&EventKind::Folded {
+            output: String::new(),
+            reasoning: String::new(),
+        })?;
+        let kind = EventKind::Folded {
+            output: output.to_string(),
+            reasoning: reasoning.to_string(),
+        };
+        self.emit_as(&c.battle_id, Some(&c.id), at, kind, &stored)?;
+        Ok(())
+    }
+
+    /// [`Tx::emit`] with `payload` as the journal's row.
+    fn emit_as(
+        &mut self,
+        battle_id: &str,
+        contestant_id: Option<&str>,
+        at: DateTime<Utc>,
+        kind: EventKind,
+        payload: &str,
+    ) -> Result<BattleEvent> {
         let seq = match self.seqs.get(battle_id) {
             Some(seq) => seq + 1,
             None => {
@@ -49,7 +92,6 @@ impl Tx<'_> {
             }
         };
         self.seqs.insert(battle_id.to_string(), seq);
-        let payload = serde_json::to_string(&kind)?;
         self.tx.execute(
             "INSERT INTO events (battle_id, seq, contestant_id, at, kind, payload) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
             params![battle_id, seq as i64, contestant_id, ms(at), kind.name(), payload],

@@ -14,7 +14,7 @@ use arena_domain::battle::{
 };
 use arena_domain::cross_exam::CrossExamination;
 use arena_domain::decisions::{Lease, Ticket};
-use arena_domain::event::BattleEvent;
+use arena_domain::event::{BattleEvent, EventKind};
 use arena_domain::leaderboard::{Entry, Player};
 
 /// Milliseconds since the epoch, as stored.
@@ -401,12 +401,23 @@ pub fn events_since(
     let mut events = Vec::new();
     for row in rows {
         let (seq, contestant_id, at, payload) = row?;
+        let mut kind: EventKind = serde_json::from_str(&payload)?;
+        // A folded answer's text is kept once, in its contestant's row.
+        if let (EventKind::Folded { output, reasoning }, Some(id)) = (&mut kind, &contestant_id) {
+            let (o, r): (Option<String>, Option<String>) = c.query_row(
+                "SELECT output, reasoning FROM contestants WHERE id = ?1",
+                [id],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )?;
+            *output = o.unwrap_or_default();
+            *reasoning = r.unwrap_or_default();
+        }
         events.push(BattleEvent {
             battle_id: battle_id.to_string(),
             seq: seq as u64,
             contestant_id,
             at: time(Some(at)).unwrap_or_default(),
-            kind: serde_json::from_str(&payload)?,
+            kind,
         });
     }
     Ok(events)

@@ -256,6 +256,13 @@ export function applyEvent(live: Live, event: BattleEventDto): Followup {
         c.reasoning += event.text;
       }
       return { refetch: false };
+    case 'folded':
+      // The whole answer, which the journal keeps instead of its deltas.
+      if (c) {
+        c.output = event.output;
+        c.reasoning = event.reasoning;
+      }
+      return { refetch: false };
     case 'reset':
       if (c) {
         const round = c.round === null ? undefined : c.rounds[c.round];

@@ -252,6 +252,22 @@ describe('applyEvent: streamed text', () => {
     expect(get(live, 'a').output).toBe('fresh');
   });
 
+  it('a folded answer replaces the deltas, whether they were seen or not', () => {
+    const whole = { type: 'folded', output: 'the whole answer', reasoning: 'think' } as const;
+    // Live: the deltas, then the fold.
+    const live = liveFrom(detail({ lastSeq: 0 }));
+    applyAll(live, [output(1, 'a', 'the whole'), output(2, 'a', ' answer'), ev(3, 'a', whole)]);
+    expect(get(live, 'a')).toMatchObject({ output: 'the whole answer', reasoning: 'think' });
+    // Late: the journal after the fold holds no deltas.
+    const late = liveFrom(detail({ lastSeq: 0 }));
+    applyAll(late, [ev(3, 'a', whole)]);
+    expect(get(late, 'a')).toMatchObject({ output: 'the whole answer', reasoning: 'think' });
+    // Mid-stream: part of the deltas, then the fold.
+    const mid = liveFrom(detail({ lastSeq: 0 }));
+    applyAll(mid, [output(1, 'a', 'the whole'), ev(3, 'a', whole)]);
+    expect(get(mid, 'a').output).toBe('the whole answer');
+  });
+
   it('ignores events of a contestant it does not know', () => {
     const live = liveFrom(detail({ lastSeq: 0 }));
     expect(applyEvent(live, output(1, 'ghost', 'boo'))).toEqual({ refetch: false });
@@ -586,6 +602,7 @@ describe('applyEvent: which events ask for a refetch', () => {
     ['output', false, output(1, 'a', 'x')],
     ['reasoning', false, ev(1, 'a', { type: 'reasoning', text: 'x' })],
     ['reset', false, ev(1, 'a', { type: 'reset', reason: 'retry' })],
+    ['folded', false, ev(1, 'a', { type: 'folded', output: 'x', reasoning: '' })],
     ['waiting', false, ev(1, 'a', { type: 'waiting', reason: 'waiting for local' })],
     ['retry', false, ev(1, 'a', { type: 'retry', attempt: 2, delay_ms: 1, reason: 'x' })],
     ['benchmark', false, ev(1, 'a', { type: 'benchmark', benchmark: benchmark() })],

@@ -80,7 +80,7 @@ async fn record(engine: &Engine, battle: &Battle, c: &Contestant, s: Streamed) -
     let recorded = engine
         .db(move |s| {
             s.transact(|tx| {
-                tx.finish_contestant(
+                let recorded = tx.finish_contestant(
                     &c2,
                     status,
                     error.as_deref(),
@@ -89,7 +89,12 @@ async fn record(engine: &Engine, battle: &Battle, c: &Contestant, s: Streamed) -
                     got.truncated,
                     &bench,
                     at,
-                )
+                )?;
+                // Its text is kept once: in its row, not as deltas too.
+                if recorded {
+                    tx.fold_answer(&c2, &got.content, &got.reasoning, at)?;
+                }
+                Ok(recorded)
             })
         })
         .await?;
