@@ -148,8 +148,10 @@ async fn a_driver_that_lost_its_lease_writes_nothing_more() {
                         "UPDATE leases SET owner = 'the-new-driver', expires_at = ?1 WHERE battle_id = ?2",
                         rusqlite::params![i64::MAX, battle.id],
                     )?;
+                    // Both journals: the kept one and the live one.
                     let seq: i64 = tx.conn().query_row(
-                        "SELECT MAX(seq) FROM events WHERE battle_id = ?1",
+                        "SELECT MAX(m) FROM (SELECT MAX(seq) AS m FROM events WHERE battle_id = ?1
+                         UNION ALL SELECT MAX(seq) FROM live.events WHERE battle_id = ?1)",
                         [&battle.id],
                         |r| r.get(0),
                     )?;

@@ -39,7 +39,20 @@ impl Tx<'_> {
         kind: EventKind,
     ) -> Result<BattleEvent> {
         let payload = serde_json::to_string(&kind)?;
-        self.emit_as(battle_id, contestant_id, at, kind, &payload)
+        self.emit_as(battle_id, contestant_id, at, kind, &payload, false)
+    }
+
+    /// [`Tx::emit`] into the live journal (see [`crate::live`]): for an
+    /// answer's deltas, which [`Tx::fold_answer`] removes when it ends.
+    pub fn emit_live(
+        &mut self,
+        battle_id: &str,
+        contestant_id: Option<&str>,
+        at: DateTime<Utc>,
+        kind: EventKind,
+    ) -> Result<BattleEvent> {
+        let payload = serde_json::to_string(&kind)?;
+        self.emit_as(battle_id, contestant_id, at, kind, &payload, true)
     }
 
     /// Keeps a finished Q&A contestant's text once: its `output` and
@@ -59,6 +72,10 @@ impl Tx<'_> {
             "DELETE FROM events WHERE battle_id = ?1 AND contestant_id = ?2 AND kind IN ('output', 'reasoning')",
             params![c.battle_id, c.id],
         )?;
+        self.tx.execute(
+            "DELETE FROM live.events WHERE battle_id = ?1 AND contestant_id = ?2",
+            params![c.battle_id, c.id],
+        )?;
         let stored = serde_json::to_string(&EventKind::Folded {
             output: String::new(),
             reasoning: String::new(),
@@ -67,11 +84,12 @@ impl Tx<'_> {
             output: output.to_string(),
             reasoning: reasoning.to_string(),
         };
-        self.emit_as(&c.battle_id, Some(&c.id), at, kind, &stored)?;
+        self.emit_as(&c.battle_id, Some(&c.id), at, kind, &stored, false)?;
         Ok(())
     }
 
-    /// [`Tx::emit`] with `payload` as the journal's row.
+    /// [`Tx::emit`] with `payload` as the journal's row, in the live
+    /// journal when `live`.
     fn emit_as(
         &mut self,
         battle_id: &str,
@@ -79,22 +97,28 @@ impl Tx<'_> {
         at: DateTime<Utc>,
         kind: EventKind,
         payload: &str,
+        live: bool,
     ) -> Result<BattleEvent> {
         let seq = match self.seqs.get(battle_id) {
             Some(seq) => seq + 1,
-            None => {
-                let max: i64 = self.tx.query_row(
-                    "SELECT COALESCE(MAX(seq), 0) FROM events WHERE battle_id = ?1",
-                    [battle_id],
-                    |r| r.get(0),
-                )?;
-                max as u64 + 1
-            }
+            None => rows::last_seq(&self.tx, battle_id)? + 1,
         };
         self.seqs.insert(battle_id.to_string(), seq);
+        let insert = if live {
+            "INSERT INTO live.events (battle_id, seq, contestant_id, at, kind, payload) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"
+        } else {
+            "INSERT INTO events (battle_id, seq, contestant_id, at, kind, payload) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"
+        };
         self.tx.execute(
-            "INSERT INTO events (battle_id, seq, contestant_id, at, kind, payload) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            params![battle_id, seq as i64, contestant_id, ms(at), kind.name(), payload],
+            insert,
+            params![
+                battle_id,
+                seq as i64,
+                contestant_id,
+                ms(at),
+                kind.name(),
+                payload
+            ],
         )?;
         let event = BattleEvent {
             battle_id: battle_id.to_string(),

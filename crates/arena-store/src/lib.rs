@@ -23,6 +23,7 @@ mod error;
 mod events;
 mod lanes;
 mod leases;
+mod live;
 mod rows;
 mod series;
 mod work;
@@ -89,6 +90,8 @@ pub struct Store {
     path: PathBuf,
     /// The lease owner this handle writes as (see [`Store::acting_as`]).
     owner: Option<Arc<str>>,
+    /// The live journal, attached to the connection as `live`.
+    _live: Arc<live::Live>,
 }
 
 impl Store {
@@ -119,6 +122,7 @@ impl Store {
         conn.pragma_update(None, "foreign_keys", "OFF")?;
         migrations().to_latest(&mut conn)?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
+        let live = live::Live::attach(&conn, path)?;
         drop(lock);
         let (events, _) = broadcast::channel(4096);
         Ok(Store {
@@ -126,6 +130,7 @@ impl Store {
             events,
             path: path.to_path_buf(),
             owner: None,
+            _live: Arc::new(live),
         })
     }
 

@@ -388,7 +388,11 @@ pub fn events_since(
 ) -> Result<Vec<BattleEvent>> {
     let mut stmt = c.prepare_cached(
         "SELECT seq, contestant_id, at, payload FROM events
-         WHERE battle_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3",
+         WHERE battle_id = ?1 AND seq > ?2
+         UNION ALL
+         SELECT seq, contestant_id, at, payload FROM live.events
+         WHERE battle_id = ?1 AND seq > ?2
+         ORDER BY seq LIMIT ?3",
     )?;
     let rows = stmt.query_map(params![battle_id, since_seq as i64, limit as i64], |r| {
         Ok((
@@ -578,7 +582,9 @@ pub fn rounds(c: &Connection, contestant_id: &str) -> Result<Vec<Round>> {
 /// The `seq` of a battle's newest event (0 when it has none).
 pub fn last_seq(c: &Connection, battle_id: &str) -> Result<u64> {
     let seq: Option<i64> = c.query_row(
-        "SELECT MAX(seq) FROM events WHERE battle_id = ?1",
+        "SELECT MAX(m) FROM (
+             SELECT MAX(seq) AS m FROM events WHERE battle_id = ?1
+             UNION ALL SELECT MAX(seq) FROM live.events WHERE battle_id = ?1)",
         [battle_id],
         |r| r.get(0),
     )?;

@@ -50,7 +50,7 @@ pub(super) async fn run(
     let turn = Turn {
         target: target(&c),
         request: request(battle, &c),
-        sink: Sink::answer(&battle.id, &c.id),
+        sink: Sink::folding_answer(&battle.id, &c.id),
         holder: String::new(),
         position: c.position,
         token: &token,

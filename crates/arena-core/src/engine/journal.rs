@@ -53,6 +53,8 @@ struct Write {
     contestant: Option<String>,
     at: DateTime<Utc>,
     kinds: Vec<EventKind>,
+    /// Deltas for the live journal, folded away when the answer ends.
+    live: bool,
 }
 
 impl Journal {
@@ -135,7 +137,12 @@ async fn write_all(store: &Store, writes: Vec<Write>) -> Vec<(String, String)> {
                     }
                 }
                 for kind in w.kinds {
-                    tx.emit(&w.battle_id, w.contestant.as_deref(), w.at, kind)?;
+                    let (battle, contestant) = (&w.battle_id, w.contestant.as_deref());
+                    if w.live {
+                        tx.emit_live(battle, contestant, w.at, kind)?;
+                    } else {
+                        tx.emit(battle, contestant, w.at, kind)?;
+                    }
                 }
             }
             Ok(leases
@@ -168,9 +175,11 @@ pub(super) struct Sink {
 #[derive(Debug, Clone)]
 enum SinkKind {
     /// A contestant's own run: output, reasoning, live benchmarks, retry
-    /// and reset notices, tools and changed files.
+    /// and reset notices, tools and changed files. A Q&A answer `folds`:
+    /// its deltas go to the live journal and are folded away at its end.
     Answer {
         contestant: String,
+        folds: bool,
     },
     /// A later turn of a contestant's conversation: its output only.
     Round {
@@ -194,11 +203,26 @@ pub(super) enum Piece {
 }
 
 impl Sink {
+    /// A Coding contestant's run (its agent's output is kept).
     pub fn answer(battle_id: &str, contestant: &str) -> Sink {
+        let contestant = contestant.into();
         Sink::new(
             battle_id,
             SinkKind::Answer {
-                contestant: contestant.into(),
+                contestant,
+                folds: false,
+            },
+        )
+    }
+
+    /// A Q&A contestant's answer, whose deltas are folded at its end.
+    pub fn folding_answer(battle_id: &str, contestant: &str) -> Sink {
+        let contestant = contestant.into();
+        Sink::new(
+            battle_id,
+            SinkKind::Answer {
+                contestant,
+                folds: true,
             },
         )
     }
@@ -240,7 +264,9 @@ impl Sink {
     /// The contestant whose events these are, if any.
     pub fn contestant(&self) -> Option<&str> {
         match &self.kind {
-            SinkKind::Answer { contestant } | SinkKind::Round { contestant } => Some(contestant),
+            SinkKind::Answer { contestant, .. } | SinkKind::Round { contestant } => {
+                Some(contestant)
+            }
             _ => None,
         }
     }
@@ -289,12 +315,37 @@ impl Sink {
         if kinds.is_empty() {
             return Ok(());
         }
-        journal.lock().writes.push(Write {
-            battle_id: self.battle_id.clone(),
-            contestant: self.contestant().map(str::to_string),
-            at: engine.now(),
-            kinds,
-        });
+        let folds = matches!(self.kind, SinkKind::Answer { folds: true, .. });
+        let at = engine.now();
+        let mut queue = journal.lock();
+        // In order: each run of deltas (live) or of other events (kept).
+        for kind in kinds {
+            let live = folds
+                && matches!(
+                    kind,
+                    EventKind::Output { .. }
+                        | EventKind::Reasoning { .. }
+                        | EventKind::Benchmark { .. }
+                );
+            match queue.writes.last_mut() {
+                Some(w)
+                    if w.live == live
+                        && w.at == at
+                        && w.battle_id == self.battle_id
+                        && w.contestant.as_deref() == self.contestant() =>
+                {
+                    w.kinds.push(kind)
+                }
+                _ => queue.writes.push(Write {
+                    battle_id: self.battle_id.clone(),
+                    contestant: self.contestant().map(str::to_string),
+                    at,
+                    kinds: vec![kind],
+                    live,
+                }),
+            }
+        }
+        drop(queue);
         journal.start(&engine.inner.store);
         journal.wake.notify_one();
         Ok(())

@@ -1,0 +1,137 @@
+//! The live journal: a Q&A answer's streamed deltas (its output, reasoning
+//! and live benchmarks) numbered in its battle's sequence like every event,
+//! but kept in a second database on a memory-backed folder of this user's
+//! (`$XDG_RUNTIME_DIR`, else `/dev/shm`), attached to the connection as
+//! `live`. Viewers in any process on the machine read both journals as one
+//! ([`crate::rows::events_since`]); the deltas never reach the disk. When
+//! the answer is recorded they are folded away
+//! ([`crate::Tx::fold_answer`]): the text is kept once, in the database.
+//!
+//! A crash loses nothing that is needed: an answer that was streaming runs
+//! again on resume. When the last process using a live journal closes it,
+//! the file is removed.
+
+use std::fs::{File, OpenOptions};
+use std::path::{Path, PathBuf};
+
+use rusqlite::Connection;
+
+use crate::error::{Error, Result};
+
+/// The live journal's table: the events table's columns.
+const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS live.events (
+    battle_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    contestant_id TEXT,
+    at INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    PRIMARY KEY (battle_id, seq)
+)";
+
+/// The live journal this process has open: its file, and a shared lock on
+/// it that says so to the others.
+pub(crate) struct Live {
+    path: PathBuf,
+    lock: File,
+}
+
+impl Live {
+    /// Attaches the live journal of the database at `db` to `conn`
+    /// (creating it), and holds its shared lock.
+    pub fn attach(conn: &Connection, db: &Path) -> Result<Live> {
+        let path = path_for(db);
+        let lock_path = path.with_extension("lock");
+        let lock = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(|e| Error::io(&lock_path, e))?;
+        lock.lock_shared().map_err(|e| Error::io(&lock_path, e))?;
+        conn.execute("ATTACH DATABASE ?1 AS live", [path.to_string_lossy()])?;
+        conn.pragma_update(
+            Some(rusqlite::DatabaseName::Attached("live")),
+            "journal_mode",
+            "WAL",
+        )?;
+        // Nothing here needs to survive a power cut: no syncs.
+        conn.pragma_update(
+            Some(rusqlite::DatabaseName::Attached("live")),
+            "synchronous",
+            "OFF",
+        )?;
+        conn.execute(SCHEMA, [])?;
+        Ok(Live { path, lock })
+    }
+}
+
+impl Drop for Live {
+    /// The last process to close a live journal removes it (what is left
+    /// in it belongs to answers that run again on resume).
+    fn drop(&mut self) {
+        if self.lock.try_lock().is_ok() {
+            for suffix in ["", "-wal", "-shm"] {
+                let mut file = self.path.clone().into_os_string();
+                file.push(suffix);
+                let _ = std::fs::remove_file(file);
+            }
+            let _ = std::fs::remove_file(self.path.with_extension("lock"));
+        }
+    }
+}
+
+/// Where the live journal of the database at `db` is: in this user's
+/// memory-backed folder when there is one, named after the database's
+/// path; else beside the database.
+fn path_for(db: &Path) -> PathBuf {
+    let name = format!("live-{:016x}.db", fnv1a(db.to_string_lossy().as_bytes()));
+    match memory_folder() {
+        Some(dir) => dir.join(name),
+        None => db.with_file_name(name),
+    }
+}
+
+/// `$XDG_RUNTIME_DIR/arena`, else `/dev/shm/arena-<uid>`: made private
+/// (0700) and used only when it is a real folder of this user's that
+/// nobody else can enter.
+fn memory_folder() -> Option<PathBuf> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+    let uid = std::fs::metadata("/proc/self").ok()?.uid();
+    let dir = match std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from) {
+        Some(runtime) if runtime.is_dir() => runtime.join("arena"),
+        _ if Path::new("/dev/shm").is_dir() => PathBuf::from(format!("/dev/shm/arena-{uid}")),
+        _ => return None,
+    };
+    let _ = std::fs::DirBuilder::new().mode(0o700).create(&dir);
+    let meta = std::fs::symlink_metadata(&dir).ok()?;
+    let private = meta.is_dir() && meta.uid() == uid && meta.permissions().mode() & 0o077 == 0;
+    private.then_some(dir)
+}
+
+/// FNV-1a: a stable name for a path (not a secret, not a defence).
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_database_has_its_own_private_live_journal() {
+        let (a, b) = (
+            path_for(Path::new("/x/arena.db")),
+            path_for(Path::new("/y/arena.db")),
+        );
+        assert_ne!(a, b);
+        assert_eq!(a, path_for(Path::new("/x/arena.db")));
+        if let Some(dir) = memory_folder() {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&dir).unwrap().permissions().mode();
+            assert_eq!(mode & 0o077, 0, "{}", dir.display());
+        }
+    }
+}
