@@ -3,7 +3,9 @@
 //! after another in this process. Reports the bytes this process wrote
 //! (`/proc/self/io` `write_bytes`: the database, its WAL and the results
 //! folders) against the bytes kept at the end (the database file and the
-//! results folders), per battle, and their ratio; and the journal's rows.
+//! results folders), per battle, and their ratio; and the journal's
+//! transactions. It runs with a memory-backed `XDG_RUNTIME_DIR`, as in a
+//! desktop session, where the live journal goes.
 //!
 //! ```sh
 //! cargo bench -p arena-cli --bench journal      # ARENA_BENCH_RUNS=N (default 20)
@@ -53,6 +55,17 @@ async fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(20);
+    // A desktop session's runtime folder (memory-backed), where the live
+    // journal goes; CI machines have none.
+    let runtime = tempfile::Builder::new()
+        .prefix("arena-runtime-")
+        .tempdir_in(if Path::new("/dev/shm").is_dir() {
+            "/dev/shm"
+        } else {
+            "/tmp"
+        })
+        .expect("a runtime folder");
+    std::env::set_var("XDG_RUNTIME_DIR", runtime.path());
     let bench = Bench::new().await;
     let models: Vec<String> = (1..=CONTESTANTS).map(|i| format!("m{i}")).collect();
     for m in &models {

@@ -68,6 +68,12 @@ impl Tx<'_> {
         at: DateTime<Utc>,
     ) -> Result<()> {
         self.require_lease(&c.battle_id)?;
+        // The fold takes a number after every delta's, which viewers may
+        // have seen: taken before they are deleted.
+        if !self.seqs.contains_key(&c.battle_id) {
+            let last = rows::last_seq(&self.tx, &c.battle_id)?;
+            self.seqs.insert(c.battle_id.clone(), last);
+        }
         self.tx.execute(
             "DELETE FROM events WHERE battle_id = ?1 AND contestant_id = ?2 AND kind IN ('output', 'reasoning')",
             params![c.battle_id, c.id],

@@ -1,11 +1,14 @@
 //! The live journal: a Q&A answer's streamed deltas (its output, reasoning
 //! and live benchmarks) numbered in its battle's sequence like every event,
-//! but kept in a second database on a memory-backed folder of this user's
-//! (`$XDG_RUNTIME_DIR`, else `/dev/shm`), attached to the connection as
-//! `live`. Viewers in any process on the machine read both journals as one
-//! ([`crate::rows::events_since`]); the deltas never reach the disk. When
-//! the answer is recorded they are folded away
-//! ([`crate::Tx::fold_answer`]): the text is kept once, in the database.
+//! but kept in a second database, attached to the connection as `live`: in
+//! the session's memory-backed runtime folder (`$XDG_RUNTIME_DIR/arena`,
+//! private to the user and out of every agent's sandbox), else beside the
+//! database (in the data folder). Viewers in any process on the machine
+//! read both journals as one ([`crate::rows::events_since`]); in a desktop
+//! session the deltas never reach the disk. When the answer is recorded
+//! they are folded away ([`crate::Tx::fold_answer`]): the text is kept
+//! once, in the database. (`/dev/shm` is not used: an agent confined by
+//! Landlock alone may write under `/dev`.)
 //!
 //! A crash loses nothing that is needed: an answer that was streaming runs
 //! again on resume. When the last process using a live journal closes it,
@@ -92,17 +95,16 @@ fn path_for(db: &Path) -> PathBuf {
     }
 }
 
-/// `$XDG_RUNTIME_DIR/arena`, else `/dev/shm/arena-<uid>`: made private
-/// (0700) and used only when it is a real folder of this user's that
-/// nobody else can enter.
+/// `$XDG_RUNTIME_DIR/arena`, made private (0700), used only when it is a
+/// real folder of this user's that nobody else can enter.
 fn memory_folder() -> Option<PathBuf> {
     use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
     let uid = std::fs::metadata("/proc/self").ok()?.uid();
-    let dir = match std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from) {
-        Some(runtime) if runtime.is_dir() => runtime.join("arena"),
-        _ if Path::new("/dev/shm").is_dir() => PathBuf::from(format!("/dev/shm/arena-{uid}")),
-        _ => return None,
-    };
+    let runtime = PathBuf::from(std::env::var_os("XDG_RUNTIME_DIR")?);
+    if !runtime.is_dir() {
+        return None;
+    }
+    let dir = runtime.join("arena");
     let _ = std::fs::DirBuilder::new().mode(0o700).create(&dir);
     let meta = std::fs::symlink_metadata(&dir).ok()?;
     let private = meta.is_dir() && meta.uid() == uid && meta.permissions().mode() & 0o077 == 0;

@@ -115,3 +115,70 @@ fn a_stale_owner_cannot_record_a_diff_or_check() {
         (Some(&diff), Some(&check))
     );
 }
+
+/// An answer's deltas are in the live journal: another process's store
+/// reads them with the rest of the battle's events, in one sequence; the
+/// driver's fold leaves one `folded` event in their place (and a stale
+/// owner cannot fold); the last store to close removes the live journal.
+#[test]
+fn the_live_journal_is_shared_then_folded_by_the_driver() {
+    use arena_domain::event::EventKind;
+    let (dir, store) = battle_driven_by_a();
+    let a = store.clone().acting_as("a");
+    let elsewhere = Store::open(&dir.path().join("arena.db")).unwrap();
+    let now = Utc::now();
+    a.transact(|tx| {
+        tx.emit(
+            "b1",
+            Some("c1"),
+            now,
+            EventKind::Reset { reason: "r".into() },
+        )?;
+        tx.emit_live(
+            "b1",
+            Some("c1"),
+            now,
+            EventKind::Output { text: "hel".into() },
+        )?;
+        tx.emit_live(
+            "b1",
+            Some("c1"),
+            now,
+            EventKind::Output { text: "lo".into() },
+        )?;
+        Ok(())
+    })
+    .unwrap();
+    let seen = elsewhere.events_since("b1", 0, 100).unwrap();
+    let seqs: Vec<u64> = seen.iter().map(|e| e.seq).collect();
+    // (1 is the battle's creation.)
+    assert_eq!(seqs, [1, 2, 3, 4], "{seen:?}");
+    assert!(matches!(&seen[3].kind, EventKind::Output { text } if text == "lo"));
+
+    let c = store.battle("b1").unwrap().contestants[0].clone();
+    let b = store.clone().acting_as("b");
+    assert!(b
+        .transact(|tx| tx.fold_answer(&c, "hello", "", now))
+        .is_err());
+    a.transact(|tx| tx.fold_answer(&c, "hello", "", now))
+        .unwrap();
+    let after = elsewhere.events_since("b1", 0, 100).unwrap();
+    let kinds: Vec<&str> = after.iter().map(|e| e.kind.name()).collect();
+    assert_eq!(kinds, ["battle_status", "reset", "folded"]);
+    assert_eq!(after[2].seq, 5, "the fold follows every delta");
+
+    let live = |dir: &Path| {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .flatten()
+            .any(|e| e.file_name().to_string_lossy().starts_with("live-"))
+    };
+    if std::env::var_os("XDG_RUNTIME_DIR").is_none() {
+        assert!(
+            live(dir.path()),
+            "beside the database without a runtime folder"
+        );
+        drop((store, a, b, elsewhere));
+        assert!(!live(dir.path()), "removed by the last store to close it");
+    }
+}
