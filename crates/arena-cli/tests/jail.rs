@@ -148,7 +148,13 @@ async fn an_agent_cannot_type_into_the_users_terminal() {
     let s = Setup::new().await;
     let project = setup_attacker(&s, TIOCSTI, "sandbox = \"off\"\n");
     let seen = typed_after_the_run(&s, &project).await;
-    assert!(seen.contains("PWNED"), "{seen}");
+    // Both attackers type at once, so their letters may interleave.
+    let typed = seen
+        .split_once("TYPED:[")
+        .and_then(|(_, rest)| rest.split_once(']'))
+        .map(|(typed, _)| typed)
+        .unwrap_or_default();
+    assert!("PWNED".chars().all(|c| typed.contains(c)), "{seen}");
 }
 
 /// The heartbeat files of daemons the agents left, under the data dir.
