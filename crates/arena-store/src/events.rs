@@ -38,8 +38,7 @@ impl Tx<'_> {
         at: DateTime<Utc>,
         kind: EventKind,
     ) -> Result<BattleEvent> {
-        let payload = serde_json::to_string(&kind)?;
-        self.emit_as(battle_id, contestant_id, at, kind, &payload, false)
+        self.emit_as(battle_id, contestant_id, at, kind, None, false)
     }
 
     /// [`Tx::emit`] into the live journal (see [`crate::live`]): for an
@@ -51,8 +50,7 @@ impl Tx<'_> {
         at: DateTime<Utc>,
         kind: EventKind,
     ) -> Result<BattleEvent> {
-        let payload = serde_json::to_string(&kind)?;
-        self.emit_as(battle_id, contestant_id, at, kind, &payload, true)
+        self.emit_as(battle_id, contestant_id, at, kind, None, true)
     }
 
     /// Keeps a finished Q&A contestant's text once: its `output` and
@@ -90,21 +88,25 @@ impl Tx<'_> {
             output: output.to_string(),
             reasoning: reasoning.to_string(),
         };
-        self.emit_as(&c.battle_id, Some(&c.id), at, kind, &stored, false)?;
+        self.emit_as(&c.battle_id, Some(&c.id), at, kind, Some(&stored), false)?;
         Ok(())
     }
 
-    /// [`Tx::emit`] with `payload` as the journal's row, in the live
-    /// journal when `live`.
+    /// [`Tx::emit`], with `stored` as the journal's row instead of the
+    /// event itself when given, in the live journal when `live`.
     fn emit_as(
         &mut self,
         battle_id: &str,
         contestant_id: Option<&str>,
         at: DateTime<Utc>,
         kind: EventKind,
-        payload: &str,
+        stored: Option<&str>,
         live: bool,
     ) -> Result<BattleEvent> {
+        let payload = match stored {
+            Some(stored) => stored.to_string(),
+            None => serde_json::to_string(&kind)?,
+        };
         let seq = match self.seqs.get(battle_id) {
             Some(seq) => seq + 1,
             None => rows::last_seq(&self.tx, battle_id)? + 1,
