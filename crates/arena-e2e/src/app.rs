@@ -167,12 +167,24 @@ impl App {
     }
 
     /// Waits for an element matching `css` and returns its visible text.
+    /// An element the page re-rendered between finding and reading it is
+    /// found again (a few times).
     pub async fn text_of(&self, css: &str) -> Result<String> {
-        let element = self.wait_for(css).await?;
-        element
-            .text()
-            .await
-            .with_context(|| format!("reading the text of {css:?}"))
+        let mut attempt = 0;
+        loop {
+            let element = self.wait_for(css).await?;
+            match element.text().await {
+                Ok(text) => return Ok(text),
+                Err(_) if attempt < 4 => {
+                    attempt += 1;
+                    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                }
+                Err(err) => {
+                    return Err(anyhow!(err))
+                        .with_context(|| format!("reading the text of {css:?}"))
+                }
+            }
+        }
     }
 
     /// The `textContent` of the element matching `css`, waiting for it.

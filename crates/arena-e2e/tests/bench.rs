@@ -80,15 +80,36 @@ fn mib(kib: u64) -> f64 {
     kib as f64 / 1024.0
 }
 
-/// When the engine flushed each marker as an output event (its `at`, epoch
-/// ms), from the battle's journal.
-async fn engine_flush_times(h: &Harness, battle_id: &str) -> Result<HashMap<String, f64>> {
-    let store = h.engine()?.store().clone();
-    let id = battle_id.to_string();
-    let events = tokio::task::spawn_blocking(move || store.events_since(&id, 0, usize::MAX))
+/// A battle's events from its first, as they come, until it ends.
+async fn follow_until_done(
+    engine: &arena_core::Engine,
+    battle_id: &str,
+) -> Result<Vec<arena_core::BattleEvent>> {
+    use futures::StreamExt;
+    let mut stream = std::pin::pin!(engine.subscribe(battle_id, 0));
+    let mut events = Vec::new();
+    while let Some(event) = tokio::time::timeout(BATTLE_TIMEOUT, stream.next())
         .await
-        .context("the journal reader failed")?
-        .context("reading the battle's journal")?;
+        .context("the battle's events stopped")?
+    {
+        let event = event.context("following the battle's events")?;
+        let done =
+            matches!(&event.kind, EventKind::BattleStatus { status } if status.is_terminal());
+        events.push(event);
+        if done {
+            break;
+        }
+    }
+    Ok(events)
+}
+
+/// When the engine flushed each marker as an output event (its `at`, epoch
+/// ms), from the battle's `events` as they streamed.
+async fn engine_flush_times(
+    h: &Harness,
+    battle_id: &str,
+    events: Vec<arena_core::BattleEvent>,
+) -> Result<HashMap<String, f64>> {
     let battle = h.engine()?.battle(battle_id).await?;
     let mut times = HashMap::new();
     for event in events {
@@ -160,17 +181,25 @@ async fn bench_dom_latency() -> Result<()> {
         })
     };
     app.press_start().await?;
+    // The engine's output events, followed as another process sees them
+    // (the journal keeps only the folded answers once they end).
+    let battle_id = loop {
+        let hash = app.hash().await?;
+        if let Some(id) = hash.strip_prefix("#/battle/") {
+            break id.to_string();
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let followed = {
+        let (engine, id) = (h.engine()?, battle_id.clone());
+        tokio::spawn(async move { follow_until_done(&engine, &id).await })
+    };
     let done = app.wait_battle_status("done", BATTLE_TIMEOUT).await;
     stop.store(true, Ordering::Relaxed);
     let samples = sampler.await.context("the memory sampler failed")?;
     done?;
     app.screenshot("bench-six-streams").await?;
 
-    let hash = app.hash().await?;
-    let battle_id = hash
-        .strip_prefix("#/battle/")
-        .with_context(|| format!("the window shows {hash}, not the battle"))?
-        .to_string();
     let marks: HashMap<String, f64> = app
         .js("return window.__arenaMarks;", Vec::new())
         .await
@@ -181,7 +210,8 @@ async fn bench_dom_latency() -> Result<()> {
             Vec::new(),
         )
         .await?;
-    let engine_at = engine_flush_times(&h, &battle_id).await?;
+    let events = followed.await.context("following the battle failed")??;
+    let engine_at = engine_flush_times(&h, &battle_id, events).await?;
     let mut all = Vec::new();
     let mut to_engine = Vec::new();
     let mut from_engine = Vec::new();
