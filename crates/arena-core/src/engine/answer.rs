@@ -76,7 +76,7 @@ async fn record(engine: &Engine, battle: &Battle, c: &Contestant, s: Streamed) -
         _ => ContestantStatus::Error,
     };
     let error = s.ending.message(&c.provider);
-    let (c2, at, got) = (c.clone(), s.finished_at, s.got);
+    let (c2, at, got, slot) = (c.clone(), s.finished_at, s.got, s.slot);
     let recorded = engine
         .db(move |s| {
             s.transact(|tx| {
@@ -97,8 +97,10 @@ async fn record(engine: &Engine, battle: &Battle, c: &Contestant, s: Streamed) -
                 Ok(recorded)
             })
         })
-        .await?;
-    if recorded {
+        .await;
+    // Its end is recorded: the lane's next holder may start.
+    drop(slot);
+    if recorded? {
         tracing::info!(contestant = %c.id, %status, "contestant finished");
         let battle = engine.battle(&battle.id).await?;
         if let Some(c) = battle.contestants.iter().find(|x| x.id == c.id) {

@@ -105,6 +105,10 @@ pub(super) struct Streamed {
     pub started: Instant,
     /// When it ended: before its lane's next holder started.
     pub finished_at: chrono::DateTime<chrono::Utc>,
+    /// Its lane, still held: dropping it lets the next holder start (a
+    /// contestant records its end first, so no two on one local server
+    /// ever show as running at once).
+    pub slot: Option<LaneSlot>,
 }
 
 impl Streamed {
@@ -121,7 +125,7 @@ pub(super) struct Reply {
 
 /// Runs `turn`: in `slot` when the caller already holds its lane, else
 /// after waiting for it (cancelled while waiting, it ends `Cancelled`).
-/// The slot is given back before this returns.
+/// The slot comes back in [`Streamed::slot`].
 pub(super) async fn run(engine: &Engine, turn: &Turn<'_>, slot: Option<LaneSlot>) -> Streamed {
     let taken = match slot {
         Some(slot) => Ok(Some(slot)),
@@ -141,6 +145,7 @@ pub(super) async fn run(engine: &Engine, turn: &Turn<'_>, slot: Option<LaneSlot>
                 model_switched: false,
                 started,
                 finished_at: engine.now(),
+                slot: None,
             };
         }
     };
@@ -149,7 +154,6 @@ pub(super) async fn run(engine: &Engine, turn: &Turn<'_>, slot: Option<LaneSlot>
     // never follows the next one's `started_at`).
     let finished_at = engine.now();
     let model_switched = slot.model_switched;
-    drop(slot);
     // Its events are journaled before its end is recorded.
     let ending = match (turn.sink.sync(engine).await, ending) {
         (Err(e), Ending::Done | Ending::Cancelled) => Ending::Internal(e),
@@ -161,6 +165,7 @@ pub(super) async fn run(engine: &Engine, turn: &Turn<'_>, slot: Option<LaneSlot>
         model_switched,
         started,
         finished_at,
+        slot: Some(slot),
     }
 }
 
