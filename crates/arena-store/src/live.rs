@@ -97,6 +97,14 @@ fn path_for(db: &Path) -> PathBuf {
 
 /// `$XDG_RUNTIME_DIR/arena`, made private (0700), used only when it is a
 /// real folder of this user's that nobody else can enter.
+#[cfg(not(unix))]
+fn memory_folder() -> Option<PathBuf> {
+    None
+}
+
+/// `$XDG_RUNTIME_DIR/arena`, made private (0700), used only when it is a
+/// real folder of this user's that nobody else can enter.
+#[cfg(unix)]
 fn memory_folder() -> Option<PathBuf> {
     use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
     let uid = std::fs::metadata("/proc/self").ok()?.uid();
@@ -130,6 +138,7 @@ mod tests {
         );
         assert_ne!(a, b);
         assert_eq!(a, path_for(Path::new("/x/arena.db")));
+        #[cfg(unix)]
         if let Some(dir) = memory_folder() {
             use std::os::unix::fs::PermissionsExt;
             let mode = std::fs::metadata(&dir).unwrap().permissions().mode();
