@@ -99,7 +99,10 @@ async fn typed_after_the_run(s: &Setup, project: &Path) -> String {
         args.join(" ")
     );
     let mut cmd = Command::new("script");
+    // `script` runs the line with $SHELL (sh when unset, as on CI), and
+    // `read -t` is bash's.
     cmd.args(["-q", "-e", "-c", &line, "/dev/null"])
+        .env("SHELL", "/bin/bash")
         .env("ARENA_CONFIG", s.dir.path().join("arena.toml"))
         .env("ARENA_DATA_DIR", s.dir.path().join("data"))
         .stdin(Stdio::piped())
