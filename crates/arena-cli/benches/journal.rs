@@ -98,10 +98,29 @@ async fn main() {
     }
     let wall = started.elapsed();
     let commits = engine.journal_commits();
+    // What the database keeps, once its write-ahead log is folded in (the
+    // checkpoint's writes are counted: they happen anyway).
+    let db_path = bench.data().join("arena.db");
+    let db = rusqlite::Connection::open(&db_path).expect("the database");
+    db.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+        .expect("a checkpoint");
     let wrote = written().saturating_sub(before);
-    let database = std::fs::metadata(bench.data().join("arena.db"))
-        .map(|m| m.len())
+    let database = std::fs::metadata(&db_path).map(|m| m.len()).unwrap_or(0);
+    let text: i64 = db
+        .query_row(
+            "SELECT (SELECT COALESCE(SUM(LENGTH(output) + LENGTH(COALESCE(reasoning, ''))), 0) FROM contestants)
+                  + (SELECT COALESCE(SUM(LENGTH(reasons) + LENGTH(digests)), 0) FROM analyses)",
+            [],
+            |r| r.get(0),
+        )
         .unwrap_or(0);
+    let tables: Vec<(String, i64)> = db
+        .prepare("SELECT name, SUM(pgsize) FROM dbstat GROUP BY name ORDER BY 2 DESC LIMIT 8")
+        .and_then(|mut s| {
+            s.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+                .collect::<rusqlite::Result<Vec<_>>>()
+        })
+        .unwrap_or_default();
     let results = tree_bytes(&bench.project().join("Arena"));
     let kept = database + results;
     let per = |bytes: u64| bytes as f64 / runs as f64 / 1024.0;
@@ -120,5 +139,19 @@ async fn main() {
     println!(
         "  streamed events journaled in {:.1} transactions per battle",
         commits as f64 / runs as f64
+    );
+    println!(
+        "  database: {:.1} KiB per battle for {:.1} KiB of text (outputs, reasoning, analyses): {:.2}×",
+        per(database),
+        per(text as u64),
+        database as f64 / text.max(1) as f64
+    );
+    let tables: Vec<String> = tables
+        .iter()
+        .map(|(name, bytes)| format!("{name} {:.1}", per(*bytes as u64)))
+        .collect();
+    println!(
+        "  largest tables and indexes, KiB per battle: {}",
+        tables.join(", ")
     );
 }

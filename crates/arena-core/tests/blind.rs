@@ -80,7 +80,10 @@ async fn a_blind_battle_is_masked_for_viewers_until_the_vote() {
         let fast_done = b
             .contestants
             .iter()
-            .any(|c| c.id == fast.id && c.status == ContestantStatus::Done);
+            // Its result file is written after its end is recorded.
+            .any(|c| {
+                c.id == fast.id && c.status == ContestantStatus::Done && c.result_path.is_some()
+            });
         if fast_done {
             break;
         }

@@ -49,7 +49,7 @@ impl Tx<'_> {
     /// Joins a lane's queue; returns the ticket's id.
     pub fn enqueue_ticket(&mut self, t: &NewTicket<'_>) -> Result<i64> {
         self.tx.execute(
-            "INSERT INTO lane_tickets (lane, ready_at, position, holder, battle_id, contestant_id, model, owner, host, pid, expires_at)
+            "INSERT INTO live.lane_tickets (lane, ready_at, position, holder, battle_id, contestant_id, model, owner, host, pid, expires_at)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
             params![
                 t.lane,
@@ -88,7 +88,7 @@ impl Tx<'_> {
         for t in &decision.stale {
             tracing::info!(lane = %spec.key, holder = %t.holder, pid = t.lease.pid, "dropping the lane ticket of a process that is gone");
             self.tx
-                .execute("DELETE FROM lane_tickets WHERE id = ?1", [t.id])?;
+                .execute("DELETE FROM live.lane_tickets WHERE id = ?1", [t.id])?;
         }
         match decision.verdict {
             LaneVerdict::Lost => return Ok(TakeTurn::Lost),
@@ -96,30 +96,30 @@ impl Tx<'_> {
             LaneVerdict::Turn(wait) => return Ok(TakeTurn::Wait(wait)),
         }
         self.tx.execute(
-            "UPDATE lane_tickets SET granted_at = ?1 WHERE id = ?2",
+            "UPDATE live.lane_tickets SET granted_at = ?1 WHERE id = ?2",
             params![now_ms, ticket],
         )?;
         let previous_model: Option<String> = self
             .tx
             .query_row(
-                "SELECT last_model FROM lanes WHERE lane = ?1",
+                "SELECT last_model FROM live.lanes WHERE lane = ?1",
                 [&spec.key],
                 |r| r.get(0),
             )
             .optional()?
             .flatten();
         self.tx.execute(
-            "INSERT INTO lanes (lane, last_model) VALUES (?1, ?2)
+            "INSERT INTO live.lanes (lane, last_model) VALUES (?1, ?2)
              ON CONFLICT (lane) DO UPDATE SET last_model = ?2",
             params![spec.key, model],
         )?;
         if spec.requests_per_minute.is_some() {
             self.tx.execute(
-                "DELETE FROM lane_grants WHERE lane = ?1 AND at <= ?2",
+                "DELETE FROM live.lane_grants WHERE lane = ?1 AND at <= ?2",
                 params![spec.key, now_ms - 60_000],
             )?;
             self.tx.execute(
-                "INSERT INTO lane_grants (lane, at) VALUES (?1, ?2)",
+                "INSERT INTO live.lane_grants (lane, at) VALUES (?1, ?2)",
                 params![spec.key, now_ms],
             )?;
         }
@@ -129,14 +129,14 @@ impl Tx<'_> {
     /// Leaves a lane: gives back the slot, or the place in the queue.
     pub fn release_ticket(&mut self, ticket: i64) -> Result<()> {
         self.tx
-            .execute("DELETE FROM lane_tickets WHERE id = ?1", [ticket])?;
+            .execute("DELETE FROM live.lane_tickets WHERE id = ?1", [ticket])?;
         Ok(())
     }
 
     /// Extends the leases of every ticket this process holds or waits with.
     pub fn renew_tickets(&mut self, owner: &str, expires_at_ms: i64) -> Result<()> {
         self.tx.execute(
-            "UPDATE lane_tickets SET expires_at = ?1 WHERE owner = ?2",
+            "UPDATE live.lane_tickets SET expires_at = ?1 WHERE owner = ?2",
             params![expires_at_ms, owner],
         )?;
         Ok(())

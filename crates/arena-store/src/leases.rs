@@ -76,7 +76,7 @@ impl Tx<'_> {
         expires_at_ms: i64,
     ) -> Result<bool> {
         let n = self.tx.execute(
-            "UPDATE leases SET expires_at = ?1 WHERE battle_id = ?2 AND owner = ?3",
+            "UPDATE live.leases SET expires_at = ?1 WHERE battle_id = ?2 AND owner = ?3",
             params![expires_at_ms, battle_id, owner],
         )?;
         Ok(n == 1)

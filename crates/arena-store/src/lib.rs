@@ -79,6 +79,7 @@ fn migrations() -> Migrations<'static> {
         M::up(include_str!("../migrations/010_blind.sql")),
         M::up(include_str!("../migrations/011_series_error.sql")).foreign_key_check(),
         M::up(include_str!("../migrations/012_series_tags.sql")),
+        M::up(include_str!("../migrations/013_coordination_in_memory.sql")),
     ])
 }
 
@@ -229,6 +230,29 @@ pub struct Tx<'c> {
     owner: Option<Arc<str>>,
 }
 
+impl Tx<'_> {
+    /// Runs `f` as a part of this transaction that stands or falls alone:
+    /// when it fails, what it wrote (rows and events) is undone and the
+    /// rest of the transaction goes on. For group commit, where one
+    /// transaction carries the writes of many pieces of work.
+    pub fn apart<T>(&mut self, f: impl FnOnce(&mut Tx<'_>) -> Result<T>) -> Result<T> {
+        let (pending, seqs) = (self.pending.len(), self.seqs.clone());
+        self.tx.execute_batch("SAVEPOINT apart")?;
+        match f(self) {
+            Ok(value) => {
+                self.tx.execute_batch("RELEASE apart")?;
+                Ok(value)
+            }
+            Err(e) => {
+                self.tx.execute_batch("ROLLBACK TO apart; RELEASE apart")?;
+                self.pending.truncate(pending);
+                self.seqs = seqs;
+                Err(e)
+            }
+        }
+    }
+}
+
 #[cfg(feature = "testing")]
 impl Tx<'_> {
     /// The raw transaction: for tests only (feature `testing`), which
@@ -248,6 +272,78 @@ mod tests {
     #[test]
     fn migrations_are_valid() {
         migrations().validate().unwrap();
+    }
+
+    fn me(owner: &str) -> arena_domain::decisions::Lease {
+        arena_domain::decisions::Lease {
+            owner: owner.into(),
+            host: "h".into(),
+            pid: std::process::id(),
+            expires_at_ms: 10_000,
+        }
+    }
+
+    /// Leases and lane tickets live in the live journal: taking, renewing
+    /// and giving them back writes neither the database file nor its log.
+    #[test]
+    fn coordination_never_writes_the_database() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.db");
+        let store = Store::open(&path).unwrap();
+        store
+            .query(|c| {
+                c.query_row("PRAGMA main.wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
+                Ok(())
+            })
+            .unwrap();
+        let size = |p: &Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
+        let (db, wal) = (size(&path), path.with_extension("db-wal"));
+        assert_eq!(size(&wal), 0);
+        let me = me("o");
+        store
+            .transact(|tx| {
+                assert!(tx.take_lease("b1", &me, 0, |_| true)?);
+                let ticket = tx.enqueue_ticket(&NewTicket {
+                    lane: "l",
+                    ready_at_ms: 0,
+                    position: 0,
+                    holder: "battle b1",
+                    battle_id: Some("b1"),
+                    contestant_id: None,
+                    model: "m",
+                    lease: &me,
+                })?;
+                tx.renew_tickets("o", 20_000)?;
+                assert!(tx.renew_lease("b1", "o", 20_000)?);
+                tx.release_ticket(ticket)
+            })
+            .unwrap();
+        assert_eq!(
+            store.lease("b1").unwrap().map(|l| l.expires_at_ms),
+            Some(20_000)
+        );
+        store.transact(|tx| tx.release_lease("b1", "o")).unwrap();
+        assert_eq!(store.lease("b1").unwrap(), None);
+        assert_eq!((size(&path), size(&wal)), (db, 0));
+    }
+
+    /// A part that fails is undone alone; the transaction goes on.
+    #[test]
+    fn a_part_apart_stands_or_falls_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("a.db")).unwrap();
+        store
+            .transact(|tx| {
+                let failed = tx.apart(|tx| {
+                    tx.take_lease("b1", &me("o"), 0, |_| true)?;
+                    Err::<(), _>(Error::Conflict("no".into()))
+                });
+                assert!(failed.is_err());
+                tx.apart(|tx| tx.take_lease("b2", &me("o"), 0, |_| true))
+            })
+            .unwrap();
+        assert_eq!(store.lease("b1").unwrap(), None);
+        assert!(store.lease("b2").unwrap().is_some());
     }
 
     /// Migration 011 rebuilds `series`: a database from before it keeps
@@ -274,16 +370,24 @@ mod tests {
             )
             .unwrap();
         }
-        let store = Store::open(&path).unwrap();
-        store
-            .query(|c| {
-                let (battle_series, leases): (Option<String>, i64) = c.query_row(
+        {
+            // Migration 011 alone (013 moves the leases to the live journal).
+            let mut conn = Connection::open(&path).unwrap();
+            conn.pragma_update(None, "foreign_keys", "OFF").unwrap();
+            migrations().to_version(&mut conn, 11).unwrap();
+            let (battle_series, leases): (Option<String>, i64) = conn
+                .query_row(
                     "SELECT (SELECT series_id FROM battles WHERE id = 'b1'),
                             (SELECT COUNT(*) FROM series_leases WHERE series_id = 's1')",
                     [],
                     |r| Ok((r.get(0)?, r.get(1)?)),
-                )?;
-                assert_eq!((battle_series.as_deref(), leases), (Some("s1"), 1));
+                )
+                .unwrap();
+            assert_eq!((battle_series.as_deref(), leases), (Some("s1"), 1));
+        }
+        let store = Store::open(&path).unwrap();
+        store
+            .query(|c| {
                 c.execute(
                     "UPDATE series SET status = 'error', error = 'gone' WHERE id = 's1'",
                     [],

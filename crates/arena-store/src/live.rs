@@ -10,9 +10,15 @@
 //! once, in the database. (`/dev/shm` is not used: an agent confined by
 //! Landlock alone may write under `/dev`.)
 //!
+//! It also holds what processes coordinate through while they run: the
+//! leases on battles and series, and the lanes' tickets and grants (see
+//! migration 013). Renewed every half second, in the database they were a
+//! disk write each time.
+//!
 //! A crash loses nothing that is needed: an answer that was streaming runs
-//! again on resume. When the last process using a live journal closes it,
-//! the file is removed.
+//! again on resume, and a dead process's leases and tickets are dropped
+//! by whoever meets them. When the last process using a live journal
+//! closes it, the file is removed.
 
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
@@ -21,8 +27,12 @@ use rusqlite::Connection;
 
 use crate::error::{Error, Result};
 
-/// The live journal's table: the events table's columns.
-const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS live.events (
+/// The live journal's tables: the events table's columns, and what
+/// processes coordinate through (leases on battles and series, lane
+/// tickets and grants, and the model each lane served last; see migration
+/// 013).
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS live.events (
     battle_id TEXT NOT NULL,
     seq INTEGER NOT NULL,
     contestant_id TEXT,
@@ -30,7 +40,48 @@ const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS live.events (
     kind TEXT NOT NULL,
     payload TEXT NOT NULL,
     PRIMARY KEY (battle_id, seq)
-)";
+);
+CREATE TABLE IF NOT EXISTS live.leases (
+    battle_id  TEXT PRIMARY KEY,
+    owner      TEXT NOT NULL,
+    host       TEXT NOT NULL,
+    pid        INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS live.series_leases (
+    series_id  TEXT PRIMARY KEY,
+    owner      TEXT NOT NULL,
+    host       TEXT NOT NULL,
+    pid        INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS live.lane_tickets (
+    id            INTEGER PRIMARY KEY AUTOINCREMENT,
+    lane          TEXT NOT NULL,
+    ready_at      INTEGER NOT NULL,
+    position      INTEGER NOT NULL,
+    holder        TEXT NOT NULL,
+    battle_id     TEXT,
+    contestant_id TEXT,
+    model         TEXT NOT NULL,
+    owner         TEXT NOT NULL,
+    host          TEXT NOT NULL,
+    pid           INTEGER NOT NULL,
+    expires_at    INTEGER NOT NULL,
+    granted_at    INTEGER
+);
+CREATE INDEX IF NOT EXISTS live.lane_tickets_lane ON lane_tickets (lane, ready_at, position, id);
+CREATE INDEX IF NOT EXISTS live.lane_tickets_owner ON lane_tickets (owner);
+CREATE TABLE IF NOT EXISTS live.lanes (
+    lane       TEXT PRIMARY KEY,
+    last_model TEXT
+);
+CREATE TABLE IF NOT EXISTS live.lane_grants (
+    lane TEXT NOT NULL,
+    at   INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS live.lane_grants_lane ON lane_grants (lane, at);
+";
 
 /// The live journal this process has open: its file, and a shared lock on
 /// it that says so to the others.
@@ -44,14 +95,7 @@ impl Live {
     /// (creating it), and holds its shared lock.
     pub fn attach(conn: &Connection, db: &Path) -> Result<Live> {
         let path = path_for(db);
-        let lock_path = path.with_extension("lock");
-        let lock = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&lock_path)
-            .map_err(|e| Error::io(&lock_path, e))?;
-        lock.lock_shared().map_err(|e| Error::io(&lock_path, e))?;
+        let lock = lock_shared(&path.with_extension("lock"))?;
         conn.execute("ATTACH DATABASE ?1 AS live", [path.to_string_lossy()])?;
         conn.pragma_update(
             Some(rusqlite::DatabaseName::Attached("live")),
@@ -64,7 +108,7 @@ impl Live {
             "synchronous",
             "OFF",
         )?;
-        conn.execute(SCHEMA, [])?;
+        conn.execute_batch(SCHEMA)?;
         Ok(Live { path, lock })
     }
 }
@@ -82,6 +126,39 @@ impl Drop for Live {
             let _ = std::fs::remove_file(self.path.with_extension("lock"));
         }
     }
+}
+
+/// Opens `lock_path` and holds a shared lock on it. A closer that finds
+/// itself last removes the file under its exclusive lock; an opener that
+/// locked such a removed file (the path is gone or is a newer file) tries
+/// again, so every process holds the lock of the one file on the path.
+fn lock_shared(lock_path: &Path) -> Result<File> {
+    loop {
+        let lock = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(lock_path)
+            .map_err(|e| Error::io(lock_path, e))?;
+        lock.lock_shared().map_err(|e| Error::io(lock_path, e))?;
+        if same_file(&lock, lock_path) {
+            return Ok(lock);
+        }
+    }
+}
+
+#[cfg(unix)]
+fn same_file(file: &File, path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (file.metadata(), std::fs::metadata(path)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
+    }
+}
+
+#[cfg(not(unix))]
+fn same_file(_file: &File, path: &Path) -> bool {
+    path.exists()
 }
 
 /// Where the live journal of the database at `db` is: in this user's
@@ -108,7 +185,12 @@ fn memory_folder() -> Option<PathBuf> {
 fn memory_folder() -> Option<PathBuf> {
     use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
     let uid = std::fs::metadata("/proc/self").ok()?.uid();
-    let runtime = PathBuf::from(std::env::var_os("XDG_RUNTIME_DIR")?);
+    // Without the variable (a cron job, `su`), the session's folder is
+    // still found where logind makes it, so every process of the user
+    // meets in the same journal.
+    let runtime = std::env::var_os("XDG_RUNTIME_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(format!("/run/user/{uid}")));
     if !runtime.is_dir() {
         return None;
     }

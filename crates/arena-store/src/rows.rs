@@ -439,8 +439,8 @@ impl LeaseOf {
     /// The table and its key column.
     pub(crate) fn table(self) -> (&'static str, &'static str) {
         match self {
-            LeaseOf::Battle => ("leases", "battle_id"),
-            LeaseOf::Series => ("series_leases", "series_id"),
+            LeaseOf::Battle => ("live.leases", "battle_id"),
+            LeaseOf::Series => ("live.series_leases", "series_id"),
         }
     }
 }
@@ -595,7 +595,7 @@ pub fn last_seq(c: &Connection, battle_id: &str) -> Result<u64> {
 pub fn tickets(c: &Connection, lane: &str) -> Result<Vec<Ticket>> {
     let mut stmt = c.prepare_cached(
         "SELECT id, ready_at, position, holder, granted_at IS NOT NULL, owner, host, pid, expires_at
-         FROM lane_tickets WHERE lane = ?1",
+         FROM live.lane_tickets WHERE lane = ?1",
     )?;
     let rows = stmt
         .query_map([lane], |r| {
@@ -619,7 +619,8 @@ pub fn tickets(c: &Connection, lane: &str) -> Result<Vec<Ticket>> {
 
 /// When the lane granted slots in the minute before `now_ms`.
 pub fn lane_starts(c: &Connection, lane: &str, now_ms: i64) -> Result<Vec<i64>> {
-    let mut stmt = c.prepare_cached("SELECT at FROM lane_grants WHERE lane = ?1 AND at > ?2")?;
+    let mut stmt =
+        c.prepare_cached("SELECT at FROM live.lane_grants WHERE lane = ?1 AND at > ?2")?;
     let rows = stmt
         .query_map(params![lane, now_ms - 60_000], |r| r.get(0))?
         .collect::<rusqlite::Result<Vec<i64>>>()?;

@@ -77,25 +77,24 @@ async fn record(engine: &Engine, battle: &Battle, c: &Contestant, s: Streamed) -
     };
     let error = s.ending.message(&c.provider);
     let (c2, at, got, slot) = (c.clone(), s.finished_at, s.got, s.slot);
+    // Answers that end together are recorded in one transaction.
     let recorded = engine
-        .db(move |s| {
-            s.transact(|tx| {
-                let recorded = tx.finish_contestant(
-                    &c2,
-                    status,
-                    error.as_deref(),
-                    &got.content,
-                    &got.reasoning,
-                    got.truncated,
-                    &bench,
-                    at,
-                )?;
-                // Its text is kept once: in its row, not as deltas too.
-                if recorded {
-                    tx.fold_answer(&c2, &got.content, &got.reasoning, at)?;
-                }
-                Ok(recorded)
-            })
+        .grouped(move |tx| {
+            let recorded = tx.finish_contestant(
+                &c2,
+                status,
+                error.as_deref(),
+                &got.content,
+                &got.reasoning,
+                got.truncated,
+                &bench,
+                at,
+            )?;
+            // Its text is kept once: in its row, not as deltas too.
+            if recorded {
+                tx.fold_answer(&c2, &got.content, &got.reasoning, at)?;
+            }
+            Ok(recorded)
         })
         .await;
     // Its end is recorded: the lane's next holder may start.

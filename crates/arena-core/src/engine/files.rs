@@ -17,7 +17,7 @@ pub(super) async fn write_result(engine: &Engine, battle: &Battle, c: &Contestan
     let path = tokio::task::spawn_blocking(move || results::write_result(&b, &c2)).await??;
     let (c2, at) = (c.clone(), engine.now());
     engine
-        .db(move |s| s.transact(|tx| tx.set_result_path(&c2, &path, at)))
+        .grouped(move |tx| tx.set_result_path(&c2, &path, at))
         .await?;
     let battle = engine.battle(&battle.id).await?;
     write_manifest(&battle).await

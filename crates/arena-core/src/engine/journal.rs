@@ -8,6 +8,13 @@
 //! for every battle and contestant, in one transaction at most every
 //! [`GROUP`]. [`Sink::sync`] waits until what a sink queued is written (a
 //! turn syncs before its end is recorded, so its events precede its end).
+//!
+//! Other writes that come in bursts — the contestants of a battle starting
+//! together, their ends, their result files' paths — join the same
+//! transaction through [`Engine::grouped`]: each stands or falls alone
+//! (a savepoint), and its caller learns the outcome once the transaction
+//! is committed. Six answers ending together cost one transaction, not
+//! six.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -20,13 +27,16 @@ use tokio::sync::{mpsc, oneshot, Notify};
 use crate::config::Limits;
 use crate::error::{Error, Result};
 use crate::event::EventKind;
-use crate::store::Store;
+use crate::store::{Store, Tx};
 
 use super::Engine;
 
 /// How long the writer gathers streamed events before it writes them (a
 /// sync writes at once).
 const GROUP: Duration = Duration::from_millis(25);
+/// How long the writer gathers when a grouped write waits for it: long
+/// enough for the rest of a burst to join, short beside a model's turn.
+const JOB_GROUP: Duration = Duration::from_millis(5);
 
 /// This process's side of the journal: streamed events waiting to be
 /// written, and whether its writer runs.
@@ -41,12 +51,24 @@ pub(super) struct Journal {
 
 #[derive(Default)]
 struct Queue {
-    writes: Vec<Write>,
+    /// In the order they were queued.
+    items: Vec<Item>,
     /// Each is told when everything queued before it is written.
     waiters: Vec<oneshot::Sender<()>>,
     /// Battles whose events could not be written, with why (reported once).
     failed: HashMap<String, String>,
 }
+
+enum Item {
+    Events(Write),
+    Job(Job),
+}
+
+/// A grouped write: run inside the writer's transaction, it gives back
+/// what to tell its caller once the transaction's outcome is known (`None`
+/// when it committed, else why not).
+type Job = Box<dyn FnOnce(&mut Tx<'_>) -> Deliver + Send>;
+type Deliver = Box<dyn FnOnce(Option<&str>) + Send>;
 
 struct Write {
     battle_id: String,
@@ -86,23 +108,25 @@ impl Journal {
             loop {
                 wake.notified().await;
                 let Some(queue) = queue.upgrade() else { return };
-                let syncing = !queue
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .waiters
-                    .is_empty();
-                if !syncing {
-                    tokio::time::sleep(GROUP).await;
-                }
-                let (writes, waiters) = {
-                    let mut q = queue.lock().unwrap_or_else(|p| p.into_inner());
-                    (
-                        std::mem::take(&mut q.writes),
-                        std::mem::take(&mut q.waiters),
-                    )
+                let wait = {
+                    let q = queue.lock().unwrap_or_else(|p| p.into_inner());
+                    if !q.waiters.is_empty() {
+                        None
+                    } else if q.items.iter().any(|i| matches!(i, Item::Job(_))) {
+                        Some(JOB_GROUP)
+                    } else {
+                        Some(GROUP)
+                    }
                 };
-                if !writes.is_empty() {
-                    let failed = write_all(&store, writes).await;
+                if let Some(wait) = wait {
+                    tokio::time::sleep(wait).await;
+                }
+                let (items, waiters) = {
+                    let mut q = queue.lock().unwrap_or_else(|p| p.into_inner());
+                    (std::mem::take(&mut q.items), std::mem::take(&mut q.waiters))
+                };
+                if !items.is_empty() {
+                    let failed = write_all(&store, items).await;
                     commits.fetch_add(1, Ordering::Relaxed);
                     queue
                         .lock()
@@ -118,16 +142,31 @@ impl Journal {
     }
 }
 
-/// Journals `writes` in one transaction; a contestant's only while this
-/// process holds its battle's lease. Returns the battles whose events were
-/// not written, with why.
-async fn write_all(store: &Store, writes: Vec<Write>) -> Vec<(String, String)> {
-    let battles: Vec<String> = writes.iter().map(|w| w.battle_id.clone()).collect();
+/// Journals `items` in one transaction, in order; a contestant's events
+/// only while this process holds its battle's lease. Returns the battles
+/// whose events were not written, with why, and tells each grouped write
+/// its outcome.
+async fn write_all(store: &Store, items: Vec<Item>) -> Vec<(String, String)> {
+    let battles: Vec<String> = items
+        .iter()
+        .filter_map(|i| match i {
+            Item::Events(w) => Some(w.battle_id.clone()),
+            Item::Job(_) => None,
+        })
+        .collect();
     let store = store.clone();
     let written = tokio::task::spawn_blocking(move || {
-        store.transact(|tx| {
+        let mut delivers: Vec<Deliver> = Vec::new();
+        let written = store.transact(|tx| {
             let mut leases: HashMap<String, Option<String>> = HashMap::new();
-            for w in writes {
+            for item in items {
+                let w = match item {
+                    Item::Events(w) => w,
+                    Item::Job(job) => {
+                        delivers.push(job(tx));
+                        continue;
+                    }
+                };
                 if w.contestant.is_some() {
                     let refused = leases.entry(w.battle_id.clone()).or_insert_with(|| {
                         tx.require_lease(&w.battle_id).err().map(|e| e.to_string())
@@ -149,7 +188,12 @@ async fn write_all(store: &Store, writes: Vec<Write>) -> Vec<(String, String)> {
                 .into_iter()
                 .filter_map(|(battle, refused)| Some((battle, refused?)))
                 .collect::<Vec<_>>())
-        })
+        });
+        let failure = written.as_ref().err().map(|e| e.to_string());
+        for deliver in delivers {
+            deliver(failure.as_deref());
+        }
+        written
     })
     .await;
     match written {
@@ -159,6 +203,35 @@ async fn write_all(store: &Store, writes: Vec<Write>) -> Vec<(String, String)> {
             battles.into_iter().map(|b| (b, e.to_string())).collect()
         }
         Err(e) => battles.into_iter().map(|b| (b, e.to_string())).collect(),
+    }
+}
+
+impl Engine {
+    /// Runs `f` in the journal writer's next transaction, with whatever
+    /// else is queued (see the [module](self)); its value once that
+    /// transaction is committed. `f` stands alone: when it fails, what it
+    /// wrote is undone and the others' writes go on.
+    pub(super) async fn grouped<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut Tx<'_>) -> crate::store::Result<T> + Send + 'static,
+    ) -> Result<T> {
+        let (send, got) = oneshot::channel::<Result<T>>();
+        let job: Job = Box::new(move |tx: &mut Tx<'_>| {
+            let value = tx.apart(f);
+            Box::new(move |failure: Option<&str>| {
+                let outcome = match (value, failure) {
+                    (Ok(_), Some(why)) => Err(Error::Task(format!("not written: {why}"))),
+                    (value, _) => value.map_err(Error::from),
+                };
+                let _ = send.send(outcome);
+            }) as Deliver
+        });
+        let journal = &self.inner.journal;
+        journal.lock().items.push(Item::Job(job));
+        journal.start(&self.inner.store);
+        journal.wake.notify_one();
+        got.await
+            .map_err(|_| Error::Task("the journal writer stopped".into()))?
     }
 }
 
@@ -327,8 +400,8 @@ impl Sink {
                         | EventKind::Reasoning { .. }
                         | EventKind::Benchmark { .. }
                 );
-            match queue.writes.last_mut() {
-                Some(w)
+            match queue.items.last_mut() {
+                Some(Item::Events(w))
                     if w.live == live
                         && w.at == at
                         && w.battle_id == self.battle_id
@@ -336,13 +409,13 @@ impl Sink {
                 {
                     w.kinds.push(kind)
                 }
-                _ => queue.writes.push(Write {
+                _ => queue.items.push(Item::Events(Write {
                     battle_id: self.battle_id.clone(),
                     contestant: self.contestant().map(str::to_string),
                     at,
                     kinds: vec![kind],
                     live,
-                }),
+                })),
             }
         }
         drop(queue);

@@ -619,7 +619,8 @@ impl Engine {
         error: Option<String>,
     ) -> Result<bool> {
         let (c, at) = (c.clone(), self.now());
-        self.db(move |s| s.transact(|tx| tx.move_contestant(&c, from, to, error.as_deref(), at)))
+        // Contestants that start or stop together move in one transaction.
+        self.grouped(move |tx| tx.move_contestant(&c, from, to, error.as_deref(), at))
             .await
     }
 
@@ -648,8 +649,28 @@ fn hostname() -> String {
         .unwrap_or_else(|| "localhost".into())
 }
 
-/// Whether a process with this id exists on this machine.
+/// Whether process `pid` of this machine exists. Lanes and leases ask it
+/// of every holder each time a waiter looks (every 20 ms for the next in
+/// line); the answer is kept for a quarter second, process-wide, so the
+/// kernel is asked once per holder and interval, not once per look.
 pub(crate) fn pid_alive(pid: u32) -> bool {
+    const FRESH: std::time::Duration = std::time::Duration::from_millis(250);
+    static SEEN: Mutex<Option<HashMap<u32, (std::time::Instant, bool)>>> = Mutex::new(None);
+    let now = std::time::Instant::now();
+    let mut seen = SEEN.lock().unwrap_or_else(|p| p.into_inner());
+    let seen = seen.get_or_insert_with(HashMap::new);
+    if let Some((at, alive)) = seen.get(&pid) {
+        if now.duration_since(*at) < FRESH {
+            return *alive;
+        }
+    }
+    let alive = ask_kernel(pid);
+    seen.retain(|_, (at, _)| now.duration_since(*at) < FRESH);
+    seen.insert(pid, (now, alive));
+    alive
+}
+
+fn ask_kernel(pid: u32) -> bool {
     #[cfg(unix)]
     {
         let Ok(pid) = i32::try_from(pid) else {
