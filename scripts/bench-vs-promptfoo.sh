@@ -66,7 +66,8 @@ lane = "cloud"
 EOF
 ARENA_ARGS=(series run --type qa --prompt "Say hi." --runs "$RUNS" --no-analysis
   --project "$WORK/arena/project")
-for i in 1 2 3 4 5 6; do ARENA_ARGS+=(-c "m$i"); done
+PERSONAS=(debugger explainer architect "code reviewer" debugger explainer)
+for i in 1 2 3 4 5 6; do ARENA_ARGS+=(-c "${PERSONAS[$((i - 1))]}@m$i"); done
 
 # --- promptfoo -------------------------------------------------------------
 mkdir -p "$WORK/pf/config"
@@ -88,12 +89,12 @@ mkdir -p "$WORK/pf/config"
 # "user sys wall rss_kib written_bytes" of the whole process tree.
 measure() {
   python3 - "$@" <<'PY'
-import os, sys, time, subprocess
+import os, resource, sys, time, subprocess
 t = time.monotonic()
 p = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=open(os.environ["BENCH_LOG"], "w"))
 p.wait()
 wall = time.monotonic() - t
-r = os.getrusage(os.RUSAGE_CHILDREN)
+r = resource.getrusage(resource.RUSAGE_CHILDREN)
 if p.returncode != 0:
     sys.exit(f"{sys.argv[1]} failed ({p.returncode}); see {os.environ['BENCH_LOG']}")
 print(f"{r.ru_utime:.2f} {r.ru_stime:.2f} {wall:.2f} {r.ru_maxrss} {r.ru_oublock * 512}")
