@@ -106,8 +106,10 @@ pub(super) async fn analyze(
             a.error = Some(e.to_string());
         }
     }
-    a.finished_at = Some(engine.now());
-    let (row, at) = (a.clone(), engine.now());
+    // One instant: the row stores the same end the caller gets back.
+    let at = engine.now();
+    a.finished_at = Some(at);
+    let row = a.clone();
     let winner = match a.outcome {
         Some(Outcome::Winner | Outcome::Walkover) => a.winner.clone(),
         _ => None,

@@ -295,8 +295,10 @@ async fn finish_cross_exam(
     let text = cross_exam::render(&x, &names);
     files::write_all(vec![(path.clone(), text)]).await?;
     x.path = Some(path);
-    x.finished_at = Some(engine.now());
-    let (row, at) = (x.clone(), engine.now());
+    // One instant: the row stores the same end the caller gets back.
+    let at = engine.now();
+    x.finished_at = Some(at);
+    let row = x.clone();
     engine
         .db(move |s| s.transact(|tx| tx.finish_cross_examination(&row, at)))
         .await?;
