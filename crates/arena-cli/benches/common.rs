@@ -11,6 +11,14 @@ use arena_core::config::{Config, Limits, ProviderConfig, ProviderKind};
 use arena_core::{Engine, EngineOptions};
 use arena_testserver::TestServer;
 
+/// A bench's setting from the environment variable `name`, else `default`.
+pub fn setting<T: std::str::FromStr>(name: &str, default: T) -> T {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
 pub struct Bench {
     pub local: TestServer,
     pub cloud: TestServer,

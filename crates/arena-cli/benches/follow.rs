@@ -28,10 +28,7 @@ const TOKENS: usize = 200;
 
 #[tokio::main]
 async fn main() {
-    let runs: usize = std::env::var("ARENA_BENCH_RUNS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(5);
+    let runs: usize = common::setting("ARENA_BENCH_RUNS", 5);
     let bench = Bench::new().await;
     let models: Vec<String> = (1..=CONTESTANTS).map(|i| format!("m{i}")).collect();
     for m in &models {

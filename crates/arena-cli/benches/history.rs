@@ -265,14 +265,8 @@ struct Case {
 
 #[tokio::main]
 async fn main() {
-    let battles: u64 = std::env::var("ARENA_BENCH_BATTLES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(10_000);
-    let repeat: usize = std::env::var("ARENA_BENCH_REPEAT")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(15);
+    let battles: u64 = common::setting("ARENA_BENCH_BATTLES", 10_000);
+    let repeat: usize = common::setting("ARENA_BENCH_REPEAT", 15);
     let bench = Bench::new().await;
     let seeded = Instant::now();
     let store = Store::open(&bench.data().join(DATABASE_FILE)).expect("store");

@@ -51,10 +51,7 @@ fn tree_bytes(dir: &Path) -> u64 {
 
 #[tokio::main]
 async fn main() {
-    let runs: usize = std::env::var("ARENA_BENCH_RUNS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(20);
+    let runs: usize = common::setting("ARENA_BENCH_RUNS", 20);
     // A desktop session's runtime folder (memory-backed), where the live
     // journal goes; CI machines have none.
     let runtime = tempfile::Builder::new()
