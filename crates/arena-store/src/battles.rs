@@ -158,9 +158,14 @@ impl Tx<'_> {
         )?;
         self.write_tags(&b.id, &b.tags)?;
         for (position, c) in b.contestants.iter().enumerate() {
+            let spec = serde_json::to_string(&c.run)?;
             self.tx.execute(
-                "INSERT INTO contestants (id, battle_id, position, identity, model, provider, lane, status, run_spec, label)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'queued', ?8, ?9)",
+                "INSERT OR IGNORE INTO run_specs (spec) VALUES (?1)",
+                [&spec],
+            )?;
+            self.tx.execute(
+                "INSERT INTO contestants (id, battle_id, position, identity, model, provider, lane, status, run_spec_id, label)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'queued', (SELECT id FROM run_specs WHERE spec = ?8), ?9)",
                 params![
                     c.id,
                     b.id,
@@ -169,7 +174,7 @@ impl Tx<'_> {
                     c.model,
                     c.provider,
                     c.lane.as_str(),
-                    serde_json::to_string(&c.run)?,
+                    spec,
                     c.label
                 ],
             )?;

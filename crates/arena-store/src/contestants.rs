@@ -13,6 +13,7 @@ use arena_domain::battle::{
 use arena_domain::event::EventKind;
 
 use crate::error::{Error, Result};
+use crate::packed;
 use crate::rows::{self, ms};
 use crate::{Store, Tx};
 
@@ -92,17 +93,15 @@ impl Tx<'_> {
     ) -> Result<bool> {
         self.require_lease(&c.battle_id)?;
         let changed = self.tx.execute(
-            "UPDATE contestants SET status = ?1, error = ?2, finished_at = ?3, output = ?4,
-                reasoning = ?5, truncated = ?6, duration_ms = ?7, ttft_ms = ?8, prompt_tokens = ?9,
-                completion_tokens = ?10, cached_tokens = ?11, tokens_per_sec = ?12, rate_source = ?13,
-                prompt_per_sec = ?15, model_switched = ?16, cost_usd = ?17
-             WHERE id = ?14 AND status = 'running'",
+            "UPDATE contestants SET status = ?1, error = ?2, finished_at = ?3,
+                truncated = ?4, duration_ms = ?5, ttft_ms = ?6, prompt_tokens = ?7,
+                completion_tokens = ?8, cached_tokens = ?9, tokens_per_sec = ?10, rate_source = ?11,
+                prompt_per_sec = ?12, model_switched = ?13, cost_usd = ?14
+             WHERE id = ?15 AND status = 'running'",
             params![
                 status.as_str(),
                 error,
                 ms(at),
-                output,
-                (!reasoning.is_empty()).then_some(reasoning),
                 truncated,
                 bench.duration_ms.map(|v| v as i64),
                 bench.ttft_ms.map(|v| v as i64),
@@ -111,13 +110,25 @@ impl Tx<'_> {
                 bench.cached_tokens.map(|v| v as i64),
                 bench.tokens_per_sec,
                 bench.rate_source.map(|s| s.as_str()),
-                c.id,
                 bench.prompt_per_sec,
                 bench.model_switched,
-                bench.cost_usd
+                bench.cost_usd,
+                c.id
             ],
         )?;
         if changed == 1 {
+            // The answer's text, in one row written once (see migration 014).
+            self.tx.execute(
+                "INSERT INTO answers (contestant_id, output, output_chars, reasoning) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT (contestant_id) DO UPDATE SET output = excluded.output,
+                    output_chars = excluded.output_chars, reasoning = excluded.reasoning",
+                params![
+                    c.id,
+                    packed::pack(output),
+                    output.chars().count() as i64,
+                    (!reasoning.is_empty()).then(|| packed::pack(reasoning))
+                ],
+            )?;
             self.emit(
                 &c.battle_id,
                 Some(&c.id),
@@ -152,9 +163,9 @@ impl Tx<'_> {
             "UPDATE contestants SET result_path = ?1 WHERE id = ?2",
             params![text, c.id],
         )?;
-        self.emit(
+        self.emit_from_row(
             &c.battle_id,
-            Some(&c.id),
+            &c.id,
             at,
             EventKind::ResultWritten {
                 path: text.into_owned(),

@@ -28,6 +28,9 @@ pub enum Error {
     },
     #[error("json: {0}")]
     Json(#[from] serde_json::Error),
+    /// Rows that do not fit together (a journal marker no row fills).
+    #[error("the database is inconsistent: {0}")]
+    Inconsistent(String),
 }
 
 impl Error {

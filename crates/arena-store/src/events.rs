@@ -9,7 +9,7 @@ use arena_domain::battle::Contestant;
 use arena_domain::event::{BattleEvent, EventKind};
 
 use crate::error::Result;
-use crate::rows::{self, ms};
+use crate::rows::{self, ms, FROM_ROW};
 use crate::{Store, Tx};
 
 impl Store {
@@ -53,11 +53,15 @@ impl Tx<'_> {
         self.emit_as(battle_id, contestant_id, at, kind, None, true)
     }
 
-    /// Keeps a finished Q&A contestant's text once: its `output` and
-    /// `reasoning` events leave the journal, and one `folded` event takes
-    /// the next sequence number. Its row holds no text: reading the
-    /// journal fills it from the contestant's row, where the answer is
-    /// kept (so call this in the transaction that records the answer).
+    /// Keeps a finished Q&A contestant once, in its row: its deltas
+    /// (`output`, `reasoning`) and its earlier statuses leave the journal
+    /// (what it waited for, its retries and resets stay: they are few and
+    /// tell what happened); its last
+    /// status and its benchmark stay as markers (see [`FROM_ROW`]); and one
+    /// `folded` marker takes the next sequence number. Reading the journal
+    /// fills the markers from the contestant's row, where the answer is
+    /// kept (so call this in the transaction that records the answer). A
+    /// viewer replaying from any `seq` still rebuilds the final answer.
     pub fn fold_answer(
         &mut self,
         c: &Contestant,
@@ -73,23 +77,47 @@ impl Tx<'_> {
             self.seqs.insert(c.battle_id.clone(), last);
         }
         self.tx.execute(
-            "DELETE FROM events WHERE battle_id = ?1 AND contestant_id = ?2 AND kind IN ('output', 'reasoning')",
+            "DELETE FROM events WHERE battle_id = ?1 AND contestant_id = ?2
+               AND (kind IN ('output', 'reasoning')
+                    OR (kind = 'contestant_status' AND seq < (
+                        SELECT MAX(seq) FROM events
+                        WHERE battle_id = ?1 AND contestant_id = ?2 AND kind = 'contestant_status')))",
             params![c.battle_id, c.id],
+        )?;
+        self.tx.execute(
+            "UPDATE events SET payload = ?3 WHERE battle_id = ?1 AND contestant_id = ?2
+               AND kind IN ('contestant_status', 'benchmark')",
+            params![c.battle_id, c.id, FROM_ROW],
         )?;
         self.tx.execute(
             "DELETE FROM live.events WHERE battle_id = ?1 AND contestant_id = ?2",
             params![c.battle_id, c.id],
         )?;
-        let stored = serde_json::to_string(&EventKind::Folded {
-            output: String::new(),
-            reasoning: String::new(),
-        })?;
         let kind = EventKind::Folded {
             output: output.to_string(),
             reasoning: reasoning.to_string(),
         };
-        self.emit_as(&c.battle_id, Some(&c.id), at, kind, Some(&stored), false)?;
+        self.emit_as(&c.battle_id, Some(&c.id), at, kind, Some(FROM_ROW), false)?;
         Ok(())
+    }
+
+    /// Journals `kind`, which the contestant's row also holds (its result
+    /// file's path), as a marker filled from the row on reading.
+    pub(crate) fn emit_from_row(
+        &mut self,
+        battle_id: &str,
+        contestant_id: &str,
+        at: DateTime<Utc>,
+        kind: EventKind,
+    ) -> Result<BattleEvent> {
+        self.emit_as(
+            battle_id,
+            Some(contestant_id),
+            at,
+            kind,
+            Some(FROM_ROW),
+            false,
+        )
     }
 
     /// [`Tx::emit`], with `stored` as the journal's row instead of the

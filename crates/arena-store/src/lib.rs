@@ -24,6 +24,7 @@ mod events;
 mod lanes;
 mod leases;
 mod live;
+mod packed;
 mod rows;
 mod series;
 mod work;
@@ -80,6 +81,7 @@ fn migrations() -> Migrations<'static> {
         M::up(include_str!("../migrations/011_series_error.sql")).foreign_key_check(),
         M::up(include_str!("../migrations/012_series_tags.sql")),
         M::up(include_str!("../migrations/013_coordination_in_memory.sql")),
+        M::up(include_str!("../migrations/014_contestants_keep_once.sql")).foreign_key_check(),
     ])
 }
 
@@ -398,6 +400,78 @@ mod tests {
                 Ok(())
             })
             .unwrap();
+    }
+
+    /// Migration 014 keeps each distinct run spec once and moves answers to
+    /// their own table: a database from before it keeps every contestant's
+    /// settings and answer.
+    #[test]
+    fn run_specs_and_answers_are_kept_once_and_every_contestant_keeps_its_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.db");
+        let careful =
+            r#"{"system_prompt":"Be careful.","temperature":0.2,"top_p":null,"max_tokens":null}"#;
+        let bold =
+            r#"{"system_prompt":"Be bold.","temperature":0.9,"top_p":null,"max_tokens":512}"#;
+        {
+            let mut conn = Connection::open(&path).unwrap();
+            conn.pragma_update(None, "foreign_keys", "OFF").unwrap();
+            migrations().to_version(&mut conn, 13).unwrap();
+            conn.execute(
+                "INSERT INTO battles (id, battle_type, status, prompt, project_path, results_path, created_at)
+                 VALUES ('b1', 'qa', 'done', 'p', '/p', '/p/Arena/b1', 1)",
+                [],
+            )
+            .unwrap();
+            for (i, spec) in [careful, bold, careful].iter().enumerate() {
+                conn.execute(
+                    "INSERT INTO contestants (id, battle_id, position, identity, model, provider, lane, status, run_spec, output, reasoning)
+                     VALUES (?1, 'b1', ?2, ?3, 'm', 'p', 'cloud', 'done', ?4, ?5, ?6)",
+                    params![
+                        format!("c{i}"),
+                        i as i64,
+                        format!("persona{i}"),
+                        spec,
+                        // (A text that looks like a number stays text.)
+                        [Some("007"), Some("answer 1"), None][i],
+                        (i == 1).then_some("thought")
+                    ],
+                )
+                .unwrap();
+            }
+        }
+        let store = Store::open(&path).unwrap();
+        let b = store.battle("b1").unwrap();
+        let prompts: Vec<_> = b
+            .contestants
+            .iter()
+            .map(|c| (c.run.system_prompt.as_deref(), c.run.max_tokens))
+            .collect();
+        assert_eq!(
+            prompts,
+            [
+                (Some("Be careful."), None),
+                (Some("Be bold."), Some(512)),
+                (Some("Be careful."), None)
+            ]
+        );
+        let answers: Vec<_> = b
+            .contestants
+            .iter()
+            .map(|c| (c.output.as_deref(), c.reasoning.as_deref()))
+            .collect();
+        assert_eq!(
+            answers,
+            [
+                (Some("007"), None),
+                (Some("answer 1"), Some("thought")),
+                (None, None)
+            ]
+        );
+        let kept: i64 = store
+            .query(|c| Ok(c.query_row("SELECT COUNT(*) FROM run_specs", [], |r| r.get(0))?))
+            .unwrap();
+        assert_eq!(kept, 2);
     }
 
     #[test]

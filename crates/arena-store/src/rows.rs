@@ -7,7 +7,7 @@ use chrono::{DateTime, TimeZone, Utc};
 use rusqlite::types::Value;
 use rusqlite::{params, params_from_iter, Connection, OptionalExtension, Row};
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use arena_domain::analysis::Analysis;
 use arena_domain::battle::{
     Battle, BattleQuery, BattleType, Benchmark, Contestant, Round, UserVerdict, Winner,
@@ -80,13 +80,45 @@ fn battle_row(r: &Row<'_>) -> rusqlite::Result<Battle> {
     })
 }
 
-const CONTESTANT_COLUMNS: &str = "id, battle_id, position, identity, model, provider, lane, status, error, attempts, run_spec, started_at, finished_at, duration_ms, ttft_ms, prompt_tokens, completion_tokens, cached_tokens, tokens_per_sec, rate_source, output, reasoning, truncated, result_path, worktree, diff_stats, check_result, waiting, prompt_per_sec, model_switched, cost_usd, label";
+/// A contestant's columns, with its run spec (kept once, in `run_specs`)
+/// and its answer (in `answers`) as the `RUN_SPEC` and `ANSWER`
+/// expressions.
+const CONTESTANT_COLUMNS: &str = "id, battle_id, position, identity, model, provider, lane, status, error, attempts, RUN_SPEC, started_at, finished_at, duration_ms, ttft_ms, prompt_tokens, completion_tokens, cached_tokens, tokens_per_sec, rate_source, ANSWER, truncated, result_path, worktree, diff_stats, check_result, waiting, prompt_per_sec, model_switched, cost_usd, label";
+
+/// The contestant columns' run spec, read from `run_specs`.
+const RUN_SPEC: &str = "(SELECT spec FROM run_specs WHERE run_specs.id = contestants.run_spec_id)";
+
+/// The contestant columns' answer (output, reasoning), read from `answers`.
+const ANSWER: &str = "(SELECT output FROM answers WHERE contestant_id = contestants.id), \
+     (SELECT reasoning FROM answers WHERE contestant_id = contestants.id)";
+
+/// [`CONTESTANT_COLUMNS`] as a query's select list; `brief` leaves out the
+/// answer's texts and the run spec (a persona's whole prompt each), which
+/// only showing or running one contestant needs.
+fn contestant_columns(brief: bool) -> String {
+    if brief {
+        CONTESTANT_COLUMNS
+            .replace("ANSWER", "NULL, NULL")
+            .replace("RUN_SPEC", "'null'")
+    } else {
+        CONTESTANT_COLUMNS
+            .replace("ANSWER", ANSWER)
+            .replace("RUN_SPEC", RUN_SPEC)
+    }
+}
+
+/// Column `i`'s answer text, inflated (see [`crate::packed`]).
+fn answer_text(r: &Row<'_>, i: usize) -> rusqlite::Result<Option<String>> {
+    crate::packed::unpack(r.get_ref(i)?).map_err(|e| {
+        rusqlite::Error::FromSqlConversionFailure(i, rusqlite::types::Type::Blob, Box::new(e))
+    })
+}
 
 fn contestant_row(r: &Row<'_>) -> rusqlite::Result<Contestant> {
     let u = |i: usize| -> rusqlite::Result<Option<u64>> {
         Ok(r.get::<_, Option<i64>>(i)?.map(|v| v.max(0) as u64))
     };
-    let run_spec: String = r.get(10)?;
+    let run_spec: Option<String> = r.get(10)?;
     let rate_source: Option<String> = r.get(19)?;
     Ok(Contestant {
         id: r.get(0)?,
@@ -99,7 +131,9 @@ fn contestant_row(r: &Row<'_>) -> rusqlite::Result<Contestant> {
         status: parse(7, r.get(7)?)?,
         error: r.get(8)?,
         attempts: r.get(9)?,
-        run: serde_json::from_str(&run_spec).unwrap_or_default(),
+        run: run_spec
+            .and_then(|s| serde_json::from_str(&s).ok())
+            .unwrap_or_default(),
         started_at: time(r.get(11)?),
         finished_at: time(r.get(12)?),
         benchmark: Benchmark {
@@ -114,8 +148,8 @@ fn contestant_row(r: &Row<'_>) -> rusqlite::Result<Contestant> {
             model_switched: r.get(29)?,
             cost_usd: r.get(30)?,
         },
-        output: r.get(20)?,
-        reasoning: r.get(21)?,
+        output: answer_text(r, 20)?,
+        reasoning: answer_text(r, 21)?,
         truncated: r.get(22)?,
         result_path: r.get::<_, Option<String>>(23)?.map(PathBuf::from),
         worktree: r.get::<_, Option<String>>(24)?.map(PathBuf::from),
@@ -132,7 +166,8 @@ fn contestant_row(r: &Row<'_>) -> rusqlite::Result<Contestant> {
 
 pub fn contestants(c: &Connection, battle_id: &str) -> Result<Vec<Contestant>> {
     let mut stmt = c.prepare_cached(&format!(
-        "SELECT {CONTESTANT_COLUMNS} FROM contestants WHERE battle_id = ?1 ORDER BY position"
+        "SELECT {} FROM contestants WHERE battle_id = ?1 ORDER BY position",
+        contestant_columns(false)
     ))?;
     let rows = stmt
         .query_map([battle_id], contestant_row)?
@@ -142,7 +177,8 @@ pub fn contestants(c: &Connection, battle_id: &str) -> Result<Vec<Contestant>> {
 
 pub fn contestant(c: &Connection, id: &str) -> Result<Option<Contestant>> {
     let mut stmt = c.prepare_cached(&format!(
-        "SELECT {CONTESTANT_COLUMNS} FROM contestants WHERE id = ?1"
+        "SELECT {} FROM contestants WHERE id = ?1",
+        contestant_columns(false)
     ))?;
     Ok(stmt.query_row([id], contestant_row).optional()?)
 }
@@ -269,9 +305,7 @@ const IN_CHUNK: usize = 500;
 /// and without their run specs — a persona's whole prompt each — which only
 /// running them needs), a few hundred battles per query.
 fn attach_contestant_summaries(c: &Connection, battles: &mut [Battle]) -> Result<()> {
-    let columns = CONTESTANT_COLUMNS
-        .replace("output, reasoning", "NULL, NULL")
-        .replace("run_spec", "'null'");
+    let columns = contestant_columns(true);
     for chunk in battles.chunks_mut(IN_CHUNK) {
         let marks = vec!["?"; chunk.len()].join(", ");
         let mut stmt = c.prepare_cached(&format!(
@@ -332,7 +366,7 @@ pub fn ranked_battles(c: &Connection, filter: &RankFilter) -> Result<Vec<RankedB
         "SELECT b.id, b.battle_type, CASE WHEN b.winner_source = 'user' THEN b.winner_id END,
                 b.user_verdict,
                 c.id, c.identity, c.model, c.duration_ms, c.tokens_per_sec, c.cost_usd,
-                LENGTH(c.output)
+                (SELECT output_chars FROM answers WHERE contestant_id = c.id)
          FROM battles b
          LEFT JOIN contestants c ON c.battle_id = b.id AND c.status = 'done'
          WHERE b.status <> 'running' AND (?1 IS NULL OR b.battle_type = ?1)
@@ -380,6 +414,42 @@ pub fn ranked_battles(c: &Connection, filter: &RankFilter) -> Result<Vec<RankedB
     Ok(out)
 }
 
+/// The stored payload of a kept event whose content its contestant's row
+/// holds (a folded answer, its last status and benchmark, its result
+/// file's path): [`events_since`] fills it from the row, so the text and
+/// figures are kept once.
+pub(crate) const FROM_ROW: &str = "";
+
+/// A journal marker's event, from its contestant's row (see [`FROM_ROW`]).
+fn from_row(kind: &str, c: &Contestant) -> Result<EventKind> {
+    Ok(match kind {
+        "folded" => EventKind::Folded {
+            output: c.output.clone().unwrap_or_default(),
+            reasoning: c.reasoning.clone().unwrap_or_default(),
+        },
+        "contestant_status" => EventKind::ContestantStatus {
+            status: c.status,
+            error: c.error.clone(),
+            attempt: c.attempts,
+        },
+        "benchmark" => EventKind::Benchmark {
+            benchmark: c.benchmark.clone(),
+        },
+        "result_written" => EventKind::ResultWritten {
+            path: c
+                .result_path
+                .as_ref()
+                .map(|p| p.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+        },
+        other => {
+            return Err(Error::Inconsistent(format!(
+                "the journal holds a `{other}` marker, which no row fills"
+            )))
+        }
+    })
+}
+
 pub fn events_since(
     c: &Connection,
     battle_id: &str,
@@ -387,10 +457,10 @@ pub fn events_since(
     limit: usize,
 ) -> Result<Vec<BattleEvent>> {
     let mut stmt = c.prepare_cached(
-        "SELECT seq, contestant_id, at, payload FROM events
+        "SELECT seq, contestant_id, at, kind, payload FROM events
          WHERE battle_id = ?1 AND seq > ?2
          UNION ALL
-         SELECT seq, contestant_id, at, payload FROM live.events
+         SELECT seq, contestant_id, at, kind, payload FROM live.events
          WHERE battle_id = ?1 AND seq > ?2
          ORDER BY seq LIMIT ?3",
     )?;
@@ -400,22 +470,25 @@ pub fn events_since(
             r.get::<_, Option<String>>(1)?,
             r.get::<_, i64>(2)?,
             r.get::<_, String>(3)?,
+            r.get::<_, String>(4)?,
         ))
     })?;
     let mut events = Vec::new();
+    // The rows markers are filled from, read once each.
+    let mut rows_read: HashMap<String, Contestant> = HashMap::new();
     for row in rows {
-        let (seq, contestant_id, at, payload) = row?;
-        let mut kind: EventKind = serde_json::from_str(&payload)?;
-        // A folded answer's text is kept once, in its contestant's row.
-        if let (EventKind::Folded { output, reasoning }, Some(id)) = (&mut kind, &contestant_id) {
-            let (o, r): (Option<String>, Option<String>) = c.query_row(
-                "SELECT output, reasoning FROM contestants WHERE id = ?1",
-                [id],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )?;
-            *output = o.unwrap_or_default();
-            *reasoning = r.unwrap_or_default();
-        }
+        let (seq, contestant_id, at, name, payload) = row?;
+        let kind = match (&contestant_id, payload == FROM_ROW) {
+            (Some(id), true) => {
+                if !rows_read.contains_key(id) {
+                    let row = contestant(c, id)?
+                        .ok_or_else(|| Error::not_found("contestant", id.clone()))?;
+                    rows_read.insert(id.clone(), row);
+                }
+                from_row(&name, &rows_read[id])?
+            }
+            _ => serde_json::from_str(&payload)?,
+        };
         events.push(BattleEvent {
             battle_id: battle_id.to_string(),
             seq: seq as u64,
@@ -710,7 +783,7 @@ mod tests {
                     by_series,
                     "SEARCH b USING INDEX battles_series_newest (series_id=?)"
                 );
-                let columns = CONTESTANT_COLUMNS.replace("output, reasoning", "NULL, NULL");
+                let columns = contestant_columns(true);
                 let summaries = plan(
                     c,
                     &format!(

@@ -10,17 +10,17 @@ use crate::results;
 
 use super::Engine;
 
-/// Writes `result.md` for a terminal contestant, records where, and
-/// refreshes the manifest.
+/// Writes `result.md` for a terminal contestant and records where. The
+/// manifest is not refreshed: it is written when the battle starts and
+/// when it ends (a file rewritten per answer cost more writes than the
+/// answers themselves).
 pub(super) async fn write_result(engine: &Engine, battle: &Battle, c: &Contestant) -> Result<()> {
     let (b, c2) = (battle.clone(), c.clone());
     let path = tokio::task::spawn_blocking(move || results::write_result(&b, &c2)).await??;
     let (c2, at) = (c.clone(), engine.now());
     engine
         .grouped(move |tx| tx.set_result_path(&c2, &path, at))
-        .await?;
-    let battle = engine.battle(&battle.id).await?;
-    write_manifest(&battle).await
+        .await
 }
 
 /// Writes the battle's `manifest.json` as it stands.

@@ -1,0 +1,98 @@
+//! An answer's text as the database keeps it: deflated when that saves a
+//! worthwhile share (a `BLOB`), else as it is (a `TEXT`). Rows written
+//! before answers were deflated are `TEXT`, and read the same way.
+//!
+//! Deflate (RFC 1951, raw) through `flate2`: the answers are read whole,
+//! rarely, and far outnumber everything else the database keeps; a few
+//! kilobytes of prose or code deflate to a third or half.
+
+use std::io::{Read, Write};
+
+use flate2::read::DeflateDecoder;
+use flate2::write::DeflateEncoder;
+use flate2::Compression;
+use rusqlite::types::{Value, ValueRef};
+
+use crate::error::{Error, Result};
+
+/// Texts shorter than this are kept as they are: deflate's own overhead
+/// eats what it would save.
+const SMALLEST: usize = 128;
+
+/// `text` as the database keeps it.
+pub fn pack(text: &str) -> Value {
+    if text.len() >= SMALLEST {
+        let mut encoder = DeflateEncoder::new(Vec::new(), Compression::default());
+        // Writing into a Vec cannot fail.
+        if encoder.write_all(text.as_bytes()).is_ok() {
+            if let Ok(packed) = encoder.finish() {
+                // Worth it only when it saves at least an eighth.
+                if packed.len() <= text.len() - text.len() / 8 {
+                    return Value::Blob(packed);
+                }
+            }
+        }
+    }
+    Value::Text(text.to_string())
+}
+
+/// The text the database keeps as `value` (see [`pack`]).
+pub fn unpack(value: ValueRef<'_>) -> Result<Option<String>> {
+    match value {
+        ValueRef::Null => Ok(None),
+        ValueRef::Text(t) => Ok(Some(String::from_utf8_lossy(t).into_owned())),
+        ValueRef::Blob(b) => {
+            let mut text = String::new();
+            DeflateDecoder::new(b)
+                .read_to_string(&mut text)
+                .map_err(|e| Error::Inconsistent(format!("a kept answer does not inflate: {e}")))?;
+            Ok(Some(text))
+        }
+        ValueRef::Integer(_) | ValueRef::Real(_) => Err(Error::Inconsistent(
+            "a kept answer is a number, not text".into(),
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn round_trip(text: &str) -> (Value, String) {
+        let packed = pack(text);
+        let back = unpack(ValueRef::from(&packed)).unwrap().unwrap();
+        (packed, back)
+    }
+
+    #[test]
+    fn prose_is_deflated_and_comes_back_whole() {
+        let text = "A lane keeps a local model server to one request at a time. ".repeat(40)
+            + "Unicode too: ünïcødé — 漢字 🙂";
+        let (packed, back) = round_trip(&text);
+        assert_eq!(back, text);
+        match packed {
+            Value::Blob(b) => assert!(b.len() < text.len() / 4, "{} bytes", b.len()),
+            other => panic!("not deflated: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn short_or_incompressible_text_is_kept_as_it_is() {
+        for text in ["", "ok", &"x".repeat(SMALLEST - 1)] {
+            assert_eq!(round_trip(text), (Value::Text(text.into()), text.into()));
+        }
+        // Already-dense text (every byte different from the last) gains
+        // nothing: it stays text.
+        let dense: String = (0..2000u32)
+            .map(|i| char::from_u32(0x4e00 + (i * 7919) % 20000).unwrap())
+            .collect();
+        assert_eq!(round_trip(&dense).1, dense);
+    }
+
+    #[test]
+    fn a_damaged_blob_is_an_error_not_a_panic() {
+        let err = unpack(ValueRef::Blob(&[0xff, 0x00, 0x13, 0x37])).unwrap_err();
+        assert!(err.to_string().contains("does not inflate"), "{err}");
+        assert!(unpack(ValueRef::Integer(3)).is_err());
+    }
+}
