@@ -1,7 +1,9 @@
 //! The history at scale: 10,000 finished battles of four contestants each
 //! (varied prompts, identities and models; answers of ~1.5 KB; two thirds
-//! judged, some with no clear winner, some with the user's pick), written
-//! through the store's own API in one transaction. Then, as whole
+//! judged, some with no clear winner, some with the user's pick; each
+//! answer folded as a battle folds it), written
+//! through the store's own API in one transaction. Its size per battle,
+//! and the time to open it (in this process). Then, as whole
 //! processes of the release `arena` binary over that data directory,
 //! several runs each, interleaved: `arena --version` (process start-up, the
 //! baseline), the first page of `battle list --json`, two searches, and
@@ -84,11 +86,21 @@ impl Lcg {
     }
 }
 
-/// Writes `n` finished battles, as runs and analyses would have left them.
-fn seed(store: &Store, n: u64) -> Result<(), arena_core::store::Error> {
+/// Writes `n` finished battles, as runs and analyses would have left them;
+/// returns the bytes of the answers' text.
+fn seed(store: &Store, n: u64) -> Result<u64, arena_core::store::Error> {
+    let mut text = 0u64;
     let mut rng = Lcg(42);
     let start = chrono::Utc::now() - chrono::Duration::days(365);
-    let answer = "An answer of some length, as a model writes it. ".repeat(30);
+    // Answers are prose: ~1.5 KB passages of this project's architecture
+    // notes, each from its own place (what the database keeps of them is
+    // then what it would keep of real answers).
+    let prose = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/ARCHITECTURE.md"
+    ))
+    .expect("docs/ARCHITECTURE.md");
+    let words: Vec<&str> = prose.split_inclusive(char::is_whitespace).collect();
     store.transact(|tx| {
         for k in 0..n {
             let id = format!("0190{k:08x}-bench-battle-{k:010}");
@@ -169,7 +181,12 @@ fn seed(store: &Store, n: u64) -> Result<(), arena_core::store::Error> {
                 } else {
                     (ContestantStatus::Done, None)
                 };
+                let from = rng.next(words.len() as u64) as usize;
+                let answer: String = words.iter().cycle().skip(from).take(230).copied().collect();
+                text += answer.len() as u64;
                 tx.finish_contestant(&c, status, error, &answer, "", false, &bench, finished)?;
+                // As a battle does: the answer's deltas folded into one event.
+                tx.fold_answer(&c, &answer, "", finished)?;
             }
             tx.finish_battle(&id, BattleStatus::Done, finished)?;
             // Two thirds judged: mostly a winner, some with no clear one.
@@ -217,7 +234,8 @@ fn seed(store: &Store, n: u64) -> Result<(), arena_core::store::Error> {
             }
         }
         Ok(())
-    })
+    })?;
+    Ok(text)
 }
 
 /// One run of `arena ARGS` over the bench's data; its wall time and stdout.
@@ -270,7 +288,7 @@ async fn main() {
     let bench = Bench::new().await;
     let seeded = Instant::now();
     let store = Store::open(&bench.data().join(DATABASE_FILE)).expect("store");
-    seed(&store, battles).expect("seed");
+    let text = seed(&store, battles).expect("seed");
     drop(store);
     let db_bytes: u64 = std::fs::read_dir(bench.data())
         .map(|d| {
@@ -282,9 +300,30 @@ async fn main() {
         })
         .unwrap_or(0);
     println!(
-        "seeded {battles} battles × 4 contestants in {:.1} s ({:.0} MB of database)",
+        "seeded {battles} battles × 4 contestants in {:.1} s ({:.0} MB of database, {:.1} KiB per battle \
+         for {:.1} KiB of answers: {:.2}×)",
         seeded.elapsed().as_secs_f64(),
-        db_bytes as f64 / 1e6
+        db_bytes as f64 / 1e6,
+        db_bytes as f64 / battles as f64 / 1024.0,
+        text as f64 / battles as f64 / 1024.0,
+        db_bytes as f64 / text.max(1) as f64
+    );
+    // Opening it: the schema check and the live journal, as every command
+    // and the app do first (in this process, median of `repeat`).
+    let mut opens: Vec<f64> = (0..repeat)
+        .map(|_| {
+            let started = Instant::now();
+            let store = Store::open(&bench.data().join(DATABASE_FILE)).expect("store");
+            let took = started.elapsed().as_secs_f64() * 1000.0;
+            drop(store);
+            took
+        })
+        .collect();
+    opens.sort_by(f64::total_cmp);
+    println!(
+        "opening it: median {:.1} ms, p95 {:.1} ms\n",
+        percentile(&opens, 0.5),
+        percentile(&opens, 0.95)
     );
 
     let cases = [

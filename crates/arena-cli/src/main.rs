@@ -336,10 +336,14 @@ fn main() -> ExitCode {
         )
         .with_writer(std::io::stderr)
         .init();
-    // Blocking work (SQLite, git, files) is serialised by the store anyway;
-    // a few threads for it keep a long series' memory from spreading over
-    // many threads' allocator arenas.
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
+    // One thread for the async work: it waits on sockets and timers, and
+    // everything that computes or blocks (SQLite, git, files) runs on the
+    // blocking threads anyway. With a thread per core, every streamed chunk
+    // woke another thread (a futex each; four times the system calls of a
+    // series). Blocking work is serialised by the store anyway; a few
+    // threads for it keep a long series' memory from spreading over many
+    // threads' allocator arenas.
+    let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .max_blocking_threads(8)
         .build()
