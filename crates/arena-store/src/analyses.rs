@@ -78,7 +78,7 @@ impl Store {
 
 impl Tx<'_> {
     pub fn insert_analysis(&mut self, a: &Analysis) -> Result<()> {
-        self.tx.execute(
+        self.run(
             "INSERT INTO analyses (id, battle_id, status, model, provider, created_at) VALUES (?1, ?2, 'running', ?3, ?4, ?5)",
             params![a.id, a.battle_id, a.model, a.provider, ms(a.created_at)],
         )?;
@@ -99,7 +99,7 @@ impl Tx<'_> {
 
     /// Stores a finished (or failed) analysis and announces it.
     pub fn finish_analysis(&mut self, a: &Analysis, at: DateTime<Utc>) -> Result<()> {
-        self.tx.execute(
+        self.run(
             "UPDATE analyses SET status = ?1, outcome = ?2, winner_id = ?3, ranking = ?4, reasons = ?5,
                 digests = ?6, judge_runs = ?7, error = ?8, finished_at = ?9, cost_usd = ?11 WHERE id = ?10",
             params![
@@ -137,7 +137,7 @@ impl Tx<'_> {
             [&x.battle_id],
             |r| r.get(0),
         )?;
-        self.tx.execute(
+        self.run(
             "INSERT INTO cross_examinations (id, battle_id, number, identity, model, provider, question, status, created_at)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'running', ?8)",
             params![x.id, x.battle_id, number, x.identity, x.model, x.provider, x.question, ms(x.created_at)],
@@ -161,7 +161,7 @@ impl Tx<'_> {
         x: &CrossExamination,
         at: DateTime<Utc>,
     ) -> Result<()> {
-        self.tx.execute(
+        self.run(
             "UPDATE cross_examinations SET status = ?1, output = ?2, verdict = ?3, error = ?4, path = ?5, finished_at = ?6 WHERE id = ?7",
             params![
                 serde_plain(&x.status)?,

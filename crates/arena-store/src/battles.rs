@@ -139,7 +139,7 @@ impl Store {
 
 impl Tx<'_> {
     pub fn insert_battle(&mut self, b: &NewBattle) -> Result<()> {
-        self.tx.execute(
+        self.run(
             "INSERT INTO battles (id, battle_type, status, prompt, project_path, results_path, created_at, base_commit, check_command, series_id, series_slot, blind)
              VALUES (?1, ?2, 'running', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
             params![
@@ -159,11 +159,11 @@ impl Tx<'_> {
         self.write_tags(&b.id, &b.tags)?;
         for (position, c) in b.contestants.iter().enumerate() {
             let spec = serde_json::to_string(&c.run)?;
-            self.tx.execute(
+            self.run(
                 "INSERT OR IGNORE INTO run_specs (spec) VALUES (?1)",
                 [&spec],
             )?;
-            self.tx.execute(
+            self.run(
                 "INSERT INTO contestants (id, battle_id, position, identity, model, provider, lane, status, run_spec_id, label)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'queued', (SELECT id FROM run_specs WHERE spec = ?8), ?9)",
                 params![
@@ -198,7 +198,7 @@ impl Tx<'_> {
         at: DateTime<Utc>,
     ) -> Result<bool> {
         self.require_lease(battle_id)?;
-        let changed = self.tx.execute(
+        let changed = self.run(
             "UPDATE battles SET status = ?1, finished_at = ?2 WHERE id = ?3 AND status = 'running'",
             params![status.as_str(), ms(at), battle_id],
         )?;
@@ -230,7 +230,7 @@ impl Tx<'_> {
         reveal: bool,
         at: DateTime<Utc>,
     ) -> Result<()> {
-        self.tx.execute(
+        self.run(
             "UPDATE battles SET user_verdict = ?1 WHERE id = ?2",
             params![verdict.map(|v| v.as_str()), battle_id],
         )?;
@@ -244,7 +244,7 @@ impl Tx<'_> {
         reveal: bool,
         at: DateTime<Utc>,
     ) -> Result<()> {
-        self.tx.execute(
+        self.run(
             "UPDATE battles SET winner_id = ?1, winner_source = ?2 WHERE id = ?3",
             params![
                 winner.map(|w| w.contestant_id.as_str()),
@@ -288,7 +288,7 @@ impl Tx<'_> {
     /// Reveals a blind battle (once): from now on viewers see its names.
     /// Returns whether this call revealed it.
     pub fn reveal(&mut self, battle_id: &str, at: DateTime<Utc>) -> Result<bool> {
-        let changed = self.tx.execute(
+        let changed = self.run(
             "UPDATE battles SET revealed_at = ?1 WHERE id = ?2 AND blind = 1 AND revealed_at IS NULL",
             params![ms(at), battle_id],
         )?;
@@ -300,10 +300,9 @@ impl Tx<'_> {
 
     /// Replaces a battle's tags (already normalised, see `blind::tags`).
     pub fn write_tags(&mut self, battle_id: &str, tags: &[String]) -> Result<()> {
-        self.tx
-            .execute("DELETE FROM battle_tags WHERE battle_id = ?1", [battle_id])?;
+        self.run("DELETE FROM battle_tags WHERE battle_id = ?1", [battle_id])?;
         for tag in tags {
-            self.tx.execute(
+            self.run(
                 "INSERT OR IGNORE INTO battle_tags (battle_id, tag) VALUES (?1, ?2)",
                 params![battle_id, tag],
             )?;

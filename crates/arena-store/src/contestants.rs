@@ -46,7 +46,7 @@ impl Tx<'_> {
         self.require_lease(&c.battle_id)?;
         let attempts_inc = i64::from(to == ContestantStatus::Running);
         let finished_at = to.is_terminal().then(|| ms(at));
-        let changed = self.tx.execute(
+        let changed = self.run(
             "UPDATE contestants SET status = ?1, error = ?2, attempts = attempts + ?3,
                 started_at = CASE WHEN ?1 = 'running' THEN ?4 ELSE started_at END,
                 finished_at = ?5, waiting = NULL
@@ -92,7 +92,7 @@ impl Tx<'_> {
         at: DateTime<Utc>,
     ) -> Result<bool> {
         self.require_lease(&c.battle_id)?;
-        let changed = self.tx.execute(
+        let changed = self.run(
             "UPDATE contestants SET status = ?1, error = ?2, finished_at = ?3,
                 truncated = ?4, duration_ms = ?5, ttft_ms = ?6, prompt_tokens = ?7,
                 completion_tokens = ?8, cached_tokens = ?9, tokens_per_sec = ?10, rate_source = ?11,
@@ -118,7 +118,7 @@ impl Tx<'_> {
         )?;
         if changed == 1 {
             // The answer's text, in one row written once (see migration 014).
-            self.tx.execute(
+            self.run(
                 "INSERT INTO answers (contestant_id, output, output_chars, reasoning) VALUES (?1, ?2, ?3, ?4)
                  ON CONFLICT (contestant_id) DO UPDATE SET output = excluded.output,
                     output_chars = excluded.output_chars, reasoning = excluded.reasoning",
@@ -159,7 +159,7 @@ impl Tx<'_> {
     ) -> Result<()> {
         self.require_lease(&c.battle_id)?;
         let text = path.to_string_lossy();
-        self.tx.execute(
+        self.run(
             "UPDATE contestants SET result_path = ?1 WHERE id = ?2",
             params![text, c.id],
         )?;
@@ -178,7 +178,7 @@ impl Tx<'_> {
     /// later reads of the contestant's changes start from this path).
     pub fn set_worktree(&mut self, c: &Contestant, path: &Path) -> Result<()> {
         self.require_lease(&c.battle_id)?;
-        self.tx.execute(
+        self.run(
             "UPDATE contestants SET worktree = ?1 WHERE id = ?2",
             params![path.to_string_lossy(), c.id],
         )?;
@@ -194,7 +194,7 @@ impl Tx<'_> {
         check: Option<&CheckResult>,
     ) -> Result<()> {
         self.require_lease(&c.battle_id)?;
-        self.tx.execute(
+        self.run(
             "UPDATE contestants SET diff_stats = ?1, check_result = ?2 WHERE id = ?3",
             params![
                 diff.map(serde_json::to_string).transpose()?,
@@ -208,7 +208,7 @@ impl Tx<'_> {
     /// Starts refinement round `number` of a contestant.
     pub fn insert_round(&mut self, battle_id: &str, round: &Round) -> Result<()> {
         self.require_lease(battle_id)?;
-        self.tx.execute(
+        self.run(
             "INSERT INTO rounds (id, contestant_id, number, feedback, status, created_at) VALUES (?1, ?2, ?3, ?4, 'running', ?5)",
             params![round.id, round.contestant_id, round.number, round.feedback, ms(round.created_at)],
         )?;
@@ -232,7 +232,7 @@ impl Tx<'_> {
         at: DateTime<Utc>,
     ) -> Result<()> {
         self.require_lease(battle_id)?;
-        self.tx.execute(
+        self.run(
             "UPDATE rounds SET status = ?1, output = ?2, error = ?3, diff_stats = ?4, check_result = ?5,
                 duration_ms = ?6, result_path = ?7, finished_at = ?8, cost_usd = ?10 WHERE id = ?9",
             params![

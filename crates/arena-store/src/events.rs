@@ -76,7 +76,7 @@ impl Tx<'_> {
             let last = rows::last_seq(&self.tx, &c.battle_id)?;
             self.seqs.insert(c.battle_id.clone(), last);
         }
-        self.tx.execute(
+        self.run(
             "DELETE FROM events WHERE battle_id = ?1 AND contestant_id = ?2
                AND (kind IN ('output', 'reasoning')
                     OR (kind = 'contestant_status' AND seq < (
@@ -84,12 +84,12 @@ impl Tx<'_> {
                         WHERE battle_id = ?1 AND contestant_id = ?2 AND kind = 'contestant_status')))",
             params![c.battle_id, c.id],
         )?;
-        self.tx.execute(
+        self.run(
             "UPDATE events SET payload = ?3 WHERE battle_id = ?1 AND contestant_id = ?2
                AND kind IN ('contestant_status', 'benchmark')",
             params![c.battle_id, c.id, FROM_ROW],
         )?;
-        self.tx.execute(
+        self.run(
             "DELETE FROM live.events WHERE battle_id = ?1 AND contestant_id = ?2",
             params![c.battle_id, c.id],
         )?;
@@ -145,7 +145,7 @@ impl Tx<'_> {
         } else {
             "INSERT INTO events (battle_id, seq, contestant_id, at, kind, payload) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"
         };
-        self.tx.execute(
+        self.run(
             insert,
             params![
                 battle_id,

@@ -48,7 +48,7 @@ impl Store {
 impl Tx<'_> {
     /// Joins a lane's queue; returns the ticket's id.
     pub fn enqueue_ticket(&mut self, t: &NewTicket<'_>) -> Result<i64> {
-        self.tx.execute(
+        self.run(
             "INSERT INTO live.lane_tickets (lane, ready_at, position, holder, battle_id, contestant_id, model, owner, host, pid, expires_at)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
             params![
@@ -87,38 +87,34 @@ impl Tx<'_> {
             decisions::lane_decision(tickets, ticket, spec, &starts, now_ms, my_host, pid_alive);
         for t in &decision.stale {
             tracing::info!(lane = %spec.key, holder = %t.holder, pid = t.lease.pid, "dropping the lane ticket of a process that is gone");
-            self.tx
-                .execute("DELETE FROM live.lane_tickets WHERE id = ?1", [t.id])?;
+            self.run("DELETE FROM live.lane_tickets WHERE id = ?1", [t.id])?;
         }
         match decision.verdict {
             LaneVerdict::Lost => return Ok(TakeTurn::Lost),
             LaneVerdict::Turn(Turn::Go) => {}
             LaneVerdict::Turn(wait) => return Ok(TakeTurn::Wait(wait)),
         }
-        self.tx.execute(
+        self.run(
             "UPDATE live.lane_tickets SET granted_at = ?1 WHERE id = ?2",
             params![now_ms, ticket],
         )?;
         let previous_model: Option<String> = self
             .tx
-            .query_row(
-                "SELECT last_model FROM live.lanes WHERE lane = ?1",
-                [&spec.key],
-                |r| r.get(0),
-            )
+            .prepare_cached("SELECT last_model FROM live.lanes WHERE lane = ?1")?
+            .query_row([&spec.key], |r| r.get(0))
             .optional()?
             .flatten();
-        self.tx.execute(
+        self.run(
             "INSERT INTO live.lanes (lane, last_model) VALUES (?1, ?2)
              ON CONFLICT (lane) DO UPDATE SET last_model = ?2",
             params![spec.key, model],
         )?;
         if spec.requests_per_minute.is_some() {
-            self.tx.execute(
+            self.run(
                 "DELETE FROM live.lane_grants WHERE lane = ?1 AND at <= ?2",
                 params![spec.key, now_ms - 60_000],
             )?;
-            self.tx.execute(
+            self.run(
                 "INSERT INTO live.lane_grants (lane, at) VALUES (?1, ?2)",
                 params![spec.key, now_ms],
             )?;
@@ -128,14 +124,13 @@ impl Tx<'_> {
 
     /// Leaves a lane: gives back the slot, or the place in the queue.
     pub fn release_ticket(&mut self, ticket: i64) -> Result<()> {
-        self.tx
-            .execute("DELETE FROM live.lane_tickets WHERE id = ?1", [ticket])?;
+        self.run("DELETE FROM live.lane_tickets WHERE id = ?1", [ticket])?;
         Ok(())
     }
 
     /// Extends the leases of every ticket this process holds or waits with.
     pub fn renew_tickets(&mut self, owner: &str, expires_at_ms: i64) -> Result<()> {
-        self.tx.execute(
+        self.run(
             "UPDATE live.lane_tickets SET expires_at = ?1 WHERE owner = ?2",
             params![expires_at_ms, owner],
         )?;
@@ -152,7 +147,7 @@ impl Tx<'_> {
         at: DateTime<Utc>,
     ) -> Result<()> {
         self.require_lease(battle_id)?;
-        let changed = self.tx.execute(
+        let changed = self.run(
             "UPDATE contestants SET waiting = ?1
              WHERE id = ?2 AND status = 'queued' AND waiting IS NOT ?1",
             params![reason, contestant_id],

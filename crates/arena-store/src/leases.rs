@@ -58,7 +58,7 @@ impl Tx<'_> {
             return Ok(false);
         }
         let (table, key) = of.table();
-        self.tx.execute(
+        self.run(
             &format!(
                 "INSERT INTO {table} ({key}, owner, host, pid, expires_at) VALUES (?1, ?2, ?3, ?4, ?5)
                  ON CONFLICT ({key}) DO UPDATE SET owner = ?2, host = ?3, pid = ?4, expires_at = ?5"
@@ -75,7 +75,7 @@ impl Tx<'_> {
         owner: &str,
         expires_at_ms: i64,
     ) -> Result<bool> {
-        let n = self.tx.execute(
+        let n = self.run(
             "UPDATE live.leases SET expires_at = ?1 WHERE battle_id = ?2 AND owner = ?3",
             params![expires_at_ms, battle_id, owner],
         )?;
@@ -88,7 +88,7 @@ impl Tx<'_> {
 
     pub(crate) fn release_lease_of(&mut self, of: LeaseOf, id: &str, owner: &str) -> Result<()> {
         let (table, key) = of.table();
-        self.tx.execute(
+        self.run(
             &format!("DELETE FROM {table} WHERE {key} = ?1 AND owner = ?2"),
             params![id, owner],
         )?;

@@ -524,18 +524,17 @@ pub fn lease(c: &Connection, battle_id: &str) -> Result<Option<Lease>> {
 
 pub(crate) fn lease_of(c: &Connection, of: LeaseOf, id: &str) -> Result<Option<Lease>> {
     let (table, key) = of.table();
-    Ok(c.query_row(
-        &format!("SELECT owner, host, pid, expires_at FROM {table} WHERE {key} = ?1"),
-        [id],
-        |r| {
-            Ok(Lease {
-                owner: r.get(0)?,
-                host: r.get(1)?,
-                pid: r.get(2)?,
-                expires_at_ms: r.get(3)?,
-            })
-        },
-    )
+    Ok(c.prepare_cached(&format!(
+        "SELECT owner, host, pid, expires_at FROM {table} WHERE {key} = ?1"
+    ))?
+    .query_row([id], |r| {
+        Ok(Lease {
+            owner: r.get(0)?,
+            host: r.get(1)?,
+            pid: r.get(2)?,
+            expires_at_ms: r.get(3)?,
+        })
+    })
     .optional()?)
 }
 
@@ -654,13 +653,13 @@ pub fn rounds(c: &Connection, contestant_id: &str) -> Result<Vec<Round>> {
 
 /// The `seq` of a battle's newest event (0 when it has none).
 pub fn last_seq(c: &Connection, battle_id: &str) -> Result<u64> {
-    let seq: Option<i64> = c.query_row(
-        "SELECT MAX(m) FROM (
+    let seq: Option<i64> = c
+        .prepare_cached(
+            "SELECT MAX(m) FROM (
              SELECT MAX(seq) AS m FROM events WHERE battle_id = ?1
              UNION ALL SELECT MAX(seq) FROM live.events WHERE battle_id = ?1)",
-        [battle_id],
-        |r| r.get(0),
-    )?;
+        )?
+        .query_row([battle_id], |r| r.get(0))?;
     Ok(seq.unwrap_or(0).max(0) as u64)
 }
 

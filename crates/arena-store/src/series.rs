@@ -255,7 +255,7 @@ impl Store {
 
 impl Tx<'_> {
     pub fn insert_series(&mut self, s: &Series) -> Result<()> {
-        self.tx.execute(
+        self.run(
             &format!("INSERT INTO series ({SERIES_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, NULL, NULL, NULL, NULL, NULL)"),
             params![
                 s.id,
@@ -277,7 +277,7 @@ impl Tx<'_> {
         at: DateTime<Utc>,
         decided_after: Option<u64>,
     ) -> Result<bool> {
-        let changed = self.tx.execute(
+        let changed = self.run(
             "UPDATE series SET status = ?2, finished_at = ?3, decided_after = ?4
              WHERE id = ?1 AND status = 'running'",
             params![id, status.as_str(), ms(at), decided_after.map(|n| n as i64)],
@@ -288,19 +288,19 @@ impl Tx<'_> {
     /// Replaces a series' tags (already normalised) and, on each of its
     /// battles, the old ones by the new (a battle keeps its other tags).
     pub fn set_series_tags(&mut self, id: &str, old: &[String], new: &[String]) -> Result<()> {
-        self.tx.execute(
+        self.run(
             "UPDATE series SET tags = ?2 WHERE id = ?1",
             params![id, serde_json::to_string(new)?],
         )?;
         for tag in old.iter().filter(|t| !new.contains(t)) {
-            self.tx.execute(
+            self.run(
                 "DELETE FROM battle_tags WHERE tag = ?2
                    AND battle_id IN (SELECT id FROM battles WHERE series_id = ?1)",
                 params![id, tag],
             )?;
         }
         for tag in new {
-            self.tx.execute(
+            self.run(
                 "INSERT OR IGNORE INTO battle_tags (battle_id, tag)
                  SELECT id, ?2 FROM battles WHERE series_id = ?1",
                 params![id, tag],
@@ -311,7 +311,7 @@ impl Tx<'_> {
 
     /// Ends a running series in `error`, saying why.
     pub fn fail_series(&mut self, id: &str, error: &str, at: DateTime<Utc>) -> Result<bool> {
-        let changed = self.tx.execute(
+        let changed = self.run(
             "UPDATE series SET status = 'error', error = ?2, finished_at = ?3
              WHERE id = ?1 AND status = 'running'",
             params![id, error, ms(at)],
@@ -321,7 +321,7 @@ impl Tx<'_> {
 
     /// Asks whoever drives the series to stop; false when it is not running.
     pub fn request_series_cancel(&mut self, id: &str) -> Result<bool> {
-        let changed = self.tx.execute(
+        let changed = self.run(
             "UPDATE series SET cancel_requested = 1 WHERE id = ?1 AND status = 'running'",
             [id],
         )?;
@@ -329,7 +329,7 @@ impl Tx<'_> {
     }
 
     pub fn set_series_report(&mut self, id: &str, path: &std::path::Path) -> Result<()> {
-        self.tx.execute(
+        self.run(
             "UPDATE series SET report_path = ?2 WHERE id = ?1",
             params![id, path.to_string_lossy()],
         )?;
@@ -354,7 +354,7 @@ impl Tx<'_> {
 
     /// Records a goal check (replacing one of the same turn).
     pub fn insert_goal_check(&mut self, contestant_id: &str, g: &GoalCheck) -> Result<()> {
-        self.tx.execute(
+        self.run(
             "INSERT OR REPLACE INTO goal_checks (contestant_id, turn, passed, reason, error, by_check, cost_usd, at)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
             params![

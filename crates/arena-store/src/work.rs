@@ -80,11 +80,11 @@ impl Store {
 impl Tx<'_> {
     pub fn request_cancel(&mut self, battle_id: &str, contestant_id: Option<&str>) -> Result<()> {
         match contestant_id {
-            Some(id) => self.tx.execute(
+            Some(id) => self.run(
                 "UPDATE contestants SET cancel_requested = 1 WHERE id = ?1 AND battle_id = ?2",
                 params![id, battle_id],
             )?,
-            None => self.tx.execute(
+            None => self.run(
                 "UPDATE battles SET cancel_requested = 1 WHERE id = ?1",
                 [battle_id],
             )?,
@@ -122,7 +122,7 @@ impl Tx<'_> {
             }
         };
         for id in &ids {
-            self.tx.execute(
+            self.run(
                 &format!(
                     "UPDATE {} SET cancel_requested = 1 WHERE id = ?1",
                     work.table()
@@ -135,7 +135,7 @@ impl Tx<'_> {
 
     /// Records which process runs a piece of work (just inserted).
     pub fn set_owner(&mut self, work: Work, id: &str, host: &str, pid: u32) -> Result<()> {
-        self.tx.execute(
+        self.run(
             &format!(
                 "UPDATE {} SET owner_host = ?1, owner_pid = ?2 WHERE id = ?3",
                 work.table()
@@ -198,7 +198,7 @@ impl Tx<'_> {
             }
         }
         for o in &orphans {
-            self.tx.execute(
+            self.run(
                 &format!(
                     "UPDATE {} SET status = 'error', error = ?1, finished_at = ?2 WHERE id = ?3 AND status = 'running'",
                     o.work.table()
