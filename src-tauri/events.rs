@@ -7,8 +7,8 @@
 //! an event after a quiet spell goes out at once, events that arrive sooner
 //! wait for the window to pass; [`coalesce`] merges their text deltas and the
 //! whole batch crosses into the webview as one channel message, in `seq`
-//! order. Six fast streams thus cost the webview ≤ 40 messages a second, not
-//! one per contestant per flush. A subscription ends when the webview is gone
+//! order. Six fast streams thus cost the webview one message per engine
+//! group commit (≤ 40 a second), not one per contestant per flush. A subscription ends when the webview is gone
 //! (a send fails), when it is unsubscribed, or when its webview loads a new
 //! page.
 
@@ -24,8 +24,11 @@ use tokio_util::sync::CancellationToken;
 
 use arena_api::BattleEventDto;
 
-/// The least time between two deliveries to the webview.
-pub const COALESCE_WINDOW: Duration = Duration::from_millis(25);
+/// The least time between two deliveries to the webview. Short: the
+/// engine already journals streamed text in groups (one transaction for
+/// every contestant at most every 25 ms), so events arrive in bursts and a
+/// burst goes out whole; a longer window only held each burst back.
+pub const COALESCE_WINDOW: Duration = Duration::from_millis(10);
 /// How long to wait before following again after the event stream failed.
 const RETRY_DELAY: Duration = Duration::from_secs(1);
 
