@@ -459,9 +459,9 @@ mod tests {
                 tx.send(Ok(e)).expect("open");
             }
             // Soon after: they wait until a window after that delivery.
-            tokio::time::sleep(ms(10)).await;
+            tokio::time::sleep(COALESCE_WINDOW / 2).await;
             tx.send(Ok(out(4, "a", "z"))).expect("open");
-            tokio::time::sleep(ms(10)).await;
+            tokio::time::sleep(COALESCE_WINDOW / 4).await;
             tx.send(Ok(out(5, "a", "w"))).expect("open");
             // Quiet again: out at once.
             tokio::time::sleep(ms(200)).await;
@@ -489,7 +489,10 @@ mod tests {
                     vec![text(2, "a", "out:xy"), text(3, "b", "contestant_status")]
                 ),
                 (COALESCE_WINDOW, vec![text(5, "a", "out:zw")]),
-                (ms(220), vec![text(6, "a", "out:v")]),
+                (
+                    COALESCE_WINDOW * 3 / 4 + ms(200),
+                    vec![text(6, "a", "out:v")]
+                ),
             ]
         );
     }

@@ -249,18 +249,18 @@ async fn a_start_rate_makes_the_next_contestant_wait_and_says_why() {
         let (engine, id) = (engine.clone(), battle.id.clone());
         tokio::spawn(async move { engine.run_battle(&id).await })
     };
+    // Once the first two are done, the third's reason is the rate alone
+    // (while they ran, it also named them, until its next look).
     let waiting = wait_for(&engine, &battle.id, "the third waits for the rate", |b| {
-        b.contestants[2].waiting.is_some()
-            && b.contestants[..2]
-                .iter()
-                .all(|c| c.status == ContestantStatus::Done)
+        b.contestants[..2]
+            .iter()
+            .all(|c| c.status == ContestantStatus::Done)
+            && b.contestants[2].waiting.as_deref().is_some_and(|r| {
+                r.starts_with("waiting for cloud: 2 requests per minute reached, next start in")
+            })
     })
     .await;
-    let reason = waiting.contestants[2].waiting.clone().unwrap();
-    assert!(
-        reason.starts_with("waiting for cloud: 2 requests per minute reached, next start in"),
-        "{reason}"
-    );
+    assert_eq!(waiting.contestants[2].status, ContestantStatus::Queued);
     engine
         .cancel_contestant(&battle.id, &battle.contestants[2].id)
         .await

@@ -95,7 +95,8 @@ pub struct Limits {
     pub max_output_bytes: usize,
     /// Fail a contestant that runs longer than this.
     pub max_duration_secs: u64,
-    /// How often streamed output is flushed to viewers and the database.
+    /// How long streamed output waits before it joins the journal's queue
+    /// (which writes it, one event per contestant, at most every 25 ms).
     pub coalesce_ms: u64,
     /// How often an interrupted contestant is started again on resume.
     pub max_resume_attempts: u32,
@@ -149,7 +150,7 @@ impl Default for Limits {
             connect_timeout_secs: 10,
             max_output_bytes: 2 * 1024 * 1024,
             max_duration_secs: 30 * 60,
-            coalesce_ms: 25,
+            coalesce_ms: 5,
             max_resume_attempts: 3,
             check_timeout_secs: 600,
             native_max_steps: 30,

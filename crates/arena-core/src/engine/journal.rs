@@ -400,6 +400,13 @@ impl Sink {
                         | EventKind::Reasoning { .. }
                         | EventKind::Benchmark { .. }
                 );
+            // Text joins the same piece of text still waiting to be written:
+            // one event per contestant and transaction, however often the
+            // sink flushes.
+            let kind = match merge_text(&mut queue.items, self, live, kind) {
+                Some(kind) => kind,
+                None => continue,
+            };
             match queue.items.last_mut() {
                 Some(Item::Events(w))
                     if w.live == live
@@ -483,6 +490,47 @@ impl Sink {
         });
         (tx, task)
     }
+}
+
+/// Appends `kind`'s text to the newest waiting event of the same text of
+/// `sink`'s battle and contestant (`None`: it is merged), when nothing else
+/// of that contestant or of the whole battle, and no grouped write, was
+/// queued after it; else gives `kind` back. The merged event keeps its
+/// place and its time (that of its first piece).
+fn merge_text(items: &mut [Item], sink: &Sink, live: bool, kind: EventKind) -> Option<EventKind> {
+    let contestant = sink.contestant();
+    if contestant.is_none()
+        || !matches!(kind, EventKind::Output { .. } | EventKind::Reasoning { .. })
+    {
+        return Some(kind);
+    }
+    for item in items.iter_mut().rev() {
+        let w = match item {
+            Item::Job(_) => return Some(kind),
+            Item::Events(w) => w,
+        };
+        if w.battle_id != sink.battle_id {
+            continue;
+        }
+        if w.contestant.is_none() {
+            return Some(kind);
+        }
+        if w.contestant.as_deref() != contestant {
+            continue;
+        }
+        if w.live != live {
+            return Some(kind);
+        }
+        return match (w.kinds.last_mut(), kind) {
+            (Some(EventKind::Output { text }), EventKind::Output { text: more })
+            | (Some(EventKind::Reasoning { text }), EventKind::Reasoning { text: more }) => {
+                text.push_str(&more);
+                None
+            }
+            (_, kind) => Some(kind),
+        };
+    }
+    Some(kind)
 }
 
 /// An output event with something in it.
