@@ -461,7 +461,7 @@ mod tests {
             // Soon after: they wait until a window after that delivery.
             tokio::time::sleep(COALESCE_WINDOW / 2).await;
             tx.send(Ok(out(4, "a", "z"))).expect("open");
-            tokio::time::sleep(COALESCE_WINDOW / 4).await;
+            tokio::time::sleep(COALESCE_WINDOW / 5).await;
             tx.send(Ok(out(5, "a", "w"))).expect("open");
             // Quiet again: out at once.
             tokio::time::sleep(ms(200)).await;
@@ -490,7 +490,7 @@ mod tests {
                 ),
                 (COALESCE_WINDOW, vec![text(5, "a", "out:zw")]),
                 (
-                    COALESCE_WINDOW * 3 / 4 + ms(200),
+                    COALESCE_WINDOW / 2 + COALESCE_WINDOW / 5 + ms(200),
                     vec![text(6, "a", "out:v")]
                 ),
             ]
