@@ -167,5 +167,47 @@ async fn leaderboard_ranks_decided_battles() -> Result<()> {
         || async { Ok((app.count(rows).await? == 2).then_some(())) },
     )
     .await?;
+
+    // The Project filter while typing: a folder that is not there (yet),
+    // or a relative path, is said at the field and the board stays.
+    let project = app.wait_for("input[data-testid=lb-project]").await?;
+    let note = "[data-testid=lb-project-note]";
+    for (typed, says) in [
+        ("/no/such/folder/for/arena", "does not exist"),
+        ("projects/arena", "full path"),
+    ] {
+        app.fill(&project, typed).await?;
+        app.wait_until(
+            &format!("a note at the Project field for {typed:?}"),
+            Duration::from_secs(10),
+            || async {
+                if app.count(note).await? == 0 {
+                    return Ok(None);
+                }
+                let text = app.text_of(note).await?;
+                Ok(text.contains(says).then_some(()))
+            },
+        )
+        .await?;
+        ensure!(
+            app.count(rows).await? == 2,
+            "typing {typed:?} into Project replaced the board"
+        );
+        ensure!(
+            app.count("[data-testid=leaderboard] .error, [data-testid=leaderboard] [role=alert]")
+                .await?
+                == 0,
+            "typing {typed:?} into Project showed an error in place of the board"
+        );
+    }
+    // (A blank: typing nothing sends WebDriver no keys.)
+    app.fill(&project, " ").await?;
+    app.wait_until(
+        "the Project note to go once the field is blank",
+        Duration::from_secs(10),
+        || async { Ok((app.count(note).await? == 0).then_some(())) },
+    )
+    .await?;
+    ensure!(app.count(rows).await? == 2, "the board went with the note");
     app.close().await
 }

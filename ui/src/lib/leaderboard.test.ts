@@ -1,10 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { BattleType } from '../ipc';
+import { BattleType, toIpcError } from '../ipc';
+import type { Load } from './load';
 import {
   agreementLine,
   initialLeaderboardFilter,
   lengthNote,
+  projectProblem,
   ratingLc,
+  settle,
   SOURCES,
   toLeaderboardQuery,
 } from './leaderboard';
@@ -78,5 +81,45 @@ describe('length control', () => {
     expect(lengthNote(-0.31)).toMatch(/\(length coefficient -0\.31\)\.$/);
     expect(lengthNote(0.01)).toMatch(/length barely mattered/);
     expect(lengthNote(null)).toMatch(/^Length-controlled: .*Not fitted/);
+  });
+});
+
+describe('the Project filter while typing', () => {
+  const ready: Load<string> = { state: 'ready', value: 'last board' };
+  const failed = (code: string, message: string): Load<string> => ({
+    state: 'error',
+    error: toIpcError({ code, message }),
+  });
+  const refused = failed('invalid_input', 'project folder /srv/re does not exist');
+
+  it('says a relative path at once, and accepts blank or a full path', () => {
+    expect(projectProblem('')).toBeNull();
+    expect(projectProblem('  ')).toBeNull();
+    expect(projectProblem('/srv/repo')).toBeNull();
+    expect(projectProblem('srv/repo')).toMatch(/full path/);
+    expect(projectProblem('./repo')).toMatch(/full path/);
+  });
+
+  it('keeps the last board when the folder is refused, and says why at the field', () => {
+    expect(settle(ready, refused, '/srv/re')).toEqual({
+      board: ready,
+      projectNote: 'project folder /srv/re does not exist',
+    });
+  });
+
+  it('shows the refusal when there is no board yet', () => {
+    expect(settle({ state: 'loading' }, refused, '/srv/re').board).toBe(refused);
+  });
+
+  it('shows a new board and clears the note once the folder is good', () => {
+    const next: Load<string> = { state: 'ready', value: 'filtered board' };
+    expect(settle(ready, next, '/srv/repo')).toEqual({ board: next, projectNote: null });
+  });
+
+  it('shows other failures as they are', () => {
+    const broken = failed('store', 'database is locked');
+    expect(settle(ready, broken, '/srv/repo')).toEqual({ board: broken, projectNote: null });
+    // Without a Project filter, invalid input is not the field's.
+    expect(settle(ready, refused, '')).toEqual({ board: refused, projectNote: null });
   });
 });

@@ -9,6 +9,7 @@ import type {
   SourceDto,
   StandingDto,
 } from '../ipc';
+import type { Load } from './load';
 import { interval, percent } from './series';
 
 /** The leaderboard's filters, as the fields hold them (blank: any). */
@@ -92,4 +93,39 @@ export function ratingLc(s: Pick<StandingDto, 'rating_lc'>): string {
   return s.rating_lc === null || !Number.isFinite(s.rating_lc)
     ? '—'
     : String(Math.round(s.rating_lc));
+}
+
+/**
+ * Why the Project field's value cannot filter (yet), or null when it can;
+ * blank means any project. Checked as the user types, before the engine is
+ * asked: a relative path would be read against the app's own folder.
+ */
+export function projectProblem(project: string): string | null {
+  const folder = project.trim();
+  if (folder !== '' && !folder.startsWith('/')) {
+    return 'Give the folder’s full path (it starts with /).';
+  }
+  return null;
+}
+
+/** What the leaderboard screen shows: the board, and a note at the Project field. */
+export interface Shown<T> {
+  board: Load<T>;
+  projectNote: string | null;
+}
+
+/**
+ * The screen after an answer. When the engine refuses the Project field's
+ * folder (it does not exist, or is not a folder), the last board stays
+ * and the reason is said at the field, so typing a path never replaces
+ * the board with an error; any other answer is shown as it is.
+ */
+export function settle<T>(shown: Load<T>, answer: Load<T>, project: string): Shown<T> {
+  if (answer.state === 'error' && answer.error.code === 'invalid_input' && project.trim() !== '') {
+    return {
+      board: shown.state === 'ready' ? shown : answer,
+      projectNote: answer.error.message,
+    };
+  }
+  return { board: answer, projectNote: null };
 }
