@@ -56,9 +56,9 @@ impl Tx<'_> {
     /// Keeps a finished Q&A contestant once, in its row: its deltas
     /// (`output`, `reasoning`) and its earlier statuses leave the journal
     /// (what it waited for, its retries and resets stay: they are few and
-    /// tell what happened); its last
-    /// status and its benchmark stay as markers (see [`FROM_ROW`]); and one
-    /// `folded` marker takes the next sequence number. Reading the journal
+    /// tell what happened); its last status and its benchmark stay as
+    /// markers (see [`FROM_ROW`]); and one `folded` marker takes the next
+    /// sequence number. Reading the journal
     /// fills the markers from the contestant's row, where the answer is
     /// kept (so call this in the transaction that records the answer). A
     /// viewer replaying from any `seq` still rebuilds the final answer.

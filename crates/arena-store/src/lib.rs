@@ -40,12 +40,15 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use rusqlite::{params, Connection, Transaction, TransactionBehavior};
-use rusqlite_migration::{Migrations, M};
+use rusqlite_migration::{Migrations, SchemaVersion, M};
 use tokio::sync::broadcast;
 
 use arena_domain::event::BattleEvent;
 
 pub const DATABASE_FILE: &str = "arena.db";
+
+/// The migration that moved answers to their own table (014).
+const ANSWERS_APART: usize = 14;
 
 /// Prepared statements kept per connection: more than the store has.
 const STATEMENTS: usize = 256;
@@ -128,8 +131,13 @@ impl Store {
         // into the rows that point at it); migrations that rebuild check
         // the foreign keys before they commit.
         conn.pragma_update(None, "foreign_keys", "OFF")?;
+        let before = migrations().current_version(&conn)?;
         migrations().to_latest(&mut conn)?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
+        if matches!(before, SchemaVersion::Inside(v) if v.get() < ANSWERS_APART) {
+            tracing::info!(path = %path.display(), "compressing the kept answers and compacting the database, once");
+            packed::repack_answers(&mut conn)?;
+        }
         let live = live::Live::attach(&conn, path)?;
         drop(lock);
         let (events, _) = broadcast::channel(4096);
@@ -421,6 +429,7 @@ mod tests {
     fn run_specs_and_answers_are_kept_once_and_every_contestant_keeps_its_own() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("old.db");
+        let long = "A lane keeps a local server to one request at a time. ".repeat(20);
         let careful =
             r#"{"system_prompt":"Be careful.","temperature":0.2,"top_p":null,"max_tokens":null}"#;
         let bold =
@@ -444,8 +453,9 @@ mod tests {
                         i as i64,
                         format!("persona{i}"),
                         spec,
-                        // (A text that looks like a number stays text.)
-                        [Some("007"), Some("answer 1"), None][i],
+                        // (A text that looks like a number stays text; a
+                        // long one is deflated once the store opens it.)
+                        [Some("007".to_string()), Some(long.clone()), None][i].clone(),
                         (i == 1).then_some("thought")
                     ],
                 )
@@ -476,7 +486,7 @@ mod tests {
             answers,
             [
                 (Some("007"), None),
-                (Some("answer 1"), Some("thought")),
+                (Some(long.as_str()), Some("thought")),
                 (None, None)
             ]
         );
@@ -484,6 +494,21 @@ mod tests {
             .query(|c| Ok(c.query_row("SELECT COUNT(*) FROM run_specs", [], |r| r.get(0))?))
             .unwrap();
         assert_eq!(kept, 2);
+        let kinds: Vec<String> = store
+            .query(|c| {
+                let mut stmt =
+                    c.prepare("SELECT typeof(output) FROM answers ORDER BY contestant_id")?;
+                let kinds = stmt
+                    .query_map([], |r| r.get(0))?
+                    .collect::<rusqlite::Result<Vec<String>>>()?;
+                Ok(kinds)
+            })
+            .unwrap();
+        assert_eq!(
+            kinds,
+            ["text", "blob"],
+            "the long answer is deflated on upgrade"
+        );
     }
 
     #[test]

@@ -12,6 +12,7 @@ use flate2::read::DeflateDecoder;
 use flate2::write::DeflateEncoder;
 use flate2::Compression;
 use rusqlite::types::{Value, ValueRef};
+use rusqlite::{params, Connection};
 
 use crate::error::{Error, Result};
 
@@ -52,6 +53,32 @@ pub fn unpack(value: ValueRef<'_>) -> Result<Option<String>> {
             "a kept answer is a number, not text".into(),
         )),
     }
+}
+
+/// Once, after a database from before migration 014 is brought up to
+/// date: deflates the answers it moved (SQL cannot), then rewrites the
+/// file, whose pages the moves left a third empty. A 10,000-battle
+/// history: 150 MB before the upgrade, 226 MB after the migration alone,
+/// 108 MB after this; 6.3 s in all, on the first start after the upgrade.
+pub fn repack_answers(conn: &mut Connection) -> Result<()> {
+    let tx = conn.transaction()?;
+    {
+        let mut read = tx.prepare(
+            "SELECT rowid, output, reasoning FROM answers WHERE typeof(output) = 'text'",
+        )?;
+        let mut write =
+            tx.prepare("UPDATE answers SET output = ?2, reasoning = ?3 WHERE rowid = ?1")?;
+        let mut rows = read.query([])?;
+        while let Some(row) = rows.next()? {
+            let id: i64 = row.get(0)?;
+            let output = unpack(row.get_ref(1)?)?.unwrap_or_default();
+            let reasoning = unpack(row.get_ref(2)?)?;
+            write.execute(params![id, pack(&output), reasoning.as_deref().map(pack)])?;
+        }
+    }
+    tx.commit()?;
+    conn.execute_batch("VACUUM")?;
+    Ok(())
 }
 
 #[cfg(test)]
