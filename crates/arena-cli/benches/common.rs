@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use arena_core::battle::Lane;
+use arena_core::battle::{BattleRequest, BattleType, ContestantSpec, Lane};
 use arena_core::config::{Config, Limits, ProviderConfig, ProviderKind};
 use arena_core::{Engine, EngineOptions};
 use arena_testserver::TestServer;
@@ -58,6 +58,19 @@ impl Bench {
 
     pub fn config_path(&self) -> PathBuf {
         self.dir.path().join("arena.toml")
+    }
+
+    /// A Q&A battle in the bench's project: `prompt` to `contestants`.
+    pub fn qa(&self, prompt: &str, contestants: Vec<ContestantSpec>) -> BattleRequest {
+        BattleRequest {
+            battle_type: BattleType::Qa,
+            project: self.project(),
+            prompt: prompt.into(),
+            contestants,
+            check_command: None,
+            blind: false,
+            tags: Vec::new(),
+        }
     }
 
     pub fn engine(&self) -> Engine {

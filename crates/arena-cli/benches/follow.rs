@@ -16,7 +16,7 @@ mod common;
 
 use std::time::Duration;
 
-use arena_core::battle::{BattleRequest, BattleType, ContestantSpec};
+use arena_core::battle::ContestantSpec;
 use arena_core::EventKind;
 use arena_testserver::ModelScript;
 use chrono::Utc;
@@ -39,18 +39,13 @@ async fn main() {
     let (driver, viewer) = (bench.engine(), bench.engine());
     let mut lags: Vec<f64> = Vec::new();
     for _ in 0..runs {
-        let request = BattleRequest {
-            battle_type: BattleType::Qa,
-            project: bench.project(),
-            prompt: "Say hi.".into(),
-            contestants: models
+        let request = bench.qa(
+            "Say hi.",
+            models
                 .iter()
                 .map(|m| ContestantSpec::parse(&format!("explainer@{m}")).expect("a spec"))
                 .collect(),
-            check_command: None,
-            blind: false,
-            tags: Vec::new(),
-        };
+        );
         let battle = driver.create_battle(request).await.expect("created");
         let following = {
             let (viewer, id) = (viewer.clone(), battle.id.clone());

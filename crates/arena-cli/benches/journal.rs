@@ -16,7 +16,7 @@ mod common;
 use std::path::Path;
 use std::time::Instant;
 
-use arena_core::battle::{BattleRequest, BattleType, ContestantSpec};
+use arena_core::battle::ContestantSpec;
 use arena_testserver::ModelScript;
 use common::Bench;
 
@@ -98,20 +98,15 @@ async fn main() {
     let before = written();
     let started = Instant::now();
     for _ in 0..runs {
-        let request = BattleRequest {
-            battle_type: BattleType::Qa,
-            project: bench.project(),
-            prompt: "Say hi.".into(),
-            contestants: personas
+        let request = bench.qa(
+            "Say hi.",
+            personas
                 .iter()
                 .cycle()
                 .zip(&models)
                 .map(|(p, m)| ContestantSpec::parse(&format!("{p}@{m}")).expect("a spec"))
                 .collect(),
-            check_command: None,
-            blind: false,
-            tags: Vec::new(),
-        };
+        );
         let battle = engine.create_battle(request).await.expect("created");
         engine.run_battle(&battle.id).await.expect("ran");
     }

@@ -24,7 +24,7 @@ mod common;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use arena_core::battle::{BattleRequest, BattleType, ContestantSpec};
+use arena_core::battle::ContestantSpec;
 use arena_testserver::{ModelScript, RecordedRequest, TestServer};
 
 const ROUNDS: usize = 5;
@@ -106,21 +106,16 @@ async fn in_one_engine(round: usize) -> Figures {
     let engine = bench.engine();
     let mut ids = Vec::new();
     for battle in 0..2 {
-        let request = BattleRequest {
-            battle_type: BattleType::Qa,
-            project: bench.project(),
-            prompt: format!("round {round} battle {battle}"),
-            contestants: contestants()
+        let request = bench.qa(
+            &format!("round {round} battle {battle}"),
+            contestants()
                 .iter()
                 .map(|m| ContestantSpec {
                     identity: "debugger".into(),
                     model: (*m).into(),
                 })
                 .collect(),
-            check_command: None,
-            blind: false,
-            tags: Vec::new(),
-        };
+        );
         ids.push(engine.create_battle(request).await.expect("create").id);
     }
     let started = Instant::now();

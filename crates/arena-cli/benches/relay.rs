@@ -18,7 +18,7 @@ use std::pin::pin;
 use std::process::Command;
 use std::time::Instant;
 
-use arena_core::battle::{BattleRequest, BattleType, ContestantSpec};
+use arena_core::battle::ContestantSpec;
 use arena_core::EventKind;
 use arena_testserver::ModelScript;
 use futures::StreamExt;
@@ -58,21 +58,16 @@ async fn baseline(bench: &common::Bench) -> f64 {
 }
 
 async fn engine_round(bench: &common::Bench, engine: &arena_core::Engine, round: usize) -> f64 {
-    let request = BattleRequest {
-        battle_type: BattleType::Qa,
-        project: bench.project(),
-        prompt: format!("relay {round}"),
-        contestants: models()
+    let request = bench.qa(
+        &format!("relay {round}"),
+        models()
             .into_iter()
             .map(|model| ContestantSpec {
                 identity: "debugger".into(),
                 model,
             })
             .collect(),
-        check_command: None,
-        blind: false,
-        tags: Vec::new(),
-    };
+    );
     let battle = engine.create_battle(request).await.expect("create");
     let sink = {
         let (engine, id) = (engine.clone(), battle.id.clone());

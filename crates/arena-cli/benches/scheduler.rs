@@ -12,7 +12,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use arena_core::battle::{BattleRequest, BattleType, ContestantSpec};
+use arena_core::battle::ContestantSpec;
 use arena_testserver::ModelScript;
 
 const ROUNDS: usize = 5;
@@ -41,15 +41,7 @@ async fn main() {
                 model: (*m).into(),
             })
             .collect();
-        let request = BattleRequest {
-            battle_type: BattleType::Qa,
-            project: bench.project(),
-            prompt: format!("round {round}"),
-            contestants,
-            check_command: None,
-            blind: false,
-            tags: Vec::new(),
-        };
+        let request = bench.qa(&format!("round {round}"), contestants);
         let battle = engine.create_battle(request).await.expect("create");
         let started = Instant::now();
         let done = engine.run_battle(&battle.id).await.expect("run");
