@@ -184,6 +184,79 @@ async fn a_blind_battle_is_masked_for_viewers_until_the_vote() {
     assert!(words.ends_with("The judge agreed."), "{words}");
 }
 
+/// Two contestants on one local server: the second waits for the lane.
+/// While the battle is masked, nothing says so (a wait would tell a local
+/// model from a cloud one): both read as running, waiting for nothing, in
+/// the battle and in the event stream.
+#[tokio::test]
+async fn a_masked_contestant_waiting_for_its_lane_reads_as_running() {
+    let h = harness().await;
+    h.local.set_model("l1", ModelScript::tokens(40).rate(100.0));
+    h.local.set_model("l2", ModelScript::tokens(5).rate(100.0));
+    let mut request = h.request("Which lane?", &["debugger@l1", "explainer@l2"]);
+    request.blind = true;
+    let battle = h.engine.create_battle(request).await.unwrap();
+    let watcher = {
+        let (engine, id) = (h.engine.clone(), battle.id.clone());
+        tokio::spawn(async move { common::collect_until_done(&engine, &id, 0).await })
+    };
+    let run = {
+        let (engine, id) = (h.engine.clone(), battle.id.clone());
+        tokio::spawn(async move { engine.run_battle(&id).await })
+    };
+    // Look while one holds the lane and the other waits for it.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    let mut seen_waiting = false;
+    loop {
+        let itself = h.engine.battle(&battle.id).await.unwrap();
+        let view = h.engine.view_battle(&battle.id).await.unwrap();
+        if itself
+            .contestants
+            .iter()
+            .all(|c| c.status == ContestantStatus::Done)
+        {
+            break;
+        }
+        seen_waiting |= itself
+            .contestants
+            .iter()
+            .any(|c| c.status == ContestantStatus::Queued && c.waiting.is_some());
+        assert!(view.masked);
+        for c in &view.battle.contestants {
+            assert_ne!(c.status, ContestantStatus::Queued, "{c:?}");
+            assert_eq!(c.waiting, None, "{c:?}");
+        }
+        assert!(tokio::time::Instant::now() < deadline, "never finished");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(seen_waiting, "no contestant was seen waiting for the lane");
+    run.await.unwrap().unwrap();
+    // The lane did make one wait (the server saw them one after the other).
+    assert_eq!(
+        h.local
+            .requests()
+            .iter()
+            .filter(|r| r.is_generation())
+            .count(),
+        2
+    );
+    let events = watcher.await.unwrap();
+    for e in &events {
+        assert!(
+            !matches!(
+                e.kind,
+                EventKind::Waiting { .. }
+                    | EventKind::ContestantStatus {
+                        status: ContestantStatus::Queued,
+                        ..
+                    }
+            ),
+            "a masked viewer saw {:?}",
+            e.kind
+        );
+    }
+}
+
 #[tokio::test]
 async fn votes_are_checked_and_a_tie_stands_against_the_judge() {
     let h = harness().await;

@@ -6,8 +6,9 @@
 //! battle is revealed. Masking keeps what the contestants *produced* (their
 //! answers, reasoning, tools, diffs and checks stream as usual) and drops
 //! what tells them apart without reading it: names, models, providers,
-//! lanes, speeds and times, costs, result paths, lane waits, provider
-//! errors, the winner and the judge's analysis.
+//! lanes, speeds and times, costs, result paths, lane waits (one still
+//! waiting for its turn reads as running, as one waiting for its first
+//! token does), provider errors, the winner and the judge's analysis.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -29,9 +30,6 @@ pub const LABELS: [&str; 6] = ["A", "B", "C", "D", "E", "F"];
 /// What a masked contestant's error reads: provider errors tend to name
 /// the model.
 pub const MASKED_ERROR: &str = "failed (the error is shown after your vote)";
-
-/// What a masked contestant waits for: lane waits name the server.
-pub const MASKED_WAITING: &str = "waiting for its turn";
 
 /// The most tags a battle or series carries, and the longest one.
 pub const MAX_TAGS: usize = 20;
@@ -134,7 +132,12 @@ pub fn masked(battle: &Battle) -> Cow<'_, Battle> {
         c.model = String::new();
         c.provider = String::new();
         c.error = c.error.as_ref().map(|_| MASKED_ERROR.to_string());
-        c.waiting = c.waiting.as_ref().map(|_| MASKED_WAITING.to_string());
+        // Waiting for a lane (a local server, a start rate) is no different
+        // to a viewer from waiting for the first token.
+        c.waiting = None;
+        if c.status == ContestantStatus::Queued {
+            c.status = ContestantStatus::Running;
+        }
         c.benchmark = Benchmark::default();
         c.started_at = None;
         c.finished_at = None;
@@ -224,8 +227,9 @@ impl DetailView {
 }
 
 /// An event as a viewer of a masked battle may see it: `None` for what
-/// would tell the contestants apart (speeds, the winner, the analysis,
-/// cross-examinations, result paths), errors and waits reworded.
+/// would tell the contestants apart (speeds, lane waits, the winner, the
+/// analysis, cross-examinations, result paths), errors reworded, queued
+/// read as running.
 pub fn mask_event(kind: EventKind) -> Option<EventKind> {
     match kind {
         EventKind::ContestantStatus {
@@ -233,12 +237,13 @@ pub fn mask_event(kind: EventKind) -> Option<EventKind> {
             error,
             attempt,
         } => Some(EventKind::ContestantStatus {
-            status,
+            // Queued reads as running (see `masked`).
+            status: match status {
+                ContestantStatus::Queued => ContestantStatus::Running,
+                status => status,
+            },
             error: error.map(|_| MASKED_ERROR.to_string()),
             attempt,
-        }),
-        EventKind::Waiting { reason } => Some(EventKind::Waiting {
-            reason: reason.map(|_| MASKED_WAITING.to_string()),
         }),
         EventKind::Retry {
             attempt, delay_ms, ..
@@ -248,6 +253,7 @@ pub fn mask_event(kind: EventKind) -> Option<EventKind> {
             reason: "the provider failed; trying again".into(),
         }),
         EventKind::Benchmark { .. }
+        | EventKind::Waiting { .. }
         | EventKind::Winner { .. }
         | EventKind::ResultWritten { .. }
         | EventKind::AnalysisStatus { .. }
@@ -501,6 +507,20 @@ mod tests {
             .all(|c| c.benchmark == Benchmark::default()));
         assert_eq!(b.contestants[1].output.as_deref(), Some("answer 1"));
         assert_eq!(b.contestants[0].error.as_deref(), Some(MASKED_ERROR));
+        // Every one not yet done reads the same: running, waiting for nothing.
+        let states: Vec<_> = b
+            .contestants
+            .iter()
+            .map(|c| (c.status, c.waiting.as_deref()))
+            .collect();
+        assert_eq!(
+            states,
+            [
+                (ContestantStatus::Running, None),
+                (ContestantStatus::Done, None),
+                (ContestantStatus::Running, None)
+            ]
+        );
     }
 
     #[test]
@@ -534,12 +554,23 @@ mod tests {
             None
         );
         assert_eq!(mask.apply(EventKind::Winner { winner: None }), None);
+        // A lane wait, or being queued, reads as running does.
         assert_eq!(
             mask.apply(EventKind::Waiting {
                 reason: Some("llama-swap busy".into())
             }),
-            Some(EventKind::Waiting {
-                reason: Some(MASKED_WAITING.into())
+            None
+        );
+        assert_eq!(
+            mask.apply(EventKind::ContestantStatus {
+                status: ContestantStatus::Queued,
+                error: None,
+                attempt: 1
+            }),
+            Some(EventKind::ContestantStatus {
+                status: ContestantStatus::Running,
+                error: None,
+                attempt: 1
             })
         );
         let out = EventKind::Output { text: "hi".into() };
