@@ -81,16 +81,17 @@ fn battle_row(r: &Row<'_>) -> rusqlite::Result<Battle> {
 }
 
 /// A contestant's columns, with its run spec (kept once, in `run_specs`)
-/// and its answer (in `answers`) as the `RUN_SPEC` and `ANSWER`
-/// expressions.
-const CONTESTANT_COLUMNS: &str = "id, battle_id, position, identity, model, provider, lane, status, error, attempts, RUN_SPEC, started_at, finished_at, duration_ms, ttft_ms, prompt_tokens, completion_tokens, cached_tokens, tokens_per_sec, rate_source, ANSWER, truncated, result_path, worktree, diff_stats, check_result, waiting, prompt_per_sec, model_switched, cost_usd, label";
+/// as the `RUN_SPEC` expression; `output` and `reasoning` are its answer's,
+/// from [`WITH_ANSWERS`].
+const CONTESTANT_COLUMNS: &str = "id, battle_id, position, identity, model, provider, lane, status, error, attempts, RUN_SPEC, started_at, finished_at, duration_ms, ttft_ms, prompt_tokens, completion_tokens, cached_tokens, tokens_per_sec, rate_source, output, reasoning, truncated, result_path, worktree, diff_stats, check_result, waiting, prompt_per_sec, model_switched, cost_usd, label";
 
 /// The contestant columns' run spec, read from `run_specs`.
 const RUN_SPEC: &str = "(SELECT spec FROM run_specs WHERE run_specs.id = contestants.run_spec_id)";
 
-/// The contestant columns' answer (output, reasoning), read from `answers`.
-const ANSWER: &str = "(SELECT output FROM answers WHERE contestant_id = contestants.id), \
-     (SELECT reasoning FROM answers WHERE contestant_id = contestants.id)";
+/// Contestants with their answers (none until one ends), for the full
+/// [`CONTESTANT_COLUMNS`].
+const WITH_ANSWERS: &str =
+    "contestants LEFT JOIN answers ON answers.contestant_id = contestants.id";
 
 /// [`CONTESTANT_COLUMNS`] as a query's select list; `brief` leaves out the
 /// answer's texts and the run spec (a persona's whole prompt each), which
@@ -98,12 +99,10 @@ const ANSWER: &str = "(SELECT output FROM answers WHERE contestant_id = contesta
 fn contestant_columns(brief: bool) -> String {
     if brief {
         CONTESTANT_COLUMNS
-            .replace("ANSWER", "NULL, NULL")
+            .replace("output, reasoning", "NULL, NULL")
             .replace("RUN_SPEC", "'null'")
     } else {
-        CONTESTANT_COLUMNS
-            .replace("ANSWER", ANSWER)
-            .replace("RUN_SPEC", RUN_SPEC)
+        CONTESTANT_COLUMNS.replace("RUN_SPEC", RUN_SPEC)
     }
 }
 
@@ -166,7 +165,7 @@ fn contestant_row(r: &Row<'_>) -> rusqlite::Result<Contestant> {
 
 pub fn contestants(c: &Connection, battle_id: &str) -> Result<Vec<Contestant>> {
     let mut stmt = c.prepare_cached(&format!(
-        "SELECT {} FROM contestants WHERE battle_id = ?1 ORDER BY position",
+        "SELECT {} FROM {WITH_ANSWERS} WHERE battle_id = ?1 ORDER BY position",
         contestant_columns(false)
     ))?;
     let rows = stmt
@@ -177,7 +176,7 @@ pub fn contestants(c: &Connection, battle_id: &str) -> Result<Vec<Contestant>> {
 
 pub fn contestant(c: &Connection, id: &str) -> Result<Option<Contestant>> {
     let mut stmt = c.prepare_cached(&format!(
-        "SELECT {} FROM contestants WHERE id = ?1",
+        "SELECT {} FROM {WITH_ANSWERS} WHERE id = ?1",
         contestant_columns(false)
     ))?;
     Ok(stmt.query_row([id], contestant_row).optional()?)
