@@ -352,6 +352,50 @@ async fn output_beyond_the_cap_is_truncated_and_kept() {
     assert_eq!(c.output.as_deref().unwrap().len(), 50);
 }
 
+/// The journal's writer gathers streamed text longer when nobody in this
+/// process watches live (a series in a terminal): other processes' viewers
+/// read the journal and can wait that long; the battle is the same.
+#[tokio::test]
+async fn the_journal_writes_less_often_when_nobody_in_the_process_watches() {
+    let h = Harness::new().await;
+    h.cloud.set_model("a", script(60, 100.0));
+    h.cloud.set_model("b", script(60, 100.0));
+    let commits_of = |viewed: bool| {
+        let h = &h;
+        async move {
+            let battle = h
+                .engine
+                .create_battle(h.request("go", &["debugger@a", "explainer@b"]))
+                .await
+                .unwrap();
+            let viewer = viewed.then(|| {
+                let (engine, id) = (h.engine.clone(), battle.id.clone());
+                tokio::spawn(async move { collect_until_done(&engine, &id, 0).await })
+            });
+            let before = h.engine.journal_commits();
+            let done = h.engine.run_battle(&battle.id).await.unwrap();
+            let commits = h.engine.journal_commits() - before;
+            if let Some(viewer) = viewer {
+                let seen = viewer.await.unwrap();
+                for c in &done.contestants {
+                    assert_eq!(Some(text_of(&seen, &c.id).as_str()), c.output.as_deref());
+                }
+            }
+            assert!(done
+                .contestants
+                .iter()
+                .all(|c| c.output.as_deref().is_some_and(|o| !o.is_empty())));
+            commits
+        }
+    };
+    let unwatched = commits_of(false).await;
+    let watched = commits_of(true).await;
+    assert!(
+        unwatched * 2 <= watched,
+        "{unwatched} transactions unwatched, {watched} watched over the same 0.6 s of streaming"
+    );
+}
+
 #[tokio::test]
 async fn events_replay_from_any_seq_then_follow_live() {
     let h = Harness::new().await;

@@ -96,7 +96,8 @@ pub struct Limits {
     /// Fail a contestant that runs longer than this.
     pub max_duration_secs: u64,
     /// How long streamed output waits before it joins the journal's queue
-    /// (which writes it, one event per contestant, at most every 25 ms).
+    /// (which writes it, one event per contestant, at most every 25 ms, or
+    /// 100 ms when no one in the process watches live).
     pub coalesce_ms: u64,
     /// How often an interrupted contestant is started again on resume.
     pub max_resume_attempts: u32,

@@ -18,6 +18,11 @@ impl Store {
         self.events.subscribe()
     }
 
+    /// Whether anyone in this process follows events live.
+    pub fn watched(&self) -> bool {
+        self.events.receiver_count() > 0
+    }
+
     /// Journaled events with `seq > since_seq`, at most `limit`.
     pub fn events_since(
         &self,

@@ -6,8 +6,12 @@
 //! Streamed events are written together (group commit): a sink queues them
 //! and goes on at once; one writer per process journals everything queued,
 //! for every battle and contestant, in one transaction at most every
-//! [`GROUP`]. [`Sink::sync`] waits until what a sink queued is written (a
-//! turn syncs before its end is recorded, so its events precede its end).
+//! [`GROUP`] while someone in this process watches a battle live (the app's
+//! window, a terminal's progress), else every [`UNWATCHED_GROUP`] (viewers
+//! in other processes read the journal, which that keeps well within their
+//! 250 ms). [`Sink::sync`] waits until what a sink queued is written (a
+//! turn syncs before its end is recorded, so its events precede its end);
+//! a sync or a grouped write cuts the writer's wait short.
 //!
 //! Other writes that come in bursts — the contestants of a battle starting
 //! together, their ends, their result files' paths — join the same
@@ -31,9 +35,13 @@ use crate::store::{Store, Tx};
 
 use super::Engine;
 
-/// How long the writer gathers streamed events before it writes them (a
-/// sync writes at once).
+/// How long the writer gathers streamed events before it writes them
+/// while this process has a live viewer (a sync writes at once).
 const GROUP: Duration = Duration::from_millis(25);
+/// The same with no live viewer in this process: each transaction is a
+/// few lock and write calls, so fewer of them is most of what a streamed
+/// delta costs beyond reading it.
+const UNWATCHED_GROUP: Duration = Duration::from_millis(100);
 /// How long the writer gathers when a grouped write waits for it: long
 /// enough for the rest of a burst to join, short beside a model's turn.
 const JOB_GROUP: Duration = Duration::from_millis(5);
@@ -44,6 +52,8 @@ const JOB_GROUP: Duration = Duration::from_millis(5);
 pub(super) struct Journal {
     queue: Arc<Mutex<Queue>>,
     wake: Arc<Notify>,
+    /// A sync or a grouped write is waiting: the writer stops gathering.
+    hurry: Arc<Notify>,
     writing: AtomicBool,
     /// Transactions the writer committed (for tests and benchmarks).
     commits: Arc<AtomicU64>,
@@ -103,24 +113,13 @@ impl Journal {
             return;
         }
         let queue: Weak<Mutex<Queue>> = Arc::downgrade(&self.queue);
-        let (wake, commits, store) = (self.wake.clone(), self.commits.clone(), store.clone());
+        let (wake, hurry) = (self.wake.clone(), self.hurry.clone());
+        let (commits, store) = (self.commits.clone(), store.clone());
         tokio::spawn(async move {
             loop {
                 wake.notified().await;
                 let Some(queue) = queue.upgrade() else { return };
-                let wait = {
-                    let q = queue.lock().unwrap_or_else(|p| p.into_inner());
-                    if !q.waiters.is_empty() {
-                        None
-                    } else if q.items.iter().any(|i| matches!(i, Item::Job(_))) {
-                        Some(JOB_GROUP)
-                    } else {
-                        Some(GROUP)
-                    }
-                };
-                if let Some(wait) = wait {
-                    tokio::time::sleep(wait).await;
-                }
+                gather(&queue, &hurry, store.watched()).await;
                 let (items, waiters) = {
                     let mut q = queue.lock().unwrap_or_else(|p| p.into_inner());
                     (std::mem::take(&mut q.items), std::mem::take(&mut q.waiters))
@@ -139,6 +138,31 @@ impl Journal {
                 }
             }
         });
+    }
+}
+
+/// Waits while the writer gathers what to write next: [`GROUP`] or
+/// [`UNWATCHED_GROUP`] from now, cut to [`JOB_GROUP`] after a grouped
+/// write comes, and to nothing when a sync waits.
+async fn gather(queue: &Mutex<Queue>, hurry: &Notify, watched: bool) {
+    use tokio::time::Instant;
+    let mut until = Instant::now() + if watched { GROUP } else { UNWATCHED_GROUP };
+    let mut job_seen = false;
+    loop {
+        {
+            let q = queue.lock().unwrap_or_else(|p| p.into_inner());
+            if !q.waiters.is_empty() {
+                return;
+            }
+            if !job_seen && q.items.iter().any(|i| matches!(i, Item::Job(_))) {
+                job_seen = true;
+                until = until.min(Instant::now() + JOB_GROUP);
+            }
+        }
+        tokio::select! {
+            _ = tokio::time::sleep_until(until) => return,
+            _ = hurry.notified() => {}
+        }
     }
 }
 
@@ -230,6 +254,7 @@ impl Engine {
         journal.lock().items.push(Item::Job(job));
         journal.start(&self.inner.store);
         journal.wake.notify_one();
+        journal.hurry.notify_one();
         got.await
             .map_err(|_| Error::Task("the journal writer stopped".into()))?
     }
@@ -439,6 +464,7 @@ impl Sink {
         journal.lock().waiters.push(tx);
         journal.start(&engine.inner.store);
         journal.wake.notify_one();
+        journal.hurry.notify_one();
         let _ = rx.await;
         journal.failure(&self.battle_id)
     }
