@@ -41,6 +41,10 @@ DEB_PACKAGES=(
   # Coding battles: every agent and check runs in a bubblewrap jail.
   bubblewrap
   git
+  # The packages step (scripts/test-packages.sh): checking the .deb files,
+  # and seeing the installed app's window.
+  lintian
+  x11-utils
 )
 NODE_MIN_MAJOR=20
 

@@ -20,6 +20,10 @@
 #           instead of skipping). Screenshots: target/e2e-screenshots/*.png,
 #           logs: target/e2e-logs/. Installs tauri-driver when missing.
 #           (In the tests step the e2e tests skip: no display there.)
+#   packages scripts/test-packages.sh: builds the .deb packages, lints them,
+#           installs them, runs a battle with the installed CLI and opens the
+#           installed app, upgrades them over themselves, purges them (as
+#           root; without root the step says so and is skipped)
 #
 # Quick local runs: skip steps with environment variables (CI runs everything;
 # .ci/run clears these):
@@ -32,7 +36,9 @@
 #   ARENA_TEST_SKIP_CLIPPY=1
 #   ARENA_TEST_SKIP_TESTS=1
 #   ARENA_TEST_SKIP_E2E=1
-#   ARENA_TEST_QUICK=1        shorthand for SKIP_SETUP, SKIP_UI and SKIP_CLIPPY
+#   ARENA_TEST_SKIP_PACKAGES=1
+#   ARENA_TEST_QUICK=1        shorthand for SKIP_SETUP, SKIP_UI, SKIP_CLIPPY and
+#                             SKIP_PACKAGES
 #   ARENA_TEST_NO_NEXTEST=1   use plain cargo test even when nextest is installed
 # Arguments are passed to the test runner (nextest or cargo test), e.g.
 #   ARENA_TEST_QUICK=1 ./scripts/test.sh real_llama     (a test-name filter)
@@ -47,7 +53,8 @@ if [[ -d "$HOME/.cargo/bin" && ":$PATH:" != *":$HOME/.cargo/bin:"* ]]; then
 fi
 
 if [[ "${ARENA_TEST_QUICK:-0}" == 1 ]]; then
-  : "${ARENA_TEST_SKIP_SETUP:=1}" "${ARENA_TEST_SKIP_UI:=1}" "${ARENA_TEST_SKIP_CLIPPY:=1}"
+  : "${ARENA_TEST_SKIP_SETUP:=1}" "${ARENA_TEST_SKIP_UI:=1}" "${ARENA_TEST_SKIP_CLIPPY:=1}" \
+    "${ARENA_TEST_SKIP_PACKAGES:=1}"
 fi
 
 # --- step bookkeeping -------------------------------------------------------------
@@ -182,6 +189,14 @@ step_e2e() {
   fi
 }
 
+step_packages() {
+  if [[ $(id -u) -ne 0 ]]; then
+    echo "test.sh: the packages step installs packages on this machine: run as root for it (skipped)"
+    return 0
+  fi
+  "$ROOT/scripts/test-packages.sh"
+}
+
 test_args=("$@")
 
 run_step setup "machine set-up (scripts/setup.sh)" step_setup
@@ -203,3 +218,4 @@ run_step fmt "cargo fmt --check" step_fmt
 run_step clippy "cargo clippy -D warnings" step_clippy
 run_step tests "cargo tests" step_tests
 run_step e2e "end-to-end: the app window through WebDriver, under Xvfb" step_e2e
+run_step packages "the .deb packages: build, lint, install, use, upgrade, remove" step_packages

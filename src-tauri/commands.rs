@@ -60,7 +60,9 @@ pub async fn app_info<R: Runtime>(
         None => (app.path().app_data_dir().map_err(Error::DataDir)?, None),
     };
     Ok(AppInfo {
-        version: app.package_info().version.to_string(),
+        version: arena_core::VERSION.to_string(),
+        commit: arena_api::COMMIT.to_string(),
+        built: arena_api::BUILT.to_string(),
         data_dir: data_dir.display().to_string(),
         battles,
         startup_error: state.startup_error.as_ref().map(|e| e.to_string()),

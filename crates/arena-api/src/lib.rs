@@ -21,6 +21,17 @@ use arena_core as core;
 use arena_core::results::rfc3339;
 use serde::{Deserialize, Serialize};
 
+/// The commit this build was made from (12 hex digits, or "unknown").
+pub const COMMIT: &str = env!("ARENA_BUILD_COMMIT");
+/// The day this build was made (UTC, `YYYY-MM-DD`).
+pub const BUILT: &str = env!("ARENA_BUILD_DATE");
+
+/// "0.1.0 (commit 1a2b3c4d5e6f, built 2026-11-27)": what `arena --version`
+/// and the app's About say.
+pub fn version_line() -> String {
+    format!("{} (commit {COMMIT}, built {BUILT})", arena_core::VERSION)
+}
+
 fn path(p: &Path) -> String {
     p.display().to_string()
 }
@@ -210,8 +221,12 @@ impl From<&core::Error> for ErrorDto {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct AppInfo {
-    /// The app version (from Cargo.toml).
+    /// The app version (from Cargo.toml, or the package's).
     pub version: String,
+    /// The commit it was built from (or "unknown").
+    pub commit: String,
+    /// The day it was built (UTC, `YYYY-MM-DD`).
+    pub built: String,
     /// The shared data directory (`<OS data dir>/dev.arena.desktop`).
     pub data_dir: String,
     /// How many battles the database holds (`null` when the engine is down).
@@ -1864,6 +1879,8 @@ mod tests {
     fn app_info_serialises_as_snake_case() {
         let info = AppInfo {
             version: "1.2.3".into(),
+            commit: "1a2b3c4d5e6f".into(),
+            built: "2026-11-27".into(),
             data_dir: "/data/dev.arena.desktop".into(),
             battles: Some(2),
             startup_error: None,
@@ -1873,6 +1890,8 @@ mod tests {
             json,
             json!({
                 "version": "1.2.3",
+                "commit": "1a2b3c4d5e6f",
+                "built": "2026-11-27",
                 "data_dir": "/data/dev.arena.desktop",
                 "battles": 2,
                 "startup_error": null

@@ -505,6 +505,8 @@ fn a_series() {
 fn the_app_and_its_settings() {
     assert_json_snapshot!(AppInfo {
         version: "0.1.0".into(),
+        commit: "1a2b3c4d5e6f".into(),
+        built: "2026-11-27".into(),
         data_dir: "/data/dev.arena.desktop".into(),
         battles: Some(3),
         startup_error: None,

@@ -19,10 +19,14 @@ use arena_core::battle::{BattleQuery, BattleRequest, BattleStatus, BattleType, C
 use arena_core::{Battle, Engine, EngineOptions, Error, Invalid, ReportFormat};
 use clap::{Args, Parser, Subcommand};
 
+/// "arena 0.1.0 (commit …, built …)" for `--version`.
+static VERSION_LINE: std::sync::LazyLock<String> =
+    std::sync::LazyLock::new(arena_api::version_line);
+
 #[derive(Parser)]
 #[command(
     name = "arena",
-    version,
+    version = VERSION_LINE.as_str(),
     about = "Run one prompt against 2–6 AI contestants and compare them"
 )]
 struct Cli {

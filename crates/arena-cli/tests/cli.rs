@@ -984,3 +984,66 @@ async fn battle_export_makes_a_report_that_runs_nothing_and_colours_diffs() {
         "the colours are inline"
     );
 }
+
+/// `arena --version` says the version, the commit this build was made from
+/// and the day it was built; a database an older Arena meets after a newer
+/// one laid it out is refused in one line that names what to install.
+#[tokio::test]
+async fn version_says_the_commit_and_a_newer_database_is_refused() {
+    let s = Setup::new().await;
+    let out = s.arena(&["--version"]).await;
+    assert!(out.status.success());
+    let line = common::stdout(&out);
+    let commit = Command::new("git")
+        .args(["rev-parse", "--short=12", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_else(|| "unknown".into());
+    let expected = format!(
+        "arena {} (commit {commit}, built ",
+        env!("CARGO_PKG_VERSION")
+    );
+    assert!(
+        line.starts_with(&expected),
+        "{line:?} starts with {expected:?}"
+    );
+    let day = line
+        .trim_end()
+        .trim_end_matches(')')
+        .rsplit(' ')
+        .next()
+        .unwrap_or("");
+    assert!(
+        day.len() == 10 && chrono::NaiveDate::parse_from_str(day, "%Y-%m-%d").is_ok(),
+        "{line:?} ends with the build day"
+    );
+
+    // A newer Arena laid the database out: one more migration, its version.
+    let listed = s.arena(&["battle", "list", "--json"]).await;
+    assert!(listed.status.success(), "the database is created");
+    let db = s.dir.path().join("data/arena.db");
+    {
+        let conn = rusqlite::Connection::open(&db).unwrap();
+        let schema: i64 = conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .unwrap();
+        conn.execute(
+            "UPDATE meta SET value = '99.0.0' WHERE key = 'last_version'",
+            [],
+        )
+        .unwrap();
+        conn.pragma_update(None, "user_version", schema + 1)
+            .unwrap();
+    }
+    let refused = s.arena(&["battle", "list"]).await;
+    assert_eq!(refused.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(err.trim().lines().count(), 1, "one line: {err:?}");
+    assert!(
+        err.contains("Arena 99.0.0") && err.contains("Install Arena 99.0.0 or newer"),
+        "{err:?}"
+    );
+}

@@ -6,6 +6,7 @@
 
 pub use arena_domain::{
     analysis, battle, benchmark, blind, cross_exam, decisions, event, leaderboard, patch, series,
+    VERSION,
 };
 
 pub mod clock;

@@ -22,3 +22,10 @@ pub mod series;
 pub mod terminal;
 
 pub use error::{Invalid, SettingsError};
+
+/// Arena's version: `ARENA_VERSION` when the build set it (a package built
+/// with another version, see `scripts/package.sh`), else the workspace's.
+pub const VERSION: &str = match option_env!("ARENA_VERSION") {
+    Some(v) => v,
+    None => env!("CARGO_PKG_VERSION"),
+};

@@ -28,6 +28,19 @@ pub enum Error {
     },
     #[error("json: {0}")]
     Json(#[from] serde_json::Error),
+    /// The database was laid out by a newer Arena than this one.
+    #[error(
+        "{path} was last opened by Arena {by}, which laid it out anew (schema {schema}); \
+         this Arena {ours} knows schemas up to {known}. Install Arena {by} or newer, \
+         or point ARENA_DATA_DIR at another folder"
+    )]
+    TooNew {
+        path: PathBuf,
+        by: String,
+        schema: usize,
+        known: usize,
+        ours: &'static str,
+    },
     /// Rows that do not fit together (a journal marker no row fills).
     #[error("the database is inconsistent: {0}")]
     Inconsistent(String),

@@ -73,7 +73,11 @@ fn register_functions(conn: &Connection) -> Result<()> {
 }
 
 fn migrations() -> Migrations<'static> {
-    Migrations::new(vec![
+    Migrations::new(migration_list())
+}
+
+fn migration_list() -> Vec<M<'static>> {
+    vec![
         M::up(include_str!("../migrations/001_init.sql")),
         M::up(include_str!("../migrations/002_analysis.sql")),
         M::up(include_str!("../migrations/003_coding.sql")),
@@ -88,7 +92,42 @@ fn migrations() -> Migrations<'static> {
         M::up(include_str!("../migrations/012_series_tags.sql")),
         M::up(include_str!("../migrations/013_coordination_in_memory.sql")),
         M::up(include_str!("../migrations/014_contestants_keep_once.sql")).foreign_key_check(),
-    ])
+        M::up(include_str!("../migrations/015_meta.sql")),
+    ]
+}
+
+/// The refusal to open a database a newer Arena laid out, naming that
+/// version when the database remembers it.
+fn too_new(conn: &Connection, path: &Path, schema: usize) -> Error {
+    let by = conn
+        .query_row(
+            "SELECT value FROM meta WHERE key = 'last_version'",
+            [],
+            |r| r.get::<_, String>(0),
+        )
+        .unwrap_or_else(|_| "(a newer version)".into());
+    Error::TooNew {
+        path: path.to_path_buf(),
+        by,
+        schema,
+        known: migrations_count(),
+        ours: arena_domain::VERSION,
+    }
+}
+
+fn migrations_count() -> usize {
+    migration_list().len()
+}
+
+/// Notes this Arena's version as the last to open the database (a write
+/// only when it changed).
+fn remember_version(conn: &Connection) -> Result<()> {
+    conn.execute(
+        "INSERT INTO meta (key, value) VALUES ('last_version', ?1)
+         ON CONFLICT (key) DO UPDATE SET value = excluded.value WHERE value <> excluded.value",
+        [arena_domain::VERSION],
+    )?;
+    Ok(())
 }
 
 /// Handle to the database; cheap to clone.
@@ -132,7 +171,11 @@ impl Store {
         // the foreign keys before they commit.
         conn.pragma_update(None, "foreign_keys", "OFF")?;
         let before = migrations().current_version(&conn)?;
+        if let SchemaVersion::Outside(schema) = before {
+            return Err(too_new(&conn, path, schema.get()));
+        }
         migrations().to_latest(&mut conn)?;
+        remember_version(&conn)?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
         if matches!(before, SchemaVersion::Inside(v) if v.get() < ANSWERS_APART) {
             tracing::info!(path = %path.display(), "compressing the kept answers and compacting the database, once");
@@ -294,6 +337,60 @@ mod tests {
     #[test]
     fn migrations_are_valid() {
         migrations().validate().unwrap();
+    }
+
+    fn last_version(path: &Path) -> String {
+        Connection::open(path)
+            .unwrap()
+            .query_row(
+                "SELECT value FROM meta WHERE key = 'last_version'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap()
+    }
+
+    /// Every Arena that opens the database notes its version; an older one
+    /// meeting a schema laid out by a newer one refuses, names that version
+    /// and leaves the file as it was.
+    #[test]
+    fn a_database_a_newer_arena_laid_out_is_refused_and_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("arena.db");
+        drop(Store::open(&path).unwrap());
+        assert_eq!(last_version(&path), arena_domain::VERSION);
+
+        // What a newer Arena leaves behind: one more migration, its version.
+        let newer = migration_list().len() + 1;
+        {
+            let conn = Connection::open(&path).unwrap();
+            conn.execute(
+                "UPDATE meta SET value = '9.9.9' WHERE key = 'last_version'",
+                [],
+            )
+            .unwrap();
+            conn.pragma_update(None, "user_version", newer).unwrap();
+        }
+        let refused = Store::open(&path).err().expect("refused");
+        assert!(matches!(refused, Error::TooNew { schema, .. } if schema == newer));
+        let message = refused.to_string();
+        for part in [
+            "Arena 9.9.9",
+            &path.display().to_string(),
+            "Install Arena 9.9.9 or newer",
+        ] {
+            assert!(message.contains(part), "{message:?} names {part:?}");
+        }
+        let conn = Connection::open(&path).unwrap();
+        let version: usize = conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(version, newer, "the schema version is untouched");
+        assert_eq!(
+            last_version(&path),
+            "9.9.9",
+            "and so is the version that wrote it"
+        );
     }
 
     fn me(owner: &str) -> arena_domain::decisions::Lease {

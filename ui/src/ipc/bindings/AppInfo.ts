@@ -5,9 +5,17 @@
  */
 export type AppInfo = { 
 /**
- * The app version (from Cargo.toml).
+ * The app version (from Cargo.toml, or the package's).
  */
 version: string, 
+/**
+ * The commit it was built from (or "unknown").
+ */
+commit: string, 
+/**
+ * The day it was built (UTC, `YYYY-MM-DD`).
+ */
+built: string, 
 /**
  * The shared data directory (`<OS data dir>/dev.arena.desktop`).
  */

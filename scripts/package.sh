@@ -1,0 +1,166 @@
+#!/usr/bin/env bash
+# Builds Arena's packages from this clone on Debian 12:
+#   dist/arena_VERSION_amd64.deb      the desktop app (Tauri's bundler lays it
+#                                     out); depends on arena-cli of the same
+#                                     version, which puts `arena` on PATH
+#   dist/arena-cli_VERSION_amd64.deb  the `arena` CLI alone, without WebKit
+#   dist/arena-VERSION-1.x86_64.rpm   the desktop app, as Tauri's bundler
+#                                     makes it (an AppImage is not made: its
+#                                     tools are downloaded at build time)
+#
+# Both .deb are finished here the same way: binaries stripped, `Depends`
+# from the libraries the binaries link (dpkg-shlibdeps) plus what Arena
+# runs (git and bubblewrap, for Coding battles), the MIT copyright file,
+# a changelog from CHANGELOG.md, md5sums. `lintian` reports no error on
+# either (scripts/test-packages.sh checks).
+#
+# Usage: scripts/package.sh [--version VERSION]
+#   VERSION defaults to the workspace's (Cargo.toml). Another one is built
+#   into the binaries too (ARENA_VERSION), as an upgrade test needs.
+# Environment:
+#   ARENA_PACKAGE_SKIP_SETUP=1   don't run scripts/setup.sh
+#   SOURCE_DATE_EPOCH            the build day (default: today; setting it
+#                                also rebuilds the C libraries, whose build
+#                                scripts follow it)
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+if [[ -d "$HOME/.cargo/bin" && ":$PATH:" != *":$HOME/.cargo/bin:"* ]]; then
+  export PATH="$HOME/.cargo/bin:$PATH"
+fi
+
+say() { printf 'package: %s\n' "$*"; }
+die() {
+  printf 'package: ERROR: %s\n' "$*" >&2
+  exit 1
+}
+
+WORKSPACE_VERSION=$(sed -n '/^\[workspace.package\]/,/^\[/s/^version = "\(.*\)"/\1/p' Cargo.toml)
+VERSION=$WORKSPACE_VERSION
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --version)
+      VERSION=${2:-}
+      shift 2 || die "--version needs a value"
+      ;;
+    *) die "unknown argument $1 (usage: $0 [--version VERSION])" ;;
+  esac
+done
+[[ $VERSION =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] ||
+  die "version \"$VERSION\" is not MAJOR.MINOR.PATCH (e.g. 0.2.0)"
+
+MAINTAINER="Arena developers <maintainers@arena.invalid>"
+ARCH=$(dpkg --print-architecture)
+OUT=$ROOT/dist
+WORK=$ROOT/target/package
+start=$SECONDS
+
+if [[ "${ARENA_PACKAGE_SKIP_SETUP:-0}" != 1 ]]; then
+  scripts/setup.sh
+fi
+if [[ ! -x ui/node_modules/.bin/tauri || ui/package-lock.json -nt ui/node_modules/.package-lock.json ]]; then
+  (cd ui && npm ci --no-audit --no-fund)
+fi
+
+export ARENA_COMMIT=${ARENA_COMMIT:-$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)}
+BUILT_AT=${SOURCE_DATE_EPOCH:-$(date +%s)}
+# The binaries say the package's version; left unset for the workspace's
+# own, so this build shares its compiled crates with `cargo build --release`.
+if [[ $VERSION != "$WORKSPACE_VERSION" ]]; then
+  export ARENA_VERSION=$VERSION
+else
+  unset ARENA_VERSION
+fi
+
+rm -rf "$WORK"
+mkdir -p "$WORK" "$OUT"
+rm -f "$OUT"/arena_*.deb "$OUT"/arena-cli_*.deb "$OUT"/arena-*.rpm
+
+# --- build ------------------------------------------------------------------
+say "building the app ($VERSION, commit $ARENA_COMMIT) with Tauri's bundler"
+cat >"$WORK/tauri.json" <<EOF
+{"version": "$VERSION", "bundle": {"targets": ["deb", "rpm"]}}
+EOF
+ui/node_modules/.bin/tauri build --ci --config "$WORK/tauri.json"
+say "building the CLI"
+cargo build --release --locked -p arena-cli
+
+BUNDLE=$ROOT/target/release/bundle
+app_deb=$(ls "$BUNDLE"/deb/*_"$VERSION"_*.deb)
+app_rpm=$(ls "$BUNDLE"/rpm/*-"$VERSION"-*.rpm)
+
+# --- finish a .deb ------------------------------------------------------------
+# finish PACKAGE TREE EXTRA_DEPENDS SYNOPSIS DESCRIPTION: TREE holds the
+# files (usr/...); writes dist/PACKAGE_VERSION_ARCH.deb.
+finish() {
+  local package=$1 tree=$2 extra=$3 synopsis=$4 description=$5
+  local doc=$tree/usr/share/doc/$package
+  rm -rf "$tree/DEBIAN"
+  mkdir -p "$tree/DEBIAN" "$doc"
+  find "$tree/usr/bin" -type f -exec strip --strip-unneeded --remove-section=.comment --remove-section=.note {} +
+  install -m 0644 packaging/copyright "$doc/copyright"
+  changelog "$package" | gzip -9n >"$doc/changelog.gz"
+  chmod 0644 "$doc/changelog.gz"
+  find "$tree" -type d -exec chmod 0755 {} +
+
+  # dpkg-shlibdeps wants a source package's debian/control.
+  local shlib=$WORK/shlibdeps-$package
+  mkdir -p "$shlib/debian"
+  printf 'Source: arena\n\nPackage: %s\nArchitecture: any\n' "$package" >"$shlib/debian/control"
+  local libs
+  libs=$(cd "$shlib" && dpkg-shlibdeps -O "$tree"/usr/bin/* 2>/dev/null | sed -n 's/^shlibs:Depends=//p')
+  [[ -n $libs ]] || die "dpkg-shlibdeps found no libraries for $package"
+
+  local size
+  size=$(du -sk --exclude=DEBIAN "$tree" | cut -f1)
+  {
+    echo "Package: $package"
+    echo "Version: $VERSION"
+    echo "Architecture: $ARCH"
+    echo "Maintainer: $MAINTAINER"
+    echo "Installed-Size: $size"
+    echo "Depends: $libs, $extra"
+    echo "Section: devel"
+    echo "Priority: optional"
+    echo "Description: $synopsis"
+    printf '%s\n' "$description" | fold -s -w 78 | sed 's/ *$//; s/^/ /'
+  } >"$tree/DEBIAN/control"
+  (cd "$tree" && find usr -type f -exec md5sum {} + | sort -k2 >DEBIAN/md5sums)
+  chmod 0644 "$tree/DEBIAN/control" "$tree/DEBIAN/md5sums"
+  dpkg-deb --root-owner-group -Zxz --build "$tree" "$OUT/${package}_${VERSION}_${ARCH}.deb" >/dev/null
+  say "made dist/${package}_${VERSION}_${ARCH}.deb ($(du -h "$OUT/${package}_${VERSION}_${ARCH}.deb" | cut -f1))"
+}
+
+# The Debian changelog of PACKAGE: this version's section of CHANGELOG.md.
+changelog() {
+  local package=$1
+  printf '%s (%s) unstable; urgency=medium\n\n' "$package" "$VERSION"
+  awk -v v="$VERSION" '
+    /^## / { inside = ($2 == v); next }
+    inside && /^- / { sub(/^- /, "  * "); print; next }
+    inside && /^  / { print "  " $0; next }
+  ' CHANGELOG.md | grep . || printf '  * Arena %s.\n' "$VERSION"
+  printf '\n -- %s  %s\n' "$MAINTAINER" "$(date -u -R -d "@$BUILT_AT")"
+}
+
+grep -q "^## $VERSION " CHANGELOG.md ||
+  say "note: CHANGELOG.md has no section for $VERSION; the changelog says only the version"
+
+# The CLI: the binary alone.
+cli=$WORK/arena-cli
+install -D -m 0755 target/release/arena "$cli/usr/bin/arena"
+finish arena-cli "$cli" "git, bubblewrap" \
+  "compare AI models and coding agents on one prompt (command line)" \
+  "Arena runs the same prompt against 2 to 6 AI contestants - local models (llama.cpp, llama-swap, Ollama), cloud models and CLI coding agents - and helps pick the best result: fair speed figures, diffs, checks, an LLM judge, blind votes and a leaderboard. This package is the arena command alone, for servers and CI; the desktop app is the arena package."
+
+# The app: Tauri's layout (binary, .desktop file, icons), finished the same way.
+app=$WORK/arena
+dpkg-deb -x "$app_deb" "$app"
+finish arena "$app" "arena-cli (= $VERSION)" \
+  "compare AI models and coding agents on one prompt (desktop app)" \
+  "Arena runs the same prompt against 2 to 6 AI contestants - local models (llama.cpp, llama-swap, Ollama), cloud models and CLI coding agents - streams them side by side and helps pick the best result: fair speed figures, diffs, checks, an LLM judge, cross-examination, blind votes and a leaderboard. It depends on arena-cli, which puts the arena command on PATH."
+
+cp "$app_rpm" "$OUT/arena-${VERSION}-1.$(uname -m).rpm"
+say "made dist/arena-${VERSION}-1.$(uname -m).rpm (Tauri's bundler, as it makes it)"
+say "done in $((SECONDS - start)) s"
