@@ -4,11 +4,13 @@
 #                                     out); depends on arena-cli of the same
 #                                     version, which puts `arena` on PATH
 #   dist/arena-cli_VERSION_amd64.deb  the `arena` CLI alone, without WebKit
-#   dist/arena-VERSION-1.x86_64.rpm   the desktop app, as Tauri's bundler
-#                                     makes it (an AppImage is not made: its
-#                                     tools are downloaded at build time)
+#   dist/arena-VERSION-1.x86_64.rpm   the desktop app and the CLI, as Tauri's
+#                                     bundler makes it (not tested here: no
+#                                     RPM system; an AppImage is not made:
+#                                     its tools are downloaded at build time)
 #
-# Both .deb are finished here the same way: binaries stripped, `Depends`
+# Both .deb are finished here the same way: binaries stripped, manual
+# pages (help2man for the CLI, packaging/arena-app.1 for the app), `Depends`
 # from the libraries the binaries link (dpkg-shlibdeps) plus what Arena
 # runs (git and bubblewrap, for Coding battles), the MIT copyright file,
 # a changelog from CHANGELOG.md, md5sums. `lintian` reports no error on
@@ -78,13 +80,27 @@ mkdir -p "$WORK" "$OUT"
 rm -f "$OUT"/arena_*.deb "$OUT"/arena-cli_*.deb "$OUT"/arena-*.rpm
 
 # --- build ------------------------------------------------------------------
-say "building the app ($VERSION, commit $ARENA_COMMIT) with Tauri's bundler"
-cat >"$WORK/tauri.json" <<EOF
-{"version": "$VERSION", "bundle": {"targets": ["deb", "rpm"]}}
-EOF
-ui/node_modules/.bin/tauri build --ci --config "$WORK/tauri.json"
-say "building the CLI"
+say "building the CLI ($VERSION, commit $ARENA_COMMIT)"
 cargo build --release --locked -p arena-cli
+strip --strip-unneeded -o "$WORK/arena.stripped" target/release/arena
+say "building the app with Tauri's bundler"
+# The .rpm carries the CLI too (there is no CLI-only .rpm) and what Coding
+# battles run; the bundler adds WebKitGTK and GTK itself.
+cat >"$WORK/tauri.json" <<JSON
+{
+  "version": "$VERSION",
+  "bundle": {
+    "targets": ["deb", "rpm"],
+    "linux": {
+      "rpm": {
+        "depends": ["git", "bubblewrap"],
+        "files": {"/usr/bin/arena": "$WORK/arena.stripped"}
+      }
+    }
+  }
+}
+JSON
+ui/node_modules/.bin/tauri build --ci --config "$WORK/tauri.json"
 
 BUNDLE=$ROOT/target/release/bundle
 app_deb=$(ls "$BUNDLE"/deb/*_"$VERSION"_*.deb)
@@ -99,6 +115,18 @@ finish() {
   rm -rf "$tree/DEBIAN"
   mkdir -p "$tree/DEBIAN" "$doc"
   find "$tree/usr/bin" -type f -exec strip --strip-unneeded --remove-section=.comment --remove-section=.note {} +
+  # A manual page for each program: the CLI's from its --help, the app's
+  # written by hand.
+  mkdir -p "$tree/usr/share/man/man1"
+  if [[ -x $tree/usr/bin/arena ]]; then
+    help2man --locale=C.UTF-8 --no-info --section=1 \
+      --name "compare AI models and coding agents on one prompt" "$tree/usr/bin/arena" |
+      gzip -9n >"$tree/usr/share/man/man1/arena.1.gz"
+  fi
+  if [[ -x $tree/usr/bin/arena-app ]]; then
+    gzip -9n <packaging/arena-app.1 >"$tree/usr/share/man/man1/arena-app.1.gz"
+  fi
+  find "$tree/usr/share/man" -type f -exec chmod 0644 {} +
   install -m 0644 packaging/copyright "$doc/copyright"
   changelog "$package" | gzip -9n >"$doc/changelog.gz"
   chmod 0644 "$doc/changelog.gz"
@@ -162,5 +190,5 @@ finish arena "$app" "arena-cli (= $VERSION)" \
   "Arena runs the same prompt against 2 to 6 AI contestants - local models (llama.cpp, llama-swap, Ollama), cloud models and CLI coding agents - streams them side by side and helps pick the best result: fair speed figures, diffs, checks, an LLM judge, cross-examination, blind votes and a leaderboard. It depends on arena-cli, which puts the arena command on PATH."
 
 cp "$app_rpm" "$OUT/arena-${VERSION}-1.$(uname -m).rpm"
-say "made dist/arena-${VERSION}-1.$(uname -m).rpm (Tauri's bundler, as it makes it)"
+say "made dist/arena-${VERSION}-1.$(uname -m).rpm ($(du -h "$OUT/arena-${VERSION}-1.$(uname -m).rpm" | cut -f1); Tauri's bundler, as it makes it)"
 say "done in $((SECONDS - start)) s"

@@ -41,8 +41,10 @@ DEB_PACKAGES=(
   # Coding battles: every agent and check runs in a bubblewrap jail.
   bubblewrap
   git
-  # The packages step (scripts/test-packages.sh): checking the .deb files,
-  # and seeing the installed app's window.
+  # Packages (scripts/package.sh): the CLI's manual page. Their test
+  # (scripts/test-packages.sh): checking the .deb files, and seeing the
+  # installed app's window.
+  help2man
   lintian
   x11-utils
 )
