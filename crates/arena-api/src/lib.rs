@@ -1250,7 +1250,7 @@ pub struct StandingDto {
     pub model: String,
     /// Elo-like: the average player is 1000, +400 ≈ 10:1 odds.
     pub rating: f64,
-    /// The bootstrap 95% interval.
+    /// The 95% interval (from the fitted model's curvature).
     pub rating_low: f64,
     pub rating_high: f64,
     /// Battles finished in (any verdict).

@@ -49,12 +49,22 @@
 //! the average such player sits at 1000 and a 400-point gap means about
 //! 10:1 odds. Players without any comparison carry the prior's 1000.
 //!
-//! **Intervals.** 95% bootstrap percentile intervals: the decided battles are
-//! resampled with replacement (same count), the model refitted, and the
-//! 2.5th/97.5th percentiles of each player's rating taken across rounds. A
-//! player absent from a resample gets 1000 for that round. The random
-//! number generator is seeded from [`Options::seed`], so the result is
-//! deterministic.
+//! **Intervals.** 95% intervals from the curvature of the fitted model at
+//! its maximum (a Laplace approximation): the log-posterior's Hessian in
+//! `β = ln p`, over the players with a real comparison, is
+//! `Σ_games n_ij·p_i·p_j/(p_i+p_j)²` on the pairs and the prior's
+//! `p_i·A/(p_i+A)²` on the diagonal; its inverse is the covariance of
+//! `β`, and a rating's variance follows from it (a rating is
+//! `β_i − β̄`, scaled). Each interval is the rating ± 1.96 standard
+//! deviations. The prior keeps the Hessian positive definite, so no
+//! interval has zero width, even when every battle ended the same way
+//! (where a bootstrap over battles resamples the same data every time and
+//! collapses to a point); fewer battles give wider intervals. With two
+//! players the interval of their gap, read as a win probability, covers
+//! about the Wilson interval of the win rate (a little wider at the
+//! extremes, where the prior's pull and the logistic's flat tail meet).
+//! A player without any real comparison gets the prior's own interval
+//! around 1000. Deterministic, and one small matrix inversion.
 //!
 //! # Length-controlled rating
 //!
@@ -97,8 +107,7 @@
 //!
 //! **Rating** = `1000 + 400 · (β_i − β̄) / ln 10`, where `β̄` is the mean
 //! over the players with at least one comparison: the scale of `rating`.
-//! Players without any comparison get 1000. There is no interval: the
-//! bootstrap would refit this model hundreds of times too.
+//! Players without any comparison get 1000. There is no interval.
 //!
 //! **Skipped** (every `rating_lc` and the coefficient `None`) when a
 //! comparison involves an answer of unknown length, or there are no
@@ -117,8 +126,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::{self, Write as _};
 use std::str::FromStr;
 
-use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 
 use crate::battle::BattleType;
@@ -137,13 +144,6 @@ const PRIOR_WINS: f64 = 0.5;
 const TOLERANCE: f64 = 1e-9;
 /// ...or after this many iterations.
 const MAX_ITERATIONS: usize = 10_000;
-/// The default number of bootstrap rounds.
-pub const DEFAULT_BOOTSTRAP_ROUNDS: usize = 500;
-/// The default bootstrap seed ("ARENA_LB").
-pub const DEFAULT_SEED: u64 = 0x4152_454e_415f_4c42;
-/// Lower and upper percentiles of the 95% interval.
-const LOW_QUANTILE: f64 = 0.025;
-const HIGH_QUANTILE: f64 = 0.975;
 /// Precision of the Gaussian prior on the length coefficient `γ` (standard
 /// deviation 10).
 const LENGTH_PRIOR_PRECISION: f64 = 0.01;
@@ -293,9 +293,10 @@ pub struct Standing {
     pub model: String,
     /// Elo-like: the average player is 1000, +400 ≈ 10:1 odds.
     pub rating: f64,
-    /// Bootstrap 2.5th percentile (never above `rating`).
+    /// The 95% interval's lower end (see the module's "Intervals"; always
+    /// below `rating`).
     pub rating_low: f64,
-    /// Bootstrap 97.5th percentile (never below `rating`).
+    /// ...and its upper end (always above `rating`).
     pub rating_high: f64,
     /// The length-controlled rating, on the scale of `rating`: what it
     /// would be if answer length did not sway the verdicts. `None` when
@@ -354,10 +355,6 @@ pub struct Options {
     pub battle_type: Option<BattleType>,
     /// Whose verdicts count for the ratings and records.
     pub source: Source,
-    /// Bootstrap rounds for the intervals; 0 gives `low == rating == high`.
-    pub bootstrap_rounds: usize,
-    /// Seed of the bootstrap's random number generator.
-    pub seed: u64,
 }
 
 impl Default for Options {
@@ -365,14 +362,12 @@ impl Default for Options {
         Options {
             battle_type: None,
             source: Source::default(),
-            bootstrap_rounds: DEFAULT_BOOTSTRAP_ROUNDS,
-            seed: DEFAULT_SEED,
         }
     }
 }
 
 /// Filters by battle type, picks each battle's counted verdict by
-/// [`Options::source`], fits ratings, bootstraps intervals, fits the
+/// [`Options::source`], fits ratings and their intervals, fits the
 /// length-controlled ratings, and returns the standings sorted by rating
 /// (ties broken by wins, then name) with the judge–human agreement.
 ///
@@ -395,7 +390,7 @@ pub fn compute(outcomes: &[BattleOutcome], options: &Options) -> Leaderboard {
     let n = players.len();
 
     let mut records = vec![Record::default(); n];
-    // The comparisons of each decided battle: the unit the bootstrap resamples.
+    // The comparisons of each decided battle.
     let mut decided: Vec<Vec<Comparison>> = Vec::new();
     let (mut both_chose, mut agreed) = (0, 0);
     for outcome in &outcomes {
@@ -424,8 +419,10 @@ pub fn compute(outcomes: &[BattleOutcome], options: &Options) -> Leaderboard {
         }
     }
 
-    let ratings = ratings(n, decided.iter().map(Vec::as_slice));
-    let intervals = bootstrap(n, &decided, &ratings, options);
+    let tally = tally(n, decided.iter().map(Vec::as_slice));
+    let strengths = fit(&tally);
+    let ratings = to_ratings(&strengths, &tally.played);
+    let intervals = intervals(&tally, &strengths, &ratings);
     let length = fit_length(n, decided.iter().map(Vec::as_slice));
     let ratings_lc: Vec<Option<f64>> = match &length {
         Some(fit) => fit.ratings().into_iter().map(Some).collect(),
@@ -684,7 +681,7 @@ struct Tally {
 }
 
 /// Up to this many players, [`tally`] counts games in an `n × n` table
-/// (quicker than a map; the bootstrap tallies hundreds of times).
+/// (quicker than a map).
 const DENSE_TALLY_PLAYERS: usize = 256;
 
 fn tally<'a>(n: usize, battles: impl IntoIterator<Item = &'a [Comparison]>) -> Tally {
@@ -875,55 +872,67 @@ fn to_ratings(strengths: &[f64], played: &[bool]) -> Vec<f64> {
         .collect()
 }
 
-fn ratings<'a>(n: usize, battles: impl IntoIterator<Item = &'a [Comparison]>) -> Vec<f64> {
-    let tally = tally(n, battles);
-    to_ratings(&fit(&tally), &tally.played)
-}
-
-/// `(low, high)` per player: bootstrap percentiles, widened to include the
-/// point estimate.
-fn bootstrap(
-    n: usize,
-    decided: &[Vec<Comparison>],
-    estimates: &[f64],
-    options: &Options,
-) -> Vec<(f64, f64)> {
-    let mut samples: Vec<Vec<f64>> = vec![Vec::with_capacity(options.bootstrap_rounds); n];
-    if !decided.is_empty() {
-        let mut rng = StdRng::seed_from_u64(options.seed);
-        for _ in 0..options.bootstrap_rounds {
-            let resample =
-                (0..decided.len()).map(|_| decided[rng.gen_range(0..decided.len())].as_slice());
-            for (sample, rating) in samples.iter_mut().zip(ratings(n, resample)) {
-                sample.push(rating);
-            }
-        }
+/// `(low, high)` per player: the rating ± [`Z95`] standard deviations,
+/// from the inverse of the log-posterior's Hessian in `β = ln p` at the
+/// fitted strengths (see the module's "Intervals").
+fn intervals(tally: &Tally, strengths: &[f64], ratings: &[f64]) -> Vec<(f64, f64)> {
+    // Rating points per unit of β.
+    let k = RATING_SCALE / std::f64::consts::LN_10;
+    let prior = |p: f64| PRIOR_GAMES * p * ANCHOR_STRENGTH / (p + ANCHOR_STRENGTH).powi(2);
+    let played: Vec<usize> = (0..strengths.len()).filter(|&i| tally.played[i]).collect();
+    let m = played.len();
+    let mut place = vec![usize::MAX; strengths.len()];
+    for (at, &i) in played.iter().enumerate() {
+        place[i] = at;
     }
-    samples
-        .into_iter()
-        .zip(estimates)
-        .map(|(mut sample, &estimate)| {
-            if sample.is_empty() {
-                return (estimate, estimate);
-            }
-            sample.sort_by(f64::total_cmp);
-            // The percentile interval need not contain the full-data
-            // estimate (e.g. with skewed resampling distributions); widen it
-            // so that it always does, as the leaderboard promises.
-            let low = quantile(&sample, LOW_QUANTILE).min(estimate);
-            let high = quantile(&sample, HIGH_QUANTILE).max(estimate);
-            (low, high)
+    // The negative Hessian, lower triangle.
+    let mut h = vec![0.0; m * m];
+    for (at, &i) in played.iter().enumerate() {
+        h[at * m + at] = prior(strengths[i]);
+    }
+    for &(i, j, games) in &tally.pairs {
+        let (pi, pj) = (strengths[i], strengths[j]);
+        let w = games * pi * pj / (pi + pj).powi(2);
+        let (a, b) = (place[i].max(place[j]), place[i].min(place[j]));
+        h[a * m + a] += w;
+        h[b * m + b] += w;
+        h[a * m + b] -= w;
+    }
+    // Σ = H⁻¹, a column at a time from one factorisation.
+    let covariance: Option<Vec<Vec<f64>>> = cholesky(h).map(|l| {
+        (0..m)
+            .map(|c| {
+                let mut unit = vec![0.0; m];
+                unit[c] = 1.0;
+                solve_factored(&l, &unit)
+            })
+            .collect()
+    });
+    // Var(β_i − β̄) = Σ_ii − 2·mean_k Σ_ik + mean_kl Σ_kl.
+    let spread = covariance.as_ref().map(|cov| {
+        let row_means: Vec<f64> = cov
+            .iter()
+            .map(|r| r.iter().sum::<f64>() / m as f64)
+            .collect();
+        let all_mean = row_means.iter().sum::<f64>() / m as f64;
+        (0..m)
+            .map(|a| (cov[a][a] - 2.0 * row_means[a] + all_mean).max(0.0).sqrt())
+            .collect::<Vec<f64>>()
+    });
+    // Without a real comparison: the prior's draw alone, around the anchor.
+    let alone = (1.0 / prior(ANCHOR_STRENGTH)).sqrt();
+    ratings
+        .iter()
+        .enumerate()
+        .map(|(i, &rating)| {
+            let sd = match &spread {
+                Some(spread) if place[i] != usize::MAX => spread[place[i]],
+                _ => alone,
+            };
+            let half = Z95 * k * sd;
+            (rating - half, rating + half)
         })
         .collect()
-}
-
-/// Linear interpolation between closest ranks (the "type 7" quantile) of a
-/// sorted, non-empty sample.
-fn quantile(sorted: &[f64], q: f64) -> f64 {
-    let h = (sorted.len() - 1) as f64 * q;
-    let below = h.floor() as usize;
-    let above = h.ceil() as usize;
-    sorted[below] + (h - below as f64) * (sorted[above] - sorted[below])
 }
 
 /// One sample of the length-controlled fit: `a` scored `score` against `b`
@@ -1107,8 +1116,15 @@ fn logistic(z: f64, y: f64) -> (f64, f64) {
 /// `x` with `A·x = b`, for `A` symmetric positive definite given by its
 /// lower triangle (row-major, `n × n`): Cholesky, then two triangular
 /// solves. `None` when `A` is not (numerically) positive definite.
-fn solve(mut a: Vec<f64>, b: &[f64]) -> Option<Vec<f64>> {
-    let n = b.len();
+fn solve(a: Vec<f64>, b: &[f64]) -> Option<Vec<f64>> {
+    cholesky(a).map(|l| solve_factored(&l, b))
+}
+
+/// The Cholesky factor `L` (`A = L·Lᵀ`, in the lower triangle, row-major)
+/// of `A` given by its lower triangle; `None` when `A` is not
+/// (numerically) positive definite.
+fn cholesky(mut a: Vec<f64>) -> Option<Vec<f64>> {
+    let n = (a.len() as f64).sqrt() as usize;
     for j in 0..n {
         let d = a[j * n + j] - (0..j).map(|k| a[j * n + k].powi(2)).sum::<f64>();
         if !(d > 0.0 && d.is_finite()) {
@@ -1121,21 +1137,27 @@ fn solve(mut a: Vec<f64>, b: &[f64]) -> Option<Vec<f64>> {
             a[i * n + j] = (a[i * n + j] - dot) / d;
         }
     }
+    Some(a)
+}
+
+/// `x` with `L·Lᵀ·x = b`, `L` from [`cholesky`].
+fn solve_factored(l: &[f64], b: &[f64]) -> Vec<f64> {
+    let n = b.len();
     // L·y = b, then Lᵀ·x = y.
     let mut x = b.to_vec();
     for i in 0..n {
-        let dot: f64 = a[i * n..i * n + i]
+        let dot: f64 = l[i * n..i * n + i]
             .iter()
             .zip(&x[..i])
             .map(|(l, y)| l * y)
             .sum();
-        x[i] = (x[i] - dot) / a[i * n + i];
+        x[i] = (x[i] - dot) / l[i * n + i];
     }
     for i in (0..n).rev() {
-        let dot: f64 = (i + 1..n).map(|k| a[k * n + i] * x[k]).sum();
-        x[i] = (x[i] - dot) / a[i * n + i];
+        let dot: f64 = (i + 1..n).map(|k| l[k * n + i] * x[k]).sum();
+        x[i] = (x[i] - dot) / l[i * n + i];
     }
-    Some(x)
+    x
 }
 
 /// The median, the mean of the two middle values for an even count.
@@ -1160,6 +1182,8 @@ fn quantise(rating: f64) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rand::rngs::StdRng;
+    use rand::{Rng, SeedableRng};
 
     fn player(name: &str) -> Player {
         Player::new(name, "m")
@@ -1382,19 +1406,6 @@ mod tests {
         ));
         let options = Options::default();
         assert_eq!(compute(&out, &options), compute(&out, &options));
-        // A different seed moves the intervals, not the estimates.
-        let other = compute(
-            &out,
-            &Options {
-                seed: 7,
-                ..Options::default()
-            },
-        )
-        .standings;
-        let base = compute(&out, &options).standings;
-        for (a, b) in base.iter().zip(&other) {
-            assert_eq!((&a.identity, a.rating), (&b.identity, b.rating));
-        }
     }
 
     #[test]
@@ -1492,10 +1503,10 @@ mod tests {
         assert_eq!(standings.len(), 6);
         for name in ["Newbie", "Solo", "Lost"] {
             let s = find(&standings, name);
-            assert_eq!(
-                (s.rating, s.rating_low, s.rating_high),
-                (1000.0, 1000.0, 1000.0)
-            );
+            // The prior's interval: one virtual draw says little.
+            assert_eq!(s.rating, 1000.0);
+            assert!((s.rating_low + s.rating_high - 2000.0).abs() < 1e-9);
+            assert!(s.rating_high - s.rating > 600.0, "{}", s.rating_high);
             assert_eq!(
                 (s.battles, s.decided, s.wins, s.losses, s.win_rate),
                 (1, 0, 0, 0, 0.0)
@@ -1514,18 +1525,129 @@ mod tests {
         }
     }
 
+    /// Two players, `a_wins` of `games` won by A: A's rating interval,
+    /// read as A's probability of beating B (their gap is twice A's
+    /// distance from 1000), beside the Wilson interval of A's win rate.
+    fn two_player(a_wins: usize, games: usize) -> ((f64, f64), (f64, f64), Standing) {
+        let mut out = Vec::new();
+        duels(&mut out, "A", "B", a_wins, games);
+        let standings = compute(&out, &Options::default()).standings;
+        let a = find(&standings, "A").clone();
+        let win =
+            |rating: f64| 1.0 / (1.0 + 10f64.powf(-2.0 * (rating - BASE_RATING) / RATING_SCALE));
+        let implied = (win(a.rating_low), win(a.rating_high));
+        (implied, wilson(a_wins as u32, games as u32), a)
+    }
+
+    /// Small samples are a personal leaderboard's normal case: 5 of 5
+    /// battles won gives an interval, not a point (a bootstrap over
+    /// battles that all end the same way resamples the same data and
+    /// collapsed to one); 50 of 50 a narrower one; and with two players the
+    /// interval agrees with the Wilson interval of the win rate.
     #[test]
-    fn no_bootstrap_rounds_gives_point_intervals() {
-        let standings = compute(
-            &known_set(),
-            &Options {
-                bootstrap_rounds: 0,
-                ..Options::default()
-            },
-        )
-        .standings;
+    fn intervals_stay_honest_when_every_battle_ends_the_same_way() {
+        let mut widths = Vec::new();
+        for (wins, games) in [(5, 5), (50, 50), (3, 6), (0, 5)] {
+            let (implied, wilson, a) = two_player(wins, games);
+            assert_interval(&a);
+            let width = a.rating_high - a.rating_low;
+            assert!(
+                width > 50.0,
+                "{wins}/{games}: [{}, {}]",
+                a.rating_low,
+                a.rating_high
+            );
+            // The implied interval covers (nearly all of) Wilson's...
+            let overlap = implied.1.min(wilson.1) - implied.0.max(wilson.0);
+            let shorter = (implied.1 - implied.0).min(wilson.1 - wilson.0);
+            assert!(
+                overlap >= 0.9 * shorter,
+                "{wins}/{games}: implied {implied:?}, Wilson {wilson:?}"
+            );
+            // ...and is not much wider.
+            let ratio = (implied.1 - implied.0) / (wilson.1 - wilson.0);
+            assert!(
+                (0.8..=2.5).contains(&ratio),
+                "{wins}/{games}: implied {implied:?} is {ratio:.2}× Wilson {wilson:?}"
+            );
+            widths.push(width);
+        }
+        // 3 of 6: an even record reads about as Wilson does.
+        let (implied, wilson, _) = two_player(3, 6);
+        assert!((implied.0 - wilson.0).abs() < 0.03 && (implied.1 - wilson.1).abs() < 0.03);
+        // Fewer battles, wider intervals.
+        assert!(
+            widths[0] > widths[1],
+            "5 of 5 {} vs 50 of 50 {}",
+            widths[0],
+            widths[1]
+        );
+    }
+
+    /// A beats B, B beats C, C beats A: nobody is better, and everyone's
+    /// interval is the same, wide and not a point.
+    #[test]
+    fn a_three_player_cycle_gives_equal_wide_intervals() {
+        let out = vec![
+            outcome(0, BattleType::Qa, &["A", "B"], Verdict::Winner(0)),
+            outcome(1, BattleType::Qa, &["B", "C"], Verdict::Winner(0)),
+            outcome(2, BattleType::Qa, &["C", "A"], Verdict::Winner(0)),
+        ];
+        let standings = compute(&out, &Options::default()).standings;
         for s in &standings {
-            assert_eq!((s.rating_low, s.rating_high), (s.rating, s.rating));
+            assert_interval(s);
+            assert!(
+                (s.rating - BASE_RATING).abs() < 1e-6,
+                "{}: {}",
+                s.identity,
+                s.rating
+            );
+            let (low, high) = (s.rating_low - BASE_RATING, s.rating_high - BASE_RATING);
+            assert!(
+                (low + high).abs() < 1e-6,
+                "centred on 1000: [{low}, {high}]"
+            );
+            assert!(high > 200.0, "three battles say little: ±{high}");
+            assert!((high - (standings[0].rating_high - BASE_RATING)).abs() < 1e-6);
+        }
+        // Ten times the battles, the same cycle: narrower.
+        let many: Vec<BattleOutcome> = (0..10)
+            .flat_map(|k| {
+                out.iter().map(move |o| BattleOutcome {
+                    battle_id: format!("{}-{k}", o.battle_id),
+                    ..o.clone()
+                })
+            })
+            .collect();
+        let narrow = compute(&many, &Options::default()).standings;
+        assert!(
+            narrow[0].rating_high - narrow[0].rating_low
+                < standings[0].rating_high - standings[0].rating_low
+        );
+    }
+
+    /// A player whose battles were all undecided carries the prior's 1000,
+    /// with the prior's own (wide) interval, never a point.
+    #[test]
+    fn a_player_without_a_decided_battle_gets_the_priors_interval() {
+        let mut out = known_set();
+        out.push(outcome(99, BattleType::Qa, &["A", "Z"], Verdict::None));
+        let standings = compute(&out, &Options::default()).standings;
+        let z = find(&standings, "Z");
+        assert_eq!(z.rating, BASE_RATING);
+        assert!(
+            z.rating_low < 600.0 && z.rating_high > 1400.0,
+            "[{}, {}]",
+            z.rating_low,
+            z.rating_high
+        );
+        for s in &standings {
+            assert_interval(s);
+            assert!(
+                s.rating_low < s.rating && s.rating < s.rating_high,
+                "{}",
+                s.identity
+            );
         }
         assert!(compute(&[], &Options::default()).standings.is_empty());
     }
@@ -1655,14 +1777,7 @@ mod tests {
         // The prior's best common factor is 1 there.
         assert!((prior_scale(p.iter().copied()) - 1.0).abs() < 1e-9);
         // And the strongest player is first.
-        let standings = compute(
-            &out,
-            &Options {
-                bootstrap_rounds: 20,
-                ..Options::default()
-            },
-        )
-        .standings;
+        let standings = compute(&out, &Options::default()).standings;
         assert_eq!(standings[0].identity, "p000");
     }
 
@@ -2009,13 +2124,7 @@ mod tests {
     fn lengths_unrelated_to_the_outcome_change_little() {
         let mut out = crowd(20, 4_000);
         random_lengths(&mut out, 0.0);
-        let board = compute(
-            &out,
-            &Options {
-                bootstrap_rounds: 0,
-                ..Options::default()
-            },
-        );
+        let board = compute(&out, &Options::default());
         let gamma = board.length_coefficient.unwrap();
         assert!(gamma.abs() < 0.25, "γ = {gamma}");
         let by_lc = |s: &[Standing]| {
@@ -2125,21 +2234,13 @@ mod tests {
             "length fit: {comparisons} comparisons, {} steps, γ = {:.3}, {fit_time:?}",
             fit.steps, fit.coefficient
         );
-        for rounds in [0, DEFAULT_BOOTSTRAP_ROUNDS] {
-            let start = std::time::Instant::now();
-            let board = compute(
-                &out,
-                &Options {
-                    bootstrap_rounds: rounds,
-                    ..Options::default()
-                },
-            );
-            println!(
-                "compute, {rounds} bootstrap rounds: {:?} (γ = {:?})",
-                start.elapsed(),
-                board.length_coefficient
-            );
-        }
+        let start = std::time::Instant::now();
+        let board = compute(&out, &Options::default());
+        println!(
+            "compute: {:?} (γ = {:?})",
+            start.elapsed(),
+            board.length_coefficient
+        );
         if !cfg!(debug_assertions) {
             assert!(fit_time.as_millis() < 100, "{fit_time:?}");
         }

@@ -13,7 +13,7 @@ rank: number, identity: string, model: string,
  */
 rating: number, 
 /**
- * The bootstrap 95% interval.
+ * The 95% interval (from the fitted model's curvature).
  */
 rating_low: number, rating_high: number, 
 /**
