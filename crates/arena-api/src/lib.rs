@@ -1486,6 +1486,11 @@ pub struct SeriesDto {
     pub running: u64,
     /// Spent so far (USD); `null` when a price is unknown.
     pub spent_usd: Option<f64>,
+    /// About how long it has left when this was read (ms): each battle as
+    /// long as its finished ones took on average, the running ones
+    /// counted from when they started, `parallel` at a time. `null` before
+    /// its first battle ends and once it has ended.
+    pub time_left_ms: Option<u64>,
     /// Battles done when the leader's interval separated (`until_decided`).
     pub decided_after: Option<u64>,
     pub created_at: String,
@@ -1606,6 +1611,7 @@ impl From<&core::series::SeriesSummary> for SeriesDto {
             runs_done: summary.progress.done,
             running: summary.progress.running,
             spent_usd: summary.progress.spent_usd,
+            time_left_ms: summary.progress.time_left_ms,
             decided_after: s.decided_after,
             created_at: rfc3339(s.created_at),
             finished_at: s.finished_at.map(rfc3339),

@@ -495,6 +495,7 @@ fn a_series() {
             total: 2,
             running: 0,
             spent_usd: Some(0.0),
+            time_left_ms: None,
         },
         awaiting_votes: 0,
     };

@@ -3,7 +3,7 @@
 //! done of N, time left, spend); Ctrl-C cancels it.
 
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use arena_api::{BattleTypeDto, SeriesDto, StartSeriesRequest};
 use arena_core::battle::BattleType;
@@ -288,7 +288,6 @@ async fn follow(engine: &Engine, id: &str, show: bool) -> Result<(), Error> {
     );
     bar.set_prefix(arena_core::battle::short_id(id));
     bar.enable_steady_tick(Duration::from_millis(200));
-    let started = Instant::now();
     let run = engine.run_series(id);
     tokio::pin!(run);
     let mut tick = tokio::time::interval(Duration::from_millis(500));
@@ -298,10 +297,9 @@ async fn follow(engine: &Engine, id: &str, show: bool) -> Result<(), Error> {
             done = &mut run => break done,
             _ = tick.tick() => {
                 if let Ok(p) = engine.series_progress(id).await {
-                    let eta = (p.done > 0 && p.done < p.total).then(|| {
-                        let per = started.elapsed().as_secs_f64() / p.done as f64;
-                        format!(", about {} left", human(per * (p.total - p.done) as f64))
-                    });
+                    let eta = p
+                        .time_left_ms
+                        .map(|ms| format!(", about {} left", human(ms as f64 / 1000.0)));
                     let spent = p
                         .spent_usd
                         .map(|s| format!(", spent ${s:.4}"))

@@ -631,3 +631,51 @@ async fn a_coding_series_takes_its_check_command_as_the_goal() {
         "no judge for a check"
     );
 }
+
+/// The time left comes from the battles' own pace: nothing before the
+/// first battle ends, then, while the battles ended stay the same, it only
+/// falls as the running one goes on (the old estimate counted up there),
+/// and nothing once the series has ended.
+#[tokio::test]
+async fn time_left_falls_while_a_battle_runs_and_is_gone_at_the_end() {
+    let h = harness("names").await;
+    h.cloud.set_model(
+        "good",
+        ModelScript::text("The capital of France is Paris, as everyone knows.").rate(40.0),
+    );
+    let mut r = request(&h, 3);
+    r.parallel = 1;
+    let id = start(&h, r).await;
+    let runner = {
+        let (engine, id) = (h.engine.clone(), id.clone());
+        tokio::spawn(async move { engine.run_series(&id).await })
+    };
+    let mut readings = Vec::new();
+    while !runner.is_finished() {
+        let p = h.engine.series_progress(&id).await.unwrap();
+        readings.push((p.done, p.running, p.time_left_ms));
+        tokio::time::sleep(std::time::Duration::from_millis(40)).await;
+    }
+    let series = runner.await.unwrap().unwrap();
+    assert_eq!(series.status, SeriesStatus::Done);
+    assert!(readings
+        .iter()
+        .filter(|(done, _, _)| *done == 0)
+        .all(|(_, _, left)| left.is_none()));
+    let during: Vec<u64> = readings
+        .iter()
+        .filter(|(done, running, _)| *done == 1 && *running == 1)
+        .map(|(_, _, left)| left.expect("an estimate once a battle has ended"))
+        .collect();
+    assert!(
+        during.len() >= 3,
+        "readings while the second battle ran: {readings:?}"
+    );
+    assert!(
+        during.windows(2).all(|w| w[1] <= w[0]),
+        "it rose while the second battle ran: {during:?}"
+    );
+    assert!(during[0] > 0);
+    let p = h.engine.series_progress(&id).await.unwrap();
+    assert_eq!(p.time_left_ms, None);
+}

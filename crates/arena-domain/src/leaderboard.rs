@@ -349,21 +349,12 @@ pub struct Leaderboard {
 }
 
 /// What to compute.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Options {
     /// Only battles of this type; all battles when `None`.
     pub battle_type: Option<BattleType>,
     /// Whose verdicts count for the ratings and records.
     pub source: Source,
-}
-
-impl Default for Options {
-    fn default() -> Options {
-        Options {
-            battle_type: None,
-            source: Source::default(),
-        }
-    }
 }
 
 /// Filters by battle type, picks each battle's counted verdict by

@@ -417,6 +417,44 @@ pub fn expected_battle_cost(finished: &[f64], first_guess: f64) -> f64 {
 }
 
 // ---------------------------------------------------------------------------
+// Time left
+
+/// How long a running series has left (ms): each battle is taken to last
+/// as long as its finished ones did on average; the battles under way
+/// finish that long after they started (or about now, when they run
+/// over), and the ones not started yet take the first free of `parallel`
+/// places, one after another. `None` before any battle has finished.
+///
+/// While battles go at a steady pace the estimate only falls: time passing
+/// shortens what the running ones have left, and a battle ending frees its
+/// place for the next without changing the sum of work. (Dividing the time
+/// so far by the battles finished, as before, counted up while each
+/// battle ran: the finished count stood still while the clock did not.)
+pub fn time_left_ms(
+    finished_ms: &[f64],
+    running_elapsed_ms: &[f64],
+    not_started: u64,
+    parallel: u32,
+) -> Option<f64> {
+    let (per_battle, _) = mean_sd(finished_ms)?;
+    let places = (parallel.max(1) as usize).max(running_elapsed_ms.len());
+    // When each place is next free, from now.
+    let mut free: Vec<f64> = running_elapsed_ms
+        .iter()
+        .map(|&elapsed| (per_battle - elapsed).max(0.0))
+        .collect();
+    free.resize(places, 0.0);
+    for _ in 0..not_started {
+        let first = free
+            .iter_mut()
+            .min_by(|a, b| a.total_cmp(b))
+            .expect("at least one place");
+        *first += per_battle;
+    }
+    Some(free.into_iter().fold(0.0, f64::max))
+}
+
+// ---------------------------------------------------------------------------
 // Statistics
 
 /// The `q`-th percentile (0–100) by linear interpolation between closest
@@ -629,6 +667,9 @@ pub struct SeriesProgress {
     /// Spent so far (USD): contestants, analyses and goal judges; `None`
     /// when a price is unknown.
     pub spent_usd: Option<f64>,
+    /// About how long it has left (see [`time_left_ms`]); `None` before
+    /// its first battle ends and once it has ended.
+    pub time_left_ms: Option<u64>,
 }
 
 /// A series with everything its report is computed from.
@@ -809,6 +850,77 @@ pub fn runs_csv(rows: &[RunRow]) -> String {
 mod tests {
     use super::*;
     use crate::battle::ContestantStatus;
+
+    /// A series run at a steady pace: `total` battles of `each` ms, at most
+    /// `parallel` at once, each starting the moment a place frees. What
+    /// the estimate is given at time `t`, and what is truly left.
+    fn steady(total: u64, parallel: u64, each: f64, t: f64) -> (Vec<f64>, Vec<f64>, u64, f64) {
+        let (mut finished, mut running) = (Vec::new(), Vec::new());
+        for k in 0..total {
+            let start = (k / parallel) as f64 * each;
+            if start + each <= t {
+                finished.push(each);
+            } else if start <= t {
+                running.push(t - start);
+            }
+        }
+        let not_started = total - finished.len() as u64 - running.len() as u64;
+        let end = total.div_ceil(parallel) as f64 * each;
+        (finished, running, not_started, (end - t).max(0.0))
+    }
+
+    /// At a steady pace the time left only falls, and is right; the old
+    /// estimate (time so far ÷ battles finished × battles left) counted up
+    /// while each battle ran.
+    #[test]
+    fn time_left_falls_steadily_and_is_right_at_a_steady_pace() {
+        for (total, parallel) in [(10, 1), (10, 2), (7, 3), (4, 4)] {
+            let mut last = f64::INFINITY;
+            let mut old_rose = false;
+            let mut old_last = f64::INFINITY;
+            let mut t = 0.0;
+            while t < 60_000.0 {
+                let (finished, running, not_started, truth) = steady(total, parallel, 5_000.0, t);
+                let left = time_left_ms(&finished, &running, not_started, parallel as u32);
+                if finished.is_empty() {
+                    assert_eq!(left, None, "nothing to go by yet");
+                } else if truth > 0.0 {
+                    let left = left.expect("an estimate");
+                    assert!(
+                        left <= last + 1e-6,
+                        "{total}/{parallel} at {t}: {left} after {last}"
+                    );
+                    assert!(
+                        (left - truth).abs() < 1e-6,
+                        "{total}/{parallel} at {t}: {left} vs {truth}"
+                    );
+                    last = left;
+                    let done = finished.len() as f64;
+                    let old = t / done * (total as f64 - done);
+                    old_rose |= old > old_last + 1e-6;
+                    old_last = old;
+                }
+                t += 250.0;
+            }
+            assert!(
+                old_rose || total == parallel,
+                "{total}/{parallel}: the old estimate rose"
+            );
+        }
+    }
+
+    /// A battle running over the others' time is taken to end about now;
+    /// the estimate stays put instead of rising.
+    #[test]
+    fn a_battle_running_long_holds_the_estimate_still() {
+        let a = time_left_ms(&[5_000.0], &[6_000.0], 2, 1).unwrap();
+        let b = time_left_ms(&[5_000.0], &[9_000.0], 2, 1).unwrap();
+        assert_eq!((a, b), (10_000.0, 10_000.0));
+        // Two places: the two left take one each after the running one ends.
+        assert_eq!(time_left_ms(&[4_000.0], &[1_000.0], 2, 2), Some(7_000.0));
+        assert_eq!(time_left_ms(&[], &[1_000.0], 2, 2), None);
+        assert_eq!(time_left_ms(&[3_000.0, 5_000.0], &[], 0, 2), Some(0.0));
+    }
 
     fn request() -> SeriesRequest {
         SeriesRequest {

@@ -161,6 +161,29 @@ impl Store {
         })
     }
 
+    /// A series' pace: how long each of its ended battles took (ms), and
+    /// when each running one started (ms since the epoch).
+    pub fn series_pace(&self, id: &str) -> Result<(Vec<i64>, Vec<i64>)> {
+        self.query(|c| {
+            let mut ended = Vec::new();
+            let mut running = Vec::new();
+            let mut stmt = c.prepare_cached(
+                "SELECT status = 'running', created_at, finished_at FROM battles WHERE series_id = ?1",
+            )?;
+            let mut rows = stmt.query([id])?;
+            while let Some(r) = rows.next()? {
+                let (is_running, created, finished): (bool, i64, Option<i64>) =
+                    (r.get(0)?, r.get(1)?, r.get(2)?);
+                match (is_running, finished) {
+                    (true, _) => running.push(created),
+                    (false, Some(finished)) => ended.push((finished - created).max(0)),
+                    (false, None) => {}
+                }
+            }
+            Ok((ended, running))
+        })
+    }
+
     pub fn series_cancel_requested(&self, id: &str) -> Result<bool> {
         self.query(|c| {
             Ok(c.query_row(

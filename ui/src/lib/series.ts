@@ -163,18 +163,13 @@ export function statusLine(s: SeriesDto): string {
 }
 
 /**
- * Time left, from the pace so far (`now` and `created_at` in ms), or `null`
- * before the first battle ends or once the series has.
+ * Time left (ms) as the engine estimated it when the series was read
+ * (`time_left_ms`: the battles' own pace, the running ones counted from
+ * when they started), or `null` before the first battle ends or once the
+ * series has.
  */
-export function eta(s: SeriesDto, now: number): number | null {
-  if (s.status !== 'running' || s.runs_done === 0 || s.runs_done >= s.runs_planned) {
-    return null;
-  }
-  const elapsed = now - Date.parse(s.created_at);
-  if (!Number.isFinite(elapsed) || elapsed <= 0) {
-    return null;
-  }
-  return (elapsed / s.runs_done) * (s.runs_planned - s.runs_done);
+export function timeLeft(s: SeriesDto): number | null {
+  return s.status === 'running' ? s.time_left_ms : null;
 }
 
 /** The leader by win rate (then pass rate), for the headline; `null` without verdicts. */

@@ -9,7 +9,8 @@ use std::path::PathBuf;
 use crate::battle::{Battle, ContestantStatus};
 use crate::error::{Error, Result};
 use crate::series::{
-    self, GoalCheck, RoundCost, RunRow, Series, SeriesProgress, SeriesRequest, SeriesSummary,
+    self, time_left_ms, GoalCheck, RoundCost, RunRow, Series, SeriesProgress, SeriesRequest,
+    SeriesStatus, SeriesSummary,
 };
 
 use super::Engine;
@@ -21,12 +22,28 @@ impl Engine {
         let series = self.series(id).await?;
         let i = series.id.clone();
         let (done, running, spent_usd) = self.db(move |s| s.series_progress(&i)).await?;
+        let time_left_ms = if series.status == SeriesStatus::Running {
+            let i = series.id.clone();
+            let (ended, started) = self.db(move |s| s.series_pace(&i)).await?;
+            let now = crate::store::ms(self.now());
+            let ended: Vec<f64> = ended.into_iter().map(|d| d as f64).collect();
+            let elapsed: Vec<f64> = started
+                .into_iter()
+                .map(|t| (now - t).max(0) as f64)
+                .collect();
+            let not_started = series.total.saturating_sub(done + running);
+            time_left_ms(&ended, &elapsed, not_started, series.request.parallel)
+                .map(|ms| ms.round() as u64)
+        } else {
+            None
+        };
         Ok(SeriesProgress {
             status: series.status,
             done,
             total: series.total,
             running,
             spent_usd,
+            time_left_ms,
         })
     }
 

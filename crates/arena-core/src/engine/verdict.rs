@@ -220,7 +220,6 @@ impl Engine {
         let options = Options {
             battle_type: query.battle_type,
             source: query.source,
-            ..Options::default()
         };
         Ok(
             tokio::task::spawn_blocking(move || crate::leaderboard::compute(&outcomes, &options))

@@ -41,6 +41,13 @@ running: number,
  */
 spent_usd: number | null, 
 /**
+ * About how long it has left when this was read (ms): each battle as
+ * long as its finished ones took on average, the running ones
+ * counted from when they started, `parallel` at a time. `null` before
+ * its first battle ends and once it has ended.
+ */
+time_left_ms: number | null, 
+/**
  * Battles done when the leader's interval separated (`until_decided`).
  */
 decided_after: number | null, created_at: string, finished_at: string | null, 
