@@ -413,7 +413,11 @@ async fn winner_picker_overrides_the_analysis_at_once() -> Result<()> {
         return Ok(());
     };
     let cloud = h.server();
-    cloud.set_model("judge", paris_judge());
+    // A judge that takes its time on each request, as a real one does.
+    cloud.set_model(
+        "judge",
+        paris_judge().first_token_delay(Duration::from_millis(700)),
+    );
     cloud.set_model("good", ModelScript::text("The capital of France is Paris."));
     cloud.set_model("bad", ModelScript::text("The capital of France is Lyon."));
     h.write_config(&config_toml(
@@ -434,8 +438,21 @@ async fn winner_picker_overrides_the_analysis_at_once() -> Result<()> {
     let by_model = |model: &str| contestant_with_model(&battle, model);
     let (good, bad) = (by_model("good")?, by_model("bad")?);
 
-    // The app judges the finished battle; the analysis names the winner.
+    // The app judges the finished battle: while it does, the winner's place
+    // and the header say so, naming the judge; then the analysis names the
+    // winner.
+    app.wait_for("[data-testid=winner-display] [data-testid=winner-judging]")
+        .await?;
+    app.wait_for("[data-testid=battle-judging]").await?;
+    app.wait_for_text_within("Judging… (judge, ", Duration::from_secs(10))
+        .await?;
     wait_winner(&app, &good, "analysis", BATTLE_TIMEOUT).await?;
+    ensure!(
+        app.find_all("[data-testid=battle-judging]")
+            .await?
+            .is_empty(),
+        "the header still says judging after the verdict"
+    );
     app.wait_for("[data-testid=winner-display] [data-testid=trophy]")
         .await?;
     app.wait_attr(

@@ -26,6 +26,7 @@ import {
   subscribeBattle,
   toIpcError,
   vote,
+  type AnalysisDto,
   type AnalysisStatusDto,
   type BattleDetailDto,
   type BattleEventDto,
@@ -144,6 +145,60 @@ export function newestStatus(
   live: AnalysisStatusDto | undefined,
 ): AnalysisStatusDto | undefined {
   return live !== undefined && live !== 'running' ? live : (stored ?? live);
+}
+
+/** The newest analysis of a battle, from the snapshot and the events. */
+export interface CurrentAnalysis {
+  id: string;
+  /** Its stored record, when the snapshot holds this one. */
+  record: AnalysisDto | null;
+  /** What its events told. */
+  progress: AnalysisLive | undefined;
+  status: AnalysisStatusDto | undefined;
+}
+
+/** The newest analysis (ids are UUID v7: the greatest is the newest). */
+export function currentAnalysis(
+  stored: AnalysisDto | null,
+  live: Record<string, AnalysisLive>,
+): CurrentAnalysis | null {
+  const id = [...Object.keys(live), ...(stored ? [stored.id] : [])].sort().at(-1);
+  if (id === undefined) {
+    return null;
+  }
+  const record = stored && stored.id === id ? stored : null;
+  const progress = live[id];
+  return { id, record, progress, status: newestStatus(record?.status, progress?.status) };
+}
+
+/**
+ * While the judge works: "Judging… (judge-model, digest of #1 a@m)", the
+ * stage being the one it streams now; `null` when no analysis runs.
+ */
+export function judgingLine(
+  current: CurrentAnalysis | null,
+  name: (id: string | null | undefined) => string,
+): string | null {
+  if (current?.status !== 'running') {
+    return null;
+  }
+  const stage = Object.keys(current.progress?.stages ?? {}).at(-1);
+  const parts = [
+    current.record ? current.record.model : null,
+    stage === undefined ? null : stageTitle(stage, name).toLowerCase(),
+  ].filter((p): p is string => p !== null);
+  return parts.length > 0 ? `Judging… (${parts.join(', ')})` : 'Judging…';
+}
+
+/** `digest <contestant id>` → "Digest of #1 a@m"; `judge 1` → "Judge run 1". */
+export function stageTitle(stage: string, name: (id: string | null | undefined) => string): string {
+  if (stage.startsWith('digest ')) {
+    return `Digest of ${name(stage.slice('digest '.length))}`;
+  }
+  if (stage.startsWith('judge ')) {
+    return `Judge run ${stage.slice('judge '.length)}`;
+  }
+  return stage;
 }
 
 function contestantFrom(c: ContestantDto, seq: number): ContestantLive {

@@ -8,6 +8,7 @@ import {
   setWinner,
   subscribeBattle,
   vote,
+  type AnalysisDto,
   type BattleDetailDto,
   type BattleDto,
   type BattleEventDto,
@@ -20,9 +21,11 @@ import {
 import {
   applyEvent,
   BattleState,
+  currentAnalysis,
   elapsed,
   figures,
   isTerminal,
+  judgingLine,
   liveFrom,
   mergeSnapshot,
   namesById,
@@ -568,6 +571,41 @@ describe('applyEvent: analysis and cross-examination', () => {
     ]);
     applyEvent(live, analysisStatus(5, 'error'));
     expect(live.analyses.an1).toMatchObject({ status: 'error', error: 'judge failed' });
+  });
+
+  it('says what the judge is doing while it works, and nothing after', () => {
+    const live = liveFrom(detail({ lastSeq: 0 }));
+    const name = (id: string | null | undefined): string => `#${id ?? '?'}`;
+    expect(judgingLine(currentAnalysis(null, live.analyses), name)).toBeNull();
+    applyEvent(live, analysisStatus(1, 'running'));
+    expect(judgingLine(currentAnalysis(null, live.analyses), name)).toBe('Judging…');
+    applyEvent(
+      live,
+      ev(2, null, { type: 'analysis_output', analysis_id: 'an1', stage: 'digest b', text: 'B' }),
+    );
+    const record = {
+      id: 'an1',
+      battle_id: 'b1',
+      status: 'running',
+      model: 'judge-model',
+      provider: 'cloud',
+      outcome: null,
+      winner: null,
+      no_clear_winner: false,
+      ranking: [],
+      reasons: {},
+      digests: [],
+      judge_runs: [],
+      error: null,
+      created_at: AT,
+      finished_at: null,
+      cost_usd: null,
+    } satisfies AnalysisDto;
+    expect(judgingLine(currentAnalysis(record, live.analyses), name)).toBe(
+      'Judging… (judge-model, digest of #b)',
+    );
+    applyEvent(live, analysisStatus(3, 'done', 'winner', 'b'));
+    expect(judgingLine(currentAnalysis(record, live.analyses), name)).toBeNull();
   });
 
   it('a cross-examination goes from running to a final status only', () => {
