@@ -1544,8 +1544,13 @@ pub struct SeriesContestantDto {
     pub tokens_per_sec_sd: Option<f64>,
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
+    /// Its own work (answers and later turns); `null` when a price is
+    /// unknown, 0 on a local model.
     pub cost_usd: Option<f64>,
+    /// Its own cost per result that reached the goal.
     pub cost_per_pass_usd: Option<f64>,
+    /// Judging its results against the goal (the goal judge's model), apart.
+    pub judging_cost_usd: Option<f64>,
 }
 
 impl From<&core::series::ContestantReport> for SeriesContestantDto {
@@ -1579,6 +1584,7 @@ impl From<&core::series::ContestantReport> for SeriesContestantDto {
             completion_tokens: r.completion_tokens,
             cost_usd: r.cost_usd,
             cost_per_pass_usd: r.cost_per_pass_usd,
+            judging_cost_usd: r.judging_cost_usd,
         }
     }
 }

@@ -465,6 +465,7 @@ fn a_series() {
         prompt_tokens: Some(10),
         completion_tokens: Some(20),
         cost_usd: Some(0.0),
+        judging_cost_usd: Some(0.0),
     };
     let rows = vec![
         row(1, "Debugger", true),

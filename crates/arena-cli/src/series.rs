@@ -302,7 +302,7 @@ async fn follow(engine: &Engine, id: &str, show: bool) -> Result<(), Error> {
                         .map(|ms| format!(", about {} left", human(ms as f64 / 1000.0)));
                     let spent = p
                         .spent_usd
-                        .map(|s| format!(", spent ${s:.4}"))
+                        .map(|s| format!(", spent {}", arena_core::benchmark::usd(s)))
                         .unwrap_or_default();
                     bar.set_message(format!(
                         "{} of {} battles done, {} running{}{}",

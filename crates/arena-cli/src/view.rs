@@ -202,10 +202,7 @@ pub fn battle_text(view: &DetailView, with_output: bool) -> String {
                 .map(|r| format!("{r:.1}"))
                 .unwrap_or_else(|| "—".into()),
             fmt_rate(c),
-            c.benchmark
-                .cost_usd
-                .map(|usd| format!("${usd:.4}"))
-                .unwrap_or_else(|| "—".into()),
+            arena_core::benchmark::usd_or_dash(c.benchmark.cost_usd),
         ));
         if let Some(e) = &c.error {
             out.push_str(&format!("      error: {e}\n"));

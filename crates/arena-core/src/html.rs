@@ -145,7 +145,7 @@ pub fn series_report(summary: &SeriesSummary, samples: &[Sample]) -> String {
         summary
             .progress
             .spent_usd
-            .map_or("unknown".into(), |v| format!("${v:.4}")),
+            .map_or("unknown".into(), crate::benchmark::usd),
         r.budget_usd
             .map(|b| format!(" of a ${b:.2} budget"))
             .unwrap_or_default()
@@ -453,7 +453,7 @@ fn benchmark_table(r: &BattleReport, name: &dyn Fn(&Contestant) -> String) -> St
             or_dash(m.prompt_tokens, |t| t.to_string()),
             or_dash(m.completion_tokens, |t| t.to_string()),
             or_dash(m.tokens_per_sec, |t| format!("{t:.1}")),
-            or_dash(m.cost_usd, |v| format!("${v:.4}")),
+            crate::benchmark::usd_or_dash(m.cost_usd),
         );
     }
     out.push_str("</tbody></table>\n");
@@ -466,13 +466,14 @@ fn table(reports: &[ContestantReport]) -> String {
     let mut out = String::from(
         "<table><thead><tr><th>contestant</th><th>runs</th><th>wins</th><th>win rate</th><th>ties</th>\
 <th>goal</th><th>turns to goal</th><th>errors</th><th>p50</th><th>p95</th><th>TTFT p50</th>\
-<th>tok/s (local)</th><th>tokens in/out</th><th>cost</th><th>cost per pass</th></tr></thead><tbody>",
+<th>tok/s (local)</th><th>tokens in/out</th><th>own cost</th><th>own cost per pass</th>\
+<th>goal judging</th></tr></thead><tbody>",
     );
     for c in reports {
         let _ = write!(
             out,
             "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
-<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}/{}</td><td>{}</td><td>{}</td></tr>",
+<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}/{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             escape(&c.contestant),
             c.runs,
             c.wins,
@@ -490,8 +491,9 @@ fn table(reports: &[ContestantReport]) -> String {
             },
             c.prompt_tokens,
             c.completion_tokens,
-            opt(c.cost_usd, &|v| format!("${v:.4}")),
-            opt(c.cost_per_pass_usd, &|v| format!("${v:.4}")),
+            crate::benchmark::usd_or_dash(c.cost_usd),
+            crate::benchmark::usd_or_dash(c.cost_per_pass_usd),
+            crate::benchmark::usd_or_dash(c.judging_cost_usd),
         );
     }
     out.push_str("</tbody></table>\n");

@@ -102,6 +102,28 @@ pub fn usage_cost(usage: Option<&Usage>, price: Option<&crate::config::Price>) -
     ))
 }
 
+/// An amount in US dollars as people read it: "$0" for nothing, "< $0.0001"
+/// below a hundredth of a cent, three significant digits below a dollar
+/// ("$0.00123", "$0.0457"), cents from a dollar up ("$12.30"). (Four fixed
+/// decimals printed "$0.0000" for a cost of a few millionths.)
+pub fn usd(amount: f64) -> String {
+    if amount == 0.0 {
+        "$0".into()
+    } else if amount < 0.0001 {
+        "< $0.0001".into()
+    } else if amount < 1.0 {
+        let digits = (2 - amount.log10().floor() as i32).max(0) as usize;
+        format!("${amount:.digits$}")
+    } else {
+        format!("${amount:.2}")
+    }
+}
+
+/// [`usd`], or "—" for an unknown amount.
+pub fn usd_or_dash(amount: Option<f64>) -> String {
+    amount.map_or("—".into(), usd)
+}
+
 /// Adds costs: unknown when any part is.
 pub fn add_costs(costs: impl IntoIterator<Item = Option<f64>>) -> Option<f64> {
     costs.into_iter().try_fold(0.0, |sum, c| c.map(|c| sum + c))

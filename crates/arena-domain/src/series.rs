@@ -520,8 +520,12 @@ pub struct RunRow {
     pub local: bool,
     pub prompt_tokens: Option<u64>,
     pub completion_tokens: Option<u64>,
-    /// `None` when a price is unknown.
+    /// What the contestant's own work cost: its answer and its later turns
+    /// (`None` when a price is unknown; 0 on a local model).
     pub cost_usd: Option<f64>,
+    /// What judging its results against the goal cost (the goal judge's
+    /// model, not the contestant's); 0 without a goal.
+    pub judging_cost_usd: Option<f64>,
 }
 
 /// The report of one contestant over a series.
@@ -555,8 +559,13 @@ pub struct ContestantReport {
     pub tokens_per_sec_sd: Option<f64>,
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
+    /// The contestant's own work over its runs (answers and later turns);
     /// `None` when some run's price is unknown.
     pub cost_usd: Option<f64>,
+    /// Judging its results against the goal, apart (the goal judge's
+    /// model; 0 without a goal).
+    pub judging_cost_usd: Option<f64>,
+    /// Its own cost per result that reached the goal.
     pub cost_per_pass_usd: Option<f64>,
 }
 
@@ -606,6 +615,7 @@ fn contestant_report(name: &str, rows: &[&RunRow]) -> ContestantReport {
         .collect();
     let speed = mean_sd(&rates);
     let cost = rows.iter().map(|r| r.cost_usd).sum::<Option<f64>>();
+    let judging = rows.iter().map(|r| r.judging_cost_usd).sum::<Option<f64>>();
     let ratio = |k: u32, n: u32| (n > 0).then(|| f64::from(k) / f64::from(n));
     ContestantReport {
         contestant: name.to_string(),
@@ -632,6 +642,7 @@ fn contestant_report(name: &str, rows: &[&RunRow]) -> ContestantReport {
         prompt_tokens: rows.iter().filter_map(|r| r.prompt_tokens).sum(),
         completion_tokens: rows.iter().filter_map(|r| r.completion_tokens).sum(),
         cost_usd: cost,
+        judging_cost_usd: judging,
         cost_per_pass_usd: cost.and_then(|c| (goal_passes > 0).then(|| c / f64::from(goal_passes))),
     }
 }
@@ -703,7 +714,7 @@ pub fn report_markdown(summary: &SeriesSummary) -> String {
         }
     };
     let secs = |ms: Option<f64>| ms.map_or("—".to_string(), |ms| format!("{:.1} s", ms / 1000.0));
-    let usd = |v: Option<f64>| v.map_or("—".to_string(), |v| format!("${v:.4}"));
+    let usd = crate::benchmark::usd_or_dash;
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -755,17 +766,17 @@ pub fn report_markdown(summary: &SeriesSummary) -> String {
     }
     let _ = writeln!(
         out,
-        "\n| contestant | runs | wins | win rate [95%] | ties | goal passed [95%] | turns to goal | errors | p50 | p95 | TTFT p50 | tok/s (local) | tokens in/out | cost | cost per pass |"
+        "\n| contestant | runs | wins | win rate [95%] | ties | goal passed [95%] | turns to goal | errors | p50 | p95 | TTFT p50 | tok/s (local) | tokens in/out | own cost | own cost per pass | goal judging |"
     );
     let _ = writeln!(
         out,
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
     );
     for c in &summary.reports {
         let _ =
             writeln!(
             out,
-            "| {} | {} | {} | {}{} | {} | {}{} | {} | {} | {} | {} | {} | {} | {}/{} | {} | {} |",
+            "| {} | {} | {} | {}{} | {} | {}{} | {} | {} | {} | {} | {} | {} | {}/{} | {} | {} | {} |",
             c.contestant.replace('|', "\\|"),
             c.runs,
             c.wins,
@@ -787,11 +798,12 @@ pub fn report_markdown(summary: &SeriesSummary) -> String {
             c.completion_tokens,
             usd(c.cost_usd),
             usd(c.cost_per_pass_usd),
+            usd(c.judging_cost_usd),
         );
     }
     let _ = writeln!(
         out,
-        "\nWin rates count battles with a verdict; intervals are 95% Wilson score intervals. Each run is an ordinary battle: `arena battle show ID`."
+        "\nWin rates count battles with a verdict; intervals are 95% Wilson score intervals. Own cost is the contestant's answers and later turns (nothing on a local model); goal judging is what the goal judge's model cost to check its results; the battles' analyses are in Spent. Each run is an ordinary battle: `arena battle show ID`."
     );
     out
 }
@@ -816,7 +828,7 @@ pub fn report_json(summary: &SeriesSummary) -> String {
 /// `runs.csv`: one row per contestant per battle.
 pub fn runs_csv(rows: &[RunRow]) -> String {
     let mut out = String::from(
-        "run,prompt,battle_id,contestant_id,contestant,status,won,tie,goal_passed,goal_reason,goal_error,turns,duration_ms,ttft_ms,tokens_per_sec,prompt_tokens,completion_tokens,cost_usd\n",
+        "run,prompt,battle_id,contestant_id,contestant,status,won,tie,goal_passed,goal_reason,goal_error,turns,duration_ms,ttft_ms,tokens_per_sec,prompt_tokens,completion_tokens,cost_usd,judging_cost_usd\n",
     );
     let opt = |v: Option<String>| v.unwrap_or_default();
     for r in rows {
@@ -839,6 +851,7 @@ pub fn runs_csv(rows: &[RunRow]) -> String {
             opt(r.prompt_tokens.map(|v| v.to_string())),
             opt(r.completion_tokens.map(|v| v.to_string())),
             opt(r.cost_usd.map(|v| format!("{v:.6}"))),
+            opt(r.judging_cost_usd.map(|v| format!("{v:.6}"))),
         ];
         out.push_str(&fields.join(","));
         out.push('\n');
@@ -1065,6 +1078,66 @@ mod tests {
             prompt_tokens: Some(10),
             completion_tokens: Some(20),
             cost_usd: Some(0.01),
+            judging_cost_usd: Some(0.002),
+        }
+    }
+
+    /// A local model costs nothing of its own; what judging its results
+    /// cost is said apart, and every amount has the digits it needs.
+    #[test]
+    fn a_local_models_report_shows_its_own_cost_and_the_judging_apart() {
+        let mut rows = Vec::new();
+        for run in 1..=2 {
+            let mut r = row("local@qwen", run, true, Some(true));
+            (r.cost_usd, r.judging_cost_usd) = (Some(0.0), Some(0.00004));
+            rows.push(r);
+        }
+        let c = &report(&rows)[0];
+        assert_eq!((c.cost_usd, c.cost_per_pass_usd), (Some(0.0), Some(0.0)));
+        assert!((c.judging_cost_usd.unwrap() - 0.00008).abs() < 1e-12);
+        let md = report_markdown(&SeriesSummary {
+            series: Series {
+                id: "s1".into(),
+                key: None,
+                request: request(),
+                status: SeriesStatus::Done,
+                total: 2,
+                created_at: chrono::DateTime::UNIX_EPOCH,
+                finished_at: None,
+                decided_after: None,
+                report_path: None,
+                error: None,
+                tags: vec![],
+            },
+            battles: vec!["b1".into(), "b2".into()],
+            reports: report(&rows),
+            rows,
+            progress: SeriesProgress {
+                status: SeriesStatus::Done,
+                done: 2,
+                total: 2,
+                running: 0,
+                spent_usd: Some(0.00008),
+                time_left_ms: None,
+            },
+            awaiting_votes: 0,
+        });
+        assert!(
+            md.contains("| own cost | own cost per pass | goal judging |"),
+            "{md}"
+        );
+        assert!(md.contains("| $0 | $0 | < $0.0001 |"), "{md}");
+        assert!(!md.contains("$0.0000"), "{md}");
+        for (amount, shown) in [
+            (0.0, "$0"),
+            (0.00004, "< $0.0001"),
+            (0.0001, "$0.000100"),
+            (0.001234, "$0.00123"),
+            (0.0457, "$0.0457"),
+            (0.5, "$0.500"),
+            (12.3, "$12.30"),
+        ] {
+            assert_eq!(crate::benchmark::usd(amount), shown, "{amount}");
         }
     }
 
@@ -1085,6 +1158,8 @@ mod tests {
         assert_eq!(r[0].tokens_per_sec_mean, Some(52.5));
         assert!((r[0].cost_usd.unwrap() - 0.04).abs() < 1e-12);
         assert!((r[0].cost_per_pass_usd.unwrap() - 0.04 / 3.0).abs() < 1e-12);
+        // The goal judge's cost is apart, not in the contestant's own.
+        assert!((r[0].judging_cost_usd.unwrap() - 0.008).abs() < 1e-12);
         assert_eq!(r[1].cost_per_pass_usd, None, "no pass, no cost per pass");
         // An unknown price makes the total unknown, not smaller.
         rows[0].cost_usd = None;

@@ -40,7 +40,9 @@ describe('duration', () => {
 describe('usd', () => {
   it('shows cents for dollars, two digits for fractions, and a dash for unknown', () => {
     expect(usd(12.345)).toBe('$12.35');
-    expect(usd(0.0123)).toBe('$0.012');
+    expect(usd(0.0123)).toBe('$0.0123');
+    expect(usd(0.00004)).toBe('< $0.0001');
+    expect(usd(0.000123)).toBe('$0.000123');
     expect(usd(0)).toBe('$0');
     expect(usd(null)).toBe('—');
   });

@@ -34,7 +34,10 @@ export function rate(tps: number | null | undefined): string {
   return tps.toFixed(1);
 }
 
-/** A cost in US dollars: cents for large amounts, more digits for small ones; "—" unknown. */
+/**
+ * A cost in US dollars as the engine's reports say it: cents from a dollar
+ * up, three significant digits below, "< $0.0001" below that; "—" unknown.
+ */
 export function usd(amount: number | null | undefined): string {
   if (amount === null || amount === undefined) {
     return '—';
@@ -42,7 +45,10 @@ export function usd(amount: number | null | undefined): string {
   if (amount === 0) {
     return '$0';
   }
-  return amount >= 1 ? `$${amount.toFixed(2)}` : `$${amount.toPrecision(2)}`;
+  if (amount < 0.0001) {
+    return '< $0.0001';
+  }
+  return amount >= 1 ? `$${amount.toFixed(2)}` : `$${amount.toPrecision(3)}`;
 }
 
 /** A count, `—` for unknown. */

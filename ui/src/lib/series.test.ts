@@ -60,6 +60,7 @@ function contestant(over: Partial<SeriesContestantDto> = {}): SeriesContestantDt
     completion_tokens: 200,
     cost_usd: null,
     cost_per_pass_usd: null,
+    judging_cost_usd: null,
     ...over,
   };
 }

@@ -108,7 +108,7 @@ fn markdown(r: &BattleReport) -> String {
                     .map_or("—".into(), |ms| format!("{:.1} s", ms as f64 / 1000.0)),
                 m.completion_tokens.map_or("—".into(), |t| t.to_string()),
                 m.tokens_per_sec.map_or("—".into(), |t| format!("{t:.1}")),
-                m.cost_usd.map_or("—".into(), |v| format!("${v:.4}")),
+                crate::benchmark::usd_or_dash(m.cost_usd),
             );
         }
         if let Some(a) = &r.detail.analysis {

@@ -301,11 +301,8 @@ fn rows_of(
                 local: c.lane == crate::battle::Lane::Local,
                 prompt_tokens: c.benchmark.prompt_tokens,
                 completion_tokens: c.benchmark.completion_tokens,
-                cost_usd: crate::benchmark::add_costs([
-                    c.benchmark.cost_usd,
-                    goal_cost,
-                    turns_cost,
-                ]),
+                cost_usd: crate::benchmark::add_costs([c.benchmark.cost_usd, turns_cost]),
+                judging_cost_usd: goal_cost,
             }
         })
         .collect()

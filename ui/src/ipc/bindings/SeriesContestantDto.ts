@@ -36,4 +36,17 @@ mean_turns: number | null, errors: number, duration_ms_p50: number | null, durat
 /**
  * Generation speed of local runs.
  */
-tokens_per_sec_mean: number | null, tokens_per_sec_sd: number | null, prompt_tokens: number, completion_tokens: number, cost_usd: number | null, cost_per_pass_usd: number | null, };
+tokens_per_sec_mean: number | null, tokens_per_sec_sd: number | null, prompt_tokens: number, completion_tokens: number, 
+/**
+ * Its own work (answers and later turns); `null` when a price is
+ * unknown, 0 on a local model.
+ */
+cost_usd: number | null, 
+/**
+ * Its own cost per result that reached the goal.
+ */
+cost_per_pass_usd: number | null, 
+/**
+ * Judging its results against the goal (the goal judge's model), apart.
+ */
+judging_cost_usd: number | null, };
