@@ -21,6 +21,11 @@
 #   into the binaries too (ARENA_VERSION), as an upgrade test needs.
 # Environment:
 #   ARENA_PACKAGE_SKIP_SETUP=1   don't run scripts/setup.sh
+#   ARENA_PACKAGE_PROFILE=P      the cargo profile (default dist: release's
+#                                optimisation without incremental state;
+#                                the package test uses release, whose
+#                                incremental state makes its second build,
+#                                with another version, take a minute)
 #   SOURCE_DATE_EPOCH            the build day (default: today; setting it
 #                                also rebuilds the C libraries, whose build
 #                                scripts follow it)
@@ -67,8 +72,11 @@ fi
 
 export ARENA_COMMIT=${ARENA_COMMIT:-$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)}
 BUILT_AT=${SOURCE_DATE_EPOCH:-$(date +%s)}
-# The binaries say the package's version; left unset for the workspace's
-# own, so this build shares its compiled crates with `cargo build --release`.
+# The binaries say the package's version (left unset for the workspace's
+# own, which they say anyway).
+PROFILE=${ARENA_PACKAGE_PROFILE:-dist}
+[[ $PROFILE =~ ^[a-z][a-z0-9_-]*$ ]] || die "ARENA_PACKAGE_PROFILE \"$PROFILE\" is not a cargo profile name"
+BIN=$ROOT/target/$PROFILE
 if [[ $VERSION != "$WORKSPACE_VERSION" ]]; then
   export ARENA_VERSION=$VERSION
 else
@@ -81,8 +89,8 @@ rm -f "$OUT"/arena_*.deb "$OUT"/arena-cli_*.deb "$OUT"/arena-*.rpm
 
 # --- build ------------------------------------------------------------------
 say "building the CLI ($VERSION, commit $ARENA_COMMIT)"
-cargo build --release --locked -p arena-cli
-strip --strip-unneeded -o "$WORK/arena.stripped" target/release/arena
+cargo build --profile "$PROFILE" --locked -p arena-cli
+strip --strip-unneeded -o "$WORK/arena.stripped" "$BIN/arena"
 say "building the app with Tauri's bundler"
 # The .rpm carries the CLI too (there is no CLI-only .rpm) and what Coding
 # battles run; the bundler adds WebKitGTK and GTK itself.
@@ -100,9 +108,9 @@ cat >"$WORK/tauri.json" <<JSON
   }
 }
 JSON
-ui/node_modules/.bin/tauri build --ci --config "$WORK/tauri.json"
+ui/node_modules/.bin/tauri build --ci --config "$WORK/tauri.json" -- --profile "$PROFILE" --locked
 
-BUNDLE=$ROOT/target/release/bundle
+BUNDLE=$BIN/bundle
 app_deb=$(ls "$BUNDLE"/deb/*_"$VERSION"_*.deb)
 app_rpm=$(ls "$BUNDLE"/rpm/*-"$VERSION"-*.rpm)
 
@@ -177,7 +185,7 @@ grep -q "^## $VERSION " CHANGELOG.md ||
 
 # The CLI: the binary alone.
 cli=$WORK/arena-cli
-install -D -m 0755 target/release/arena "$cli/usr/bin/arena"
+install -D -m 0755 "$BIN/arena" "$cli/usr/bin/arena"
 finish arena-cli "$cli" "git, bubblewrap" \
   "compare AI models and coding agents on one prompt (command line)" \
   "Arena runs the same prompt against 2 to 6 AI contestants - local models (llama.cpp, llama-swap, Ollama), cloud models and CLI coding agents - and helps pick the best result: fair speed figures, diffs, checks, an LLM judge, blind votes and a leaderboard. This package is the arena command alone, for servers and CI; the desktop app is the arena package."

@@ -50,6 +50,10 @@ apt-get purge -y -q arena arena-cli >/dev/null 2>&1 || true
 
 # --- 1. build and lint --------------------------------------------------------
 export ARENA_PACKAGE_SKIP_SETUP=1
+# The release profile: its incremental state makes the second build (with
+# another version) a minute, where the shipping profile (dist) builds
+# every crate again.
+export ARENA_PACKAGE_PROFILE=release
 scripts/package.sh
 mkdir -p "$T/v1" "$T/v2"
 cp dist/arena_"$V1"_"$ARCH".deb dist/arena-cli_"$V1"_"$ARCH".deb "$T/v1/"
