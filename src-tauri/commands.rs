@@ -20,7 +20,7 @@ use crate::events;
 use crate::state::AppState;
 use arena_api::{
     AnalysisDto, AppInfo, ApplyResultDto, BackendDto, BattleDetailDto, BattleDto, BattleEventDto,
-    BattlePageDto, BattleQueryDto, CrossExaminationDto, DiffViewDto, LeaderboardDto,
+    BattlePageDto, BattleQueryDto, BattleTypeDto, CrossExaminationDto, DiffViewDto, LeaderboardDto,
     LeaderboardQueryDto, PersonasDto, ProviderModelsDto, ProviderSettingsDto, RoundDto, SeriesDto,
     SettingsDto, SettingsUpdateDto, StartBattleRequest, StartSeriesRequest, VoteDto, WorkDto,
 };
@@ -458,6 +458,22 @@ pub async fn refine(
         .refine(&battle_id, &contestant_id, &feedback)
         .await?;
     Ok(RoundDto::from(&round))
+}
+
+/// Whether a folder can hold a battle of this type, asked while the
+/// launcher's Project field is typed or picked: the folder, made
+/// canonical, or why not (`invalid_input`, with what to do).
+#[tauri::command]
+pub async fn check_project(
+    state: State<'_, AppState>,
+    project: String,
+    battle_type: BattleTypeDto,
+) -> Result<String, Error> {
+    let folder = state
+        .engine()?
+        .check_project(std::path::Path::new(project.trim()), battle_type.into())
+        .await?;
+    Ok(folder.display().to_string())
 }
 
 /// Ratings per (identity, model), for one battle type or all, and of

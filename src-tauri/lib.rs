@@ -91,6 +91,7 @@ pub fn app_builder<R: tauri::Runtime>(builder: tauri::Builder<R>) -> tauri::Buil
             commands::pick_folder,
             commands::refine,
             commands::leaderboard,
+            commands::check_project,
             commands::providers,
             commands::personas,
             commands::backends,

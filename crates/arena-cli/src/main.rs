@@ -388,6 +388,12 @@ fn limit_malloc_arenas() {
 }
 
 /// Prints one of the wire model's values (`arena-api`), pretty.
+/// A path given on the command line, made full against the current
+/// folder (the engine takes full paths only).
+pub(crate) fn full_path(path: &std::path::Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
 pub(crate) fn print_json(value: &impl serde::Serialize) {
     match serde_json::to_string_pretty(value) {
         Ok(text) => println!("{text}"),
@@ -849,7 +855,7 @@ fn run_request(args: RunArgs) -> Result<BattleRequest, Error> {
         .collect::<Result<Vec<_>, _>>()?;
     Ok(BattleRequest {
         battle_type,
-        project: args.project,
+        project: full_path(&args.project),
         prompt,
         contestants,
         check_command: args.check,

@@ -233,7 +233,7 @@ fn request(args: &SeriesArgs) -> Result<(SeriesRequest, Option<String>), Error> 
         .transpose()?;
     let request = StartSeriesRequest {
         battle_type,
-        project: args.project.display().to_string(),
+        project: crate::full_path(&args.project).display().to_string(),
         prompt: args.prompt.clone().unwrap_or_default(),
         prompt_set: None,
         contestants: args.contestants.clone(),

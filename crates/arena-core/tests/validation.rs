@@ -180,3 +180,70 @@ async fn a_broken_persona_registry_names_file_and_line() {
         other => panic!("expected a persona error, got {other}"),
     }
 }
+
+/// The launcher asks about the project folder as it is typed or picked:
+/// a relative path, a missing folder, a file, and (for Coding) a folder
+/// that is not a git repository are each refused with what to do; a good
+/// folder comes back canonical. A relative path is refused by battle
+/// creation too, rather than read against the process's own folder.
+#[tokio::test]
+async fn the_project_folder_is_checked_on_its_own() {
+    let h = Harness::new().await;
+    let dir = h.project.path();
+    let file = dir.join("notes.txt");
+    std::fs::write(&file, "x").unwrap();
+    let check = |p: std::path::PathBuf, t: BattleType| {
+        let engine = h.engine.clone();
+        async move { engine.check_project(&p, t).await }
+    };
+    let refused = |r: Result<std::path::PathBuf, Error>| match r {
+        Err(Error::Invalid(i)) => i,
+        other => panic!("refused expected, got {other:?}"),
+    };
+    let relative = refused(check("some/project".into(), BattleType::Qa).await);
+    assert!(matches!(relative, Invalid::ProjectRelative(_)));
+    assert!(relative.to_string().contains("full path"), "{relative}");
+    let missing = refused(check(dir.join("gone"), BattleType::Qa).await);
+    assert!(matches!(missing, Invalid::ProjectMissing(_)), "{missing}");
+    let a_file = refused(check(file.clone(), BattleType::Qa).await);
+    assert!(matches!(a_file, Invalid::ProjectNotAFolder(_)), "{a_file}");
+    assert!(a_file.to_string().contains("is a file"), "{a_file}");
+    let plain = tempfile::tempdir().unwrap();
+    let not_git = refused(check(plain.path().to_path_buf(), BattleType::Coding).await);
+    assert!(
+        matches!(not_git, Invalid::NotAGitRepository(_)),
+        "{not_git}"
+    );
+    assert!(not_git.to_string().contains("git init"), "{not_git}");
+    // The same folder is fine for Q&A; a repository is fine for Coding.
+    let ok = check(plain.path().to_path_buf(), BattleType::Qa)
+        .await
+        .unwrap();
+    assert_eq!(ok, plain.path().canonicalize().unwrap());
+    let repo = repo();
+    check(repo.path().to_path_buf(), BattleType::Coding)
+        .await
+        .expect("a repository with a commit");
+
+    h.local.set_model("m1", ModelScript::text("hi"));
+    let mut request = BattleRequest {
+        battle_type: BattleType::Qa,
+        project: "relative/folder".into(),
+        prompt: "q".into(),
+        contestants: specs(&["debugger@m1", "explainer@m1"]),
+        check_command: None,
+        blind: false,
+        tags: Vec::new(),
+    };
+    let e = rejected(&h, request.clone()).await;
+    assert!(
+        matches!(e, Error::Invalid(Invalid::ProjectRelative(_))),
+        "{e}"
+    );
+    request.project = file;
+    let e = rejected(&h, request).await;
+    assert!(
+        matches!(e, Error::Invalid(Invalid::ProjectNotAFolder(_))),
+        "{e}"
+    );
+}

@@ -32,8 +32,12 @@ pub enum Invalid {
     UnknownBackend { name: String, known: String },
     #[error("backend `{name}` is not installed: `{program}` was not found on PATH")]
     BackendNotInstalled { name: String, program: String },
-    #[error("project folder {0} does not exist or is not a folder")]
+    #[error("there is no folder {0}")]
     ProjectMissing(PathBuf),
+    #[error("{0} is a file; choose the folder it is in, or another folder")]
+    ProjectNotAFolder(PathBuf),
+    #[error("give the project folder's full path (it starts with /); {0} is relative")]
+    ProjectRelative(PathBuf),
     #[error("a Coding battle needs a git repository, and {0} is not one; run `git init` there and commit, or choose another folder")]
     NotAGitRepository(PathBuf),
     #[error("unknown battle type `{0}`; use `qa` or `coding`")]

@@ -167,3 +167,70 @@ async fn first_run_banner_links_to_settings() -> Result<()> {
     ensure!(hash == "#/settings", "the link opened {hash:?}");
     app.close().await
 }
+
+/// The project folder is checked as it is typed (the engine's
+/// `check_project`): a missing folder, a file, a relative path and, for a
+/// Coding battle, a folder that is not a git repository are each said at
+/// the field, which is marked invalid, before anything starts; no error
+/// code reaches the page; a good folder clears it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_project_folder_is_checked_at_the_field_as_it_is_typed() -> Result<()> {
+    let Some(h) =
+        Harness::start("the_project_folder_is_checked_at_the_field_as_it_is_typed").await?
+    else {
+        return Ok(());
+    };
+    let project = h.project_dir();
+    std::fs::create_dir_all(&project)?;
+    let file = project.join("notes.txt");
+    std::fs::write(&file, "notes")?;
+    let app = h.launch().await?;
+    app.open_launcher().await?;
+    let field = "input[data-testid=project-input]";
+    let said = |path: String, says: &'static str| {
+        let app = &app;
+        async move {
+            let input = app.wait_for(field).await?;
+            app.fill(&input, &path).await?;
+            app.wait_until(
+                &format!("the field to say {says:?} of {path}"),
+                Duration::from_secs(10),
+                || async {
+                    let shown = app.text_content("[data-testid=launcher]").await?;
+                    let invalid = app
+                        .js::<Option<String>>(
+                            "return document.querySelector(arguments[0]).getAttribute('aria-invalid');",
+                            vec![serde_json::json!(field)],
+                        )
+                        .await?;
+                    Ok((shown.contains(says) && invalid.as_deref() == Some("true")).then_some(()))
+                },
+            )
+            .await
+        }
+    };
+    said(
+        project.join("gone").display().to_string(),
+        "There is no folder",
+    )
+    .await?;
+    said(file.display().to_string(), "is a file").await?;
+    said("some/relative/folder".into(), "full path").await?;
+    app.screenshot("launcher-project-field").await?;
+    ensure!(
+        !app.page_text().await?.contains("invalid_input"),
+        "an error code reached the page"
+    );
+
+    // A plain folder is fine for Q&A...
+    let input = app.wait_for(field).await?;
+    app.fill(&input, &project.display().to_string()).await?;
+    app.wait_until("the field to clear", Duration::from_secs(10), || async {
+        Ok((!app.is_visible("#launcher-project-error").await?).then_some(()))
+    })
+    .await?;
+    // ...and not a git repository for a Coding battle.
+    app.click("input[data-testid=battle-type-coding]").await?;
+    said(project.display().to_string(), "git init").await?;
+    app.close().await
+}

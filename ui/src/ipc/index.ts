@@ -19,6 +19,7 @@ import type {
   BattleEventDto,
   BattlePageDto,
   BattleQueryDto,
+  BattleTypeDto,
   CrossExaminationDto,
   DiffViewDto,
   LeaderboardDto,
@@ -237,6 +238,15 @@ export function pickFolder(title?: string): Promise<string | null> {
 /** Continues a finished Coding contestant with feedback, as a new round. Resolves when it ends. */
 export function refine(battleId: string, contestantId: string, feedback: string): Promise<RoundDto> {
   return call<RoundDto>('refine', { battleId, contestantId, feedback });
+}
+
+/**
+ * Whether `project` can hold a battle of `battleType` (a full path to a
+ * folder that exists; a git repository for Coding): the folder made
+ * canonical, or an `invalid_input` error saying what to do.
+ */
+export function checkProject(project: string, battleType: BattleTypeDto): Promise<string> {
+  return call<string>('check_project', { project, battleType });
 }
 
 /**

@@ -450,6 +450,22 @@ impl Engine {
     /// Validates the request and records the battle (status `running`, all
     /// contestants `queued`) with its results folder and manifest. Nothing
     /// is created when validation fails. Call [`Engine::run_battle`] next.
+    /// Whether `project` can hold a battle of `battle_type`, as the launcher
+    /// asks while the path is typed or picked: a full path to a folder
+    /// that exists (and, for a battle that works in worktrees, a git
+    /// repository with a commit). Returns the folder, made canonical.
+    pub async fn check_project(
+        &self,
+        project: &std::path::Path,
+        battle_type: crate::battle::BattleType,
+    ) -> Result<std::path::PathBuf> {
+        let folder = validate::project_folder(project)?;
+        if battle_type == crate::battle::BattleType::Coding {
+            validate::git_base(&folder).await?;
+        }
+        Ok(folder)
+    }
+
     pub async fn create_battle(&self, request: BattleRequest) -> Result<Battle> {
         validate::create(self, request).await
     }

@@ -74,10 +74,7 @@ pub(super) async fn check(engine: &Engine, request: BattleRequest) -> Result<Pla
     if !(2..=6).contains(&contestants.len()) {
         return Err(Invalid::ContestantCount(contestants.len()).into());
     }
-    if !project.is_dir() {
-        return Err(Invalid::ProjectMissing(project).into());
-    }
-    let project = project.canonicalize().map_err(|e| Error::io(&project, e))?;
+    let project = project_folder(&project)?;
 
     // Identities: personas for Q&A, installed backends for Coding.
     let mut identities = Vec::with_capacity(contestants.len());
@@ -138,13 +135,7 @@ pub(super) async fn check(engine: &Engine, request: BattleRequest) -> Result<Pla
                 }
                 identities.push((name, RunSpec::default()));
             }
-            let repo = project.clone();
-            let checked =
-                tokio::task::spawn_blocking(move || crate::worktree::check_project(&repo)).await?;
-            base_commit = Some(checked.map_err(|e| match e {
-                crate::worktree::WorktreeError::NotARepository(p) => Invalid::NotAGitRepository(p),
-                other => Invalid::Other(other.to_string()),
-            })?);
+            base_commit = Some(git_base(&project).await?);
         }
     }
 
@@ -285,6 +276,33 @@ pub(super) async fn record(
     }
     tracing::info!(battle = %id, contestants = battle.contestants.len(), "battle created");
     engine.battle(&id).await
+}
+
+/// A battle's project folder, as given: a full path to a folder that
+/// exists, made canonical. A relative path is refused rather than read
+/// against whatever folder the process happens to run in (a front end
+/// that takes relative paths, as the CLI does, makes them full first).
+pub(super) fn project_folder(project: &std::path::Path) -> Result<std::path::PathBuf> {
+    if !project.is_absolute() {
+        return Err(Invalid::ProjectRelative(project.to_path_buf()).into());
+    }
+    match std::fs::metadata(project) {
+        Err(_) => Err(Invalid::ProjectMissing(project.to_path_buf()).into()),
+        Ok(m) if !m.is_dir() => Err(Invalid::ProjectNotAFolder(project.to_path_buf()).into()),
+        Ok(_) => project.canonicalize().map_err(|e| Error::io(project, e)),
+    }
+}
+
+/// The commit a Coding battle in `project` starts from; refused when the
+/// folder is not a git repository with a commit.
+pub(super) async fn git_base(project: &std::path::Path) -> Result<String> {
+    let repo = project.to_path_buf();
+    let checked =
+        tokio::task::spawn_blocking(move || crate::worktree::check_project(&repo)).await?;
+    Ok(checked.map_err(|e| match e {
+        crate::worktree::WorktreeError::NotARepository(p) => Invalid::NotAGitRepository(p),
+        other => Invalid::Other(other.to_string()),
+    })?)
 }
 
 /// A new contestant's id. A blind battle's are random (v4): time-ordered
