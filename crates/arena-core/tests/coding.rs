@@ -641,3 +641,69 @@ async fn a_refine_round_can_be_cancelled() {
         .unwrap();
     assert_eq!(round.status, Some(ContestantStatus::Cancelled), "{round:?}");
 }
+
+/// A viewer that asks for a contestant's diff the moment it sees the
+/// contestant done gets it: the patch is on disk before `done` is
+/// recorded, and is found there, not through `result.md`'s path, which is
+/// recorded a moment later (the app's diff view asked in that moment and
+/// showed "No diff" for good).
+#[tokio::test]
+async fn a_diff_is_there_the_moment_its_contestant_is_done() {
+    use futures::StreamExt;
+    let h = Harness::new().await;
+    let project = repo();
+    h.cloud
+        .set_model("coder-a", edit_turns("a.txt", "from a\n"));
+    h.cloud
+        .set_model("coder-b", edit_turns("b.txt", "from b\n"));
+    let battle = h
+        .engine
+        .create_battle(BattleRequest {
+            battle_type: BattleType::Coding,
+            project: project.path().to_path_buf(),
+            prompt: "Make the change.".into(),
+            contestants: ["native@coder-a", "native@coder-b"]
+                .iter()
+                .map(|c| ContestantSpec::parse(c).unwrap())
+                .collect(),
+            check_command: None,
+            blind: false,
+            tags: Vec::new(),
+        })
+        .await
+        .unwrap();
+    let viewer = {
+        let (engine, id) = (h.engine.clone(), battle.id.clone());
+        tokio::spawn(async move {
+            let mut events = std::pin::pin!(engine.subscribe(&id, 0));
+            let mut diffs = Vec::new();
+            while let Ok(Some(Ok(e))) =
+                tokio::time::timeout(Duration::from_secs(60), events.next()).await
+            {
+                match e.kind {
+                    arena_core::EventKind::ContestantStatus { status, .. }
+                        if status == ContestantStatus::Done =>
+                    {
+                        let cid = e.contestant_id.clone().unwrap();
+                        diffs.push(
+                            engine
+                                .contestant_diff(&id, &cid)
+                                .await
+                                .map(|d| d.files.len()),
+                        );
+                    }
+                    arena_core::EventKind::BattleStatus { status } if status.is_terminal() => break,
+                    _ => {}
+                }
+            }
+            diffs
+        })
+    };
+    let done = h.engine.run_battle(&battle.id).await.unwrap();
+    assert_eq!(done.status, BattleStatus::Done);
+    let diffs = viewer.await.unwrap();
+    assert_eq!(diffs.len(), 2, "{diffs:?}");
+    for d in diffs {
+        assert_eq!(d.expect("the diff at once"), 2);
+    }
+}

@@ -90,7 +90,7 @@ impl Engine {
         };
         let c = contestant_of(&battle, &id)?;
         // The latest round that finished carries all the work so far.
-        let (_, patch_path) = self.latest_patch(c).await?.ok_or_else(|| {
+        let (_, patch_path) = self.latest_patch(&battle, c).await?.ok_or_else(|| {
             Error::Conflict(format!(
                 "contestant {id} has no diff.patch (status {})",
                 c.status
@@ -123,7 +123,7 @@ impl Engine {
             )));
         }
         let (round, path) = self
-            .latest_patch(c)
+            .latest_patch(&battle, c)
             .await?
             .ok_or_else(|| Error::not_found("diff of contestant", contestant_id))?;
         let files = tokio::task::spawn_blocking(move || {
@@ -136,8 +136,15 @@ impl Engine {
 
     /// The `diff.patch` with a contestant's latest work and its round
     /// number: the latest refinement round that finished, else its own run
-    /// (round 1). `None` when that file was not written.
-    async fn latest_patch(&self, c: &crate::Contestant) -> Result<Option<(u32, PathBuf)>> {
+    /// (round 1), in its folder of the battle's results (written before
+    /// the contestant is recorded `done`, so a viewer asking at once finds
+    /// it; its `result.md`, and `result_path`, come a moment later). `None`
+    /// when that file was not written.
+    async fn latest_patch(
+        &self,
+        battle: &crate::Battle,
+        c: &crate::Contestant,
+    ) -> Result<Option<(u32, PathBuf)>> {
         let latest_round = self
             .rounds(&c.id)
             .await?
@@ -145,16 +152,18 @@ impl Engine {
             .rev()
             .find(|r| r.status == Some(ContestantStatus::Done))
             .and_then(|r| Some((r.number, r.result_path?)));
-        let (round, result) = match latest_round {
-            Some((number, path)) => (number, Some(path)),
-            None => (1, c.result_path.clone()),
-        };
-        let Some(patch) = result
-            .as_ref()
-            .and_then(|p| p.parent())
-            .map(|d| d.join(crate::results::DIFF_FILE))
-        else {
-            return Ok(None);
+        let (round, patch) = match latest_round {
+            Some((number, path)) => match path.parent() {
+                Some(dir) => (number, dir.join(crate::results::DIFF_FILE)),
+                None => return Ok(None),
+            },
+            None => {
+                let dir = crate::results::confined(
+                    &battle.results_path,
+                    &[&crate::results::contestant_dir(c)],
+                )?;
+                (1, dir.join(crate::results::DIFF_FILE))
+            }
         };
         let probe = patch.clone();
         let exists = tokio::task::spawn_blocking(move || probe.is_file()).await?;
