@@ -681,9 +681,10 @@ async fn a_diff_is_there_the_moment_its_contestant_is_done() {
                 tokio::time::timeout(Duration::from_secs(60), events.next()).await
             {
                 match e.kind {
-                    arena_core::EventKind::ContestantStatus { status, .. }
-                        if status == ContestantStatus::Done =>
-                    {
+                    arena_core::EventKind::ContestantStatus {
+                        status: ContestantStatus::Done,
+                        ..
+                    } => {
                         let cid = e.contestant_id.clone().unwrap();
                         diffs.push(
                             engine
