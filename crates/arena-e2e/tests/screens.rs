@@ -175,7 +175,7 @@ async fn leaderboard_ranks_decided_battles() -> Result<()> {
     let project = app.wait_for("input[data-testid=lb-project]").await?;
     let note = "[data-testid=lb-project-note]";
     for (typed, says) in [
-        ("/no/such/folder/for/arena", "does not exist"),
+        ("/no/such/folder/for/arena", "no folder"),
         ("projects/arena", "full path"),
     ] {
         app.fill(&project, typed).await?;
