@@ -497,6 +497,7 @@ async fn run(cli: Cli) -> Result<(), Error> {
             json,
             csv,
         } => {
+            let project = project.as_deref().map(full_path);
             let query = arena_core::LeaderboardQuery {
                 battle_type: battle_type.map(|t| BattleType::parse_arg(&t)).transpose()?,
                 series,

@@ -172,10 +172,10 @@ impl Engine {
             }
             None => None,
         };
+        // The same check as a battle's folder: a full path to a folder.
         let project = match &query.project {
             Some(dir) => Some(
-                dir.canonicalize()
-                    .map_err(|_| crate::error::Invalid::ProjectMissing(dir.clone()))?
+                super::validate::project_folder(dir)?
                     .to_string_lossy()
                     .into_owned(),
             ),
