@@ -5,7 +5,6 @@ import {
   agreementLine,
   initialLeaderboardFilter,
   lengthNote,
-  projectProblem,
   ratingLc,
   settle,
   SOURCES,
@@ -91,14 +90,6 @@ describe('the Project filter while typing', () => {
     error: toIpcError({ code, message }),
   });
   const refused = failed('invalid_input', 'project folder /srv/re does not exist');
-
-  it('says a relative path at once, and accepts blank or a full path', () => {
-    expect(projectProblem('')).toBeNull();
-    expect(projectProblem('  ')).toBeNull();
-    expect(projectProblem('/srv/repo')).toBeNull();
-    expect(projectProblem('srv/repo')).toMatch(/full path/);
-    expect(projectProblem('./repo')).toMatch(/full path/);
-  });
 
   it('keeps the last board when the folder is refused, and says why at the field', () => {
     expect(settle(ready, refused, '/srv/re')).toEqual({

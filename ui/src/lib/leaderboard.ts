@@ -95,18 +95,6 @@ export function ratingLc(s: Pick<StandingDto, 'rating_lc'>): string {
     : String(Math.round(s.rating_lc));
 }
 
-/**
- * Why the Project field's value cannot filter (yet), or null when it can;
- * blank means any project. Checked as the user types, before the engine is
- * asked: a relative path would be read against the app's own folder.
- */
-export function projectProblem(project: string): string | null {
-  const folder = project.trim();
-  if (folder !== '' && !folder.startsWith('/')) {
-    return 'Give the folder’s full path (it starts with /).';
-  }
-  return null;
-}
 
 /** What the leaderboard screen shows: the board, and a note at the Project field. */
 export interface Shown<T> {

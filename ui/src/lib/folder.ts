@@ -1,0 +1,16 @@
+// A project folder as typed in a field (the launcher's, the leaderboard's
+// filter): what can be said of it before the engine is asked.
+
+/**
+ * Why a typed project folder cannot be used (yet), or null when it can;
+ * blank is left to the field (any project, or "choose one"). A relative
+ * path would be read against the app's own folder, so it is refused at
+ * once; everything else is the engine's to check.
+ */
+export function projectProblem(project: string): string | null {
+  const folder = project.trim();
+  if (folder !== '' && !folder.startsWith('/')) {
+    return 'Give the folder’s full path (it starts with /).';
+  }
+  return null;
+}
