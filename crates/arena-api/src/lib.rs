@@ -498,6 +498,27 @@ pub struct BattleDto {
     /// The user's tie or "all bad" (a chosen winner is `winner`).
     pub user_verdict: Option<UserVerdictDto>,
     pub tags: Vec<String>,
+    /// Its newest analysis: running, failed, or done with its outcome;
+    /// `null` when never judged, and while masked.
+    pub judging: Option<JudgingDto>,
+}
+
+/// A battle's newest analysis in brief, for lists of battles.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct JudgingDto {
+    pub status: AnalysisStatusDto,
+    /// How it ended, once done.
+    pub outcome: Option<OutcomeDto>,
+}
+
+impl From<core::battle::Judging> for JudgingDto {
+    fn from(j: core::battle::Judging) -> Self {
+        JudgingDto {
+            status: j.status.into(),
+            outcome: j.outcome.map(Into::into),
+        }
+    }
 }
 
 /// A battle as the engine handed it to its viewer (`blind::BattleView`).
@@ -529,6 +550,7 @@ impl From<&core::blind::BattleView> for BattleDto {
             masked: view.masked,
             user_verdict: b.user_verdict.map(Into::into),
             tags: b.tags.clone(),
+            judging: b.judging.map(Into::into),
         }
     }
 }
@@ -1982,6 +2004,7 @@ mod tests {
             revealed_at: None,
             user_verdict: None,
             tags: Vec::new(),
+            judging: None,
         }
     }
 

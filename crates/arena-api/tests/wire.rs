@@ -95,6 +95,10 @@ fn battle() -> core::Battle {
         revealed_at: None,
         user_verdict: None,
         tags: Vec::new(),
+        judging: Some(core::battle::Judging {
+            status: core::analysis::AnalysisStatus::Done,
+            outcome: Some(core::analysis::Outcome::NoClearWinner),
+        }),
     }
 }
 
@@ -643,6 +647,7 @@ fn a_masked_battle_field_by_field() {
         "cost_usd",
         "analysis",
         "vote",
+        "judging",
     ];
     for (path, leaf) in &all {
         let text = leaf.to_string();

@@ -163,6 +163,15 @@ async fn verdicts_that_flip_with_the_order_give_no_clear_winner() {
         "both verdicts are kept, and they differ"
     );
     assert!(h.engine.battle(&b.id).await.unwrap().winner.is_none());
+    // Lists of battles say so, not just "no winner".
+    let said = Some(arena_core::battle::Judging {
+        status: AnalysisStatus::Done,
+        outcome: Some(Outcome::NoClearWinner),
+    });
+    assert_eq!(h.engine.battle(&b.id).await.unwrap().judging, said);
+    let (page, _) = h.engine.battle_page(Default::default()).await.unwrap();
+    let listed = page.iter().find(|x| x.id == b.id).unwrap();
+    assert_eq!(listed.judging, said);
 }
 
 #[tokio::test]

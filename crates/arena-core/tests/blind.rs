@@ -257,6 +257,44 @@ async fn a_masked_contestant_waiting_for_its_lane_reads_as_running() {
     }
 }
 
+/// On a shared lane a blind battle's contestants go in label order, not the
+/// launcher's: the labels are shuffled per battle, so which one the server
+/// serves first (and so which streams first) tells nothing of the roster.
+#[tokio::test]
+async fn a_blind_battle_queues_its_contestants_by_label_not_by_launcher_order() {
+    let h = harness().await;
+    let models = ["l1", "l2", "l3", "l4"];
+    for m in models {
+        h.local.set_model(m, ModelScript::tokens(3).rate(500.0));
+    }
+    let mut orders = Vec::new();
+    for round in 0..4 {
+        let mut request = h.request(
+            &format!("Which goes first? ({round})"),
+            &["debugger@l1", "explainer@l2", "architect@l3", "code-reviewer@l4"],
+        );
+        request.blind = true;
+        let before = h.local.requests().len();
+        let battle = h.engine.create_battle(request).await.unwrap();
+        let battle = h.engine.run_battle(&battle.id).await.unwrap();
+        let served: Vec<String> = h.local.requests()[before..]
+            .iter()
+            .filter(|r| r.is_generation())
+            .filter_map(|r| r.model.clone())
+            .collect();
+        let mut by_label = battle.contestants.clone();
+        by_label.sort_by(|a, b| a.label.cmp(&b.label));
+        let expected: Vec<String> = by_label.iter().map(|c| c.model.clone()).collect();
+        assert_eq!(served, expected, "served out of label order: {battle:?}");
+        orders.push(expected);
+    }
+    // The labels were shuffled: not every battle went in launcher order.
+    assert!(
+        orders.iter().any(|o| o.as_slice() != models),
+        "four battles all went in launcher order: {orders:?}"
+    );
+}
+
 #[tokio::test]
 async fn votes_are_checked_and_a_tie_stands_against_the_judge() {
     let h = harness().await;

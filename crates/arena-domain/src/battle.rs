@@ -8,6 +8,7 @@ use std::str::FromStr;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+use crate::analysis::{AnalysisStatus, Outcome};
 use crate::error::Invalid;
 
 macro_rules! string_enum {
@@ -322,6 +323,17 @@ pub struct Battle {
     /// The user's tie or "all bad" (a chosen winner is in `winner`).
     pub user_verdict: Option<UserVerdict>,
     pub tags: Vec<String>,
+    /// Where its newest analysis stands, if it was ever judged.
+    pub judging: Option<Judging>,
+}
+
+/// A battle's newest analysis in brief: what a list of battles says of
+/// the judge ("judging…", "no clear winner", "the judge failed").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Judging {
+    pub status: AnalysisStatus,
+    /// How it ended, once done.
+    pub outcome: Option<Outcome>,
 }
 
 impl Battle {

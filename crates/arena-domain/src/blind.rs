@@ -42,6 +42,30 @@ pub fn shuffled_labels(n: usize, rng: &mut impl Rng) -> Vec<String> {
     labels
 }
 
+/// Where a contestant stands among its battle's when they queue for their
+/// lanes: its roster place, or in a blind battle its label's (labels are
+/// shuffled per battle), so that who goes first on a shared lane, and so
+/// the order their work starts and streams in, never follows the
+/// launcher's order.
+pub fn queue_place(battle: &Battle, c: &Contestant) -> u32 {
+    match c.label.as_deref().filter(|_| battle.blind) {
+        Some(label) => LABELS
+            .iter()
+            .position(|l| *l == label)
+            .map_or(c.position, |i| i as u32),
+        None => c.position,
+    }
+}
+
+/// How a contestant is named to others waiting on its lane: "contestant 2"
+/// by its roster place, "contestant B" in a blind battle.
+pub fn seat_name(battle: &Battle, c: &Contestant) -> String {
+    match c.label.as_deref().filter(|_| battle.blind) {
+        Some(label) => format!("contestant {label}"),
+        None => format!("contestant {}", c.position + 1),
+    }
+}
+
 /// What the user chose in a (blind) battle.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Vote {
@@ -125,6 +149,7 @@ pub fn masked(battle: &Battle) -> Cow<'_, Battle> {
     let mut b = battle.clone();
     b.winner = None;
     b.user_verdict = None;
+    b.judging = None;
     b.finished_at = None;
     for c in &mut b.contestants {
         let label = c.label.clone().unwrap_or_else(|| "?".into());
@@ -469,6 +494,7 @@ mod tests {
             revealed_at: None,
             user_verdict: None,
             tags: vec![],
+            judging: None,
         }
     }
 

@@ -10,7 +10,7 @@ use rusqlite::{params, params_from_iter, Connection, OptionalExtension, Row};
 use crate::error::{Error, Result};
 use arena_domain::analysis::Analysis;
 use arena_domain::battle::{
-    Battle, BattleQuery, BattleType, Benchmark, Contestant, Round, UserVerdict, Winner,
+    Battle, BattleQuery, BattleType, Benchmark, Contestant, Judging, Round, UserVerdict, Winner,
 };
 use arena_domain::cross_exam::CrossExamination;
 use arena_domain::decisions::{Lease, Ticket};
@@ -39,9 +39,9 @@ pub(crate) fn parse<T: std::str::FromStr<Err = String>>(
     })
 }
 
-/// The battle's columns, then its tags sorted and joined by line breaks
-/// (in the subquery, `id` is the battle's: `battle_tags` has no `id`).
-const BATTLE_COLUMNS: &str = "id, battle_type, status, prompt, project_path, results_path, created_at, finished_at, winner_id, winner_source, base_commit, check_command, series_id, blind, revealed_at, user_verdict, (SELECT group_concat(tag, char(10)) FROM (SELECT tag FROM battle_tags WHERE battle_id = id ORDER BY tag))";
+/// The battle's columns (of `battles b`), then its tags sorted and joined
+/// by line breaks, then its newest analysis' status and outcome.
+const BATTLE_COLUMNS: &str = "b.id, b.battle_type, b.status, b.prompt, b.project_path, b.results_path, b.created_at, b.finished_at, b.winner_id, b.winner_source, b.base_commit, b.check_command, b.series_id, b.blind, b.revealed_at, b.user_verdict, (SELECT group_concat(tag, char(10)) FROM (SELECT tag FROM battle_tags t WHERE t.battle_id = b.id ORDER BY tag)), (SELECT a.status || ' ' || IFNULL(a.outcome, '') FROM analyses a WHERE a.battle_id = b.id ORDER BY a.created_at DESC, a.rowid DESC LIMIT 1)";
 
 fn battle_row(r: &Row<'_>) -> rusqlite::Result<Battle> {
     let winner_id: Option<String> = r.get(8)?;
@@ -77,6 +77,22 @@ fn battle_row(r: &Row<'_>) -> rusqlite::Result<Battle> {
             .get::<_, Option<String>>(16)?
             .map(|t| t.lines().map(str::to_string).collect())
             .unwrap_or_default(),
+        judging: r
+            .get::<_, Option<String>>(17)?
+            .map(|j| judging(17, &j))
+            .transpose()?,
+    })
+}
+
+/// `"done no_clear_winner"`, `"running "`: a newest analysis' status and
+/// outcome as [`BATTLE_COLUMNS`] reads them.
+fn judging(i: usize, text: &str) -> rusqlite::Result<Judging> {
+    let (status, outcome) = text.split_once(' ').unwrap_or((text, ""));
+    Ok(Judging {
+        status: enum_col(i, status.to_string())?,
+        outcome: (!outcome.is_empty())
+            .then(|| enum_col(i, outcome.to_string()))
+            .transpose()?,
     })
 }
 
@@ -184,7 +200,7 @@ pub fn contestant(c: &Connection, id: &str) -> Result<Option<Contestant>> {
 
 pub fn battle(c: &Connection, id: &str) -> Result<Option<Battle>> {
     let mut stmt = c.prepare_cached(&format!(
-        "SELECT {BATTLE_COLUMNS} FROM battles WHERE id = ?1"
+        "SELECT {BATTLE_COLUMNS} FROM battles b WHERE b.id = ?1"
     ))?;
     let Some(mut b) = stmt.query_row([id], battle_row).optional()? else {
         return Ok(None);
@@ -714,7 +730,8 @@ mod tests {
     }
 
     /// The plan of a history page, without the steps reading each row's
-    /// tags (by `battle_tags`' primary key: asserted once, here).
+    /// tags (by `battle_tags`' primary key) and newest analysis (by
+    /// `analyses_battle`): asserted once, here.
     fn page_plan(c: &Connection, q: &BattleQuery) -> String {
         let (filter, mut values) = battle_filter(q);
         values.extend([Value::Integer(50), Value::Integer(0)]);
@@ -727,12 +744,16 @@ mod tests {
             &values,
         );
         assert!(
-            full.contains("SEARCH battle_tags USING PRIMARY KEY (battle_id=?)"),
+            full.contains("SEARCH t USING PRIMARY KEY (battle_id=?)"),
+            "{full}"
+        );
+        assert!(
+            full.contains("SEARCH a USING INDEX analyses_battle (battle_id=?)"),
             "{full}"
         );
         full.lines()
             .filter(|l| {
-                !["SUBQUERY", "CO-ROUTINE", "battle_tags", "(subquery-"]
+                !["SUBQUERY", "CO-ROUTINE", "SEARCH t ", "SEARCH a ", "(subquery-"]
                     .iter()
                     .any(|s| l.contains(s))
             })

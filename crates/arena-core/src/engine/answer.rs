@@ -52,7 +52,7 @@ pub(super) async fn run(
         request: request(battle, &c),
         sink: Sink::folding_answer(&battle.id, &c.id),
         holder: String::new(),
-        position: c.position,
+        position: crate::blind::queue_place(battle, &c),
         token: &token,
     };
     let streamed = turn::run(engine, &turn, Some(slot)).instrument(span).await;
@@ -148,12 +148,12 @@ pub(super) async fn continue_turn(
         request,
         sink: Sink::round(&battle.id, &c.id),
         holder: format!(
-            "{}, contestant {} (round {})",
+            "{}, {} (round {})",
             lane::battle_name(&battle.id),
-            c.position + 1,
+            crate::blind::seat_name(battle, c),
             round.number
         ),
-        position: c.position,
+        position: crate::blind::queue_place(battle, c),
         token,
     };
     let reply = turn::ask(engine, &turn).await;

@@ -430,15 +430,15 @@ pub(super) async fn refine(
         provider: c.provider.clone(),
         model: c.model.clone(),
         holder: format!(
-            "{}, contestant {} (refine round {})",
+            "{}, {} (refine round {})",
             lane::battle_name(&battle.id),
-            c.position + 1,
+            crate::blind::seat_name(battle, c),
             round.number
         ),
         battle_id: Some(battle.id.clone()),
         contestant_id: None,
         ready_at: engine.now(),
-        position: c.position,
+        position: crate::blind::queue_place(battle, c),
     };
     let outcome = match lane::take(engine, want, token).await {
         Ok(Some(slot)) => Some(work(engine, battle, c, &path, &prompt, &base, token, slot).await),

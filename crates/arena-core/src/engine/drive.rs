@@ -160,14 +160,16 @@ async fn schedule(engine: &Engine, battle: &Battle, live: &Arc<Live>) -> Result<
             .await?;
         // Everyone queued now became ready now; battle order breaks the tie.
         let ready_at = engine.now();
-        let waiting: Vec<Contestant> = contestants
+        let mut waiting: Vec<Contestant> = contestants
             .into_iter()
             .filter(|c| {
                 c.status == ContestantStatus::Queued && !in_flight.values().any(|id| id == &c.id)
             })
             .collect();
-        // They join their lanes' queues in roster order before any of them
-        // can be served, so a battle's contestants go in that order.
+        // They join their lanes' queues in roster order (a blind battle's in
+        // label order) before any of them can be served, so a battle's
+        // contestants go, and start, in that order.
+        waiting.sort_by_key(|c| crate::blind::queue_place(battle, c));
         for c in waiting {
             let token = live.contestant_token(&c.id);
             let place = lane::join(engine, want(battle, &c, ready_at)).await;
@@ -205,14 +207,14 @@ fn want(battle: &Battle, c: &Contestant, ready_at: chrono::DateTime<chrono::Utc>
         provider: c.provider.clone(),
         model: c.model.clone(),
         holder: format!(
-            "{}, contestant {}",
+            "{}, {}",
             lane::battle_name(&battle.id),
-            c.position + 1
+            crate::blind::seat_name(battle, c)
         ),
         battle_id: Some(battle.id.clone()),
         contestant_id: Some(c.id.clone()),
         ready_at,
-        position: c.position,
+        position: crate::blind::queue_place(battle, c),
     }
 }
 

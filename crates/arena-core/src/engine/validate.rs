@@ -333,6 +333,7 @@ fn in_memory(b: &NewBattle) -> Battle {
         revealed_at: None,
         user_verdict: None,
         tags: b.tags.clone(),
+        judging: None,
         contestants: b
             .contestants
             .iter()

@@ -2,6 +2,7 @@
 import type { BattleStatusDto } from "./BattleStatusDto";
 import type { BattleTypeDto } from "./BattleTypeDto";
 import type { ContestantDto } from "./ContestantDto";
+import type { JudgingDto } from "./JudgingDto";
 import type { UserVerdictDto } from "./UserVerdictDto";
 import type { WinnerDto } from "./WinnerDto";
 
@@ -38,4 +39,9 @@ masked: boolean,
 /**
  * The user's tie or "all bad" (a chosen winner is `winner`).
  */
-user_verdict: UserVerdictDto | null, tags: Array<string>, };
+user_verdict: UserVerdictDto | null, tags: Array<string>, 
+/**
+ * Its newest analysis: running, failed, or done with its outcome;
+ * `null` when never judged, and while masked.
+ */
+judging: JudgingDto | null, };

@@ -27,6 +27,7 @@ export type * from './DiffViewDto';
 export type * from './DigestDto';
 export type * from './ErrorDto';
 export type * from './JudgeRunDto';
+export type * from './JudgingDto';
 export type * from './KeySourceDto';
 export type * from './LaneDto';
 export type * from './LeaderboardDto';
