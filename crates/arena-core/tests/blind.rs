@@ -271,7 +271,12 @@ async fn a_blind_battle_queues_its_contestants_by_label_not_by_launcher_order() 
     for round in 0..4 {
         let mut request = h.request(
             &format!("Which goes first? ({round})"),
-            &["debugger@l1", "explainer@l2", "architect@l3", "code-reviewer@l4"],
+            &[
+                "debugger@l1",
+                "explainer@l2",
+                "architect@l3",
+                "code-reviewer@l4",
+            ],
         );
         request.blind = true;
         let before = h.local.requests().len();

@@ -85,7 +85,7 @@ impl Catalog {
     /// "not served by any provider: llama-swap (3 models), openai (unreachable: …)"
     fn describe(&self) -> String {
         if self.providers.is_empty() {
-            return "no providers are configured; add a [[provider]] to arena.toml".into();
+            return "no providers are configured; add one in the app's Settings → Providers (or a [[provider]] in arena.toml)".into();
         }
         let parts: Vec<String> = self
             .providers
@@ -99,7 +99,7 @@ impl Catalog {
             })
             .collect();
         format!(
-            "not served by any configured provider: {}; run `arena providers` to list models",
+            "not served by any configured provider: {}; pick one of the models they serve (the launcher's model list or Settings → Providers in the app, `arena providers` in a terminal)",
             parts.join("; ")
         )
     }
@@ -144,6 +144,17 @@ mod tests {
         assert!(
             err.contains("down is unreachable (connection refused)"),
             "{err}"
+        );
+        // It says what to do where the user is: the app or a terminal.
+        assert!(err.contains("Settings → Providers in the app"), "{err}");
+        let none = Catalog {
+            providers: Vec::new(),
+        }
+        .resolve("gpt-9")
+        .unwrap_err();
+        assert!(
+            none.to_string().contains("the app's Settings → Providers"),
+            "{none}"
         );
     }
 }

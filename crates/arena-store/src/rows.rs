@@ -753,9 +753,15 @@ mod tests {
         );
         full.lines()
             .filter(|l| {
-                !["SUBQUERY", "CO-ROUTINE", "SEARCH t ", "SEARCH a ", "(subquery-"]
-                    .iter()
-                    .any(|s| l.contains(s))
+                ![
+                    "SUBQUERY",
+                    "CO-ROUTINE",
+                    "SEARCH t ",
+                    "SEARCH a ",
+                    "(subquery-",
+                ]
+                .iter()
+                .any(|s| l.contains(s))
             })
             .collect::<Vec<_>>()
             .join("\n")

@@ -132,6 +132,7 @@ function detail({
     masked: masked ?? false,
     user_verdict: null,
     tags: tags ?? [],
+    judging: null,
   };
   return { ...battle, analysis: null, cross_examinations: [], vote: null, last_seq: lastSeq };
 }

@@ -5,6 +5,7 @@ import {
   count,
   duration,
   elapsedMs,
+  folderName,
   numberedName,
   plural,
   rate,
@@ -116,5 +117,14 @@ describe('elapsedMs', () => {
     expect(elapsedMs('soon', null, now)).toBeNull();
     expect(elapsedMs('2025-03-01T10:00:00Z', 'later', now)).toBeNull();
     expect(elapsedMs('2025-03-01T10:05:00Z', null, now)).toBe(0);
+  });
+});
+
+describe('folderName', () => {
+  it('keeps the last part of a path', () => {
+    expect(folderName('/p/Arena/2026-11-27-qa-x')).toBe('2026-11-27-qa-x');
+    expect(folderName('/p/Arena/2026-11-27-qa-x/')).toBe('2026-11-27-qa-x');
+    expect(folderName('C:\\p\\Arena\\run')).toBe('run');
+    expect(folderName('run')).toBe('run');
   });
 });

@@ -99,3 +99,9 @@ export function elapsedMs(from: string | null, to: string | null, now: number): 
   const end = to ? Date.parse(to) : now;
   return Number.isNaN(start) || Number.isNaN(end) ? null : Math.max(0, end - start);
 }
+
+/** A path's last part (`/p/Arena/2026-…-qa-x` → `2026-…-qa-x`); the path itself when it has one part. */
+export function folderName(path: string): string {
+  const parts = path.split(/[\\/]+/).filter((p) => p !== '');
+  return parts.at(-1) ?? path;
+}
