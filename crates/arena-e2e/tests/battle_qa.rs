@@ -608,3 +608,221 @@ async fn wait_rows(app: &App, n: usize) -> Result<()> {
     )
     .await
 }
+
+/// The output panes' scroll boxes, in page order: how far each is scrolled,
+/// how tall its content and box are, and its pane's status.
+#[derive(Debug, serde::Deserialize)]
+struct Scroll {
+    top: f64,
+    height: f64,
+    box_height: f64,
+    status: String,
+}
+
+impl Scroll {
+    /// Scrolled to within a line of its end.
+    fn at_bottom(&self) -> bool {
+        self.height - self.top - self.box_height < 40.0
+    }
+
+    fn overflows(&self) -> bool {
+        self.height > self.box_height + 80.0
+    }
+}
+
+async fn scrolls(app: &App) -> Result<Vec<Scroll>> {
+    app.js(
+        "return [...document.querySelectorAll('[data-testid=output-pane]')].map((p) => {
+           const s = p.querySelector('[data-testid=output-scroll]');
+           return { top: s.scrollTop, height: s.scrollHeight, box_height: s.clientHeight,
+                    status: p.dataset.status };
+         });",
+        vec![],
+    )
+    .await
+}
+
+/// At 1280×800 the answers are in view while a battle streams (the header
+/// and roster above them are compact); a streaming answer follows its tail
+/// unless the user scrolled it; a finished answer opens at its top, both
+/// when it finishes in view and when the battle is opened later.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn answers_are_in_view_while_streaming_and_open_at_their_top() -> Result<()> {
+    let Some(h) =
+        Harness::start("answers_are_in_view_while_streaming_and_open_at_their_top").await?
+    else {
+        return Ok(());
+    };
+    let cloud = h.server();
+    let names = [
+        ("Debugger", "m-a"),
+        ("Explainer", "m-b"),
+        ("Architect", "m-c"),
+        ("Code Reviewer", "m-d"),
+    ];
+    for (i, (_, model)) in names.iter().enumerate() {
+        // Long enough to overflow a pane, slow enough to watch it stream.
+        cloud.set_model(
+            model,
+            ModelScript::text(&answer(&format!("w{i}x"), 700)).rate(120.0),
+        );
+    }
+    h.write_config(&config_toml(&[ProviderEntry::cloud("cloud", cloud)], None))?;
+    let app = h.launch().await?;
+    let project = h.project_dir();
+    let id = app
+        .start_battle(&BattleForm::qa(&project, "Write at length.", &names))
+        .await?;
+
+    // Every pane streams, in view.
+    app.wait_until("every answer to stream", BATTLE_TIMEOUT, || async {
+        let s = scrolls(&app).await?;
+        Ok(
+            (s.len() == names.len() && s.iter().all(|p| p.height > 40.0 && p.status == "running"))
+                .then_some(()),
+        )
+    })
+    .await?;
+    let (width, height, pane_top, scroll_y): (f64, f64, f64, f64) = app
+        .js(
+            "const r = document.querySelector('[data-testid=output-pane]').getBoundingClientRect();
+             return [window.innerWidth, window.innerHeight, r.top, window.scrollY];",
+            vec![],
+        )
+        .await?;
+    ensure!(
+        width >= 1200.0 && height >= 700.0 && height <= 820.0,
+        "the window is {width}×{height}, not about 1280×800"
+    );
+    ensure!(
+        scroll_y == 0.0 && pane_top + 200.0 <= height,
+        "the first answer starts at {pane_top} px of a {height} px window (scrolled {scroll_y}): below the fold"
+    );
+    app.screenshot("battle-streaming-1280x800").await?;
+
+    // The first follows its tail once it overflows; the second, scrolled
+    // back to its top by the user, stays there while it streams.
+    app.wait_until(
+        "the first answer to follow its tail",
+        BATTLE_TIMEOUT,
+        || async {
+            let s = scrolls(&app).await?;
+            Ok((s[0].overflows() && s[0].at_bottom()).then_some(()))
+        },
+    )
+    .await?;
+    let _: bool = app
+        .js(
+            "const s = document.querySelectorAll('[data-testid=output-scroll]')[1];
+             s.scrollTop = 0; s.dispatchEvent(new Event('scroll')); return true;",
+            vec![],
+        )
+        .await?;
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    let s = scrolls(&app).await?;
+    ensure!(
+        s[1].status != "running" || s[1].top < 40.0,
+        "the answer the user scrolled to its top was pulled to its tail: {:?}",
+        s[1]
+    );
+    ensure!(
+        s[1].status == "running",
+        "the second answer finished too soon to tell: {s:?}"
+    );
+
+    app.wait_battle_status("done", BATTLE_TIMEOUT).await?;
+    app.wait_until(
+        "the finished answers at their top",
+        Duration::from_secs(10),
+        || async {
+            let s = scrolls(&app).await?;
+            Ok(s.iter()
+                .all(|p| p.status == "done" && p.top == 0.0)
+                .then_some(()))
+        },
+    )
+    .await
+    .with_context(|| "a finished answer stays scrolled down")
+    .map_err(|e| {
+        let now = futures::executor::block_on(scrolls(&app));
+        e.context(format!("the answers: {now:?}"))
+    })?;
+
+    // Opened again later, every answer starts at its top.
+    app.goto("#/history").await?;
+    app.wait_for("[data-testid=history]").await?;
+    app.goto(&format!("#/battle/{id}")).await?;
+    app.wait_battle_status("done", BATTLE_TIMEOUT).await?;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let s = scrolls(&app).await?;
+    ensure!(
+        s.len() == names.len() && s.iter().all(|p| p.overflows() && p.top == 0.0),
+        "reopened, the answers are scrolled: {s:?}"
+    );
+    app.screenshot("battle-finished-1280x800").await?;
+    app.close().await
+}
+
+/// History follows a battle without Refresh: the row reads running, then
+/// done with the judge's outcome in words ("No clear winner", not "No
+/// winner yet") when the judge's two runs disagree.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn history_follows_a_battle_to_the_judges_outcome() -> Result<()> {
+    let Some(h) = Harness::start("history_follows_a_battle_to_the_judges_outcome").await? else {
+        return Ok(());
+    };
+    let cloud = h.server();
+    cloud.set_model("m-a", ModelScript::text(&answer("a", 40)).rate(20.0));
+    cloud.set_model("m-b", ModelScript::text(&answer("b", 40)).rate(20.0));
+    // Always the first answer shown: the two runs (in both orders) disagree.
+    cloud.set_model(
+        "judge",
+        ModelScript::text(r#"{"winner": "A", "ranking": ["A", "B"], "reasons": {"A": "first"}}"#)
+            .first_token_delay(Duration::from_millis(400)),
+    );
+    h.write_config(&config_toml(
+        &[ProviderEntry::cloud("cloud", cloud)],
+        Some("judge"),
+    ))?;
+    let app = h.launch().await?;
+    let project = h.project_dir();
+    let id = app
+        .start_battle(&BattleForm::qa(
+            &project,
+            "Which answer is better?",
+            &[("Debugger", "m-a"), ("Explainer", "m-b")],
+        ))
+        .await?;
+    app.goto("#/history").await?;
+    let row = format!("[data-testid=history-row][data-battle-id=\"{id}\"]");
+    app.wait_for(&row).await?;
+    let first = app.text_of(&format!("{row} .badge")).await?;
+    ensure!(first == "running", "the new battle's row reads {first:?}");
+
+    // No Refresh from here on: the row follows the battle's events.
+    let said = std::sync::Mutex::new(BTreeSet::new());
+    app.wait_until(
+        "the row to show the judge's outcome",
+        BATTLE_TIMEOUT,
+        || async {
+            let badge = app.text_of(&format!("{row} .badge")).await?;
+            let outcome = app
+                .text_of(&format!("{row} [data-testid=history-outcome]"))
+                .await
+                .unwrap_or_default();
+            if let Ok(mut said) = said.lock() {
+                said.insert(outcome.clone());
+            }
+            Ok((badge == "done" && outcome.contains("No clear winner")).then_some(()))
+        },
+    )
+    .await
+    .with_context(|| format!("the row said {said:?}"))?;
+    app.screenshot("history-after-battle").await?;
+    let judged = engine_battle(&h, &id).await?;
+    ensure!(
+        judged.winner.is_none(),
+        "the judge named a winner: {judged:?}"
+    );
+    app.close().await
+}

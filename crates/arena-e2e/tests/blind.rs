@@ -191,3 +191,297 @@ async fn a_blind_battle_hides_names_until_the_vote_which_survives_a_restart() ->
     app.screenshot("blind-leaderboard").await?;
     app.close().await
 }
+
+/// The launcher orders of the shuffled battles: a fixed sequence, so a
+/// failure can be replayed (the labels are what the app shuffles).
+fn launcher_orders(n: usize, battles: usize) -> Vec<Vec<usize>> {
+    let mut state: u64 = 0x5eed_b11d;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    (0..battles)
+        .map(|_| {
+            let mut order: Vec<usize> = (0..n).collect();
+            for i in (1..n).rev() {
+                order.swap(i, (next() % (i as u64 + 1)) as usize);
+            }
+            order
+        })
+        .collect()
+}
+
+/// Kendall's tau between `0, 1, …` and `ranks` (the launcher places seen
+/// in some observed order): 1 the same order, -1 reversed, 0 unrelated.
+fn kendall_tau(ranks: &[usize]) -> f64 {
+    let n = ranks.len();
+    let (mut agree, mut pairs) = (0i64, 0i64);
+    for i in 0..n {
+        for j in i + 1..n {
+            pairs += 1;
+            agree += if ranks[i] < ranks[j] { 1 } else { -1 };
+        }
+    }
+    agree as f64 / pairs.max(1) as f64
+}
+
+/// Starts a blind battle from the page through the app's own command and
+/// returns its id (the page's IPC, as the launcher would call it).
+async fn start_from_page(app: &App, request: serde_json::Value) -> Result<String> {
+    let _: bool = app
+        .js(
+            "window.__arenaStart = null;
+             window.__TAURI_INTERNALS__.invoke('start_battle', { request: arguments[0] }).then(
+               (b) => { window.__arenaStart = { id: b.id }; },
+               (e) => { window.__arenaStart = { error: JSON.stringify(e) }; });
+             return true;",
+            vec![request],
+        )
+        .await?;
+    let started: serde_json::Value = app
+        .wait_until("the battle to start", Duration::from_secs(20), || async {
+            let v: serde_json::Value = app.js("return window.__arenaStart;", vec![]).await?;
+            Ok((!v.is_null()).then_some(v))
+        })
+        .await?;
+    started["id"]
+        .as_str()
+        .map(str::to_string)
+        .with_context(|| format!("start_battle failed: {started}"))
+}
+
+/// Subscribes the page to a battle's events with a channel of its own and
+/// keeps every message (index, batch) it is sent.
+async fn capture_events(app: &App, id: &str) -> Result<()> {
+    let _: bool = app
+        .js(
+            "const got = []; window.__arenaEvents = got;
+             const cb = window.__TAURI_INTERNALS__.transformCallback((raw) => {
+               if (raw && 'message' in raw) { got.push([raw.index, raw.message]); }
+             });
+             window.__TAURI_INTERNALS__.invoke('subscribe_battle',
+               { battleId: arguments[0], sinceSeq: 0, onEvent: '__CHANNEL__:' + cb });
+             return true;",
+            vec![id.into()],
+        )
+        .await?;
+    Ok(())
+}
+
+/// Every event the page's channel was sent, in the order they were sent.
+async fn captured_events(app: &App) -> Result<Vec<serde_json::Value>> {
+    let mut batches: Vec<(u64, Vec<serde_json::Value>)> =
+        app.js("return window.__arenaEvents;", vec![]).await?;
+    batches.sort_by_key(|(index, _)| *index);
+    Ok(batches.into_iter().flat_map(|(_, b)| b).collect())
+}
+
+/// While a blind battle is masked nothing that reaches the page follows the
+/// launcher's order: over 20 battles whose contestants were launched in
+/// shuffled orders, the order of the contestants in the battle as the page
+/// is sent it, of their ids, of their first events and of those events'
+/// times, and of the answer panes and roster rows in the page, are each
+/// compared with the launcher order (Kendall's tau, averaged); every one
+/// must be unrelated to it. The contestants share one local lane, so the
+/// order they are served in would show it too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_masked_battle_tells_nothing_of_the_launcher_order() -> Result<()> {
+    let Some(h) = Harness::start("a_masked_battle_tells_nothing_of_the_launcher_order").await?
+    else {
+        return Ok(());
+    };
+    const BATTLES: usize = 20;
+    let server = h.server();
+    let models = ["m-one", "m-two", "m-three", "m-four"];
+    let personas = ["debugger", "explainer", "architect", "code-reviewer"];
+    for m in models {
+        // Alike in every way but the name, so only the order could tell.
+        server.set_model(m, ModelScript::tokens(6).rate(300.0));
+    }
+    h.write_config(&config_toml(&[ProviderEntry::local("provl", server)], None))?;
+    let app = h.launch().await?;
+    let engine = h.engine()?;
+    app.goto("#/history").await?;
+    app.wait_for("[data-testid=history]").await?;
+
+    // Observable name → the launcher places in the order it shows them, per battle.
+    let mut seen: std::collections::BTreeMap<&str, Vec<Vec<usize>>> = Default::default();
+    for (n, order) in launcher_orders(models.len(), BATTLES)
+        .into_iter()
+        .enumerate()
+    {
+        let contestants: Vec<String> = order
+            .iter()
+            .map(|&i| format!("{}@{}", personas[i], models[i]))
+            .collect();
+        let id = start_from_page(
+            &app,
+            serde_json::json!({
+                "battle_type": "qa",
+                "project": h.project_dir(),
+                "prompt": format!("Shuffle {n}: which is which?"),
+                "contestants": contestants,
+                "check_command": null,
+                "blind": true,
+                "tags": [],
+            }),
+        )
+        .await?;
+        capture_events(&app, &id).await?;
+        let battle = engine.battle(&id).await?;
+        // Contestant id → its launcher place (where its model was in the request).
+        let place = |cid: &str| -> Result<usize> {
+            let c = battle
+                .contestants
+                .iter()
+                .find(|c| c.id == cid)
+                .with_context(|| format!("no contestant {cid} in battle {id}"))?;
+            Ok(c.position as usize)
+        };
+        app.goto(&format!("#/battle/{id}")).await?;
+        app.wait_battle_status("done", BATTLE_TIMEOUT).await?;
+        app.wait_for("[data-testid=blind-badge]").await?;
+
+        // What the page is sent, read as the page reads it.
+        let _: bool = app
+            .js(
+                "window.__arenaDetail = null;
+                 window.__TAURI_INTERNALS__.invoke('get_battle', { id: arguments[0] })
+                   .then((d) => { window.__arenaDetail = d; });
+                 return true;",
+                vec![id.clone().into()],
+            )
+            .await?;
+        let detail: serde_json::Value = app
+            .wait_until("the battle's detail", Duration::from_secs(10), || async {
+                let v: serde_json::Value = app.js("return window.__arenaDetail;", vec![]).await?;
+                Ok((!v.is_null()).then_some(v))
+            })
+            .await?;
+        ensure!(
+            detail["masked"] == true,
+            "battle {id} is not masked: {detail}"
+        );
+        let dto_ids: Vec<String> = detail["contestants"]
+            .as_array()
+            .context("contestants")?
+            .iter()
+            .filter_map(|c| c["id"].as_str().map(str::to_string))
+            .collect();
+        for c in detail["contestants"].as_array().context("contestants")? {
+            for field in [
+                "started_at",
+                "finished_at",
+                "duration_ms",
+                "ttft_ms",
+                "lane",
+            ] {
+                ensure!(c[field].is_null(), "masked {field} is {} in {c}", c[field]);
+            }
+        }
+        let mut sorted_ids = dto_ids.clone();
+        sorted_ids.sort();
+
+        // The events, each contestant's first one, by when it came and by its time.
+        let events = app
+            .wait_until(
+                "the events up to the end",
+                Duration::from_secs(10),
+                || async {
+                    let events = captured_events(&app).await?;
+                    let ended = events
+                        .iter()
+                        .any(|e| e["type"] == "battle_status" && e["status"] == "done");
+                    Ok(ended.then_some(events))
+                },
+            )
+            .await?;
+        let mut first_seen: Vec<String> = Vec::new();
+        let mut first_at: Vec<(String, String)> = Vec::new();
+        for e in &events {
+            if let Some(cid) = e["contestant_id"].as_str() {
+                if !first_seen.iter().any(|x| x == cid) {
+                    first_seen.push(cid.to_string());
+                    first_at.push((
+                        e["at"].as_str().unwrap_or_default().to_string(),
+                        cid.to_string(),
+                    ));
+                }
+            }
+        }
+        first_at.sort();
+        let by_time: Vec<String> = first_at.into_iter().map(|(_, c)| c).collect();
+
+        // The page itself.
+        let panes: Vec<String> = app
+            .js(
+                "return [...document.querySelectorAll('[data-testid=output-pane]')].map((e) => e.dataset.contestantId);",
+                vec![],
+            )
+            .await?;
+        let rows: Vec<String> = app
+            .js(
+                "return [...document.querySelectorAll('[data-testid=roster-row]')].map((e) => e.dataset.contestantId);",
+                vec![],
+            )
+            .await?;
+        let leaked = leaks_of(&app, &models).await?;
+        ensure!(
+            leaked.is_empty(),
+            "battle {id} shows {leaked:?} while masked"
+        );
+
+        for (name, ids) in [
+            ("the battle's contestants as sent", &dto_ids),
+            ("contestant ids, sorted", &sorted_ids),
+            ("first events, in the order sent", &first_seen),
+            ("first events, by their times", &by_time),
+            ("answer panes in the page", &panes),
+            ("roster rows in the page", &rows),
+        ] {
+            ensure!(
+                ids.len() == models.len(),
+                "{name}: {} of {} contestants in battle {id}",
+                ids.len(),
+                models.len()
+            );
+            let places = ids.iter().map(|c| place(c)).collect::<Result<Vec<_>>>()?;
+            seen.entry(name).or_default().push(places);
+        }
+    }
+
+    let mut report = Vec::new();
+    for (name, orders) in &seen {
+        let mean = orders.iter().map(|o| kendall_tau(o)).sum::<f64>() / orders.len() as f64;
+        let identical = orders
+            .iter()
+            .filter(|o| o.iter().enumerate().all(|(i, p)| i == *p))
+            .count();
+        report.push(format!(
+            "{name}: mean tau {mean:+.2}, launcher order {identical} of {BATTLES}"
+        ));
+        // Unrelated orders average near 0 (sd ≈ 0.11 over 20 battles of 4);
+        // the launcher order itself scores 1.
+        ensure!(
+            mean.abs() < 0.5 && identical <= BATTLES / 2,
+            "{name} follows the launcher order: {}",
+            report.join("; ")
+        );
+    }
+    println!("{}", report.join("\n"));
+    app.screenshot("blind-shuffled").await?;
+    app.close().await
+}
+
+/// Which of `names` the page's markup shows (text and attributes).
+async fn leaks_of<'a>(app: &App, names: &[&'a str]) -> Result<Vec<&'a str>> {
+    let html: String = app
+        .js(
+            "return document.documentElement.outerHTML.toLowerCase();",
+            vec![],
+        )
+        .await?;
+    Ok(names.iter().copied().filter(|s| html.contains(s)).collect())
+}
