@@ -213,3 +213,52 @@ async fn leaderboard_ranks_decided_battles() -> Result<()> {
     ensure!(app.count(rows).await? == 2, "the board went with the note");
     app.close().await
 }
+
+/// After five battles one model always won, its interval on the
+/// leaderboard is honest: wide (a small sample), never a point.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn five_one_sided_battles_give_wide_intervals_not_points() -> Result<()> {
+    let Some(h) = Harness::start("five_one_sided_battles_give_wide_intervals_not_points").await?
+    else {
+        return Ok(());
+    };
+    h.server()
+        .set_model("strong", ModelScript::text("A strong answer."));
+    h.server()
+        .set_model("weak", ModelScript::text("A weak answer."));
+    h.write_config(&config_toml(
+        &[ProviderEntry::cloud("scripted", h.server())],
+        None,
+    ))?;
+    let engine = h.engine()?;
+    for n in 0..5 {
+        let battle = h
+            .run_qa_battle(
+                &format!("One-sided question {n}"),
+                &["debugger@strong", "explainer@weak"],
+            )
+            .await?;
+        let strong = arena_e2e::contestant_with_model(&battle, "strong")?;
+        engine.set_winner(&battle.id, Some(&strong)).await?;
+    }
+    drop(engine);
+
+    let app = h.launch().await?;
+    app.goto("#/leaderboard").await?;
+    let row = "[data-testid=leaderboard-row][data-model=strong]";
+    app.wait_for(row).await?;
+    let interval = app
+        .text_of(&format!("{row} [data-testid=lb-interval]"))
+        .await?;
+    let (low, high) = interval
+        .split_once('–')
+        .and_then(|(l, h)| Some((l.trim().parse::<i64>().ok()?, h.trim().parse::<i64>().ok()?)))
+        .with_context(|| format!("the interval reads {interval:?}"))?;
+    // Five battles say little: the interval spans well over a hundred points.
+    ensure!(
+        high - low > 100,
+        "after 5 one-sided battles the interval is {interval:?}"
+    );
+    app.screenshot("leaderboard-one-sided").await?;
+    app.close().await
+}

@@ -168,8 +168,36 @@ async fn a_series_runs_from_the_launcher_with_progress_report_and_export() -> Re
     ] {
         app.wait_for(&format!("[data-testid={chart}] svg")).await?;
     }
+    // Titled by its prompt, not its id.
+    let title = app.text_of("[data-testid=series-title]").await?;
+    ensure!(
+        title.starts_with("What is the capital of France?"),
+        "the series is titled {title:?}"
+    );
+    // Each battle's link says how it ended and who won.
     let links = app.find_all("[data-testid=series-battles] a").await?;
     ensure!(links.len() == 4, "{} battle links", links.len());
+    app.wait_until("the battle links' winners", Duration::from_secs(10), || async {
+        let chips: Vec<String> = app
+            .js(
+                "return [...document.querySelectorAll('[data-testid=series-battle]')].map(c => c.innerText);",
+                vec![],
+            )
+            .await?;
+        Ok(chips
+            .iter()
+            .all(|c| c.contains("done") && c.contains("Debugger@good"))
+            .then_some(()))
+    })
+    .await?;
+    // The wide report scrolls sideways with its names kept in view.
+    let sticky: String = app
+        .js(
+            "return getComputedStyle(document.querySelector('[data-testid=series-report] td')).position;",
+            vec![],
+        )
+        .await?;
+    ensure!(sticky == "sticky", "the report's first column is {sticky}");
     let leader = app.text_of("[data-testid=series-leader]").await?;
     ensure!(
         leader.contains("Debugger@good"),
@@ -223,6 +251,7 @@ async fn a_series_runs_from_the_launcher_with_progress_report_and_export() -> Re
         .split_whitespace()
         .find(|w| w.ends_with("report.html"))
         .with_context(|| format!("no report path in {written:?}"))?;
+    app.wait_for("[data-testid=battle-report-show]").await?;
     let battle_html = std::fs::read_to_string(battle_file)?;
     ensure!(
         battle_html.contains("Paris is the capital") && !battle_html.contains("<script"),
@@ -277,6 +306,20 @@ async fn a_series_runs_from_the_launcher_with_progress_report_and_export() -> Re
     ))
     .await?;
     app.screenshot("series-history").await?;
+    // A battle of the series links to it from its history row.
+    let link = app
+        .wait_for(&format!(
+            "[data-testid=history-row][data-battle-id=\"{first}\"] [data-testid=history-row-series]"
+        ))
+        .await?;
+    app.click_element(&link).await?;
+    app.wait_until(
+        "the series from its battle's row",
+        Duration::from_secs(10),
+        || async { Ok((app.hash().await? == format!("#/series/{id}")).then_some(())) },
+    )
+    .await?;
+    app.wait_for("[data-testid=series-view]").await?;
 
     // The leaderboard of this series alone: its two contestants.
     app.goto("#/leaderboard").await?;
