@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, ensure, Context, Result};
 use arena_core::battle::WinnerSource;
 use arena_core::{Battle, Lane};
-use arena_e2e::arena_testserver::{ModelScript, TestServer};
+use arena_e2e::arena_testserver::{Fault, ModelScript, TestServer};
 use arena_e2e::{
     config_toml, contestant_with_model, App, BattleForm, BattleSnapshot, Harness, ProviderEntry,
 };
@@ -630,6 +630,16 @@ impl Scroll {
     }
 }
 
+/// The roster's column widths (px, rounded).
+async fn roster_widths(app: &App) -> Result<Vec<i64>> {
+    app.js(
+        "return [...document.querySelectorAll('[data-testid=roster] th')]
+           .map((th) => Math.round(th.getBoundingClientRect().width));",
+        vec![],
+    )
+    .await
+}
+
 async fn scrolls(app: &App) -> Result<Vec<Scroll>> {
     app.js(
         "return [...document.querySelectorAll('[data-testid=output-pane]')].map((p) => {
@@ -667,6 +677,13 @@ async fn answers_are_in_view_while_streaming_and_open_at_their_top() -> Result<(
             ModelScript::text(&answer(&format!("w{i}x"), 700)).rate(120.0),
         );
     }
+    // The last one's provider fails twice before it answers.
+    cloud.set_model(
+        "m-d",
+        ModelScript::text(&answer("w3x", 700))
+            .rate(120.0)
+            .with_faults(vec![Fault::Status(503), Fault::Status(503)]),
+    );
     h.write_config(&config_toml(&[ProviderEntry::cloud("cloud", cloud)], None))?;
     let app = h.launch().await?;
     let project = h.project_dir();
@@ -691,7 +708,7 @@ async fn answers_are_in_view_while_streaming_and_open_at_their_top() -> Result<(
         )
         .await?;
     ensure!(
-        width >= 1200.0 && height >= 700.0 && height <= 820.0,
+        width >= 1200.0 && (700.0..=820.0).contains(&height),
         "the window is {width}×{height}, not about 1280×800"
     );
     ensure!(
@@ -699,6 +716,7 @@ async fn answers_are_in_view_while_streaming_and_open_at_their_top() -> Result<(
         "the first answer starts at {pane_top} px of a {height} px window (scrolled {scroll_y}): below the fold"
     );
     app.screenshot("battle-streaming-1280x800").await?;
+    let widths_streaming = roster_widths(&app).await?;
 
     // The first follows its tail once it overflows; the second, scrolled
     // back to its top by the user, stays there while it streams.
@@ -731,6 +749,24 @@ async fn answers_are_in_view_while_streaming_and_open_at_their_top() -> Result<(
     );
 
     app.wait_battle_status("done", BATTLE_TIMEOUT).await?;
+    // The roster's columns kept their widths from the first figures to the last.
+    let widths_done = roster_widths(&app).await?;
+    ensure!(
+        widths_streaming == widths_done,
+        "the roster's columns moved: {widths_streaming:?} while streaming, {widths_done:?} done"
+    );
+    // Attempts: one run, its provider asked three times, in words.
+    let retried: String = app
+        .js(
+            "const cells = [...document.querySelectorAll('[data-testid=cell-attempts]')];
+             return cells.map((c) => c.innerText.replace(/\\s+/g, ' ').trim()).join(' | ');",
+            vec![],
+        )
+        .await?;
+    ensure!(
+        retried.contains("1 request retried 2×") && !retried.contains("tries"),
+        "the attempts read {retried:?}"
+    );
     app.wait_until(
         "the finished answers at their top",
         Duration::from_secs(10),
