@@ -119,6 +119,7 @@ mod tests {
             revealed_at: None,
             user_verdict: None,
             tags: Vec::new(),
+            judging: None,
         }
     }
 
