@@ -47,14 +47,37 @@ DEB_PACKAGES=(
   help2man
   lintian
   x11-utils
+  # Team mode's store tests: a throwaway PostgreSQL server per test run
+  # (crates/arena-testdb); no system cluster is created (see --prepare-apt).
+  postgresql-15
 )
 NODE_MIN_MAJOR=20
+
+# Debian's postgresql-common creates and starts a system cluster (port 5432)
+# when the server is installed; the tests start their own, so it is turned
+# off before the install.
+prepare_apt() {
+  local conf=/etc/postgresql-common/createcluster.conf
+  if [[ -f $conf ]] && grep -Eq '^\s*create_main_cluster\s*=\s*false' "$conf"; then
+    return 0
+  fi
+  as_root mkdir -p /etc/postgresql-common
+  if [[ -f $conf ]]; then
+    as_root sed -i -E 's/^\s*#?\s*create_main_cluster\s*=.*/create_main_cluster = false/' "$conf"
+    grep -Eq '^create_main_cluster = false' "$conf" ||
+      echo 'create_main_cluster = false' | as_root tee -a "$conf" >/dev/null
+  else
+    echo 'create_main_cluster = false' | as_root tee "$conf" >/dev/null
+  fi
+}
 
 if [[ "${1:-}" == "--print-packages" ]]; then
   printf '%s\n' "${DEB_PACKAGES[@]}"
   exit 0
+elif [[ "${1:-}" == "--prepare-apt" ]]; then
+  PREPARE_ONLY=1
 elif [[ $# -gt 0 ]]; then
-  echo "usage: $0 [--print-packages]" >&2
+  echo "usage: $0 [--print-packages | --prepare-apt]" >&2
   exit 2
 fi
 
@@ -94,6 +117,10 @@ deb_installed() {
 }
 
 # --- 1. Debian packages -------------------------------------------------------
+if [[ "${PREPARE_ONLY:-0}" == 1 ]]; then
+  prepare_apt
+  exit 0
+fi
 if command -v dpkg-query >/dev/null 2>&1; then
   missing=()
   for pkg in "${DEB_PACKAGES[@]}"; do
@@ -101,6 +128,7 @@ if command -v dpkg-query >/dev/null 2>&1; then
   done
   if [[ ${#missing[@]} -gt 0 ]]; then
     say "missing Debian packages: ${missing[*]}"
+    prepare_apt
     apt_install "${missing[@]}"
     say "installed: ${missing[*]}"
   else

@@ -106,8 +106,10 @@ run_step() {
 # --- the steps ------------------------------------------------------------------------
 step_setup() {
   "$ROOT/scripts/setup.sh"
-  # setup.sh installed bubblewrap: the jail tests must run, not skip.
+  # setup.sh installed bubblewrap: the jail tests must run, not skip; and
+  # PostgreSQL: the tests that start a throwaway cluster must too.
   export ARENA_REQUIRE_JAIL=1
+  export ARENA_REQUIRE_POSTGRES=1
 }
 
 step_peers() {
