@@ -2,8 +2,8 @@
 
 use std::collections::HashMap;
 
+use crate::sql::params;
 use chrono::{DateTime, Utc};
-use rusqlite::params;
 
 use arena_domain::analysis::{Analysis, AnalysisStatus, Outcome};
 use arena_domain::cross_exam::CrossExamination;

@@ -5,7 +5,9 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use chrono::{DateTime, Utc};
-use rusqlite::{params, OptionalExtension};
+use rusqlite::OptionalExtension;
+
+use crate::sql::params;
 
 use arena_domain::analysis::Analysis;
 use arena_domain::battle::{
@@ -161,7 +163,7 @@ impl Tx<'_> {
             let spec = serde_json::to_string(&c.run)?;
             self.run(
                 "INSERT OR IGNORE INTO run_specs (spec) VALUES (?1)",
-                [&spec],
+                params![spec],
             )?;
             self.run(
                 "INSERT INTO contestants (id, battle_id, position, identity, model, provider, lane, status, run_spec_id, label)
@@ -300,7 +302,10 @@ impl Tx<'_> {
 
     /// Replaces a battle's tags (already normalised, see `blind::tags`).
     pub fn write_tags(&mut self, battle_id: &str, tags: &[String]) -> Result<()> {
-        self.run("DELETE FROM battle_tags WHERE battle_id = ?1", [battle_id])?;
+        self.run(
+            "DELETE FROM battle_tags WHERE battle_id = ?1",
+            params![battle_id],
+        )?;
         for tag in tags {
             self.run(
                 "INSERT OR IGNORE INTO battle_tags (battle_id, tag) VALUES (?1, ?2)",

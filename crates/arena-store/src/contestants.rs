@@ -4,8 +4,8 @@
 
 use std::path::Path;
 
+use crate::sql::params;
 use chrono::{DateTime, Utc};
-use rusqlite::params;
 
 use arena_domain::battle::{
     Benchmark, CheckResult, Contestant, ContestantStatus, DiffSummary, Round,

@@ -1,8 +1,8 @@
 //! The event journal: each battle's events numbered by `seq`, journaled in
 //! the transaction that made the change and broadcast after it commits.
 
+use crate::sql::params;
 use chrono::{DateTime, Utc};
-use rusqlite::params;
 use tokio::sync::broadcast;
 
 use arena_domain::battle::Contestant;

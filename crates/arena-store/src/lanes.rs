@@ -2,7 +2,9 @@
 //! slots granted, the start rate's grants, and why a contestant waits.
 
 use chrono::{DateTime, Utc};
-use rusqlite::{params, OptionalExtension};
+use rusqlite::OptionalExtension;
+
+use crate::sql::params;
 
 use arena_domain::decisions::{self, LaneSpec, LaneVerdict, Lease, Ticket, Turn};
 use arena_domain::event::EventKind;
@@ -65,7 +67,7 @@ impl Tx<'_> {
                 t.lease.expires_at_ms
             ],
         )?;
-        Ok(self.tx.last_insert_rowid())
+        Ok(self.db().last_insert_id())
     }
 
     /// Takes a slot of the lane for `ticket` if it is its turn, as
@@ -87,7 +89,7 @@ impl Tx<'_> {
             decisions::lane_decision(tickets, ticket, spec, &starts, now_ms, my_host, pid_alive);
         for t in &decision.stale {
             tracing::info!(lane = %spec.key, holder = %t.holder, pid = t.lease.pid, "dropping the lane ticket of a process that is gone");
-            self.run("DELETE FROM live.lane_tickets WHERE id = ?1", [t.id])?;
+            self.run("DELETE FROM live.lane_tickets WHERE id = ?1", params![t.id])?;
         }
         match decision.verdict {
             LaneVerdict::Lost => return Ok(TakeTurn::Lost),
@@ -124,7 +126,10 @@ impl Tx<'_> {
 
     /// Leaves a lane: gives back the slot, or the place in the queue.
     pub fn release_ticket(&mut self, ticket: i64) -> Result<()> {
-        self.run("DELETE FROM live.lane_tickets WHERE id = ?1", [ticket])?;
+        self.run(
+            "DELETE FROM live.lane_tickets WHERE id = ?1",
+            params![ticket],
+        )?;
         Ok(())
     }
 

@@ -1,7 +1,7 @@
 //! Battle leases: which process drives a battle, and the check every
 //! driver's write makes that it still does.
 
-use rusqlite::params;
+use crate::sql::params;
 
 use arena_domain::decisions::{self, Lease};
 

@@ -27,6 +27,7 @@ mod live;
 mod packed;
 mod rows;
 mod series;
+mod sql;
 mod work;
 
 pub use battles::{BattleDetail, NewBattle, NewContestant};
@@ -39,7 +40,9 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use rusqlite::{params, Connection, Transaction, TransactionBehavior};
+use rusqlite::{Connection, Transaction, TransactionBehavior};
+
+use crate::sql::params;
 use rusqlite_migration::{Migrations, SchemaVersion, M};
 use tokio::sync::broadcast;
 
@@ -258,13 +261,13 @@ impl Store {
         let bare = key.replace(['%', '_'], "");
         let (prefix, suffix) = (format!("{bare}%"), format!("%{bare}"));
         let ids: Vec<String> = self.query(|c| {
-            let mut stmt = c.prepare(&format!(
-                "SELECT id FROM {table} WHERE id = ?1 OR id LIKE ?2 OR id LIKE ?3 LIMIT 3"
-            ))?;
-            let ids = stmt
-                .query_map(params![key, prefix, suffix], |r| r.get(0))?
-                .collect::<rusqlite::Result<Vec<String>>>()?;
-            Ok(ids)
+            sql::Conn::from(c).rows(
+                &format!(
+                    "SELECT id FROM {table} WHERE id = ?1 OR id LIKE ?2 OR id LIKE ?3 LIMIT 3"
+                ),
+                params![key, prefix, suffix],
+                |r| r.get(0),
+            )
         })?;
         if let Some(exact) = ids.iter().find(|id| id.as_str() == key) {
             return Ok(exact.clone());
@@ -292,8 +295,13 @@ impl Tx<'_> {
     /// Runs one statement, prepared once per connection and kept: SQLite's
     /// parser and planner were a tenth of a streamed series' CPU when every
     /// write prepared its statement anew.
-    pub(crate) fn run<P: rusqlite::Params>(&self, sql: &str, params: P) -> Result<usize> {
-        Ok(self.tx.prepare_cached(sql)?.execute(params)?)
+    pub(crate) fn run(&self, sql: &str, params: sql::Params<'_>) -> Result<usize> {
+        sql::Conn::from(&self.tx).exec(sql, params)
+    }
+
+    /// The transaction's connection, for its reads.
+    pub(crate) fn db(&self) -> sql::Conn<'_> {
+        sql::Conn::from(&self.tx)
     }
 
     /// Runs `f` as a part of this transaction that stands or falls alone:
@@ -302,14 +310,14 @@ impl Tx<'_> {
     /// transaction carries the writes of many pieces of work.
     pub fn apart<T>(&mut self, f: impl FnOnce(&mut Tx<'_>) -> Result<T>) -> Result<T> {
         let (pending, seqs) = (self.pending.len(), self.seqs.clone());
-        self.tx.execute_batch("SAVEPOINT apart")?;
+        self.db().batch("SAVEPOINT apart")?;
         match f(self) {
             Ok(value) => {
-                self.tx.execute_batch("RELEASE apart")?;
+                self.db().batch("RELEASE apart")?;
                 Ok(value)
             }
             Err(e) => {
-                self.tx.execute_batch("ROLLBACK TO apart; RELEASE apart")?;
+                self.db().batch("ROLLBACK TO apart; RELEASE apart")?;
                 self.pending.truncate(pending);
                 self.seqs = seqs;
                 Err(e)
@@ -545,7 +553,7 @@ mod tests {
                 conn.execute(
                     "INSERT INTO contestants (id, battle_id, position, identity, model, provider, lane, status, run_spec, output, reasoning)
                      VALUES (?1, 'b1', ?2, ?3, 'm', 'p', 'cloud', 'done', ?4, ?5, ?6)",
-                    params![
+                    rusqlite::params![
                         format!("c{i}"),
                         i as i64,
                         format!("persona{i}"),

@@ -12,17 +12,17 @@ use std::io::{Read, Write};
 use flate2::read::DeflateDecoder;
 use flate2::write::DeflateEncoder;
 use flate2::Compression;
-use rusqlite::types::{Value, ValueRef};
 use rusqlite::{params, Connection};
 
 use crate::error::{Error, Result};
+use crate::sql::TextOrBytes;
 
 /// Texts shorter than this are kept as they are: deflate's own overhead
 /// eats what it would save.
 const SMALLEST: usize = 128;
 
 /// `text` as the database keeps it.
-pub fn pack(text: &str) -> Value {
+pub fn pack(text: &str) -> TextOrBytes {
     if text.len() >= SMALLEST {
         let mut encoder = DeflateEncoder::new(Vec::new(), Compression::default());
         // Writing into a Vec cannot fail.
@@ -30,29 +30,26 @@ pub fn pack(text: &str) -> Value {
             if let Ok(packed) = encoder.finish() {
                 // Worth it only when it saves at least an eighth.
                 if packed.len() <= text.len() - text.len() / 8 {
-                    return Value::Blob(packed);
+                    return TextOrBytes::Bytes(packed);
                 }
             }
         }
     }
-    Value::Text(text.to_string())
+    TextOrBytes::Text(text.to_string())
 }
 
 /// The text the database keeps as `value` (see [`pack`]).
-pub fn unpack(value: ValueRef<'_>) -> Result<Option<String>> {
+pub fn unpack(value: Option<TextOrBytes>) -> Result<Option<String>> {
     match value {
-        ValueRef::Null => Ok(None),
-        ValueRef::Text(t) => Ok(Some(String::from_utf8_lossy(t).into_owned())),
-        ValueRef::Blob(b) => {
+        None => Ok(None),
+        Some(TextOrBytes::Text(t)) => Ok(Some(t)),
+        Some(TextOrBytes::Bytes(b)) => {
             let mut text = String::new();
-            DeflateDecoder::new(b)
+            DeflateDecoder::new(b.as_slice())
                 .read_to_string(&mut text)
                 .map_err(|e| Error::Inconsistent(format!("a kept answer does not inflate: {e}")))?;
             Ok(Some(text))
         }
-        ValueRef::Integer(_) | ValueRef::Real(_) => Err(Error::Inconsistent(
-            "a kept answer is a number, not text".into(),
-        )),
     }
 }
 
@@ -72,8 +69,8 @@ pub fn repack_answers(conn: &mut Connection) -> Result<()> {
         let mut rows = read.query([])?;
         while let Some(row) = rows.next()? {
             let id: i64 = row.get(0)?;
-            let output = unpack(row.get_ref(1)?)?.unwrap_or_default();
-            let reasoning = unpack(row.get_ref(2)?)?;
+            let output = unpack(TextOrBytes::from_sqlite(1, row.get_ref(1)?)?)?.unwrap_or_default();
+            let reasoning = unpack(TextOrBytes::from_sqlite(2, row.get_ref(2)?)?)?;
             write.execute(params![id, pack(&output), reasoning.as_deref().map(pack)])?;
         }
     }
@@ -86,9 +83,9 @@ pub fn repack_answers(conn: &mut Connection) -> Result<()> {
 mod tests {
     use super::*;
 
-    fn round_trip(text: &str) -> (Value, String) {
+    fn round_trip(text: &str) -> (TextOrBytes, String) {
         let packed = pack(text);
-        let back = unpack(ValueRef::from(&packed)).unwrap().unwrap();
+        let back = unpack(Some(packed.clone())).unwrap().unwrap();
         (packed, back)
     }
 
@@ -99,7 +96,7 @@ mod tests {
         let (packed, back) = round_trip(&text);
         assert_eq!(back, text);
         match packed {
-            Value::Blob(b) => assert!(b.len() < text.len() / 4, "{} bytes", b.len()),
+            TextOrBytes::Bytes(b) => assert!(b.len() < text.len() / 4, "{} bytes", b.len()),
             other => panic!("not deflated: {other:?}"),
         }
     }
@@ -107,7 +104,10 @@ mod tests {
     #[test]
     fn short_or_incompressible_text_is_kept_as_it_is() {
         for text in ["", "ok", &"x".repeat(SMALLEST - 1)] {
-            assert_eq!(round_trip(text), (Value::Text(text.into()), text.into()));
+            assert_eq!(
+                round_trip(text),
+                (TextOrBytes::Text(text.into()), text.into())
+            );
         }
         // Already-dense text (every byte different from the last) gains
         // nothing: it stays text.
@@ -119,8 +119,9 @@ mod tests {
 
     #[test]
     fn a_damaged_blob_is_an_error_not_a_panic() {
-        let err = unpack(ValueRef::Blob(&[0xff, 0x00, 0x13, 0x37])).unwrap_err();
+        let err = unpack(Some(TextOrBytes::Bytes(vec![0xff, 0x00, 0x13, 0x37]))).unwrap_err();
         assert!(err.to_string().contains("does not inflate"), "{err}");
-        assert!(unpack(ValueRef::Integer(3)).is_err());
+        let number = rusqlite::types::ValueRef::Integer(3);
+        assert!(TextOrBytes::from_sqlite(1, number).is_err());
     }
 }

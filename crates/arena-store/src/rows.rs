@@ -3,9 +3,8 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 
+use crate::sql::{params_of, Conn, Row, Value};
 use chrono::{DateTime, TimeZone, Utc};
-use rusqlite::types::Value;
-use rusqlite::{params, params_from_iter, Connection, OptionalExtension, Row};
 
 use crate::error::{Error, Result};
 use arena_domain::analysis::Analysis;
@@ -30,20 +29,17 @@ pub(crate) fn time(v: Option<i64>) -> Option<DateTime<Utc>> {
     v.and_then(|m| Utc.timestamp_millis_opt(m).single())
 }
 
-pub(crate) fn parse<T: std::str::FromStr<Err = String>>(
-    idx: usize,
-    s: String,
-) -> rusqlite::Result<T> {
-    s.parse().map_err(|e: String| {
-        rusqlite::Error::FromSqlConversionFailure(idx, rusqlite::types::Type::Text, e.into())
-    })
+/// Column `idx`'s text as the domain type it names.
+pub(crate) fn parse<T: std::str::FromStr<Err = String>>(idx: usize, s: String) -> Result<T> {
+    s.parse()
+        .map_err(|e: String| Error::Inconsistent(format!("column {idx}: {e}")))
 }
 
 /// The battle's columns (of `battles b`), then its tags sorted and joined
 /// by line breaks, then its newest analysis' status and outcome.
 const BATTLE_COLUMNS: &str = "b.id, b.battle_type, b.status, b.prompt, b.project_path, b.results_path, b.created_at, b.finished_at, b.winner_id, b.winner_source, b.base_commit, b.check_command, b.series_id, b.blind, b.revealed_at, b.user_verdict, (SELECT group_concat(tag, char(10)) FROM (SELECT tag FROM battle_tags t WHERE t.battle_id = b.id ORDER BY tag)), (SELECT a.status || ' ' || IFNULL(a.outcome, '') FROM analyses a WHERE a.battle_id = b.id ORDER BY a.created_at DESC, a.rowid DESC LIMIT 1)";
 
-fn battle_row(r: &Row<'_>) -> rusqlite::Result<Battle> {
+fn battle_row(r: &Row<'_>) -> Result<Battle> {
     let winner_id: Option<String> = r.get(8)?;
     let winner_source: Option<String> = r.get(9)?;
     let winner = match (winner_id, winner_source) {
@@ -58,8 +54,8 @@ fn battle_row(r: &Row<'_>) -> rusqlite::Result<Battle> {
         battle_type: parse(1, r.get(1)?)?,
         status: parse(2, r.get(2)?)?,
         prompt: r.get(3)?,
-        project: PathBuf::from(r.get::<_, String>(4)?),
-        results_path: PathBuf::from(r.get::<_, String>(5)?),
+        project: PathBuf::from(r.get::<String>(4)?),
+        results_path: PathBuf::from(r.get::<String>(5)?),
         created_at: time(Some(r.get(6)?)).unwrap_or_default(),
         finished_at: time(r.get(7)?),
         winner,
@@ -70,15 +66,15 @@ fn battle_row(r: &Row<'_>) -> rusqlite::Result<Battle> {
         blind: r.get(13)?,
         revealed_at: time(r.get(14)?),
         user_verdict: r
-            .get::<_, Option<String>>(15)?
+            .get::<Option<String>>(15)?
             .map(|v| parse(15, v))
             .transpose()?,
         tags: r
-            .get::<_, Option<String>>(16)?
+            .get::<Option<String>>(16)?
             .map(|t| t.lines().map(str::to_string).collect())
             .unwrap_or_default(),
         judging: r
-            .get::<_, Option<String>>(17)?
+            .get::<Option<String>>(17)?
             .map(|j| judging(17, &j))
             .transpose()?,
     })
@@ -86,7 +82,7 @@ fn battle_row(r: &Row<'_>) -> rusqlite::Result<Battle> {
 
 /// `"done no_clear_winner"`, `"running "`: a newest analysis' status and
 /// outcome as [`BATTLE_COLUMNS`] reads them.
-fn judging(i: usize, text: &str) -> rusqlite::Result<Judging> {
+fn judging(i: usize, text: &str) -> Result<Judging> {
     let (status, outcome) = text.split_once(' ').unwrap_or((text, ""));
     Ok(Judging {
         status: enum_col(i, status.to_string())?,
@@ -123,16 +119,14 @@ fn contestant_columns(brief: bool) -> String {
 }
 
 /// Column `i`'s answer text, inflated (see [`crate::packed`]).
-fn answer_text(r: &Row<'_>, i: usize) -> rusqlite::Result<Option<String>> {
-    crate::packed::unpack(r.get_ref(i)?).map_err(|e| {
-        rusqlite::Error::FromSqlConversionFailure(i, rusqlite::types::Type::Blob, Box::new(e))
-    })
+fn answer_text(r: &Row<'_>, i: usize) -> Result<Option<String>> {
+    crate::packed::unpack(r.text_or_bytes(i)?)
+        .map_err(|e| Error::Inconsistent(format!("column {i}: {e}")))
 }
 
-fn contestant_row(r: &Row<'_>) -> rusqlite::Result<Contestant> {
-    let u = |i: usize| -> rusqlite::Result<Option<u64>> {
-        Ok(r.get::<_, Option<i64>>(i)?.map(|v| v.max(0) as u64))
-    };
+fn contestant_row(r: &Row<'_>) -> Result<Contestant> {
+    let u =
+        |i: usize| -> Result<Option<u64>> { Ok(r.get::<Option<i64>>(i)?.map(|v| v.max(0) as u64)) };
     let run_spec: Option<String> = r.get(10)?;
     let rate_source: Option<String> = r.get(19)?;
     Ok(Contestant {
@@ -166,43 +160,49 @@ fn contestant_row(r: &Row<'_>) -> rusqlite::Result<Contestant> {
         output: answer_text(r, 20)?,
         reasoning: answer_text(r, 21)?,
         truncated: r.get(22)?,
-        result_path: r.get::<_, Option<String>>(23)?.map(PathBuf::from),
-        worktree: r.get::<_, Option<String>>(24)?.map(PathBuf::from),
+        result_path: r.get::<Option<String>>(23)?.map(PathBuf::from),
+        worktree: r.get::<Option<String>>(24)?.map(PathBuf::from),
         diff: r
-            .get::<_, Option<String>>(25)?
+            .get::<Option<String>>(25)?
             .and_then(|t| serde_json::from_str(&t).ok()),
         check: r
-            .get::<_, Option<String>>(26)?
+            .get::<Option<String>>(26)?
             .and_then(|t| serde_json::from_str(&t).ok()),
         waiting: r.get(27)?,
         label: r.get(31)?,
     })
 }
 
-pub fn contestants(c: &Connection, battle_id: &str) -> Result<Vec<Contestant>> {
-    let mut stmt = c.prepare_cached(&format!(
-        "SELECT {} FROM {WITH_ANSWERS} WHERE battle_id = ?1 ORDER BY position",
-        contestant_columns(false)
-    ))?;
-    let rows = stmt
-        .query_map([battle_id], contestant_row)?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
-    Ok(rows)
+pub fn contestants<'c>(c: impl Into<Conn<'c>>, battle_id: &str) -> Result<Vec<Contestant>> {
+    c.into().rows(
+        &format!(
+            "SELECT {} FROM {WITH_ANSWERS} WHERE battle_id = ?1 ORDER BY position",
+            contestant_columns(false)
+        ),
+        &[&battle_id],
+        contestant_row,
+    )
 }
 
-pub fn contestant(c: &Connection, id: &str) -> Result<Option<Contestant>> {
-    let mut stmt = c.prepare_cached(&format!(
-        "SELECT {} FROM {WITH_ANSWERS} WHERE id = ?1",
-        contestant_columns(false)
-    ))?;
-    Ok(stmt.query_row([id], contestant_row).optional()?)
+pub fn contestant<'c>(c: impl Into<Conn<'c>>, id: &str) -> Result<Option<Contestant>> {
+    c.into().opt_row(
+        &format!(
+            "SELECT {} FROM {WITH_ANSWERS} WHERE id = ?1",
+            contestant_columns(false)
+        ),
+        &[&id],
+        contestant_row,
+    )
 }
 
-pub fn battle(c: &Connection, id: &str) -> Result<Option<Battle>> {
-    let mut stmt = c.prepare_cached(&format!(
-        "SELECT {BATTLE_COLUMNS} FROM battles b WHERE b.id = ?1"
-    ))?;
-    let Some(mut b) = stmt.query_row([id], battle_row).optional()? else {
+pub fn battle<'c>(c: impl Into<Conn<'c>>, id: &str) -> Result<Option<Battle>> {
+    let c = c.into();
+    let Some(mut b) = c.opt_row(
+        &format!("SELECT {BATTLE_COLUMNS} FROM battles b WHERE b.id = ?1"),
+        &[&id],
+        battle_row,
+    )?
+    else {
         return Ok(None);
     };
     b.contestants = contestants(c, id)?;
@@ -285,30 +285,34 @@ fn sql_count(n: usize) -> i64 {
 /// `id`, descending), with their contestants' summaries (no output or
 /// reasoning texts), and how many battles it selects in all. Run it in a
 /// transaction for the two to agree.
-pub fn battle_page(c: &Connection, q: &BattleQuery) -> Result<(Vec<Battle>, u64)> {
+pub fn battle_page<'c>(c: impl Into<Conn<'c>>, q: &BattleQuery) -> Result<(Vec<Battle>, u64)> {
+    let c = c.into();
     let (filter, values) = battle_filter(q);
-    let total: i64 = c
-        .prepare_cached(&format!("SELECT COUNT(*) FROM battles b{filter}"))?
-        .query_row(params_from_iter(&values), |r| r.get(0))?;
+    let total: i64 = c.row(
+        &format!("SELECT COUNT(*) FROM battles b{filter}"),
+        &params_of(&values),
+        |r| r.get(0),
+    )?;
     let total = total.max(0) as u64;
     if q.limit == 0 || q.offset as u64 >= total {
         return Ok((Vec::new(), total));
     }
-    let mut stmt = c.prepare_cached(&format!(
-        "SELECT {BATTLE_COLUMNS} FROM battles b{filter}
-         ORDER BY b.created_at DESC, b.id DESC LIMIT ? OFFSET ?"
-    ))?;
     let page = values
         .iter()
         .cloned()
         .chain([
-            Value::Integer(sql_count(q.limit)),
-            Value::Integer(sql_count(q.offset)),
+            Value::Int(sql_count(q.limit)),
+            Value::Int(sql_count(q.offset)),
         ])
         .collect::<Vec<_>>();
-    let mut list = stmt
-        .query_map(params_from_iter(&page), battle_row)?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
+    let mut list = c.rows(
+        &format!(
+            "SELECT {BATTLE_COLUMNS} FROM battles b{filter}
+             ORDER BY b.created_at DESC, b.id DESC LIMIT ? OFFSET ?"
+        ),
+        &params_of(&page),
+        battle_row,
+    )?;
     attach_contestant_summaries(c, &mut list)?;
     Ok((list, total))
 }
@@ -319,21 +323,21 @@ const IN_CHUNK: usize = 500;
 /// Fills each battle's contestants (without output and reasoning texts,
 /// and without their run specs — a persona's whole prompt each — which only
 /// running them needs), a few hundred battles per query.
-fn attach_contestant_summaries(c: &Connection, battles: &mut [Battle]) -> Result<()> {
+fn attach_contestant_summaries(c: Conn<'_>, battles: &mut [Battle]) -> Result<()> {
     let columns = contestant_columns(true);
     for chunk in battles.chunks_mut(IN_CHUNK) {
         let marks = vec!["?"; chunk.len()].join(", ");
-        let mut stmt = c.prepare_cached(&format!(
-            "SELECT {columns} FROM contestants WHERE battle_id IN ({marks})
-             ORDER BY battle_id, position"
-        ))?;
+        let ids: Vec<Value> = chunk.iter().map(|b| Value::Text(b.id.clone())).collect();
         let mut by_battle: HashMap<String, Vec<Contestant>> = HashMap::new();
-        let rows = stmt.query_map(
-            params_from_iter(chunk.iter().map(|b| &b.id)),
+        let rows = c.rows(
+            &format!(
+                "SELECT {columns} FROM contestants WHERE battle_id IN ({marks})
+                 ORDER BY battle_id, position"
+            ),
+            &params_of(&ids),
             contestant_row,
         )?;
-        for row in rows {
-            let contestant = row?;
+        for contestant in rows {
             by_battle
                 .entry(contestant.battle_id.clone())
                 .or_default()
@@ -376,8 +380,12 @@ pub struct RankFilter {
 /// [`battle_page`], with its finished contestants: one query. A blind
 /// battle counts only once revealed: until the vote it is the user's to
 /// judge, and its figures would tell its contestants apart.
-pub fn ranked_battles(c: &Connection, filter: &RankFilter) -> Result<Vec<RankedBattle>> {
-    let mut stmt = c.prepare_cached(
+pub fn ranked_battles<'c>(
+    c: impl Into<Conn<'c>>,
+    filter: &RankFilter,
+) -> Result<Vec<RankedBattle>> {
+    let battle_type = filter.battle_type.map(|t| t.as_str());
+    let rows = c.into().rows(
         "SELECT b.id, b.battle_type, CASE WHEN b.winner_source = 'user' THEN b.winner_id END,
                 b.user_verdict,
                 c.id, c.identity, c.model, c.duration_ms, c.tokens_per_sec, c.cost_usd,
@@ -390,40 +398,47 @@ pub fn ranked_battles(c: &Connection, filter: &RankFilter) -> Result<Vec<RankedB
            AND (?4 IS NULL OR EXISTS (SELECT 1 FROM battle_tags t WHERE t.battle_id = b.id AND t.tag = ?4))
            AND (b.blind = 0 OR b.revealed_at IS NOT NULL)
          ORDER BY b.created_at DESC, b.id DESC, c.position",
-    )?;
-    let mut rows = stmt.query(rusqlite::params![
-        filter.battle_type.map(|t| t.as_str()),
-        filter.series_id,
-        filter.project,
-        filter.tag,
-    ])?;
-    let mut out: Vec<RankedBattle> = Vec::new();
-    while let Some(r) = rows.next()? {
-        let id: String = r.get(0)?;
-        if out.last().is_none_or(|b| b.battle_id != id) {
-            out.push(RankedBattle {
-                battle_id: id,
+        &[
+            &battle_type,
+            &filter.series_id,
+            &filter.project,
+            &filter.tag,
+        ],
+        |r| {
+            let battle = RankedBattle {
+                battle_id: r.get(0)?,
                 battle_type: parse(1, r.get(1)?)?,
                 user_winner: r.get(2)?,
                 user_verdict: r
-                    .get::<_, Option<String>>(3)?
+                    .get::<Option<String>>(3)?
                     .map(|v| parse(3, v))
                     .transpose()?,
                 finished: Vec::new(),
-            });
+            };
+            let finished = match r.get::<Option<String>>(4)? {
+                None => None,
+                Some(contestant_id) => Some((
+                    contestant_id,
+                    Entry {
+                        player: Player::new(r.get::<String>(5)?, r.get::<String>(6)?),
+                        duration_ms: r.get::<Option<i64>>(7)?.map(|v| v.max(0) as u64),
+                        tokens_per_sec: r.get(8)?,
+                        cost_usd: r.get(9)?,
+                        output_chars: r.get::<Option<i64>>(10)?.map(|v| v.max(0) as u64),
+                    },
+                )),
+            };
+            Ok((battle, finished))
+        },
+    )?;
+    // One row per finished contestant, a battle's rows together.
+    let mut out: Vec<RankedBattle> = Vec::new();
+    for (battle, finished) in rows {
+        if out.last().is_none_or(|b| b.battle_id != battle.battle_id) {
+            out.push(battle);
         }
-        let Some(contestant_id) = r.get::<_, Option<String>>(4)? else {
-            continue;
-        };
-        let entry = Entry {
-            player: Player::new(r.get::<_, String>(5)?, r.get::<_, String>(6)?),
-            duration_ms: r.get::<_, Option<i64>>(7)?.map(|v| v.max(0) as u64),
-            tokens_per_sec: r.get(8)?,
-            cost_usd: r.get(9)?,
-            output_chars: r.get::<_, Option<i64>>(10)?.map(|v| v.max(0) as u64),
-        };
-        if let Some(b) = out.last_mut() {
-            b.finished.push((contestant_id, entry));
+        if let (Some(entry), Some(b)) = (finished, out.last_mut()) {
+            b.finished.push(entry);
         }
     }
     Ok(out)
@@ -465,34 +480,35 @@ fn from_row(kind: &str, c: &Contestant) -> Result<EventKind> {
     })
 }
 
-pub fn events_since(
-    c: &Connection,
+pub fn events_since<'c>(
+    c: impl Into<Conn<'c>>,
     battle_id: &str,
     since_seq: u64,
     limit: usize,
 ) -> Result<Vec<BattleEvent>> {
-    let mut stmt = c.prepare_cached(
+    let c = c.into();
+    let rows = c.rows(
         "SELECT seq, contestant_id, at, kind, payload FROM events
          WHERE battle_id = ?1 AND seq > ?2
          UNION ALL
          SELECT seq, contestant_id, at, kind, payload FROM live.events
          WHERE battle_id = ?1 AND seq > ?2
          ORDER BY seq LIMIT ?3",
+        &[&battle_id, &(since_seq as i64), &(limit as i64)],
+        |r| {
+            Ok((
+                r.get::<i64>(0)?,
+                r.get::<Option<String>>(1)?,
+                r.get::<i64>(2)?,
+                r.get::<String>(3)?,
+                r.get::<String>(4)?,
+            ))
+        },
     )?;
-    let rows = stmt.query_map(params![battle_id, since_seq as i64, limit as i64], |r| {
-        Ok((
-            r.get::<_, i64>(0)?,
-            r.get::<_, Option<String>>(1)?,
-            r.get::<_, i64>(2)?,
-            r.get::<_, String>(3)?,
-            r.get::<_, String>(4)?,
-        ))
-    })?;
     let mut events = Vec::new();
     // The rows markers are filled from, read once each.
     let mut rows_read: HashMap<String, Contestant> = HashMap::new();
-    for row in rows {
-        let (seq, contestant_id, at, name, payload) = row?;
+    for (seq, contestant_id, at, name, payload) in rows {
         let kind = match (&contestant_id, payload == FROM_ROW) {
             (Some(id), true) => {
                 if !rows_read.contains_key(id) {
@@ -533,24 +549,24 @@ impl LeaseOf {
     }
 }
 
-pub fn lease(c: &Connection, battle_id: &str) -> Result<Option<Lease>> {
+pub fn lease<'c>(c: impl Into<Conn<'c>>, battle_id: &str) -> Result<Option<Lease>> {
     lease_of(c, LeaseOf::Battle, battle_id)
 }
 
-pub(crate) fn lease_of(c: &Connection, of: LeaseOf, id: &str) -> Result<Option<Lease>> {
+pub(crate) fn lease_of<'c>(c: impl Into<Conn<'c>>, of: LeaseOf, id: &str) -> Result<Option<Lease>> {
     let (table, key) = of.table();
-    Ok(c.prepare_cached(&format!(
-        "SELECT owner, host, pid, expires_at FROM {table} WHERE {key} = ?1"
-    ))?
-    .query_row([id], |r| {
-        Ok(Lease {
-            owner: r.get(0)?,
-            host: r.get(1)?,
-            pid: r.get(2)?,
-            expires_at_ms: r.get(3)?,
-        })
-    })
-    .optional()?)
+    c.into().opt_row(
+        &format!("SELECT owner, host, pid, expires_at FROM {table} WHERE {key} = ?1"),
+        &[&id],
+        |r| {
+            Ok(Lease {
+                owner: r.get(0)?,
+                host: r.get(1)?,
+                pid: r.get(2)?,
+                expires_at_ms: r.get(3)?,
+            })
+        },
+    )
 }
 
 fn json_col<T: serde::de::DeserializeOwned + Default>(text: Option<String>) -> T {
@@ -558,20 +574,18 @@ fn json_col<T: serde::de::DeserializeOwned + Default>(text: Option<String>) -> T
         .unwrap_or_default()
 }
 
-fn enum_col<T: serde::de::DeserializeOwned>(idx: usize, text: String) -> rusqlite::Result<T> {
-    serde_json::from_value(serde_json::Value::String(text)).map_err(|e| {
-        rusqlite::Error::FromSqlConversionFailure(idx, rusqlite::types::Type::Text, e.into())
-    })
+fn enum_col<T: serde::de::DeserializeOwned>(idx: usize, text: String) -> Result<T> {
+    serde_json::from_value(serde_json::Value::String(text))
+        .map_err(|e| Error::Inconsistent(format!("column {idx}: {e}")))
 }
 
-pub fn latest_analysis(c: &Connection, battle_id: &str) -> Result<Option<Analysis>> {
-    let mut stmt = c.prepare_cached(
+pub fn latest_analysis<'c>(c: impl Into<Conn<'c>>, battle_id: &str) -> Result<Option<Analysis>> {
+    c.into().opt_row(
         "SELECT id, battle_id, status, model, provider, outcome, winner_id, ranking, reasons, digests,
                 judge_runs, error, created_at, finished_at, cost_usd
          FROM analyses WHERE battle_id = ?1 ORDER BY created_at DESC, rowid DESC LIMIT 1",
-    )?;
-    Ok(stmt
-        .query_row([battle_id], |r| {
+        &[&battle_id],
+        |r| {
             Ok(Analysis {
                 id: r.get(0)?,
                 battle_id: r.get(1)?,
@@ -579,7 +593,7 @@ pub fn latest_analysis(c: &Connection, battle_id: &str) -> Result<Option<Analysi
                 model: r.get(3)?,
                 provider: r.get(4)?,
                 outcome: r
-                    .get::<_, Option<String>>(5)?
+                    .get::<Option<String>>(5)?
                     .map(|o| enum_col(5, o))
                     .transpose()?,
                 winner: r.get(6)?,
@@ -592,18 +606,20 @@ pub fn latest_analysis(c: &Connection, battle_id: &str) -> Result<Option<Analysi
                 finished_at: time(r.get(13)?),
                 cost_usd: r.get(14)?,
             })
-        })
-        .optional()?)
+        },
+    )
 }
 
-pub fn cross_examinations(c: &Connection, battle_id: &str) -> Result<Vec<CrossExamination>> {
-    let mut stmt = c.prepare_cached(
+pub fn cross_examinations<'c>(
+    c: impl Into<Conn<'c>>,
+    battle_id: &str,
+) -> Result<Vec<CrossExamination>> {
+    c.into().rows(
         "SELECT id, battle_id, number, identity, model, provider, question, status, output, verdict,
                 error, path, created_at, finished_at
          FROM cross_examinations WHERE battle_id = ?1 ORDER BY number",
-    )?;
-    let rows = stmt
-        .query_map([battle_id], |r| {
+        &[&battle_id],
+        |r| {
             Ok(CrossExamination {
                 id: r.get(0)?,
                 battle_id: r.get(1)?,
@@ -615,27 +631,25 @@ pub fn cross_examinations(c: &Connection, battle_id: &str) -> Result<Vec<CrossEx
                 status: enum_col(7, r.get(7)?)?,
                 output: r.get(8)?,
                 verdict: r
-                    .get::<_, Option<String>>(9)?
+                    .get::<Option<String>>(9)?
                     .and_then(|v| serde_json::from_str(&v).ok()),
                 error: r.get(10)?,
-                path: r.get::<_, Option<String>>(11)?.map(PathBuf::from),
+                path: r.get::<Option<String>>(11)?.map(PathBuf::from),
                 created_at: time(Some(r.get(12)?)).unwrap_or_default(),
                 finished_at: time(r.get(13)?),
             })
-        })?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
-    Ok(rows)
+        },
+    )
 }
 
 /// A contestant's refinement rounds (2, 3, …), in order.
-pub fn rounds(c: &Connection, contestant_id: &str) -> Result<Vec<Round>> {
-    let mut stmt = c.prepare_cached(
-            "SELECT id, contestant_id, number, feedback, status, output, error, diff_stats, check_result,
+pub fn rounds<'c>(c: impl Into<Conn<'c>>, contestant_id: &str) -> Result<Vec<Round>> {
+    c.into().rows(
+        "SELECT id, contestant_id, number, feedback, status, output, error, diff_stats, check_result,
                     duration_ms, result_path, created_at, finished_at, cost_usd
              FROM rounds WHERE contestant_id = ?1 ORDER BY number",
-        )?;
-    let rows = stmt
-        .query_map([contestant_id], |r| {
+        &[&contestant_id],
+        |r| {
             let status: String = r.get(4)?;
             Ok(Round {
                 id: r.get(0)?,
@@ -650,42 +664,40 @@ pub fn rounds(c: &Connection, contestant_id: &str) -> Result<Vec<Round>> {
                 output: r.get(5)?,
                 error: r.get(6)?,
                 diff: r
-                    .get::<_, Option<String>>(7)?
+                    .get::<Option<String>>(7)?
                     .and_then(|t| serde_json::from_str(&t).ok()),
                 check: r
-                    .get::<_, Option<String>>(8)?
+                    .get::<Option<String>>(8)?
                     .and_then(|t| serde_json::from_str(&t).ok()),
-                duration_ms: r.get::<_, Option<i64>>(9)?.map(|v| v.max(0) as u64),
-                result_path: r.get::<_, Option<String>>(10)?.map(PathBuf::from),
+                duration_ms: r.get::<Option<i64>>(9)?.map(|v| v.max(0) as u64),
+                result_path: r.get::<Option<String>>(10)?.map(PathBuf::from),
                 created_at: time_ms(r.get(11)?),
-                finished_at: r.get::<_, Option<i64>>(12)?.map(time_ms),
+                finished_at: r.get::<Option<i64>>(12)?.map(time_ms),
                 cost_usd: r.get(13)?,
             })
-        })?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
-    Ok(rows)
+        },
+    )
 }
 
 /// The `seq` of a battle's newest event (0 when it has none).
-pub fn last_seq(c: &Connection, battle_id: &str) -> Result<u64> {
-    let seq: Option<i64> = c
-        .prepare_cached(
-            "SELECT MAX(m) FROM (
-             SELECT MAX(seq) AS m FROM events WHERE battle_id = ?1
-             UNION ALL SELECT MAX(seq) FROM live.events WHERE battle_id = ?1)",
-        )?
-        .query_row([battle_id], |r| r.get(0))?;
+pub fn last_seq<'c>(c: impl Into<Conn<'c>>, battle_id: &str) -> Result<u64> {
+    let seq: Option<i64> = c.into().row(
+        "SELECT MAX(m) FROM (
+         SELECT MAX(seq) AS m FROM events WHERE battle_id = ?1
+         UNION ALL SELECT MAX(seq) FROM live.events WHERE battle_id = ?1)",
+        &[&battle_id],
+        |r| r.get(0),
+    )?;
     Ok(seq.unwrap_or(0).max(0) as u64)
 }
 
 /// A lane's tickets, holding and waiting.
-pub fn tickets(c: &Connection, lane: &str) -> Result<Vec<Ticket>> {
-    let mut stmt = c.prepare_cached(
+pub fn tickets<'c>(c: impl Into<Conn<'c>>, lane: &str) -> Result<Vec<Ticket>> {
+    c.into().rows(
         "SELECT id, ready_at, position, holder, granted_at IS NOT NULL, owner, host, pid, expires_at
          FROM live.lane_tickets WHERE lane = ?1",
-    )?;
-    let rows = stmt
-        .query_map([lane], |r| {
+        &[&lane],
+        |r| {
             Ok(Ticket {
                 id: r.get(0)?,
                 ready_at_ms: r.get(1)?,
@@ -699,19 +711,17 @@ pub fn tickets(c: &Connection, lane: &str) -> Result<Vec<Ticket>> {
                     expires_at_ms: r.get(8)?,
                 },
             })
-        })?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
-    Ok(rows)
+        },
+    )
 }
 
 /// When the lane granted slots in the minute before `now_ms`.
-pub fn lane_starts(c: &Connection, lane: &str, now_ms: i64) -> Result<Vec<i64>> {
-    let mut stmt =
-        c.prepare_cached("SELECT at FROM live.lane_grants WHERE lane = ?1 AND at > ?2")?;
-    let rows = stmt
-        .query_map(params![lane, now_ms - 60_000], |r| r.get(0))?
-        .collect::<rusqlite::Result<Vec<i64>>>()?;
-    Ok(rows)
+pub fn lane_starts<'c>(c: impl Into<Conn<'c>>, lane: &str, now_ms: i64) -> Result<Vec<i64>> {
+    c.into().rows(
+        "SELECT at FROM live.lane_grants WHERE lane = ?1 AND at > ?2",
+        &[&lane, &(now_ms - 60_000)],
+        |r| r.get(0),
+    )
 }
 
 #[cfg(test)]
@@ -719,12 +729,13 @@ mod tests {
     use super::*;
 
     /// The query plan of `sql`, one step per line.
-    fn plan(c: &Connection, sql: &str, values: &[Value]) -> String {
-        let mut stmt = c.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
-        let steps = stmt
-            .query_map(params_from_iter(values), |r| r.get::<_, String>(3))
-            .unwrap()
-            .collect::<rusqlite::Result<Vec<_>>>()
+    fn plan(c: &rusqlite::Connection, sql: &str, values: &[Value]) -> String {
+        let steps: Vec<String> = Conn::from(c)
+            .rows(
+                &format!("EXPLAIN QUERY PLAN {sql}"),
+                &params_of(values),
+                |r| r.get(3),
+            )
             .unwrap();
         steps.join("\n")
     }
@@ -732,9 +743,9 @@ mod tests {
     /// The plan of a history page, without the steps reading each row's
     /// tags (by `battle_tags`' primary key) and newest analysis (by
     /// `analyses_battle`): asserted once, here.
-    fn page_plan(c: &Connection, q: &BattleQuery) -> String {
+    fn page_plan(c: &rusqlite::Connection, q: &BattleQuery) -> String {
         let (filter, mut values) = battle_filter(q);
-        values.extend([Value::Integer(50), Value::Integer(0)]);
+        values.extend([Value::Int(50), Value::Int(0)]);
         let full = plan(
             c,
             &format!(
@@ -827,7 +838,7 @@ mod tests {
                      LEFT JOIN contestants c ON c.battle_id = b.id AND c.status = 'done'
                      WHERE b.status <> 'running' AND (?1 IS NULL OR b.battle_type = ?1)
                      ORDER BY b.created_at DESC, b.id DESC, c.position",
-                    &[Value::Null],
+                    &[Value::Text("no such type".into())],
                 );
                 // Only each battle's few contestants are sorted.
                 assert!(ranked.starts_with("SCAN b USING INDEX battles_newest"));

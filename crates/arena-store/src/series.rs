@@ -4,28 +4,27 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use crate::sql::params;
 use arena_domain::decisions::Lease;
 use arena_domain::series::{GoalCheck, RoundCost, Series, SeriesRequest, SeriesStatus};
 use chrono::{DateTime, Utc};
-use rusqlite::{params, OptionalExtension, Row};
 
 use crate::error::{Error, Result};
 use crate::rows::{self, ms, parse, time, LeaseOf};
+use crate::sql::{Conn, Row};
 use crate::{Store, Tx};
 
 const SERIES_COLUMNS: &str =
     "id, idem_key, request, status, total, created_at, finished_at, decided_after, report_path, error, tags";
 
 /// Column `i`'s JSON text, read into a `T`.
-fn json<T: serde::de::DeserializeOwned>(i: usize, text: &str) -> rusqlite::Result<T> {
-    serde_json::from_str(text).map_err(|e| {
-        rusqlite::Error::FromSqlConversionFailure(i, rusqlite::types::Type::Text, Box::new(e))
-    })
+fn json<T: serde::de::DeserializeOwned>(i: usize, text: &str) -> Result<T> {
+    serde_json::from_str(text).map_err(|e| Error::Inconsistent(format!("column {i}: {e}")))
 }
 
-fn series_row(r: &Row<'_>) -> rusqlite::Result<Series> {
-    let request: SeriesRequest = json(2, &r.get::<_, String>(2)?)?;
-    let tags: Vec<String> = match r.get::<_, Option<String>>(10)? {
+fn series_row(r: &Row<'_>) -> Result<Series> {
+    let request: SeriesRequest = json(2, &r.get::<String>(2)?)?;
+    let tags: Vec<String> = match r.get::<Option<String>>(10)? {
         Some(text) => json(10, &text)?,
         None => request.tags.clone(),
     };
@@ -35,11 +34,11 @@ fn series_row(r: &Row<'_>) -> rusqlite::Result<Series> {
         tags,
         request,
         status: parse(3, r.get(3)?)?,
-        total: r.get::<_, i64>(4)?.max(0) as u64,
+        total: r.get::<i64>(4)?.max(0) as u64,
         created_at: time(Some(r.get(5)?)).unwrap_or_default(),
         finished_at: time(r.get(6)?),
-        decided_after: r.get::<_, Option<i64>>(7)?.map(|v| v.max(0) as u64),
-        report_path: r.get::<_, Option<String>>(8)?.map(PathBuf::from),
+        decided_after: r.get::<Option<i64>>(7)?.map(|v| v.max(0) as u64),
+        report_path: r.get::<Option<String>>(8)?.map(PathBuf::from),
         error: r.get(9)?,
     })
 }
@@ -47,50 +46,48 @@ fn series_row(r: &Row<'_>) -> rusqlite::Result<Series> {
 impl Store {
     pub fn series(&self, id: &str) -> Result<Series> {
         self.query(|c| {
-            c.query_row(
-                &format!("SELECT {SERIES_COLUMNS} FROM series WHERE id = ?1"),
-                [id],
-                series_row,
-            )
-            .optional()?
-            .ok_or_else(|| Error::not_found("series", id))
+            Conn::from(c)
+                .opt_row(
+                    &format!("SELECT {SERIES_COLUMNS} FROM series WHERE id = ?1"),
+                    &[&id],
+                    series_row,
+                )?
+                .ok_or_else(|| Error::not_found("series", id))
         })
     }
 
     /// The series started with idempotency key `key`, if any.
     pub fn series_by_key(&self, key: &str) -> Result<Option<Series>> {
         self.query(|c| {
-            Ok(c.query_row(
+            Conn::from(c).opt_row(
                 &format!("SELECT {SERIES_COLUMNS} FROM series WHERE idem_key = ?1"),
-                [key],
+                &[&key],
                 series_row,
             )
-            .optional()?)
         })
     }
 
     /// Series newest first.
     pub fn series_list(&self, limit: usize) -> Result<Vec<Series>> {
         self.query(|c| {
-            let mut stmt = c.prepare(&format!(
-                "SELECT {SERIES_COLUMNS} FROM series ORDER BY created_at DESC, id DESC LIMIT ?1"
-            ))?;
-            let list = stmt
-                .query_map([limit as i64], series_row)?
-                .collect::<rusqlite::Result<Vec<_>>>()?;
-            Ok(list)
+            Conn::from(c).rows(
+                &format!(
+                    "SELECT {SERIES_COLUMNS} FROM series ORDER BY created_at DESC, id DESC LIMIT ?1"
+                ),
+                &[&(limit as i64)],
+                series_row,
+            )
         })
     }
 
     /// Ids of series still marked running, oldest first.
     pub fn running_series(&self) -> Result<Vec<String>> {
         self.query(|c| {
-            let mut stmt =
-                c.prepare("SELECT id FROM series WHERE status = 'running' ORDER BY created_at")?;
-            let ids = stmt
-                .query_map([], |r| r.get(0))?
-                .collect::<rusqlite::Result<Vec<String>>>()?;
-            Ok(ids)
+            Conn::from(c).rows(
+                "SELECT id FROM series WHERE status = 'running' ORDER BY created_at",
+                &[],
+                |r| r.get(0),
+            )
         })
     }
 
@@ -102,15 +99,12 @@ impl Store {
     /// A series' battles by place (the n-th battle of the series).
     pub fn series_battles(&self, series_id: &str) -> Result<BTreeMap<u64, String>> {
         self.query(|c| {
-            let mut stmt = c.prepare(
+            let slots = Conn::from(c).rows(
                 "SELECT series_slot, id FROM battles WHERE series_id = ?1 ORDER BY series_slot",
+                &[&series_id],
+                |r| Ok((r.get::<i64>(0)?.max(0) as u64, r.get::<String>(1)?)),
             )?;
-            let slots = stmt
-                .query_map([series_id], |r| {
-                    Ok((r.get::<_, i64>(0)?.max(0) as u64, r.get::<_, String>(1)?))
-                })?
-                .collect::<rusqlite::Result<BTreeMap<_, _>>>()?;
-            Ok(slots)
+            Ok(slots.into_iter().collect())
         })
     }
 
@@ -121,9 +115,9 @@ impl Store {
     /// A series' blind battles not yet revealed.
     pub fn series_masked(&self, id: &str) -> Result<u64> {
         self.query(|c| {
-            let n: i64 = c.query_row(
+            let n: i64 = Conn::from(c).row(
                 "SELECT COUNT(*) FROM battles WHERE series_id = ?1 AND blind = 1 AND revealed_at IS NULL",
-                [id],
+                &[&id],
                 |r| r.get(0),
             )?;
             Ok(n.max(0) as u64)
@@ -132,13 +126,14 @@ impl Store {
 
     pub fn series_progress(&self, id: &str) -> Result<(u64, u64, Option<f64>)> {
         self.query(|c| {
-            let (done, running): (i64, i64) = c.query_row(
+            let c = Conn::from(c);
+            let (done, running): (i64, i64) = c.row(
                 "SELECT COALESCE(SUM(status != 'running'), 0), COALESCE(SUM(status = 'running'), 0)
                  FROM battles WHERE series_id = ?1",
-                [id],
+                &[&id],
                 |r| Ok((r.get(0)?, r.get(1)?)),
             )?;
-            let (spent, unknown): (f64, i64) = c.query_row(
+            let (spent, unknown): (f64, i64) = c.row(
                 "WITH b AS (SELECT id FROM battles WHERE series_id = ?1),
                       k AS (SELECT id FROM contestants WHERE battle_id IN (SELECT id FROM b)),
                       costs(cost, known) AS (
@@ -150,7 +145,7 @@ impl Store {
                         UNION ALL SELECT cost_usd, cost_usd IS NOT NULL OR status != 'done'
                           FROM rounds WHERE contestant_id IN (SELECT id FROM k))
                  SELECT COALESCE(SUM(cost), 0.0), COALESCE(SUM(NOT known), 0) FROM costs",
-                [id],
+                &[&id],
                 |r| Ok((r.get(0)?, r.get(1)?)),
             )?;
             Ok((
@@ -167,13 +162,12 @@ impl Store {
         self.query(|c| {
             let mut ended = Vec::new();
             let mut running = Vec::new();
-            let mut stmt = c.prepare_cached(
+            let rows = Conn::from(c).rows(
                 "SELECT status = 'running', created_at, finished_at FROM battles WHERE series_id = ?1",
+                &[&id],
+                |r| Ok((r.get::<bool>(0)?, r.get::<i64>(1)?, r.get::<Option<i64>>(2)?)),
             )?;
-            let mut rows = stmt.query([id])?;
-            while let Some(r) = rows.next()? {
-                let (is_running, created, finished): (bool, i64, Option<i64>) =
-                    (r.get(0)?, r.get(1)?, r.get(2)?);
+            for (is_running, created, finished) in rows {
                 match (is_running, finished) {
                     (true, _) => running.push(created),
                     (false, Some(finished)) => ended.push((finished - created).max(0)),
@@ -186,13 +180,13 @@ impl Store {
 
     pub fn series_cancel_requested(&self, id: &str) -> Result<bool> {
         self.query(|c| {
-            Ok(c.query_row(
-                "SELECT cancel_requested FROM series WHERE id = ?1",
-                [id],
-                |r| r.get::<_, bool>(0),
-            )
-            .optional()?
-            .unwrap_or(false))
+            Ok(Conn::from(c)
+                .opt_row(
+                    "SELECT cancel_requested FROM series WHERE id = ?1",
+                    &[&id],
+                    |r| r.get::<bool>(0),
+                )?
+                .unwrap_or(false))
         })
     }
 
@@ -219,22 +213,22 @@ impl Store {
     /// order: one query.
     pub fn series_round_costs(&self, series_id: &str) -> Result<BTreeMap<String, Vec<RoundCost>>> {
         self.query(|c| {
-            let mut stmt = c.prepare(
+            let rows = Conn::from(c).rows(
                 "SELECT r.contestant_id, r.cost_usd, r.status
                  FROM rounds r JOIN contestants c ON c.id = r.contestant_id
                  WHERE c.battle_id IN (SELECT id FROM battles WHERE series_id = ?1)
                  ORDER BY r.contestant_id, r.number",
+                &[&series_id],
+                |r| {
+                    Ok((
+                        r.get::<String>(0)?,
+                        r.get::<Option<f64>>(1)?,
+                        r.get::<String>(2)?,
+                    ))
+                },
             )?;
             let mut out: BTreeMap<String, Vec<RoundCost>> = BTreeMap::new();
-            let rows = stmt.query_map([series_id], |r| {
-                Ok((
-                    r.get::<_, String>(0)?,
-                    r.get::<_, Option<f64>>(1)?,
-                    r.get::<_, String>(2)?,
-                ))
-            })?;
-            for row in rows {
-                let (id, cost_usd, status) = row?;
+            for (id, cost_usd, status) in rows {
                 out.entry(id).or_default().push(RoundCost {
                     cost_usd,
                     status: (status != "running").then(|| status.parse().ok()).flatten(),
@@ -247,28 +241,30 @@ impl Store {
     /// Goal checks of the contestants `clause` (on `c`, with `?1`) picks.
     fn goal_checks_of(&self, clause: &str, key: &str) -> Result<BTreeMap<String, Vec<GoalCheck>>> {
         self.query(|c| {
-            let mut stmt = c.prepare(&format!(
-                "SELECT g.contestant_id, g.turn, g.passed, g.reason, g.error, g.by_check, g.cost_usd, g.at
-                 FROM goal_checks g JOIN contestants c ON c.id = g.contestant_id
-                 WHERE {clause} ORDER BY g.contestant_id, g.turn"
-            ))?;
+            let rows = Conn::from(c).rows(
+                &format!(
+                    "SELECT g.contestant_id, g.turn, g.passed, g.reason, g.error, g.by_check, g.cost_usd, g.at
+                     FROM goal_checks g JOIN contestants c ON c.id = g.contestant_id
+                     WHERE {clause} ORDER BY g.contestant_id, g.turn"
+                ),
+                &[&key],
+                |r| {
+                    Ok((
+                        r.get::<String>(0)?,
+                        GoalCheck {
+                            turn: r.get(1)?,
+                            passed: r.get(2)?,
+                            reason: r.get(3)?,
+                            error: r.get(4)?,
+                            by_check: r.get(5)?,
+                            cost_usd: r.get(6)?,
+                            at: time(Some(r.get(7)?)).unwrap_or_default(),
+                        },
+                    ))
+                },
+            )?;
             let mut out: BTreeMap<String, Vec<GoalCheck>> = BTreeMap::new();
-            let rows = stmt.query_map([key], |r| {
-                Ok((
-                    r.get::<_, String>(0)?,
-                    GoalCheck {
-                        turn: r.get(1)?,
-                        passed: r.get(2)?,
-                        reason: r.get(3)?,
-                        error: r.get(4)?,
-                        by_check: r.get(5)?,
-                        cost_usd: r.get(6)?,
-                        at: time(Some(r.get(7)?)).unwrap_or_default(),
-                    },
-                ))
-            })?;
-            for row in rows {
-                let (id, check) = row?;
+            for (id, check) in rows {
                 out.entry(id).or_default().push(check);
             }
             Ok(out)
@@ -346,7 +342,7 @@ impl Tx<'_> {
     pub fn request_series_cancel(&mut self, id: &str) -> Result<bool> {
         let changed = self.run(
             "UPDATE series SET cancel_requested = 1 WHERE id = ?1 AND status = 'running'",
-            [id],
+            params![id],
         )?;
         Ok(changed == 1)
     }

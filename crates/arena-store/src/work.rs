@@ -3,7 +3,9 @@
 //! the battle.
 
 use chrono::{DateTime, Utc};
-use rusqlite::{params, OptionalExtension};
+use rusqlite::OptionalExtension;
+
+use crate::sql::{params, Conn};
 
 use arena_domain::analysis::AnalysisStatus;
 use arena_domain::battle::ContestantStatus;
@@ -47,32 +49,32 @@ impl Store {
     /// Whether a piece of work is still running.
     pub fn work_running(&self, work: Work, id: &str) -> Result<bool> {
         self.query(|c| {
-            Ok(c.query_row(
-                &format!(
-                    "SELECT status = 'running' FROM {} WHERE id = ?1",
-                    work.table()
-                ),
-                [id],
-                |r| r.get(0),
-            )
-            .optional()?
-            .unwrap_or(false))
+            Ok(Conn::from(c)
+                .opt_row(
+                    &format!(
+                        "SELECT status = 'running' FROM {} WHERE id = ?1",
+                        work.table()
+                    ),
+                    params![id],
+                    |r| r.get(0),
+                )?
+                .unwrap_or(false))
         })
     }
 
     /// Whether a piece of work was asked to stop.
     pub fn work_cancel_requested(&self, work: Work, id: &str) -> Result<bool> {
         self.query(|c| {
-            Ok(c.query_row(
-                &format!(
-                    "SELECT cancel_requested FROM {} WHERE id = ?1",
-                    work.table()
-                ),
-                [id],
-                |r| r.get(0),
-            )
-            .optional()?
-            .unwrap_or(false))
+            Ok(Conn::from(c)
+                .opt_row(
+                    &format!(
+                        "SELECT cancel_requested FROM {} WHERE id = ?1",
+                        work.table()
+                    ),
+                    params![id],
+                    |r| r.get(0),
+                )?
+                .unwrap_or(false))
         })
     }
 }
@@ -86,7 +88,7 @@ impl Tx<'_> {
             )?,
             None => self.run(
                 "UPDATE battles SET cancel_requested = 1 WHERE id = ?1",
-                [battle_id],
+                params![battle_id],
             )?,
         };
         Ok(())
@@ -106,20 +108,16 @@ impl Tx<'_> {
             Work::Round => "contestant_id IN (SELECT id FROM contestants WHERE battle_id = ?1) AND contestant_id = COALESCE(?2, contestant_id)",
             _ => "battle_id = ?1",
         };
-        let ids = {
-            let mut stmt = self.tx.prepare(&format!(
+        let ids: Vec<String> = {
+            let sql = format!(
                 "SELECT id FROM {} WHERE status = 'running' AND {filter}",
                 work.table()
-            ))?;
-            let id = |r: &rusqlite::Row<'_>| r.get::<_, String>(0);
-            match work {
-                Work::Round => stmt
-                    .query_map(params![battle_id, contestant_id], id)?
-                    .collect::<rusqlite::Result<Vec<String>>>()?,
-                _ => stmt
-                    .query_map(params![battle_id], id)?
-                    .collect::<rusqlite::Result<Vec<String>>>()?,
-            }
+            );
+            let params = match work {
+                Work::Round => params![battle_id, contestant_id],
+                _ => params![battle_id],
+            };
+            self.db().rows(&sql, params, |r| r.get(0))?
         };
         for id in &ids {
             self.run(
@@ -127,7 +125,7 @@ impl Tx<'_> {
                     "UPDATE {} SET cancel_requested = 1 WHERE id = ?1",
                     work.table()
                 ),
-                [id],
+                params![id],
             )?;
         }
         Ok(ids)
