@@ -12,6 +12,7 @@ use arena_core::battle::{
     BattleRequest, BattleStatus, BattleType, ContestantSpec, ContestantStatus,
 };
 use arena_core::config::CustomBackend;
+use arena_core::store::SqlValue;
 use arena_core::Battle;
 use arena_testserver::{ModelScript, ToolCall, Turn};
 use common::*;
@@ -434,8 +435,10 @@ async fn worktrees_of_deleted_battles_are_pruned_but_uncommitted_work_needs_forc
     h.engine
         .store()
         .transact(|tx| {
-            tx.conn()
-                .execute("DELETE FROM battles WHERE id = ?1", [&b.id])?;
+            tx.exec_raw(
+                "DELETE FROM battles WHERE id = ?1",
+                &[SqlValue::Text(b.id.clone())],
+            )?;
             Ok(())
         })
         .unwrap();

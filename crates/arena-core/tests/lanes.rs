@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use arena_core::battle::{BattleStatus, ContestantStatus, Lane};
 use arena_core::clock::SystemClock;
 use arena_core::config::{Config, ProviderConfig, ProviderKind};
+use arena_core::store::SqlValue;
 use arena_core::{Battle, Engine, EngineOptions, EventKind};
 use arena_testserver::{most_at_once, ModelScript, RecordedRequest, TestServer};
 use common::*;
@@ -430,10 +431,15 @@ async fn the_ticket_of_a_process_that_is_gone_does_not_block_the_lane() {
     h.engine
         .store()
         .transact(|tx| {
-            tx.conn().execute(
+            tx.exec_raw(
                 "INSERT INTO lane_tickets (lane, ready_at, position, holder, model, owner, host, pid, expires_at, granted_at)
                  VALUES (?1, 0, 0, 'battle deadbeef, contestant 1', 'l1', 'gone', ?2, ?3, ?4, 0)",
-                rusqlite::params![lane, hostname(), dead, i64::MAX],
+                &[
+                    SqlValue::Text(lane.clone()),
+                    SqlValue::Text(hostname()),
+                    SqlValue::Int(i64::from(dead)),
+                    SqlValue::Int(i64::MAX),
+                ],
             )?;
             Ok(())
         })
@@ -446,11 +452,12 @@ async fn the_ticket_of_a_process_that_is_gone_does_not_block_the_lane() {
         "waited {:?} for a dead holder",
         started.elapsed()
     );
-    let left: i64 = h
+    let left = h
         .engine
         .store()
-        .read(|c| Ok(c.query_row("SELECT COUNT(*) FROM lane_tickets", [], |r| r.get(0))?))
-        .unwrap();
+        .query_i64("SELECT COUNT(*) FROM lane_tickets", &[])
+        .unwrap()
+        .unwrap_or(-1);
     assert_eq!(left, 0, "every ticket was given back");
 }
 

@@ -6,6 +6,7 @@ mod common;
 use std::time::Duration;
 
 use arena_core::battle::{BattleStatus, ContestantStatus};
+use arena_core::store::SqlValue;
 use arena_core::Error;
 use common::*;
 
@@ -85,7 +86,7 @@ async fn resume_keeps_finished_work_and_reruns_what_was_lost() {
     h.engine
         .store()
         .transact(|tx| {
-            tx.conn().execute("UPDATE leases SET expires_at = 0", [])?;
+            tx.exec_raw("UPDATE leases SET expires_at = 0", &[])?;
             Ok(())
         })
         .unwrap();
@@ -144,18 +145,17 @@ async fn a_driver_that_lost_its_lease_writes_nothing_more() {
                 .engine
                 .store()
                 .transact(|tx| {
-                    tx.conn().execute(
+                    tx.exec_raw(
                         "UPDATE leases SET owner = 'the-new-driver', expires_at = ?1 WHERE battle_id = ?2",
-                        rusqlite::params![i64::MAX, battle.id],
+                        &[SqlValue::Int(i64::MAX), SqlValue::Text(battle.id.clone())],
                     )?;
                     // Both journals: the kept one and the live one.
-                    let seq: i64 = tx.conn().query_row(
+                    let seq = tx.query_i64(
                         "SELECT MAX(m) FROM (SELECT MAX(seq) AS m FROM events WHERE battle_id = ?1
                          UNION ALL SELECT MAX(seq) FROM live.events WHERE battle_id = ?1)",
-                        [&battle.id],
-                        |r| r.get(0),
+                        &[SqlValue::Text(battle.id.clone())],
                     )?;
-                    Ok(seq as u64)
+                    Ok(seq.unwrap_or(0) as u64)
                 })
                 .unwrap();
             break;

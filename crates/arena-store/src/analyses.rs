@@ -46,22 +46,22 @@ impl Store {
         series_id: Option<&str>,
     ) -> Result<HashMap<String, (Outcome, Option<String>)>> {
         self.query(|c| {
-            let mut stmt = c.prepare(
+            let rows = c.rows(
                 "SELECT battle_id, outcome, winner_id FROM analyses a
                  WHERE status = 'done' AND outcome IS NOT NULL AND created_at = (
                      SELECT MAX(created_at) FROM analyses b WHERE b.battle_id = a.battle_id AND b.status = 'done')
                    AND (?1 IS NULL OR battle_id IN (SELECT id FROM battles WHERE series_id = ?1))",
+                params![series_id],
+                |r| {
+                    Ok((
+                        r.get::<String>(0)?,
+                        r.get::<String>(1)?,
+                        r.get::<Option<String>>(2)?,
+                    ))
+                },
             )?;
-            let rows = stmt.query_map([series_id], |r| {
-                Ok((
-                    r.get::<_, String>(0)?,
-                    r.get::<_, String>(1)?,
-                    r.get::<_, Option<String>>(2)?,
-                ))
-            })?;
             let mut map = HashMap::new();
-            for row in rows {
-                let (battle, outcome, winner) = row?;
+            for (battle, outcome, winner) in rows {
                 if let Ok(o) = serde_json::from_value(serde_json::Value::String(outcome)) {
                     map.insert(battle, (o, winner));
                 }
@@ -132,9 +132,9 @@ impl Tx<'_> {
     }
 
     pub fn insert_cross_examination(&mut self, x: &CrossExamination) -> Result<u32> {
-        let number: u32 = self.tx.query_row(
+        let number: u32 = self.db().row(
             "SELECT COALESCE(MAX(number), 0) + 1 FROM cross_examinations WHERE battle_id = ?1",
-            [&x.battle_id],
+            params![x.battle_id],
             |r| r.get(0),
         )?;
         self.run(

@@ -5,7 +5,6 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use chrono::{DateTime, Utc};
-use rusqlite::OptionalExtension;
 
 use crate::sql::params;
 
@@ -94,7 +93,10 @@ impl Store {
 
     pub fn battle_count(&self) -> Result<u64> {
         self.query(|c| {
-            Ok(c.query_row("SELECT COUNT(*) FROM battles", [], |r| r.get::<_, i64>(0))? as u64)
+            Ok(
+                c.row("SELECT COUNT(*) FROM battles", &[], |r| r.get::<i64>(0))?
+                    .max(0) as u64,
+            )
         })
     }
 
@@ -107,12 +109,11 @@ impl Store {
     /// Ids of battles still marked running, oldest first.
     pub fn running_battles(&self) -> Result<Vec<String>> {
         self.query(|c| {
-            let mut stmt =
-                c.prepare("SELECT id FROM battles WHERE status = 'running' ORDER BY created_at")?;
-            let ids = stmt
-                .query_map([], |r| r.get(0))?
-                .collect::<rusqlite::Result<Vec<String>>>()?;
-            Ok(ids)
+            c.rows(
+                "SELECT id FROM battles WHERE status = 'running' ORDER BY created_at",
+                &[],
+                |r| r.get(0),
+            )
         })
     }
 
@@ -269,20 +270,19 @@ impl Tx<'_> {
     }
 
     pub fn battle_winner(&self, battle_id: &str) -> Result<Option<Winner>> {
-        Ok(rows::battle(&self.tx, battle_id)?.and_then(|b| b.winner))
+        Ok(rows::battle(self.db(), battle_id)?.and_then(|b| b.winner))
     }
 
     /// Whether the user has decided the battle: chosen a winner, or voted
     /// a tie or "all bad". The analysis then no longer sets the winner.
     pub fn user_decided(&self, battle_id: &str) -> Result<bool> {
         Ok(self
-            .tx
-            .query_row(
+            .db()
+            .opt_row(
                 "SELECT winner_source = 'user' OR user_verdict IS NOT NULL FROM battles WHERE id = ?1",
-                [battle_id],
-                |r| r.get::<_, Option<bool>>(0),
-            )
-            .optional()?
+                params![battle_id],
+                |r| r.get::<Option<bool>>(0),
+            )?
             .flatten()
             .unwrap_or(false))
     }

@@ -26,11 +26,11 @@ impl Store {
 
 impl Tx<'_> {
     pub fn contestant(&self, id: &str) -> Result<Contestant> {
-        rows::contestant(&self.tx, id)?.ok_or_else(|| Error::not_found("contestant", id))
+        rows::contestant(self.db(), id)?.ok_or_else(|| Error::not_found("contestant", id))
     }
 
     pub fn contestants(&self, battle_id: &str) -> Result<Vec<Contestant>> {
-        rows::contestants(&self.tx, battle_id)
+        rows::contestants(self.db(), battle_id)
     }
 
     /// Moves a contestant to `to` if it is still in `from`; returns whether it

@@ -78,7 +78,7 @@ impl Tx<'_> {
         // The fold takes a number after every delta's, which viewers may
         // have seen: taken before they are deleted.
         if !self.seqs.contains_key(&c.battle_id) {
-            let last = rows::last_seq(&self.tx, &c.battle_id)?;
+            let last = rows::last_seq(self.db(), &c.battle_id)?;
             self.seqs.insert(c.battle_id.clone(), last);
         }
         self.run(
@@ -142,7 +142,7 @@ impl Tx<'_> {
         };
         let seq = match self.seqs.get(battle_id) {
             Some(seq) => seq + 1,
-            None => rows::last_seq(&self.tx, battle_id)? + 1,
+            None => rows::last_seq(self.db(), battle_id)? + 1,
         };
         self.seqs.insert(battle_id.to_string(), seq);
         let insert = if live {

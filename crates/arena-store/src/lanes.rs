@@ -2,7 +2,6 @@
 //! slots granted, the start rate's grants, and why a contestant waits.
 
 use chrono::{DateTime, Utc};
-use rusqlite::OptionalExtension;
 
 use crate::sql::params;
 
@@ -83,8 +82,8 @@ impl Tx<'_> {
         my_host: &str,
         pid_alive: impl Fn(u32) -> bool,
     ) -> Result<TakeTurn> {
-        let tickets = rows::tickets(&self.tx, &spec.key)?;
-        let starts = rows::lane_starts(&self.tx, &spec.key, now_ms)?;
+        let tickets = rows::tickets(self.db(), &spec.key)?;
+        let starts = rows::lane_starts(self.db(), &spec.key, now_ms)?;
         let decision =
             decisions::lane_decision(tickets, ticket, spec, &starts, now_ms, my_host, pid_alive);
         for t in &decision.stale {
@@ -101,10 +100,12 @@ impl Tx<'_> {
             params![now_ms, ticket],
         )?;
         let previous_model: Option<String> = self
-            .tx
-            .prepare_cached("SELECT last_model FROM live.lanes WHERE lane = ?1")?
-            .query_row([&spec.key], |r| r.get(0))
-            .optional()?
+            .db()
+            .opt_row(
+                "SELECT last_model FROM live.lanes WHERE lane = ?1",
+                params![spec.key],
+                |r| r.get(0),
+            )?
             .flatten();
         self.run(
             "INSERT INTO live.lanes (lane, last_model) VALUES (?1, ?2)

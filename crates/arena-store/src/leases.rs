@@ -23,7 +23,7 @@ impl Tx<'_> {
         let Some(owner) = &self.owner else {
             return Ok(());
         };
-        match rows::lease(&self.tx, battle_id)? {
+        match rows::lease(self.db(), battle_id)? {
             Some(lease) if lease.owner != **owner => Err(Error::Conflict(format!(
                 "battle {battle_id} is now driven by process {} on {}; this process writes nothing more to it",
                 lease.pid, lease.host
@@ -53,7 +53,7 @@ impl Tx<'_> {
         now_ms: i64,
         pid_alive: impl Fn(u32) -> bool,
     ) -> Result<bool> {
-        let current = rows::lease_of(&self.tx, of, id)?;
+        let current = rows::lease_of(self.db(), of, id)?;
         if !decisions::lease_is_free(current.as_ref(), &me.owner, &me.host, now_ms, pid_alive) {
             return Ok(false);
         }

@@ -34,6 +34,9 @@ pub use battles::{BattleDetail, NewBattle, NewContestant};
 pub use error::{Error, Result};
 pub use lanes::{NewTicket, TakeTurn};
 pub use rows::{ms, RankFilter, RankedBattle};
+/// A parameter of the raw statements tests run (feature `testing`).
+#[cfg(feature = "testing")]
+pub use sql::Value as SqlValue;
 pub use work::{Orphan, Work};
 
 use std::collections::HashMap;
@@ -237,16 +240,30 @@ impl Store {
     }
 
     /// Runs read-only queries: every module's reads go through this.
-    pub(crate) fn query<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+    pub(crate) fn query<T>(&self, f: impl FnOnce(sql::Conn<'_>) -> Result<T>) -> Result<T> {
+        let conn = self.lock();
+        f(sql::Conn::from(&*conn))
+    }
+
+    /// Runs read-only queries on SQLite's own connection: for this
+    /// crate's SQLite-only unit tests (pragmas, the file itself).
+    #[cfg(test)]
+    pub(crate) fn read<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
         let conn = self.lock();
         f(&conn)
     }
 
-    /// Runs read-only queries on the raw connection: for tests only
-    /// (feature `testing`), which check rows no method reads.
+    /// The first column of the first row of `sql` (a count, a sequence
+    /// number): for tests only (feature `testing`), which check rows no
+    /// method reads. Any backend runs it.
     #[cfg(feature = "testing")]
-    pub fn read<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
-        self.query(f)
+    pub fn query_i64(&self, sql: &str, params: &[SqlValue]) -> Result<Option<i64>> {
+        self.query(|c| {
+            Ok(
+                c.opt_row(sql, &sql::params_of(params), |r| r.get::<Option<i64>>(0))?
+                    .flatten(),
+            )
+        })
     }
 
     /// The full id of the `what` (`battle` or `series`) whose id is, starts
@@ -261,7 +278,7 @@ impl Store {
         let bare = key.replace(['%', '_'], "");
         let (prefix, suffix) = (format!("{bare}%"), format!("%{bare}"));
         let ids: Vec<String> = self.query(|c| {
-            sql::Conn::from(c).rows(
+            c.rows(
                 &format!(
                     "SELECT id FROM {table} WHERE id = ?1 OR id LIKE ?2 OR id LIKE ?3 LIMIT 3"
                 ),
@@ -328,11 +345,19 @@ impl Tx<'_> {
 
 #[cfg(feature = "testing")]
 impl Tx<'_> {
-    /// The raw transaction: for tests only (feature `testing`), which
-    /// simulate crashes and stale processes by writing rows directly.
-    #[cfg(feature = "testing")]
-    pub fn conn(&self) -> &Connection {
-        &self.tx
+    /// Runs one statement as it is: for tests only (feature `testing`),
+    /// which simulate crashes and stale processes by writing rows
+    /// directly. Any backend runs it.
+    pub fn exec_raw(&self, sql: &str, params: &[SqlValue]) -> Result<usize> {
+        self.db().exec(sql, &sql::params_of(params))
+    }
+
+    /// [`Store::query_i64`] within this transaction.
+    pub fn query_i64(&self, sql: &str, params: &[SqlValue]) -> Result<Option<i64>> {
+        Ok(self
+            .db()
+            .opt_row(sql, &sql::params_of(params), |r| r.get::<Option<i64>>(0))?
+            .flatten())
     }
 }
 
@@ -418,7 +443,7 @@ mod tests {
         let path = dir.path().join("a.db");
         let store = Store::open(&path).unwrap();
         store
-            .query(|c| {
+            .read(|c| {
                 c.query_row("PRAGMA main.wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
                 Ok(())
             })
@@ -514,7 +539,7 @@ mod tests {
         }
         let store = Store::open(&path).unwrap();
         store
-            .query(|c| {
+            .read(|c| {
                 c.execute(
                     "UPDATE series SET status = 'error', error = 'gone' WHERE id = 's1'",
                     [],
@@ -596,11 +621,11 @@ mod tests {
             ]
         );
         let kept: i64 = store
-            .query(|c| Ok(c.query_row("SELECT COUNT(*) FROM run_specs", [], |r| r.get(0))?))
+            .read(|c| Ok(c.query_row("SELECT COUNT(*) FROM run_specs", [], |r| r.get(0))?))
             .unwrap();
         assert_eq!(kept, 2);
         let kinds: Vec<String> = store
-            .query(|c| {
+            .read(|c| {
                 let mut stmt =
                     c.prepare("SELECT typeof(output) FROM answers ORDER BY contestant_id")?;
                 let kinds = stmt

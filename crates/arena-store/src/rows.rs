@@ -729,8 +729,8 @@ mod tests {
     use super::*;
 
     /// The query plan of `sql`, one step per line.
-    fn plan(c: &rusqlite::Connection, sql: &str, values: &[Value]) -> String {
-        let steps: Vec<String> = Conn::from(c)
+    fn plan(c: Conn<'_>, sql: &str, values: &[Value]) -> String {
+        let steps: Vec<String> = c
             .rows(
                 &format!("EXPLAIN QUERY PLAN {sql}"),
                 &params_of(values),
@@ -743,7 +743,7 @@ mod tests {
     /// The plan of a history page, without the steps reading each row's
     /// tags (by `battle_tags`' primary key) and newest analysis (by
     /// `analyses_battle`): asserted once, here.
-    fn page_plan(c: &rusqlite::Connection, q: &BattleQuery) -> String {
+    fn page_plan(c: Conn<'_>, q: &BattleQuery) -> String {
         let (filter, mut values) = battle_filter(q);
         values.extend([Value::Int(50), Value::Int(0)]);
         let full = plan(

@@ -11,7 +11,7 @@ use chrono::{DateTime, Utc};
 
 use crate::error::{Error, Result};
 use crate::rows::{self, ms, parse, time, LeaseOf};
-use crate::sql::{Conn, Row};
+use crate::sql::Row;
 use crate::{Store, Tx};
 
 const SERIES_COLUMNS: &str =
@@ -46,20 +46,19 @@ fn series_row(r: &Row<'_>) -> Result<Series> {
 impl Store {
     pub fn series(&self, id: &str) -> Result<Series> {
         self.query(|c| {
-            Conn::from(c)
-                .opt_row(
-                    &format!("SELECT {SERIES_COLUMNS} FROM series WHERE id = ?1"),
-                    &[&id],
-                    series_row,
-                )?
-                .ok_or_else(|| Error::not_found("series", id))
+            c.opt_row(
+                &format!("SELECT {SERIES_COLUMNS} FROM series WHERE id = ?1"),
+                &[&id],
+                series_row,
+            )?
+            .ok_or_else(|| Error::not_found("series", id))
         })
     }
 
     /// The series started with idempotency key `key`, if any.
     pub fn series_by_key(&self, key: &str) -> Result<Option<Series>> {
         self.query(|c| {
-            Conn::from(c).opt_row(
+            c.opt_row(
                 &format!("SELECT {SERIES_COLUMNS} FROM series WHERE idem_key = ?1"),
                 &[&key],
                 series_row,
@@ -70,7 +69,7 @@ impl Store {
     /// Series newest first.
     pub fn series_list(&self, limit: usize) -> Result<Vec<Series>> {
         self.query(|c| {
-            Conn::from(c).rows(
+            c.rows(
                 &format!(
                     "SELECT {SERIES_COLUMNS} FROM series ORDER BY created_at DESC, id DESC LIMIT ?1"
                 ),
@@ -83,7 +82,7 @@ impl Store {
     /// Ids of series still marked running, oldest first.
     pub fn running_series(&self) -> Result<Vec<String>> {
         self.query(|c| {
-            Conn::from(c).rows(
+            c.rows(
                 "SELECT id FROM series WHERE status = 'running' ORDER BY created_at",
                 &[],
                 |r| r.get(0),
@@ -99,7 +98,7 @@ impl Store {
     /// A series' battles by place (the n-th battle of the series).
     pub fn series_battles(&self, series_id: &str) -> Result<BTreeMap<u64, String>> {
         self.query(|c| {
-            let slots = Conn::from(c).rows(
+            let slots = c.rows(
                 "SELECT series_slot, id FROM battles WHERE series_id = ?1 ORDER BY series_slot",
                 &[&series_id],
                 |r| Ok((r.get::<i64>(0)?.max(0) as u64, r.get::<String>(1)?)),
@@ -115,7 +114,7 @@ impl Store {
     /// A series' blind battles not yet revealed.
     pub fn series_masked(&self, id: &str) -> Result<u64> {
         self.query(|c| {
-            let n: i64 = Conn::from(c).row(
+            let n: i64 = c.row(
                 "SELECT COUNT(*) FROM battles WHERE series_id = ?1 AND blind = 1 AND revealed_at IS NULL",
                 &[&id],
                 |r| r.get(0),
@@ -126,7 +125,6 @@ impl Store {
 
     pub fn series_progress(&self, id: &str) -> Result<(u64, u64, Option<f64>)> {
         self.query(|c| {
-            let c = Conn::from(c);
             let (done, running): (i64, i64) = c.row(
                 "SELECT COALESCE(SUM(status != 'running'), 0), COALESCE(SUM(status = 'running'), 0)
                  FROM battles WHERE series_id = ?1",
@@ -162,7 +160,7 @@ impl Store {
         self.query(|c| {
             let mut ended = Vec::new();
             let mut running = Vec::new();
-            let rows = Conn::from(c).rows(
+            let rows = c.rows(
                 "SELECT status = 'running', created_at, finished_at FROM battles WHERE series_id = ?1",
                 &[&id],
                 |r| Ok((r.get::<bool>(0)?, r.get::<i64>(1)?, r.get::<Option<i64>>(2)?)),
@@ -180,13 +178,12 @@ impl Store {
 
     pub fn series_cancel_requested(&self, id: &str) -> Result<bool> {
         self.query(|c| {
-            Ok(Conn::from(c)
-                .opt_row(
-                    "SELECT cancel_requested FROM series WHERE id = ?1",
-                    &[&id],
-                    |r| r.get::<bool>(0),
-                )?
-                .unwrap_or(false))
+            Ok(c.opt_row(
+                "SELECT cancel_requested FROM series WHERE id = ?1",
+                &[&id],
+                |r| r.get::<bool>(0),
+            )?
+            .unwrap_or(false))
         })
     }
 
@@ -213,7 +210,7 @@ impl Store {
     /// order: one query.
     pub fn series_round_costs(&self, series_id: &str) -> Result<BTreeMap<String, Vec<RoundCost>>> {
         self.query(|c| {
-            let rows = Conn::from(c).rows(
+            let rows = c.rows(
                 "SELECT r.contestant_id, r.cost_usd, r.status
                  FROM rounds r JOIN contestants c ON c.id = r.contestant_id
                  WHERE c.battle_id IN (SELECT id FROM battles WHERE series_id = ?1)
@@ -241,7 +238,7 @@ impl Store {
     /// Goal checks of the contestants `clause` (on `c`, with `?1`) picks.
     fn goal_checks_of(&self, clause: &str, key: &str) -> Result<BTreeMap<String, Vec<GoalCheck>>> {
         self.query(|c| {
-            let rows = Conn::from(c).rows(
+            let rows = c.rows(
                 &format!(
                     "SELECT g.contestant_id, g.turn, g.passed, g.reason, g.error, g.by_check, g.cost_usd, g.at
                      FROM goal_checks g JOIN contestants c ON c.id = g.contestant_id

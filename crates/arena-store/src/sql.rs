@@ -53,7 +53,7 @@ pub(crate) use params;
 
 /// A parameter built at run time (a search's filters).
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Value {
+pub enum Value {
     Int(i64),
     Text(String),
 }

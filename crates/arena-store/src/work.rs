@@ -3,9 +3,8 @@
 //! the battle.
 
 use chrono::{DateTime, Utc};
-use rusqlite::OptionalExtension;
 
-use crate::sql::{params, Conn};
+use crate::sql::params;
 
 use arena_domain::analysis::AnalysisStatus;
 use arena_domain::battle::ContestantStatus;
@@ -49,32 +48,30 @@ impl Store {
     /// Whether a piece of work is still running.
     pub fn work_running(&self, work: Work, id: &str) -> Result<bool> {
         self.query(|c| {
-            Ok(Conn::from(c)
-                .opt_row(
-                    &format!(
-                        "SELECT status = 'running' FROM {} WHERE id = ?1",
-                        work.table()
-                    ),
-                    params![id],
-                    |r| r.get(0),
-                )?
-                .unwrap_or(false))
+            Ok(c.opt_row(
+                &format!(
+                    "SELECT status = 'running' FROM {} WHERE id = ?1",
+                    work.table()
+                ),
+                params![id],
+                |r| r.get(0),
+            )?
+            .unwrap_or(false))
         })
     }
 
     /// Whether a piece of work was asked to stop.
     pub fn work_cancel_requested(&self, work: Work, id: &str) -> Result<bool> {
         self.query(|c| {
-            Ok(Conn::from(c)
-                .opt_row(
-                    &format!(
-                        "SELECT cancel_requested FROM {} WHERE id = ?1",
-                        work.table()
-                    ),
-                    params![id],
-                    |r| r.get(0),
-                )?
-                .unwrap_or(false))
+            Ok(c.opt_row(
+                &format!(
+                    "SELECT cancel_requested FROM {} WHERE id = ?1",
+                    work.table()
+                ),
+                params![id],
+                |r| r.get(0),
+            )?
+            .unwrap_or(false))
         })
     }
 }
@@ -164,22 +161,22 @@ impl Tx<'_> {
                 "''",
             ),
         ] {
-            let mut stmt = self.tx.prepare(&format!(
-                "SELECT id, {battle}, {model}, owner_host, owner_pid FROM {} WHERE status = 'running'",
-                work.table()
-            ))?;
-            let rows = stmt
-                .query_map([], |r| {
+            let rows = self.db().rows(
+                &format!(
+                    "SELECT id, {battle}, {model}, owner_host, owner_pid FROM {} WHERE status = 'running'",
+                    work.table()
+                ),
+                &[],
+                |r| {
                     Ok((
-                        r.get::<_, String>(0)?,
-                        r.get::<_, String>(1)?,
-                        r.get::<_, String>(2)?,
-                        r.get::<_, Option<String>>(3)?,
-                        r.get::<_, Option<u32>>(4)?,
+                        r.get::<String>(0)?,
+                        r.get::<String>(1)?,
+                        r.get::<String>(2)?,
+                        r.get::<Option<String>>(3)?,
+                        r.get::<Option<u32>>(4)?,
                     ))
-                })?
-                .collect::<rusqlite::Result<Vec<_>>>()?;
-            drop(stmt);
+                },
+            )?;
             for (id, battle_id, model, host, pid) in rows {
                 let gone = match (host, pid) {
                     (Some(host), Some(pid)) => host == my_host && !pid_alive(pid),
@@ -212,9 +209,9 @@ impl Tx<'_> {
                     error: Some(reason.to_string()),
                 },
                 Work::CrossExamination => {
-                    let number: u32 = self.tx.query_row(
+                    let number: u32 = self.db().row(
                         "SELECT number FROM cross_examinations WHERE id = ?1",
-                        [&o.id],
+                        params![o.id],
                         |r| r.get(0),
                     )?;
                     EventKind::CrossExamStatus {
@@ -225,9 +222,9 @@ impl Tx<'_> {
                     }
                 }
                 Work::Round => {
-                    let number: u32 = self.tx.query_row(
+                    let number: u32 = self.db().row(
                         "SELECT number FROM rounds WHERE id = ?1",
-                        [&o.id],
+                        params![o.id],
                         |r| r.get(0),
                     )?;
                     EventKind::Round {
@@ -238,14 +235,11 @@ impl Tx<'_> {
                 }
             };
             let contestant: Option<String> = match o.work {
-                Work::Round => self
-                    .tx
-                    .query_row(
-                        "SELECT contestant_id FROM rounds WHERE id = ?1",
-                        [&o.id],
-                        |r| r.get(0),
-                    )
-                    .optional()?,
+                Work::Round => self.db().opt_row(
+                    "SELECT contestant_id FROM rounds WHERE id = ?1",
+                    params![o.id],
+                    |r| r.get(0),
+                )?,
                 _ => None,
             };
             self.emit(&o.battle_id, contestant.as_deref(), at, kind)?;
@@ -255,17 +249,16 @@ impl Tx<'_> {
 
     /// Cancellation requests recorded by other processes, for a battle we drive.
     pub fn cancel_requests(&self, battle_id: &str) -> Result<(bool, Vec<String>)> {
-        let battle: bool = self.tx.query_row(
+        let battle: bool = self.db().row(
             "SELECT cancel_requested FROM battles WHERE id = ?1",
-            [battle_id],
+            params![battle_id],
             |r| r.get(0),
         )?;
-        let mut stmt = self
-            .tx
-            .prepare("SELECT id FROM contestants WHERE battle_id = ?1 AND cancel_requested = 1")?;
-        let ids = stmt
-            .query_map([battle_id], |r| r.get(0))?
-            .collect::<rusqlite::Result<Vec<String>>>()?;
+        let ids = self.db().rows(
+            "SELECT id FROM contestants WHERE battle_id = ?1 AND cancel_requested = 1",
+            params![battle_id],
+            |r| r.get(0),
+        )?;
         Ok((battle, ids))
     }
 }

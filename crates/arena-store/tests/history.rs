@@ -135,10 +135,10 @@ fn history() -> (tempfile::TempDir, Store) {
     let (dir, store) = store();
     store
         .transact(|tx| {
-            tx.conn().execute(
+            tx.exec_raw(
                 "INSERT INTO series (id, request, status, total, created_at)
                  VALUES ('series-1', '{}', 'done', 2, 0)",
-                [],
+                &[],
             )?;
             Ok(())
         })
