@@ -12,6 +12,11 @@
 //!
 //! ```sh
 //! cargo bench -p arena-cli --bench history   # ARENA_BENCH_BATTLES=N (10000), ARENA_BENCH_REPEAT=N (15)
+//!
+//! With `ARENA_BENCH_BASELINE_BIN=/path/to/arena` (another build, say the
+//! commit before a change) every command also runs with that binary,
+//! interleaved with this build's runs over the same data, and a second
+//! table gives this build's median ÷ the baseline's.
 //! ```
 
 mod common;
@@ -240,8 +245,13 @@ fn seed(store: &Store, n: u64) -> Result<u64, arena_core::store::Error> {
 
 /// One run of `arena ARGS` over the bench's data; its wall time and stdout.
 fn run(bench: &Bench, args: &[&str]) -> (Duration, Vec<u8>) {
+    run_with(bench, arena_bin(), args)
+}
+
+/// `run` with another `arena` binary (a baseline build).
+fn run_with(bench: &Bench, bin: &std::path::Path, args: &[&str]) -> (Duration, Vec<u8>) {
     let started = Instant::now();
-    let out = Command::new(arena_bin())
+    let out = Command::new(bin)
         .args(args)
         .env("ARENA_CONFIG", bench.config_path())
         .env("ARENA_DATA_DIR", bench.data())
@@ -360,14 +370,22 @@ async fn main() {
     ];
     // One untimed run each (the file into the page cache), then the runs
     // interleaved so the machine's noise spreads over every command.
+    let baseline_bin = std::env::var_os("ARENA_BENCH_BASELINE_BIN").map(std::path::PathBuf::from);
     let mut rows = Vec::new();
+    let mut base_times: Vec<Vec<f64>> = vec![Vec::with_capacity(repeat); cases.len()];
     for case in &cases {
         let (_, out) = run(&bench, case.args);
         rows.push((json_len(&out), Vec::with_capacity(repeat)));
+        if let Some(bin) = &baseline_bin {
+            run_with(&bench, bin, case.args);
+        }
     }
     for _ in 0..repeat {
-        for (case, (_, times)) in cases.iter().zip(rows.iter_mut()) {
+        for ((case, (_, times)), base) in cases.iter().zip(rows.iter_mut()).zip(&mut base_times) {
             times.push(run(&bench, case.args).0.as_secs_f64() * 1000.0);
+            if let Some(bin) = &baseline_bin {
+                base.push(run_with(&bench, bin, case.args).0.as_secs_f64() * 1000.0);
+            }
         }
     }
     let medians: Vec<f64> = rows
@@ -403,5 +421,17 @@ async fn main() {
             count,
             median / baseline
         );
+    }
+    if baseline_bin.is_some() {
+        println!("\n| command | this build | baseline | ÷ baseline |\n|---|---|---|---|");
+        for ((case, median), base) in cases.iter().zip(&medians).zip(&mut base_times) {
+            base.sort_by(f64::total_cmp);
+            let base_median = percentile(base, 0.5);
+            println!(
+                "| `{}` | {median:.1} ms | {base_median:.1} ms | {:.2} |",
+                case.name,
+                median / base_median
+            );
+        }
     }
 }

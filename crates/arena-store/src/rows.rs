@@ -385,6 +385,7 @@ pub fn ranked_battles<'c>(
     filter: &RankFilter,
 ) -> Result<Vec<RankedBattle>> {
     let battle_type = filter.battle_type.map(|t| t.as_str());
+    let mut last: Option<String> = None;
     let rows = c.into().rows(
         "SELECT b.id, b.battle_type, CASE WHEN b.winner_source = 'user' THEN b.winner_id END,
                 b.user_verdict,
@@ -405,15 +406,22 @@ pub fn ranked_battles<'c>(
             &filter.tag,
         ],
         |r| {
-            let battle = RankedBattle {
-                battle_id: r.get(0)?,
-                battle_type: parse(1, r.get(1)?)?,
-                user_winner: r.get(2)?,
-                user_verdict: r
-                    .get::<Option<String>>(3)?
-                    .map(|v| parse(3, v))
-                    .transpose()?,
-                finished: Vec::new(),
+            // A battle's fields once, on its first row (its rows come together).
+            let id: String = r.get(0)?;
+            let battle = if last.as_deref() == Some(id.as_str()) {
+                None
+            } else {
+                last = Some(id.clone());
+                Some(RankedBattle {
+                    battle_id: id,
+                    battle_type: parse(1, r.get(1)?)?,
+                    user_winner: r.get(2)?,
+                    user_verdict: r
+                        .get::<Option<String>>(3)?
+                        .map(|v| parse(3, v))
+                        .transpose()?,
+                    finished: Vec::new(),
+                })
             };
             let finished = match r.get::<Option<String>>(4)? {
                 None => None,
@@ -431,12 +439,9 @@ pub fn ranked_battles<'c>(
             Ok((battle, finished))
         },
     )?;
-    // One row per finished contestant, a battle's rows together.
     let mut out: Vec<RankedBattle> = Vec::new();
     for (battle, finished) in rows {
-        if out.last().is_none_or(|b| b.battle_id != battle.battle_id) {
-            out.push(battle);
-        }
+        out.extend(battle);
         if let (Some(entry), Some(b)) = (finished, out.last_mut()) {
             b.finished.push(entry);
         }
