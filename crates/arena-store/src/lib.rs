@@ -25,6 +25,8 @@ mod lanes;
 mod leases;
 mod live;
 mod packed;
+#[cfg(test)]
+mod postgres_schema;
 mod rows;
 mod series;
 mod sql;
