@@ -116,7 +116,7 @@ impl From<arena_store::Error> for Error {
             S::Conflict(message) => Error::Conflict(message),
             S::Io { path, source } => Error::Io { path, source },
             S::Json(e) => Error::Json(e),
-            e @ (S::Db(_) | S::Migration(_) | S::Inconsistent(_) | S::TooNew { .. }) => {
+            e @ (S::Db(_) | S::Pg(_) | S::Migration(_) | S::Inconsistent(_) | S::TooNew { .. }) => {
                 Error::Store(e)
             }
         }

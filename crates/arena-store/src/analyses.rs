@@ -50,7 +50,7 @@ impl Store {
                 "SELECT battle_id, outcome, winner_id FROM analyses a
                  WHERE status = 'done' AND outcome IS NOT NULL AND created_at = (
                      SELECT MAX(created_at) FROM analyses b WHERE b.battle_id = a.battle_id AND b.status = 'done')
-                   AND (?1 IS NULL OR battle_id IN (SELECT id FROM battles WHERE series_id = ?1))",
+                   AND (CAST(?1 AS TEXT) IS NULL OR battle_id IN (SELECT id FROM battles WHERE series_id = ?1))",
                 params![series_id],
                 |r| {
                     Ok((
@@ -140,7 +140,7 @@ impl Tx<'_> {
         self.run(
             "INSERT INTO cross_examinations (id, battle_id, number, identity, model, provider, question, status, created_at)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'running', ?8)",
-            params![x.id, x.battle_id, number, x.identity, x.model, x.provider, x.question, ms(x.created_at)],
+            params![x.id, x.battle_id, i64::from(number), x.identity, x.model, x.provider, x.question, ms(x.created_at)],
         )?;
         self.emit(
             &x.battle_id,

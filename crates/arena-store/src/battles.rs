@@ -78,11 +78,7 @@ impl Store {
     /// (default), and how many
     /// battles it selects in all (read in one transaction).
     pub fn battle_page(&self, query: &BattleQuery) -> Result<(Vec<Battle>, u64)> {
-        let mut conn = self.lock();
-        let tx = conn.transaction()?;
-        let page = rows::battle_page(&tx, query)?;
-        tx.commit()?;
-        Ok(page)
+        self.snapshot(|c| rows::battle_page(c, query))
     }
 
     /// Every finished battle (of `battle_type`, if given), newest first,
@@ -121,22 +117,20 @@ impl Store {
     /// `seq` of the battle's newest event at that moment: a viewer applies
     /// state events only when newer than that.
     pub fn battle_detail(&self, id: &str) -> Result<BattleDetail> {
-        let mut conn = self.lock();
-        let tx = conn.transaction()?;
-        let battle = rows::battle(&tx, id)?.ok_or_else(|| Error::not_found("battle", id))?;
-        let mut rounds = BTreeMap::new();
-        for c in &battle.contestants {
-            rounds.insert(c.id.clone(), rows::rounds(&tx, &c.id)?);
-        }
-        let detail = BattleDetail {
-            analysis: rows::latest_analysis(&tx, id)?,
-            cross_examinations: rows::cross_examinations(&tx, id)?,
-            rounds,
-            last_seq: rows::last_seq(&tx, id)?,
-            battle,
-        };
-        tx.commit()?;
-        Ok(detail)
+        self.snapshot(|db| {
+            let battle = rows::battle(db, id)?.ok_or_else(|| Error::not_found("battle", id))?;
+            let mut rounds = BTreeMap::new();
+            for c in &battle.contestants {
+                rounds.insert(c.id.clone(), rows::rounds(db, &c.id)?);
+            }
+            Ok(BattleDetail {
+                analysis: rows::latest_analysis(db, id)?,
+                cross_examinations: rows::cross_examinations(db, id)?,
+                rounds,
+                last_seq: rows::last_seq(db, id)?,
+                battle,
+            })
+        })
     }
 }
 
@@ -163,7 +157,7 @@ impl Tx<'_> {
         for (position, c) in b.contestants.iter().enumerate() {
             let spec = serde_json::to_string(&c.run)?;
             self.run(
-                "INSERT OR IGNORE INTO run_specs (spec) VALUES (?1)",
+                "INSERT INTO run_specs (spec) VALUES (?1) ON CONFLICT DO NOTHING",
                 params![spec],
             )?;
             self.run(
@@ -291,7 +285,7 @@ impl Tx<'_> {
     /// Returns whether this call revealed it.
     pub fn reveal(&mut self, battle_id: &str, at: DateTime<Utc>) -> Result<bool> {
         let changed = self.run(
-            "UPDATE battles SET revealed_at = ?1 WHERE id = ?2 AND blind = 1 AND revealed_at IS NULL",
+            "UPDATE battles SET revealed_at = ?1 WHERE id = ?2 AND blind = TRUE AND revealed_at IS NULL",
             params![ms(at), battle_id],
         )?;
         if changed == 1 {
@@ -308,7 +302,7 @@ impl Tx<'_> {
         )?;
         for tag in tags {
             self.run(
-                "INSERT OR IGNORE INTO battle_tags (battle_id, tag) VALUES (?1, ?2)",
+                "INSERT INTO battle_tags (battle_id, tag) VALUES (?1, ?2) ON CONFLICT DO NOTHING",
                 params![battle_id, tag],
             )?;
         }

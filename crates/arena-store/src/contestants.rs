@@ -210,7 +210,7 @@ impl Tx<'_> {
         self.require_lease(battle_id)?;
         self.run(
             "INSERT INTO rounds (id, contestant_id, number, feedback, status, created_at) VALUES (?1, ?2, ?3, ?4, 'running', ?5)",
-            params![round.id, round.contestant_id, round.number, round.feedback, ms(round.created_at)],
+            params![round.id, round.contestant_id, i64::from(round.number), round.feedback, ms(round.created_at)],
         )?;
         self.emit(
             battle_id,

@@ -18,6 +18,9 @@ pub enum Error {
     Conflict(String),
     #[error("database: {0}")]
     Db(#[from] rusqlite::Error),
+    /// The team database (PostgreSQL) refused or failed.
+    #[error("team database: {0}")]
+    Pg(#[from] postgres::Error),
     #[error("database migration: {0}")]
     Migration(#[from] rusqlite_migration::Error),
     #[error("{path}: {source}")]

@@ -49,24 +49,23 @@ impl Store {
 impl Tx<'_> {
     /// Joins a lane's queue; returns the ticket's id.
     pub fn enqueue_ticket(&mut self, t: &NewTicket<'_>) -> Result<i64> {
-        self.run(
+        self.db().insert_returning_id(
             "INSERT INTO live.lane_tickets (lane, ready_at, position, holder, battle_id, contestant_id, model, owner, host, pid, expires_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) RETURNING id",
             params![
                 t.lane,
                 t.ready_at_ms,
-                t.position,
+                i64::from(t.position),
                 t.holder,
                 t.battle_id,
                 t.contestant_id,
                 t.model,
                 t.lease.owner,
                 t.lease.host,
-                t.lease.pid,
+                i64::from(t.lease.pid),
                 t.lease.expires_at_ms
             ],
-        )?;
-        Ok(self.db().last_insert_id())
+        )
     }
 
     /// Takes a slot of the lane for `ticket` if it is its turn, as

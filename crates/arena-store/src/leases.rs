@@ -63,7 +63,7 @@ impl Tx<'_> {
                 "INSERT INTO {table} ({key}, owner, host, pid, expires_at) VALUES (?1, ?2, ?3, ?4, ?5)
                  ON CONFLICT ({key}) DO UPDATE SET owner = ?2, host = ?3, pid = ?4, expires_at = ?5"
             ),
-            params![id, me.owner, me.host, me.pid, me.expires_at_ms],
+            params![id, me.owner, me.host, i64::from(me.pid), me.expires_at_ms],
         )?;
         Ok(true)
     }

@@ -141,13 +141,98 @@ fn remember_version(conn: &Connection) -> Result<()> {
 /// Handle to the database; cheap to clone.
 #[derive(Clone)]
 pub struct Store {
-    conn: Arc<Mutex<Connection>>,
+    db: Db,
     events: broadcast::Sender<BattleEvent>,
     path: PathBuf,
     /// The lease owner this handle writes as (see [`Store::acting_as`]).
     owner: Option<Arc<str>>,
-    /// The live journal, attached to the connection as `live`.
-    _live: Arc<live::Live>,
+    /// SQLite's live journal, attached to the connection as `live`
+    /// (PostgreSQL keeps it in its schema `live`).
+    _live: Option<Arc<live::Live>>,
+}
+
+/// The database behind a store: one connection behind a mutex.
+#[derive(Clone)]
+enum Db {
+    Sqlite(Arc<Mutex<Connection>>),
+    Postgres(Arc<Mutex<sql::Pg>>),
+}
+
+/// A locked [`Db`].
+enum Locked<'s> {
+    Sqlite(MutexGuard<'s, Connection>),
+    Postgres(MutexGuard<'s, sql::Pg>),
+}
+
+/// Team mode's PostgreSQL migrations, in order (see
+/// `docs/design/team-mode.md`).
+pub(crate) const POSTGRES_MIGRATIONS: &[&str] =
+    &[include_str!("../migrations/postgres/001_init.sql")];
+
+/// The key of the advisory lock under which processes migrate a team
+/// database one at a time ("arena" in ASCII).
+const MIGRATION_LOCK: i64 = 0x0061_7265_6e61;
+
+/// Brings a team database's schema up to date, one process at a time;
+/// refuses one laid out by a newer Arena.
+fn migrate_postgres(pg: &sql::Pg, url: &str) -> Result<()> {
+    let c = sql::Conn::Postgres(pg);
+    pg.batch(&format!("SELECT pg_advisory_lock({MIGRATION_LOCK})"))?;
+    let migrated = (|| {
+        pg.batch(
+            "CREATE TABLE IF NOT EXISTS arena_schema (
+                 version BIGINT PRIMARY KEY, applied_at BIGINT NOT NULL)",
+        )?;
+        let current: i64 = c.row(
+            "SELECT COALESCE(MAX(version), 0) FROM arena_schema",
+            &[],
+            |r| r.get(0),
+        )?;
+        let known = POSTGRES_MIGRATIONS.len();
+        if current > known as i64 {
+            let by: Option<String> = c.opt_row(
+                "SELECT value FROM meta WHERE key = 'last_version'",
+                &[],
+                |r| r.get(0),
+            )?;
+            return Err(Error::TooNew {
+                path: PathBuf::from(url),
+                by: by.unwrap_or_else(|| "(a newer version)".into()),
+                schema: current as usize,
+                known,
+                ours: arena_domain::VERSION,
+            });
+        }
+        for (i, migration) in POSTGRES_MIGRATIONS
+            .iter()
+            .enumerate()
+            .skip(current as usize)
+        {
+            pg.batch("BEGIN")?;
+            let applied = pg.batch(migration).and_then(|()| {
+                c.exec(
+                    "INSERT INTO arena_schema (version, applied_at) VALUES (?1, ?2)",
+                    params![(i + 1) as i64, rows::ms(chrono::Utc::now())],
+                )
+            });
+            match applied {
+                Ok(_) => pg.batch("COMMIT")?,
+                Err(e) => {
+                    let _ = pg.batch("ROLLBACK");
+                    return Err(e);
+                }
+            }
+        }
+        c.exec(
+            "INSERT INTO meta (key, value) VALUES ('last_version', ?1)
+             ON CONFLICT (key) DO UPDATE SET value = excluded.value
+             WHERE meta.value <> excluded.value",
+            params![arena_domain::VERSION],
+        )?;
+        Ok(())
+    })();
+    let unlocked = pg.batch(&format!("SELECT pg_advisory_unlock({MIGRATION_LOCK})"));
+    migrated.and(unlocked)
 }
 
 impl Store {
@@ -193,11 +278,33 @@ impl Store {
         drop(lock);
         let (events, _) = broadcast::channel(4096);
         Ok(Store {
-            conn: Arc::new(Mutex::new(conn)),
+            db: Db::Sqlite(Arc::new(Mutex::new(conn))),
             events,
             path: path.to_path_buf(),
             owner: None,
-            _live: Arc::new(live),
+            _live: Some(Arc::new(live)),
+        })
+    }
+
+    /// Opens a team database (PostgreSQL) at `url` — with the password given
+    /// apart, never inside the URL — and brings its schema up to date. No
+    /// TLS yet: for a server on this machine or a tunnel to it (team mode is
+    /// being built, see `docs/design/team-mode.md`).
+    pub fn open_postgres(url: &str, password: Option<&str>) -> Result<Store> {
+        let mut config: postgres::Config = url.parse()?;
+        if let Some(password) = password {
+            config.password(password);
+        }
+        config.connect_timeout(std::time::Duration::from_secs(5));
+        let pg = sql::Pg::new(config.connect(postgres::NoTls)?);
+        migrate_postgres(&pg, url)?;
+        let (events, _) = broadcast::channel(4096);
+        Ok(Store {
+            db: Db::Postgres(Arc::new(Mutex::new(pg))),
+            events,
+            path: PathBuf::from(url),
+            owner: None,
+            _live: None,
         })
     }
 
@@ -215,25 +322,44 @@ impl Store {
         self
     }
 
-    fn lock(&self) -> MutexGuard<'_, Connection> {
-        // A panic while holding the lock leaves SQLite consistent (the
-        // transaction rolls back on drop), so a poisoned lock is still usable.
-        self.conn.lock().unwrap_or_else(|p| p.into_inner())
+    fn lock(&self) -> Locked<'_> {
+        // A panic while holding the lock leaves the database consistent (an
+        // open transaction rolls back), so a poisoned lock is still usable.
+        match &self.db {
+            Db::Sqlite(c) => Locked::Sqlite(c.lock().unwrap_or_else(|p| p.into_inner())),
+            Db::Postgres(c) => Locked::Postgres(c.lock().unwrap_or_else(|p| p.into_inner())),
+        }
     }
 
-    /// Runs `f` in one immediate transaction; broadcasts its events on commit.
+    /// Runs `f` in one transaction (SQLite's immediate: the writers of
+    /// every process take turns); broadcasts its events on commit, still
+    /// under the lock, so live viewers see the journal's order.
     pub fn transact<T>(&self, f: impl FnOnce(&mut Tx<'_>) -> Result<T>) -> Result<T> {
-        let mut conn = self.lock();
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut locked = self.lock();
+        let conn = match &mut locked {
+            Locked::Sqlite(conn) => {
+                TxConn::Sqlite(conn.transaction_with_behavior(TransactionBehavior::Immediate)?)
+            }
+            Locked::Postgres(pg) => {
+                pg.batch("BEGIN")?;
+                TxConn::Postgres(pg)
+            }
+        };
         let mut wrapped = Tx {
-            tx,
+            conn,
             pending: Vec::new(),
             seqs: HashMap::new(),
             owner: self.owner.clone(),
         };
-        let value = f(&mut wrapped)?;
-        let Tx { tx, pending, .. } = wrapped;
-        tx.commit()?;
+        let value = match f(&mut wrapped) {
+            Ok(value) => value,
+            Err(e) => {
+                wrapped.conn.rollback();
+                return Err(e);
+            }
+        };
+        let Tx { conn, pending, .. } = wrapped;
+        conn.commit()?;
         for event in pending {
             // No receivers is fine: nobody is watching live.
             let _ = self.events.send(event);
@@ -243,16 +369,41 @@ impl Store {
 
     /// Runs read-only queries: every module's reads go through this.
     pub(crate) fn query<T>(&self, f: impl FnOnce(sql::Conn<'_>) -> Result<T>) -> Result<T> {
-        let conn = self.lock();
-        f(sql::Conn::from(&*conn))
+        match &self.lock() {
+            Locked::Sqlite(conn) => f(sql::Conn::Sqlite(conn)),
+            Locked::Postgres(pg) => f(sql::Conn::Postgres(pg)),
+        }
+    }
+
+    /// Runs reads that must see one moment of the database (a page and its
+    /// total, a battle and its rounds) in one read transaction.
+    pub(crate) fn snapshot<T>(&self, f: impl FnOnce(sql::Conn<'_>) -> Result<T>) -> Result<T> {
+        match &mut self.lock() {
+            Locked::Sqlite(conn) => {
+                let tx = conn.transaction()?;
+                let value = f(sql::Conn::Sqlite(&tx))?;
+                tx.commit()?;
+                Ok(value)
+            }
+            Locked::Postgres(pg) => {
+                pg.batch("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")?;
+                let read = f(sql::Conn::Postgres(pg));
+                let ended = pg.batch(if read.is_ok() { "COMMIT" } else { "ROLLBACK" });
+                let value = read?;
+                ended?;
+                Ok(value)
+            }
+        }
     }
 
     /// Runs read-only queries on SQLite's own connection: for this
     /// crate's SQLite-only unit tests (pragmas, the file itself).
     #[cfg(test)]
     pub(crate) fn read<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
-        let conn = self.lock();
-        f(&conn)
+        match &self.lock() {
+            Locked::Sqlite(conn) => f(conn),
+            Locked::Postgres(_) => panic!("a SQLite-only test read a PostgreSQL store"),
+        }
     }
 
     /// The first column of the first row of `sql` (a count, a sequence
@@ -304,10 +455,38 @@ impl Store {
 
 /// A write transaction that also collects the events it journals.
 pub struct Tx<'c> {
-    tx: Transaction<'c>,
+    conn: TxConn<'c>,
     pending: Vec<BattleEvent>,
     seqs: HashMap<String, u64>,
     owner: Option<Arc<str>>,
+}
+
+/// A transaction's connection: SQLite's transaction, or PostgreSQL's
+/// connection between its `BEGIN` and `COMMIT`.
+enum TxConn<'c> {
+    Sqlite(Transaction<'c>),
+    Postgres(&'c sql::Pg),
+}
+
+impl TxConn<'_> {
+    fn commit(self) -> Result<()> {
+        match self {
+            TxConn::Sqlite(tx) => Ok(tx.commit()?),
+            TxConn::Postgres(pg) => pg.batch("COMMIT"),
+        }
+    }
+
+    fn rollback(self) {
+        match self {
+            // Dropped, it rolls back.
+            TxConn::Sqlite(tx) => drop(tx),
+            TxConn::Postgres(pg) => {
+                if let Err(e) = pg.batch("ROLLBACK") {
+                    tracing::warn!(error = %e, "could not roll back a team database transaction");
+                }
+            }
+        }
+    }
 }
 
 impl Tx<'_> {
@@ -315,12 +494,15 @@ impl Tx<'_> {
     /// parser and planner were a tenth of a streamed series' CPU when every
     /// write prepared its statement anew.
     pub(crate) fn run(&self, sql: &str, params: sql::Params<'_>) -> Result<usize> {
-        sql::Conn::from(&self.tx).exec(sql, params)
+        self.db().exec(sql, params)
     }
 
     /// The transaction's connection, for its reads.
     pub(crate) fn db(&self) -> sql::Conn<'_> {
-        sql::Conn::from(&self.tx)
+        match &self.conn {
+            TxConn::Sqlite(tx) => sql::Conn::Sqlite(tx),
+            TxConn::Postgres(pg) => sql::Conn::Postgres(pg),
+        }
     }
 
     /// Runs `f` as a part of this transaction that stands or falls alone:

@@ -5,9 +5,7 @@
 use std::collections::BTreeMap;
 
 use crate::Store;
-
-/// The PostgreSQL migrations, in order.
-const POSTGRES: &[&str] = &[include_str!("../migrations/postgres/001_init.sql")];
+use crate::POSTGRES_MIGRATIONS as POSTGRES;
 
 /// `schema.table.column` → its kind, as both databases' types map to one:
 /// `int`, `real` or `text` (SQLite keeps flags as integers, PostgreSQL as

@@ -35,9 +35,10 @@ pub(crate) fn parse<T: std::str::FromStr<Err = String>>(idx: usize, s: String) -
         .map_err(|e: String| Error::Inconsistent(format!("column {idx}: {e}")))
 }
 
-/// The battle's columns (of `battles b`), then its tags sorted and joined
-/// by line breaks, then its newest analysis' status and outcome.
-const BATTLE_COLUMNS: &str = "b.id, b.battle_type, b.status, b.prompt, b.project_path, b.results_path, b.created_at, b.finished_at, b.winner_id, b.winner_source, b.base_commit, b.check_command, b.series_id, b.blind, b.revealed_at, b.user_verdict, (SELECT group_concat(tag, char(10)) FROM (SELECT tag FROM battle_tags t WHERE t.battle_id = b.id ORDER BY tag)), (SELECT a.status || ' ' || IFNULL(a.outcome, '') FROM analyses a WHERE a.battle_id = b.id ORDER BY a.created_at DESC, a.rowid DESC LIMIT 1)";
+/// The battle's columns (of `battles b`), then its tags joined by line
+/// breaks (sorted by the reader), then its newest analysis' status and
+/// outcome.
+const BATTLE_COLUMNS: &str = "b.id, b.battle_type, b.status, b.prompt, b.project_path, b.results_path, b.created_at, b.finished_at, b.winner_id, b.winner_source, b.base_commit, b.check_command, b.series_id, b.blind, b.revealed_at, b.user_verdict, (SELECT string_agg(t.tag, '\n') FROM battle_tags t WHERE t.battle_id = b.id), (SELECT a.status || ' ' || COALESCE(a.outcome, '') FROM analyses a WHERE a.battle_id = b.id ORDER BY a.created_at DESC LIMIT 1)";
 
 fn battle_row(r: &Row<'_>) -> Result<Battle> {
     let winner_id: Option<String> = r.get(8)?;
@@ -69,10 +70,14 @@ fn battle_row(r: &Row<'_>) -> Result<Battle> {
             .get::<Option<String>>(15)?
             .map(|v| parse(15, v))
             .transpose()?,
-        tags: r
-            .get::<Option<String>>(16)?
-            .map(|t| t.lines().map(str::to_string).collect())
-            .unwrap_or_default(),
+        tags: {
+            let mut tags: Vec<String> = r
+                .get::<Option<String>>(16)?
+                .map(|t| t.lines().map(str::to_string).collect())
+                .unwrap_or_default();
+            tags.sort();
+            tags
+        },
         judging: r
             .get::<Option<String>>(17)?
             .map(|j| judging(17, &j))
@@ -393,11 +398,11 @@ pub fn ranked_battles<'c>(
                 (SELECT output_chars FROM answers WHERE contestant_id = c.id)
          FROM battles b
          LEFT JOIN contestants c ON c.battle_id = b.id AND c.status = 'done'
-         WHERE b.status <> 'running' AND (?1 IS NULL OR b.battle_type = ?1)
-           AND (?2 IS NULL OR b.series_id = ?2)
-           AND (?3 IS NULL OR b.project_path = ?3)
-           AND (?4 IS NULL OR EXISTS (SELECT 1 FROM battle_tags t WHERE t.battle_id = b.id AND t.tag = ?4))
-           AND (b.blind = 0 OR b.revealed_at IS NOT NULL)
+         WHERE b.status <> 'running' AND (CAST(?1 AS TEXT) IS NULL OR b.battle_type = ?1)
+           AND (CAST(?2 AS TEXT) IS NULL OR b.series_id = ?2)
+           AND (CAST(?3 AS TEXT) IS NULL OR b.project_path = ?3)
+           AND (CAST(?4 AS TEXT) IS NULL OR EXISTS (SELECT 1 FROM battle_tags t WHERE t.battle_id = b.id AND t.tag = ?4))
+           AND (b.blind = FALSE OR b.revealed_at IS NOT NULL)
          ORDER BY b.created_at DESC, b.id DESC, c.position",
         &[
             &battle_type,
@@ -588,7 +593,7 @@ pub fn latest_analysis<'c>(c: impl Into<Conn<'c>>, battle_id: &str) -> Result<Op
     c.into().opt_row(
         "SELECT id, battle_id, status, model, provider, outcome, winner_id, ranking, reasons, digests,
                 judge_runs, error, created_at, finished_at, cost_usd
-         FROM analyses WHERE battle_id = ?1 ORDER BY created_at DESC, rowid DESC LIMIT 1",
+         FROM analyses WHERE battle_id = ?1 ORDER BY created_at DESC, id DESC LIMIT 1",
         &[&battle_id],
         |r| {
             Ok(Analysis {
@@ -689,7 +694,7 @@ pub fn last_seq<'c>(c: impl Into<Conn<'c>>, battle_id: &str) -> Result<u64> {
     let seq: Option<i64> = c.into().row(
         "SELECT MAX(m) FROM (
          SELECT MAX(seq) AS m FROM events WHERE battle_id = ?1
-         UNION ALL SELECT MAX(seq) FROM live.events WHERE battle_id = ?1)",
+         UNION ALL SELECT MAX(seq) FROM live.events WHERE battle_id = ?1) AS newest",
         &[&battle_id],
         |r| r.get(0),
     )?;
@@ -841,7 +846,7 @@ mod tests {
                     c,
                     "SELECT b.id, c.id FROM battles b
                      LEFT JOIN contestants c ON c.battle_id = b.id AND c.status = 'done'
-                     WHERE b.status <> 'running' AND (?1 IS NULL OR b.battle_type = ?1)
+                     WHERE b.status <> 'running' AND (CAST(?1 AS TEXT) IS NULL OR b.battle_type = ?1)
                      ORDER BY b.created_at DESC, b.id DESC, c.position",
                     &[Value::Text("no such type".into())],
                 );

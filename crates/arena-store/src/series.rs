@@ -115,7 +115,7 @@ impl Store {
     pub fn series_masked(&self, id: &str) -> Result<u64> {
         self.query(|c| {
             let n: i64 = c.row(
-                "SELECT COUNT(*) FROM battles WHERE series_id = ?1 AND blind = 1 AND revealed_at IS NULL",
+                "SELECT COUNT(*) FROM battles WHERE series_id = ?1 AND blind = TRUE AND revealed_at IS NULL",
                 &[&id],
                 |r| r.get(0),
             )?;
@@ -126,7 +126,7 @@ impl Store {
     pub fn series_progress(&self, id: &str) -> Result<(u64, u64, Option<f64>)> {
         self.query(|c| {
             let (done, running): (i64, i64) = c.row(
-                "SELECT COALESCE(SUM(status != 'running'), 0), COALESCE(SUM(status = 'running'), 0)
+                "SELECT COUNT(*) FILTER (WHERE status <> 'running'), COUNT(*) FILTER (WHERE status = 'running')
                  FROM battles WHERE series_id = ?1",
                 &[&id],
                 |r| Ok((r.get(0)?, r.get(1)?)),
@@ -142,7 +142,7 @@ impl Store {
                         UNION ALL SELECT cost_usd, cost_usd IS NOT NULL FROM goal_checks WHERE contestant_id IN (SELECT id FROM k)
                         UNION ALL SELECT cost_usd, cost_usd IS NOT NULL OR status != 'done'
                           FROM rounds WHERE contestant_id IN (SELECT id FROM k))
-                 SELECT COALESCE(SUM(cost), 0.0), COALESCE(SUM(NOT known), 0) FROM costs",
+                 SELECT COALESCE(SUM(cost), 0.0), COUNT(*) FILTER (WHERE NOT known) FROM costs",
                 &[&id],
                 |r| Ok((r.get(0)?, r.get(1)?)),
             )?;
@@ -317,8 +317,9 @@ impl Tx<'_> {
         }
         for tag in new {
             self.run(
-                "INSERT OR IGNORE INTO battle_tags (battle_id, tag)
-                 SELECT id, ?2 FROM battles WHERE series_id = ?1",
+                "INSERT INTO battle_tags (battle_id, tag)
+                 SELECT id, ?2 FROM battles WHERE series_id = ?1
+                 ON CONFLICT DO NOTHING",
                 params![id, tag],
             )?;
         }
@@ -338,7 +339,7 @@ impl Tx<'_> {
     /// Asks whoever drives the series to stop; false when it is not running.
     pub fn request_series_cancel(&mut self, id: &str) -> Result<bool> {
         let changed = self.run(
-            "UPDATE series SET cancel_requested = 1 WHERE id = ?1 AND status = 'running'",
+            "UPDATE series SET cancel_requested = TRUE WHERE id = ?1 AND status = 'running'",
             params![id],
         )?;
         Ok(changed == 1)
@@ -371,11 +372,14 @@ impl Tx<'_> {
     /// Records a goal check (replacing one of the same turn).
     pub fn insert_goal_check(&mut self, contestant_id: &str, g: &GoalCheck) -> Result<()> {
         self.run(
-            "INSERT OR REPLACE INTO goal_checks (contestant_id, turn, passed, reason, error, by_check, cost_usd, at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            "INSERT INTO goal_checks (contestant_id, turn, passed, reason, error, by_check, cost_usd, at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+             ON CONFLICT (contestant_id, turn) DO UPDATE SET passed = excluded.passed,
+               reason = excluded.reason, error = excluded.error, by_check = excluded.by_check,
+               cost_usd = excluded.cost_usd, at = excluded.at",
             params![
                 contestant_id,
-                g.turn,
+                i64::from(g.turn),
                 g.passed,
                 g.reason,
                 g.error,

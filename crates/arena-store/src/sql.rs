@@ -10,17 +10,117 @@
 //! booleans (and their `Option`), and `u32` for the places, counts and
 //! pids the store keeps (a 64-bit integer column, checked on the way).
 //!
-//! Statements are prepared once per connection and kept (see
-//! `Tx::run`).
+//! Statements are written once, with SQLite's `?N` placeholders; on
+//! PostgreSQL they are rewritten to `$N` ([`translate`]). Either way each
+//! is prepared once per connection and kept.
 
-use rusqlite::types::FromSql;
+use std::cell::RefCell;
+use std::collections::HashMap;
 
-use crate::error::Result;
+use postgres::types::{to_sql_checked, IsNull, ToSql as PgToSql, Type};
+
+use crate::error::{Error, Result};
 
 /// A connection, or a transaction, to run statements on.
 #[derive(Clone, Copy)]
 pub(crate) enum Conn<'c> {
     Sqlite(&'c rusqlite::Connection),
+    Postgres(&'c Pg),
+}
+
+/// A PostgreSQL connection and the statements prepared on it. Its
+/// transactions are plain `BEGIN` … `COMMIT` on it (see `Store::transact`).
+pub(crate) struct Pg {
+    client: RefCell<postgres::Client>,
+    statements: RefCell<HashMap<String, postgres::Statement>>,
+}
+
+impl Pg {
+    pub(crate) fn new(client: postgres::Client) -> Pg {
+        Pg {
+            client: RefCell::new(client),
+            statements: RefCell::new(HashMap::new()),
+        }
+    }
+
+    /// `sql`, prepared once on this connection.
+    fn statement(&self, sql: &str) -> Result<postgres::Statement> {
+        if let Some(stmt) = self.statements.borrow().get(sql) {
+            return Ok(stmt.clone());
+        }
+        let stmt = self.client.borrow_mut().prepare(&translate(sql))?;
+        self.statements
+            .borrow_mut()
+            .insert(sql.to_string(), stmt.clone());
+        Ok(stmt)
+    }
+
+    fn query(&self, sql: &str, params: Params<'_>) -> Result<Vec<postgres::Row>> {
+        let stmt = self.statement(sql)?;
+        Ok(self.client.borrow_mut().query(&stmt, &pg_params(params))?)
+    }
+
+    fn execute(&self, sql: &str, params: Params<'_>) -> Result<usize> {
+        let stmt = self.statement(sql)?;
+        Ok(self
+            .client
+            .borrow_mut()
+            .execute(&stmt, &pg_params(params))? as usize)
+    }
+
+    pub(crate) fn batch(&self, sql: &str) -> Result<()> {
+        Ok(self.client.borrow_mut().batch_execute(sql)?)
+    }
+}
+
+/// `sql` in PostgreSQL's words: SQLite's placeholders (`?N`, and bare `?`
+/// in order) as `$N`, and ` LIKE ` as ` ILIKE ` (SQLite's LIKE ignores the
+/// case of ASCII letters; the history search relies on that). Text in
+/// single quotes is left as it is.
+pub(crate) fn translate(sql: &str) -> String {
+    // Outside quotes only: split on quotes, rewrite the even parts.
+    numbered(sql)
+        .split('\'')
+        .enumerate()
+        .map(|(i, part)| {
+            if i % 2 == 0 {
+                part.replace(" LIKE ", " ILIKE ")
+            } else {
+                part.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("'")
+}
+
+/// `sql` with `?N` and bare `?` (outside quotes) as `$N`.
+fn numbered(sql: &str) -> String {
+    let mut out = String::with_capacity(sql.len() + 8);
+    let mut chars = sql.chars().peekable();
+    let (mut quoted, mut next) = (false, 1);
+    while let Some(ch) = chars.next() {
+        match ch {
+            '\'' => {
+                quoted = !quoted;
+                out.push(ch);
+            }
+            '?' if !quoted => {
+                let mut digits = String::new();
+                while let Some(d) = chars.peek().filter(|d| d.is_ascii_digit()) {
+                    digits.push(*d);
+                    chars.next();
+                }
+                if digits.is_empty() {
+                    digits = next.to_string();
+                    next += 1;
+                }
+                out.push('$');
+                out.push_str(&digits);
+            }
+            _ => out.push(ch),
+        }
+    }
+    out
 }
 
 impl<'c> From<&'c rusqlite::Connection> for Conn<'c> {
@@ -35,10 +135,23 @@ impl<'c> From<&'c rusqlite::Transaction<'_>> for Conn<'c> {
     }
 }
 
-/// A value a statement binds.
-pub(crate) trait Param: rusqlite::ToSql {}
+/// A value a statement binds: one both databases take, as the same column
+/// type. Only these types: a `u32` would bind as PostgreSQL's `oid`, not as
+/// the 64-bit integer every integer column is (widen it with `i64::from`).
+pub(crate) trait Param: rusqlite::ToSql + PgToSql + Sync {}
 
-impl<T: rusqlite::ToSql + ?Sized> Param for T {}
+macro_rules! param {
+    ($($t:ty),*) => {$(
+        impl Param for $t {}
+        impl Param for Option<$t> {}
+    )*};
+}
+param!(i64, f64, bool, String, Vec<u8>, Value, TextOrBytes);
+impl Param for &str {}
+impl Param for Option<&str> {}
+impl Param for Option<&String> {}
+impl Param for std::borrow::Cow<'_, str> {}
+impl<T: Param> Param for &T {}
 
 /// The parameters of a statement, in order (`?1`, `?2`, …).
 pub(crate) type Params<'p> = &'p [&'p dyn Param];
@@ -61,15 +174,39 @@ pub enum Value {
 impl rusqlite::ToSql for Value {
     fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
         match self {
-            Value::Int(i) => i.to_sql(),
-            Value::Text(t) => t.to_sql(),
+            Value::Int(i) => rusqlite::ToSql::to_sql(i),
+            Value::Text(t) => rusqlite::ToSql::to_sql(t),
         }
     }
+}
+
+impl PgToSql for Value {
+    fn to_sql(
+        &self,
+        ty: &Type,
+        out: &mut bytes::BytesMut,
+    ) -> std::result::Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
+        match self {
+            Value::Int(i) => i.to_sql(ty, out),
+            Value::Text(t) => t.to_sql(ty, out),
+        }
+    }
+
+    fn accepts(ty: &Type) -> bool {
+        <i64 as PgToSql>::accepts(ty) || <String as PgToSql>::accepts(ty)
+    }
+
+    to_sql_checked!();
 }
 
 /// `values` as a statement's parameters.
 pub(crate) fn params_of(values: &[Value]) -> Vec<&dyn Param> {
     values.iter().map(|v| v as &dyn Param).collect()
+}
+
+/// [`Params`] as PostgreSQL binds them.
+fn pg_params<'p>(params: Params<'p>) -> Vec<&'p (dyn PgToSql + Sync)> {
+    params.iter().map(|p| *p as &(dyn PgToSql + Sync)).collect()
 }
 
 /// [`Params`] as SQLite binds them.
@@ -97,6 +234,11 @@ impl Conn<'_> {
                 }
                 Ok(out)
             }
+            Conn::Postgres(pg) => pg
+                .query(sql, params)?
+                .iter()
+                .map(|r| read(&Row::Postgres(r)))
+                .collect(),
         }
     }
 
@@ -116,6 +258,10 @@ impl Conn<'_> {
                     None => Ok(None),
                 }
             }
+            Conn::Postgres(pg) => match pg.query(sql, params)?.first() {
+                Some(r) => Ok(Some(read(&Row::Postgres(r))?)),
+                None => Ok(None),
+            },
         }
     }
 
@@ -127,13 +273,14 @@ impl Conn<'_> {
         read: impl FnOnce(&Row<'_>) -> Result<T>,
     ) -> Result<T> {
         self.opt_row(sql, params, read)?
-            .ok_or_else(|| rusqlite::Error::QueryReturnedNoRows.into())
+            .ok_or_else(|| Error::Inconsistent(format!("no row from: {sql}")))
     }
 
     /// Runs one statement; how many rows it changed.
     pub(crate) fn exec(self, sql: &str, params: Params<'_>) -> Result<usize> {
         match self {
             Conn::Sqlite(c) => Ok(c.prepare_cached(sql)?.execute(sqlite_params(params))?),
+            Conn::Postgres(pg) => pg.execute(sql, params),
         }
     }
 
@@ -141,27 +288,29 @@ impl Conn<'_> {
     pub(crate) fn batch(self, sql: &str) -> Result<()> {
         match self {
             Conn::Sqlite(c) => Ok(c.execute_batch(sql)?),
+            Conn::Postgres(pg) => pg.batch(sql),
         }
     }
 
-    /// The id the last insert into a table with an integer key gave.
-    pub(crate) fn last_insert_id(self) -> i64 {
-        match self {
-            Conn::Sqlite(c) => c.last_insert_rowid(),
-        }
+    /// Inserts one row with `sql` (an `INSERT … RETURNING id`) and returns
+    /// the id it was given.
+    pub(crate) fn insert_returning_id(self, sql: &str, params: Params<'_>) -> Result<i64> {
+        self.row(sql, params, |r| r.get(0))
     }
 }
 
 /// One row of a result.
 pub(crate) enum Row<'r> {
     Sqlite(&'r rusqlite::Row<'r>),
+    Postgres(&'r postgres::Row),
 }
 
 impl Row<'_> {
     /// Column `i` as a `T`.
     pub(crate) fn get<T: Col>(&self, i: usize) -> Result<T> {
         match self {
-            Row::Sqlite(r) => Ok(r.get::<_, T>(i)?),
+            Row::Sqlite(r) => T::sqlite(r, i),
+            Row::Postgres(r) => T::postgres(r, i),
         }
     }
 
@@ -169,6 +318,7 @@ impl Row<'_> {
     pub(crate) fn text_or_bytes(&self, i: usize) -> Result<Option<TextOrBytes>> {
         match self {
             Row::Sqlite(r) => TextOrBytes::from_sqlite(i, r.get_ref(i)?),
+            Row::Postgres(r) => Ok(r.try_get::<_, Option<String>>(i)?.map(TextOrBytes::Text)),
         }
     }
 }
@@ -200,22 +350,106 @@ impl TextOrBytes {
     }
 }
 
+impl PgToSql for TextOrBytes {
+    fn to_sql(
+        &self,
+        ty: &Type,
+        out: &mut bytes::BytesMut,
+    ) -> std::result::Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
+        match self {
+            TextOrBytes::Text(t) => t.to_sql(ty, out),
+            TextOrBytes::Bytes(b) => b.to_sql(ty, out),
+        }
+    }
+
+    fn accepts(ty: &Type) -> bool {
+        <String as PgToSql>::accepts(ty) || <Vec<u8> as PgToSql>::accepts(ty)
+    }
+
+    to_sql_checked!();
+}
+
 impl rusqlite::ToSql for TextOrBytes {
     fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
         match self {
-            TextOrBytes::Text(t) => t.to_sql(),
-            TextOrBytes::Bytes(b) => b.to_sql(),
+            TextOrBytes::Text(t) => rusqlite::ToSql::to_sql(t),
+            TextOrBytes::Bytes(b) => rusqlite::ToSql::to_sql(b),
         }
     }
 }
 
 /// A type a column is read as: the ones both databases have.
-pub(crate) trait Col: FromSql {}
+pub(crate) trait Col: Sized {
+    fn sqlite(r: &rusqlite::Row<'_>, i: usize) -> Result<Self>;
+    fn postgres(r: &postgres::Row, i: usize) -> Result<Self>;
+}
 
-impl Col for i64 {}
-impl Col for u32 {}
-impl Col for f64 {}
-impl Col for bool {}
-impl Col for String {}
-impl Col for Vec<u8> {}
-impl<T: Col> Col for Option<T> {}
+macro_rules! col {
+    ($($t:ty),*) => {$(
+        impl Col for $t {
+            fn sqlite(r: &rusqlite::Row<'_>, i: usize) -> Result<Self> {
+                Ok(r.get::<_, $t>(i)?)
+            }
+            fn postgres(r: &postgres::Row, i: usize) -> Result<Self> {
+                Ok(r.try_get::<_, $t>(i)?)
+            }
+        }
+        impl Col for Option<$t> {
+            fn sqlite(r: &rusqlite::Row<'_>, i: usize) -> Result<Self> {
+                Ok(r.get::<_, Option<$t>>(i)?)
+            }
+            fn postgres(r: &postgres::Row, i: usize) -> Result<Self> {
+                Ok(r.try_get::<_, Option<$t>>(i)?)
+            }
+        }
+    )*};
+}
+col!(i64, f64, bool, String, Vec<u8>);
+
+/// A place, count or pid: a 64-bit integer column, checked on the way.
+fn narrow(i: usize, v: i64) -> Result<u32> {
+    u32::try_from(v).map_err(|_| Error::Inconsistent(format!("column {i} holds {v}, not a u32")))
+}
+
+impl Col for u32 {
+    fn sqlite(r: &rusqlite::Row<'_>, i: usize) -> Result<Self> {
+        narrow(i, r.get(i)?)
+    }
+    fn postgres(r: &postgres::Row, i: usize) -> Result<Self> {
+        narrow(i, r.try_get(i)?)
+    }
+}
+
+impl Col for Option<u32> {
+    fn sqlite(r: &rusqlite::Row<'_>, i: usize) -> Result<Self> {
+        r.get::<_, Option<i64>>(i)?
+            .map(|v| narrow(i, v))
+            .transpose()
+    }
+    fn postgres(r: &postgres::Row, i: usize) -> Result<Self> {
+        r.try_get::<_, Option<i64>>(i)?
+            .map(|v| narrow(i, v))
+            .transpose()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::translate;
+
+    #[test]
+    fn placeholders_become_postgres_ones_outside_quotes() {
+        assert_eq!(
+            translate("SELECT a FROM t WHERE b = ?1 AND c = ?12 OR d = '?1'"),
+            "SELECT a FROM t WHERE b = $1 AND c = $12 OR d = '?1'"
+        );
+        assert_eq!(
+            translate("x LIKE ? ESCAPE '\\' AND y IN (?, ?) LIMIT ? OFFSET ?"),
+            "x ILIKE $1 ESCAPE '\\' AND y IN ($2, $3) LIMIT $4 OFFSET $5"
+        );
+        assert_eq!(
+            translate("a = ' LIKE ' AND b LIKE ?1"),
+            "a = ' LIKE ' AND b ILIKE $1"
+        );
+    }
+}

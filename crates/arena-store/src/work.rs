@@ -80,11 +80,11 @@ impl Tx<'_> {
     pub fn request_cancel(&mut self, battle_id: &str, contestant_id: Option<&str>) -> Result<()> {
         match contestant_id {
             Some(id) => self.run(
-                "UPDATE contestants SET cancel_requested = 1 WHERE id = ?1 AND battle_id = ?2",
+                "UPDATE contestants SET cancel_requested = TRUE WHERE id = ?1 AND battle_id = ?2",
                 params![id, battle_id],
             )?,
             None => self.run(
-                "UPDATE battles SET cancel_requested = 1 WHERE id = ?1",
+                "UPDATE battles SET cancel_requested = TRUE WHERE id = ?1",
                 params![battle_id],
             )?,
         };
@@ -119,7 +119,7 @@ impl Tx<'_> {
         for id in &ids {
             self.run(
                 &format!(
-                    "UPDATE {} SET cancel_requested = 1 WHERE id = ?1",
+                    "UPDATE {} SET cancel_requested = TRUE WHERE id = ?1",
                     work.table()
                 ),
                 params![id],
@@ -135,7 +135,7 @@ impl Tx<'_> {
                 "UPDATE {} SET owner_host = ?1, owner_pid = ?2 WHERE id = ?3",
                 work.table()
             ),
-            params![host, pid, id],
+            params![host, i64::from(pid), id],
         )?;
         Ok(())
     }
@@ -255,7 +255,7 @@ impl Tx<'_> {
             |r| r.get(0),
         )?;
         let ids = self.db().rows(
-            "SELECT id FROM contestants WHERE battle_id = ?1 AND cancel_requested = 1",
+            "SELECT id FROM contestants WHERE battle_id = ?1 AND cancel_requested = TRUE",
             params![battle_id],
             |r| r.get(0),
         )?;

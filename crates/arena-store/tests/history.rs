@@ -6,6 +6,8 @@ use arena_domain::battle::{
     Winner, WinnerSource,
 };
 use arena_store::{NewBattle, NewContestant, RankFilter, Store};
+
+mod common;
 use chrono::{DateTime, Utc};
 
 /// One contestant: identity, model, provider, and whether it finished.
@@ -123,16 +125,9 @@ fn seed(store: &Store, s: Seed<'_>) {
         .unwrap();
 }
 
-fn store() -> (tempfile::TempDir, Store) {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("arena.db")).unwrap();
-    (dir, store)
-}
-
 /// The fixture: seven battles, b1 oldest … b7 newest (b6 and b7 at the
 /// same instant: the id breaks the tie).
-fn history() -> (tempfile::TempDir, Store) {
-    let (dir, store) = store();
+fn seed_history(store: &Store) {
     store
         .transact(|tx| {
             tx.exec_raw(
@@ -144,7 +139,7 @@ fn history() -> (tempfile::TempDir, Store) {
         })
         .unwrap();
     seed(
-        &store,
+        store,
         Seed {
             id: "b1",
             at_ms: 1_000,
@@ -154,7 +149,7 @@ fn history() -> (tempfile::TempDir, Store) {
         },
     );
     seed(
-        &store,
+        store,
         Seed {
             id: "b2",
             at_ms: 2_000,
@@ -163,7 +158,7 @@ fn history() -> (tempfile::TempDir, Store) {
         },
     );
     seed(
-        &store,
+        store,
         Seed {
             id: "b3",
             at_ms: 3_000,
@@ -178,7 +173,7 @@ fn history() -> (tempfile::TempDir, Store) {
         },
     );
     seed(
-        &store,
+        store,
         Seed {
             id: "b4",
             at_ms: 4_000,
@@ -189,7 +184,7 @@ fn history() -> (tempfile::TempDir, Store) {
         },
     );
     seed(
-        &store,
+        store,
         Seed {
             id: "b5",
             at_ms: 5_000,
@@ -201,7 +196,7 @@ fn history() -> (tempfile::TempDir, Store) {
     );
     for id in ["b6", "b7"] {
         seed(
-            &store,
+            store,
             Seed {
                 id,
                 at_ms: 6_000,
@@ -212,7 +207,6 @@ fn history() -> (tempfile::TempDir, Store) {
             },
         );
     }
-    (dir, store)
 }
 
 fn ids(battles: &[Battle]) -> Vec<&str> {
@@ -230,9 +224,9 @@ fn search(store: &Store, text: &str) -> Vec<String> {
     page.into_iter().map(|b| b.id).collect()
 }
 
-#[test]
-fn an_unfiltered_page_is_newest_first_with_contestant_summaries() {
-    let (_dir, store) = history();
+each_backend! {
+fn an_unfiltered_page_is_newest_first_with_contestant_summaries(store: &Store) {
+    seed_history(store);
     let (page, total) = store.battle_page(&BattleQuery::default()).unwrap();
     assert_eq!(total, 7);
     assert_eq!(ids(&page), ["b7", "b6", "b5", "b4", "b3", "b2", "b1"]);
@@ -262,51 +256,54 @@ fn an_unfiltered_page_is_newest_first_with_contestant_summaries() {
         .collect();
     assert_eq!(old, ["b7", "b6", "b5"]);
 }
+}
 
-#[test]
-fn search_matches_the_prompt_identity_model_and_provider_ignoring_case() {
-    let (_dir, store) = history();
+each_backend! {
+fn search_matches_the_prompt_identity_model_and_provider_ignoring_case(store: &Store) {
+    seed_history(store);
     // The prompt.
-    assert_eq!(search(&store, "RUST"), ["b1"]);
-    assert_eq!(search(&store, "lane?"), ["b7", "b6"]);
+    assert_eq!(search(store, "RUST"), ["b1"]);
+    assert_eq!(search(store, "lane?"), ["b7", "b6"]);
     // A model, an identity (persona or backend), a provider.
-    assert_eq!(search(&store, "claude-SONNET"), ["b3"]);
-    assert_eq!(search(&store, "gpt-4o").len(), 6);
-    assert_eq!(search(&store, "debugger").len(), 5);
-    assert_eq!(search(&store, "AIDER"), ["b3"]);
-    assert_eq!(search(&store, "openrouter"), ["b3"]);
+    assert_eq!(search(store, "claude-SONNET"), ["b3"]);
+    assert_eq!(search(store, "gpt-4o").len(), 6);
+    assert_eq!(search(store, "debugger").len(), 5);
+    assert_eq!(search(store, "AIDER"), ["b3"]);
+    assert_eq!(search(store, "openrouter"), ["b3"]);
     // `identity@model`, as the app shows a contestant.
-    assert_eq!(search(&store, "poet@mistral"), ["b4"]);
-    assert!(search(&store, "debugger@gpt").is_empty());
+    assert_eq!(search(store, "poet@mistral"), ["b4"]);
+    assert!(search(store, "debugger@gpt").is_empty());
     // Every word must appear, each anywhere.
-    assert_eq!(search(&store, "  lifetimes \t  QWEN3 "), ["b1"]);
-    assert!(search(&store, "lifetimes claude").is_empty());
+    assert_eq!(search(store, "  lifetimes \t  QWEN3 "), ["b1"]);
+    assert!(search(store, "lifetimes claude").is_empty());
     // Letters beyond ASCII fold too.
-    assert_eq!(search(&store, "über"), ["b4"]);
-    assert_eq!(search(&store, "ÉCRIS"), ["b4"]);
+    assert_eq!(search(store, "über"), ["b4"]);
+    assert_eq!(search(store, "ÉCRIS"), ["b4"]);
     // A blank search is no search.
-    assert_eq!(search(&store, "   ").len(), 7);
+    assert_eq!(search(store, "   ").len(), 7);
+}
 }
 
-#[test]
-fn search_takes_like_wildcards_literally() {
-    let (_dir, store) = history();
+each_backend! {
+fn search_takes_like_wildcards_literally(store: &Store) {
+    seed_history(store);
     // "100%" is not "100 followed by anything" (b3 says "1000").
-    assert_eq!(search(&store, "100%"), ["b2"]);
-    assert_eq!(search(&store, "%"), ["b2"]);
+    assert_eq!(search(store, "100%"), ["b2"]);
+    assert_eq!(search(store, "%"), ["b2"]);
     // "_" is not "any one letter".
-    assert_eq!(search(&store, "a_b"), ["b5"]);
-    assert_eq!(search(&store, "snake_case"), ["b3"]);
-    assert!(search(&store, "snake_cas_").is_empty());
-    assert!(search(&store, "_____________").is_empty());
+    assert_eq!(search(store, "a_b"), ["b5"]);
+    assert_eq!(search(store, "snake_case"), ["b3"]);
+    assert!(search(store, "snake_cas_").is_empty());
+    assert!(search(store, "_____________").is_empty());
     // The escape character itself.
-    assert_eq!(search(&store, r"c:\path"), ["b5"]);
-    assert!(search(&store, r"\").len() == 1);
+    assert_eq!(search(store, r"c:\path"), ["b5"]);
+    assert!(search(store, r"\").len() == 1);
+}
 }
 
-#[test]
-fn type_status_and_series_filters_combine_with_search() {
-    let (_dir, store) = history();
+each_backend! {
+fn type_status_and_series_filters_combine_with_search(store: &Store) {
+    seed_history(store);
     let page = |q: BattleQuery| {
         let (page, total) = store.battle_page(&q).unwrap();
         (
@@ -366,10 +363,11 @@ fn type_status_and_series_filters_combine_with_search() {
         (vec!["b7".into()], 2)
     );
 }
+}
 
-#[test]
-fn pages_follow_each_other_and_the_total_counts_every_match() {
-    let (_dir, store) = history();
+each_backend! {
+fn pages_follow_each_other_and_the_total_counts_every_match(store: &Store) {
+    seed_history(store);
     let page = |limit, offset, search: Option<&str>| {
         let (page, total) = store
             .battle_page(&BattleQuery {
@@ -407,10 +405,10 @@ fn pages_follow_each_other_and_the_total_counts_every_match() {
     assert_eq!(page(usize::MAX >> 1, 0, None).0.len(), 7);
     assert_eq!(page(usize::MAX, usize::MAX, None), (vec![], 7));
 }
+}
 
-#[test]
-fn pages_of_many_battles_load_every_contestant() {
-    let (_dir, store) = store();
+each_backend! {
+fn pages_of_many_battles_load_every_contestant(store: &Store) {
     // More battles than one `IN (…)` query takes.
     store
         .transact(|tx| {
@@ -466,10 +464,11 @@ fn pages_of_many_battles_load_every_contestant() {
     assert_eq!(page.len(), 10);
     assert!(page.iter().all(|b| b.contestants[0].model == "model3"));
 }
+}
 
-#[test]
-fn ranked_battles_are_the_finished_ones_with_their_finished_contestants() {
-    let (_dir, store) = history();
+each_backend! {
+fn ranked_battles_are_the_finished_ones_with_their_finished_contestants(store: &Store) {
+    seed_history(store);
     let ranked = store.ranked_battles(&RankFilter::default()).unwrap();
     let ids: Vec<&str> = ranked.iter().map(|b| b.battle_id.as_str()).collect();
     // b5 is still running.
@@ -494,10 +493,10 @@ fn ranked_battles_are_the_finished_ones_with_their_finished_contestants() {
     assert_eq!(coding.len(), 1);
     assert_eq!(coding[0], ranked[3]);
 }
+}
 
-#[test]
-fn ranked_battles_filter_by_project_and_tag_and_wait_for_the_reveal() {
-    let (_dir, store) = store();
+each_backend! {
+fn ranked_battles_filter_by_project_and_tag_and_wait_for_the_reveal(store: &Store) {
     let seeds = [
         ("t1", "/tmp/a", &["math", "hard"][..], false),
         ("t2", "/tmp/a", &["math"][..], false),
@@ -506,7 +505,7 @@ fn ranked_battles_filter_by_project_and_tag_and_wait_for_the_reveal() {
     ];
     for (n, (id, project, tags, blind)) in seeds.into_iter().enumerate() {
         seed(
-            &store,
+            store,
             Seed {
                 id,
                 at_ms: n as i64 * 10_000,
@@ -590,4 +589,5 @@ fn ranked_battles_filter_by_project_and_tag_and_wait_for_the_reveal() {
         .unwrap();
     assert_eq!(store.battle("t4").unwrap().tags, ["other"]);
     assert_eq!(ids(math()), ["t1", "t2"]);
+}
 }

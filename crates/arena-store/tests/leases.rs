@@ -17,10 +17,10 @@ fn lease(owner: &str) -> Lease {
     }
 }
 
-/// A store with battle `b1` (contestant `c1`), whose lease `a` holds.
-fn battle_driven_by_a() -> (tempfile::TempDir, Store) {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("arena.db")).unwrap();
+mod common;
+
+/// Battle `b1` (contestant `c1`), whose lease `a` holds, in `store`.
+fn seed_battle_driven_by_a(store: &Store) {
     store
         .transact(|tx| {
             tx.insert_battle(&NewBattle {
@@ -49,12 +49,19 @@ fn battle_driven_by_a() -> (tempfile::TempDir, Store) {
             Ok(())
         })
         .unwrap();
+}
+
+/// A SQLite store with [`seed_battle_driven_by_a`], and its folder.
+fn battle_driven_by_a() -> (tempfile::TempDir, Store) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("arena.db")).unwrap();
+    seed_battle_driven_by_a(&store);
     (dir, store)
 }
 
-#[test]
-fn a_stale_owner_cannot_set_a_worktree() {
-    let (_dir, store) = battle_driven_by_a();
+each_backend! {
+fn a_stale_owner_cannot_set_a_worktree(store: &Store) {
+    seed_battle_driven_by_a(store);
     let a = store.clone().acting_as("a");
     let b = store.clone().acting_as("b");
     a.transact(|tx| {
@@ -74,10 +81,11 @@ fn a_stale_owner_cannot_set_a_worktree() {
     let c = &store.battle("b1").unwrap().contestants[0];
     assert_eq!(c.worktree, Some(PathBuf::from("/wt/a")));
 }
+}
 
-#[test]
-fn a_stale_owner_cannot_record_a_diff_or_check() {
-    let (_dir, store) = battle_driven_by_a();
+each_backend! {
+fn a_stale_owner_cannot_record_a_diff_or_check(store: &Store) {
+    seed_battle_driven_by_a(store);
     let diff = DiffSummary {
         files: 1,
         insertions: 2,
@@ -114,6 +122,7 @@ fn a_stale_owner_cannot_record_a_diff_or_check() {
         (c.diff.as_ref(), c.check.as_ref()),
         (Some(&diff), Some(&check))
     );
+}
 }
 
 /// An answer's deltas are in the live journal: another process's store

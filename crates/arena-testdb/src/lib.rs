@@ -440,12 +440,17 @@ impl Cluster {
 
     /// A fresh, empty database, dropped with the returned value.
     pub fn database(&self) -> Result<TestDb<'_>> {
+        Ok(TestDb {
+            name: self.create_database()?,
+            cluster: self,
+        })
+    }
+
+    /// A fresh, empty database's name; it goes with the cluster.
+    pub fn create_database(&self) -> Result<String> {
         let name = format!("t_{}", uuid::Uuid::new_v4().simple());
         self.psql("postgres", &format!("CREATE DATABASE {name}"))?;
-        Ok(TestDb {
-            cluster: self,
-            name,
-        })
+        Ok(name)
     }
 
     /// Stops the server with `sig` and waits for it (killing it if it takes
