@@ -54,21 +54,24 @@ DEB_PACKAGES=(
 NODE_MIN_MAJOR=20
 
 # Debian's postgresql-common creates and starts a system cluster (port 5432)
-# when the server is installed; the tests start their own, so it is turned
-# off before the install.
+# when a server is installed; the tests start their own, so it is turned off
+# first, as Debian documents it: install postgresql-common alone (it brings
+# createcluster.conf, and no server), then set create_main_cluster = false
+# in it, then install the server.
 prepare_apt() {
   local conf=/etc/postgresql-common/createcluster.conf
-  if [[ -f $conf ]] && grep -Eq '^\s*create_main_cluster\s*=\s*false' "$conf"; then
+  if ! deb_installed postgresql-common; then
+    apt_install postgresql-common
+  fi
+  if grep -Eq '^[[:space:]]*create_main_cluster[[:space:]]*=[[:space:]]*false' "$conf" 2>/dev/null; then
     return 0
   fi
-  as_root mkdir -p /etc/postgresql-common
   if [[ -f $conf ]]; then
-    as_root sed -i -E 's/^\s*#?\s*create_main_cluster\s*=.*/create_main_cluster = false/' "$conf"
-    grep -Eq '^create_main_cluster = false' "$conf" ||
-      echo 'create_main_cluster = false' | as_root tee -a "$conf" >/dev/null
-  else
-    echo 'create_main_cluster = false' | as_root tee "$conf" >/dev/null
+    as_root sed -i -E 's/^[[:space:]]*#?[[:space:]]*create_main_cluster[[:space:]]*=.*/create_main_cluster = false/' "$conf"
   fi
+  grep -Eq '^create_main_cluster = false' "$conf" 2>/dev/null ||
+    echo 'create_main_cluster = false' | as_root tee -a "$conf" >/dev/null
+  say "no system PostgreSQL cluster will be created ($conf)"
 }
 
 if [[ "${1:-}" == "--print-packages" ]]; then
