@@ -77,10 +77,7 @@ impl Tx<'_> {
         self.require_lease(&c.battle_id)?;
         // The fold takes a number after every delta's, which viewers may
         // have seen: taken before they are deleted.
-        if !self.seqs.contains_key(&c.battle_id) {
-            let last = rows::last_seq(self.db(), &c.battle_id)?;
-            self.seqs.insert(c.battle_id.clone(), last);
-        }
+        self.last_seq(&c.battle_id)?;
         self.run(
             "DELETE FROM events WHERE battle_id = ?1 AND contestant_id = ?2
                AND (kind IN ('output', 'reasoning')
@@ -140,10 +137,7 @@ impl Tx<'_> {
             Some(stored) => stored.to_string(),
             None => serde_json::to_string(&kind)?,
         };
-        let seq = match self.seqs.get(battle_id) {
-            Some(seq) => seq + 1,
-            None => rows::last_seq(self.db(), battle_id)? + 1,
-        };
+        let seq = self.last_seq(battle_id)? + 1;
         self.seqs.insert(battle_id.to_string(), seq);
         let insert = if live {
             "INSERT INTO live.events (battle_id, seq, contestant_id, at, kind, payload) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"
@@ -170,5 +164,19 @@ impl Tx<'_> {
         };
         self.pending.push(event.clone());
         Ok(event)
+    }
+
+    /// The battle's last `seq` as this transaction numbers its events. The
+    /// first time, it is read from the journal, with the battle's row locked
+    /// on PostgreSQL, so that two processes numbering the same battle take
+    /// turns (SQLite's immediate transaction already serialises writers).
+    fn last_seq(&mut self, battle_id: &str) -> Result<u64> {
+        if let Some(seq) = self.seqs.get(battle_id) {
+            return Ok(*seq);
+        }
+        self.db().lock_row("battles", battle_id)?;
+        let last = rows::last_seq(self.db(), battle_id)?;
+        self.seqs.insert(battle_id.to_string(), last);
+        Ok(last)
     }
 }

@@ -53,6 +53,9 @@ impl Tx<'_> {
         now_ms: i64,
         pid_alive: impl Fn(u32) -> bool,
     ) -> Result<bool> {
+        // Two processes taking the same lease take turns (PostgreSQL; see
+        // `Conn::lock_row`), so the second sees the first's.
+        self.db().lock_row(of.owner_table(), id)?;
         let current = rows::lease_of(self.db(), of, id)?;
         if !decisions::lease_is_free(current.as_ref(), &me.owner, &me.host, now_ms, pid_alive) {
             return Ok(false);

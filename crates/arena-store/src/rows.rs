@@ -550,6 +550,14 @@ pub(crate) enum LeaseOf {
 }
 
 impl LeaseOf {
+    /// The table of what the lease is on (keyed by `id`).
+    pub(crate) fn owner_table(self) -> &'static str {
+        match self {
+            LeaseOf::Battle => "battles",
+            LeaseOf::Series => "series",
+        }
+    }
+
     /// The table and its key column.
     pub(crate) fn table(self) -> (&'static str, &'static str) {
         match self {

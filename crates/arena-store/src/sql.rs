@@ -292,6 +292,24 @@ impl Conn<'_> {
         }
     }
 
+    /// Locks row `id` of `table` until the transaction ends, so that a
+    /// read-decide-write on it cannot interleave with another process's:
+    /// PostgreSQL's `FOR UPDATE`. Nothing on SQLite, whose writers already
+    /// take turns (immediate transactions).
+    pub(crate) fn lock_row(self, table: &str, id: &str) -> Result<()> {
+        match self {
+            Conn::Sqlite(_) => Ok(()),
+            Conn::Postgres(_) => {
+                self.rows(
+                    &format!("SELECT 1 FROM {table} WHERE id = ?1 FOR UPDATE"),
+                    params![id],
+                    |_| Ok(()),
+                )?;
+                Ok(())
+            }
+        }
+    }
+
     /// Inserts one row with `sql` (an `INSERT … RETURNING id`) and returns
     /// the id it was given.
     pub(crate) fn insert_returning_id(self, sql: &str, params: Params<'_>) -> Result<i64> {
