@@ -81,6 +81,9 @@ impl Tx<'_> {
         my_host: &str,
         pid_alive: impl Fn(u32) -> bool,
     ) -> Result<TakeTurn> {
+        // Processes deciding on one lane take turns (PostgreSQL; see
+        // `Conn::lock_name`): each sees the grants before it.
+        self.db().lock_name(&spec.key)?;
         let tickets = rows::tickets(self.db(), &spec.key)?;
         let starts = rows::lane_starts(self.db(), &spec.key, now_ms)?;
         let decision =

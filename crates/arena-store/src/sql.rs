@@ -310,6 +310,24 @@ impl Conn<'_> {
         }
     }
 
+    /// Locks `name` (a lane's key) until the transaction ends: a
+    /// transaction-level advisory lock on PostgreSQL, for a decision that
+    /// reads many rows (a lane's queue) and so has no one row to lock.
+    /// Nothing on SQLite, whose writers already take turns.
+    pub(crate) fn lock_name(self, name: &str) -> Result<()> {
+        match self {
+            Conn::Sqlite(_) => Ok(()),
+            Conn::Postgres(_) => {
+                self.rows(
+                    "SELECT pg_advisory_xact_lock(hashtext(?1))::text",
+                    params![name],
+                    |_| Ok(()),
+                )?;
+                Ok(())
+            }
+        }
+    }
+
     /// Inserts one row with `sql` (an `INSERT … RETURNING id`) and returns
     /// the id it was given.
     pub(crate) fn insert_returning_id(self, sql: &str, params: Params<'_>) -> Result<i64> {
