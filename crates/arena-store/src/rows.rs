@@ -178,8 +178,8 @@ fn contestant_row(r: &Row<'_>) -> Result<Contestant> {
     })
 }
 
-pub fn contestants<'c>(c: impl Into<Conn<'c>>, battle_id: &str) -> Result<Vec<Contestant>> {
-    c.into().rows(
+pub fn contestants(c: Conn<'_>, battle_id: &str) -> Result<Vec<Contestant>> {
+    c.rows(
         &format!(
             "SELECT {} FROM {WITH_ANSWERS} WHERE battle_id = ?1 ORDER BY position",
             contestant_columns(false)
@@ -189,8 +189,8 @@ pub fn contestants<'c>(c: impl Into<Conn<'c>>, battle_id: &str) -> Result<Vec<Co
     )
 }
 
-pub fn contestant<'c>(c: impl Into<Conn<'c>>, id: &str) -> Result<Option<Contestant>> {
-    c.into().opt_row(
+pub fn contestant(c: Conn<'_>, id: &str) -> Result<Option<Contestant>> {
+    c.opt_row(
         &format!(
             "SELECT {} FROM {WITH_ANSWERS} WHERE id = ?1",
             contestant_columns(false)
@@ -200,8 +200,7 @@ pub fn contestant<'c>(c: impl Into<Conn<'c>>, id: &str) -> Result<Option<Contest
     )
 }
 
-pub fn battle<'c>(c: impl Into<Conn<'c>>, id: &str) -> Result<Option<Battle>> {
-    let c = c.into();
+pub fn battle(c: Conn<'_>, id: &str) -> Result<Option<Battle>> {
     let Some(mut b) = c.opt_row(
         &format!("SELECT {BATTLE_COLUMNS} FROM battles b WHERE b.id = ?1"),
         &[&id],
@@ -290,8 +289,7 @@ fn sql_count(n: usize) -> i64 {
 /// `id`, descending), with their contestants' summaries (no output or
 /// reasoning texts), and how many battles it selects in all. Run it in a
 /// transaction for the two to agree.
-pub fn battle_page<'c>(c: impl Into<Conn<'c>>, q: &BattleQuery) -> Result<(Vec<Battle>, u64)> {
-    let c = c.into();
+pub fn battle_page(c: Conn<'_>, q: &BattleQuery) -> Result<(Vec<Battle>, u64)> {
     let (filter, values) = battle_filter(q);
     let total: i64 = c.row(
         &format!("SELECT COUNT(*) FROM battles b{filter}"),
@@ -385,13 +383,10 @@ pub struct RankFilter {
 /// [`battle_page`], with its finished contestants: one query. A blind
 /// battle counts only once revealed: until the vote it is the user's to
 /// judge, and its figures would tell its contestants apart.
-pub fn ranked_battles<'c>(
-    c: impl Into<Conn<'c>>,
-    filter: &RankFilter,
-) -> Result<Vec<RankedBattle>> {
+pub fn ranked_battles(c: Conn<'_>, filter: &RankFilter) -> Result<Vec<RankedBattle>> {
     let battle_type = filter.battle_type.map(|t| t.as_str());
     let mut last: Option<String> = None;
-    let rows = c.into().rows(
+    let rows = c.rows(
         "SELECT b.id, b.battle_type, CASE WHEN b.winner_source = 'user' THEN b.winner_id END,
                 b.user_verdict,
                 c.id, c.identity, c.model, c.duration_ms, c.tokens_per_sec, c.cost_usd,
@@ -490,13 +485,12 @@ fn from_row(kind: &str, c: &Contestant) -> Result<EventKind> {
     })
 }
 
-pub fn events_since<'c>(
-    c: impl Into<Conn<'c>>,
+pub fn events_since(
+    c: Conn<'_>,
     battle_id: &str,
     since_seq: u64,
     limit: usize,
 ) -> Result<Vec<BattleEvent>> {
-    let c = c.into();
     let rows = c.rows(
         "SELECT seq, contestant_id, at, kind, payload FROM events
          WHERE battle_id = ?1 AND seq > ?2
@@ -567,13 +561,13 @@ impl LeaseOf {
     }
 }
 
-pub fn lease<'c>(c: impl Into<Conn<'c>>, battle_id: &str) -> Result<Option<Lease>> {
+pub fn lease(c: Conn<'_>, battle_id: &str) -> Result<Option<Lease>> {
     lease_of(c, LeaseOf::Battle, battle_id)
 }
 
-pub(crate) fn lease_of<'c>(c: impl Into<Conn<'c>>, of: LeaseOf, id: &str) -> Result<Option<Lease>> {
+pub(crate) fn lease_of(c: Conn<'_>, of: LeaseOf, id: &str) -> Result<Option<Lease>> {
     let (table, key) = of.table();
-    c.into().opt_row(
+    c.opt_row(
         &format!("SELECT owner, host, pid, expires_at FROM {table} WHERE {key} = ?1"),
         &[&id],
         |r| {
@@ -597,8 +591,8 @@ fn enum_col<T: serde::de::DeserializeOwned>(idx: usize, text: String) -> Result<
         .map_err(|e| Error::Inconsistent(format!("column {idx}: {e}")))
 }
 
-pub fn latest_analysis<'c>(c: impl Into<Conn<'c>>, battle_id: &str) -> Result<Option<Analysis>> {
-    c.into().opt_row(
+pub fn latest_analysis(c: Conn<'_>, battle_id: &str) -> Result<Option<Analysis>> {
+    c.opt_row(
         "SELECT id, battle_id, status, model, provider, outcome, winner_id, ranking, reasons, digests,
                 judge_runs, error, created_at, finished_at, cost_usd
          FROM analyses WHERE battle_id = ?1 ORDER BY created_at DESC, id DESC LIMIT 1",
@@ -628,11 +622,8 @@ pub fn latest_analysis<'c>(c: impl Into<Conn<'c>>, battle_id: &str) -> Result<Op
     )
 }
 
-pub fn cross_examinations<'c>(
-    c: impl Into<Conn<'c>>,
-    battle_id: &str,
-) -> Result<Vec<CrossExamination>> {
-    c.into().rows(
+pub fn cross_examinations(c: Conn<'_>, battle_id: &str) -> Result<Vec<CrossExamination>> {
+    c.rows(
         "SELECT id, battle_id, number, identity, model, provider, question, status, output, verdict,
                 error, path, created_at, finished_at
          FROM cross_examinations WHERE battle_id = ?1 ORDER BY number",
@@ -661,8 +652,8 @@ pub fn cross_examinations<'c>(
 }
 
 /// A contestant's refinement rounds (2, 3, …), in order.
-pub fn rounds<'c>(c: impl Into<Conn<'c>>, contestant_id: &str) -> Result<Vec<Round>> {
-    c.into().rows(
+pub fn rounds(c: Conn<'_>, contestant_id: &str) -> Result<Vec<Round>> {
+    c.rows(
         "SELECT id, contestant_id, number, feedback, status, output, error, diff_stats, check_result,
                     duration_ms, result_path, created_at, finished_at, cost_usd
              FROM rounds WHERE contestant_id = ?1 ORDER BY number",
@@ -698,8 +689,8 @@ pub fn rounds<'c>(c: impl Into<Conn<'c>>, contestant_id: &str) -> Result<Vec<Rou
 }
 
 /// The `seq` of a battle's newest event (0 when it has none).
-pub fn last_seq<'c>(c: impl Into<Conn<'c>>, battle_id: &str) -> Result<u64> {
-    let seq: Option<i64> = c.into().row(
+pub fn last_seq(c: Conn<'_>, battle_id: &str) -> Result<u64> {
+    let seq: Option<i64> = c.row(
         "SELECT MAX(m) FROM (
          SELECT MAX(seq) AS m FROM events WHERE battle_id = ?1
          UNION ALL SELECT MAX(seq) FROM live.events WHERE battle_id = ?1) AS newest",
@@ -710,8 +701,8 @@ pub fn last_seq<'c>(c: impl Into<Conn<'c>>, battle_id: &str) -> Result<u64> {
 }
 
 /// A lane's tickets, holding and waiting.
-pub fn tickets<'c>(c: impl Into<Conn<'c>>, lane: &str) -> Result<Vec<Ticket>> {
-    c.into().rows(
+pub fn tickets(c: Conn<'_>, lane: &str) -> Result<Vec<Ticket>> {
+    c.rows(
         "SELECT id, ready_at, position, holder, granted_at IS NOT NULL, owner, host, pid, expires_at
          FROM live.lane_tickets WHERE lane = ?1",
         &[&lane],
@@ -734,8 +725,8 @@ pub fn tickets<'c>(c: impl Into<Conn<'c>>, lane: &str) -> Result<Vec<Ticket>> {
 }
 
 /// When the lane granted slots in the minute before `now_ms`.
-pub fn lane_starts<'c>(c: impl Into<Conn<'c>>, lane: &str, now_ms: i64) -> Result<Vec<i64>> {
-    c.into().rows(
+pub fn lane_starts(c: Conn<'_>, lane: &str, now_ms: i64) -> Result<Vec<i64>> {
+    c.rows(
         "SELECT at FROM live.lane_grants WHERE lane = ?1 AND at > ?2",
         &[&lane, &(now_ms - 60_000)],
         |r| r.get(0),

@@ -123,18 +123,6 @@ fn numbered(sql: &str) -> String {
     out
 }
 
-impl<'c> From<&'c rusqlite::Connection> for Conn<'c> {
-    fn from(c: &'c rusqlite::Connection) -> Self {
-        Conn::Sqlite(c)
-    }
-}
-
-impl<'c> From<&'c rusqlite::Transaction<'_>> for Conn<'c> {
-    fn from(tx: &'c rusqlite::Transaction<'_>) -> Self {
-        Conn::Sqlite(tx)
-    }
-}
-
 /// A value a statement binds: one both databases take, as the same column
 /// type. Only these types: a `u32` would bind as PostgreSQL's `oid`, not as
 /// the 64-bit integer every integer column is (widen it with `i64::from`).
