@@ -13,6 +13,9 @@
 #   tests   cargo test --workspace --doc --locked, then
 #           cargo nextest run --workspace --locked (when cargo-nextest is
 #           installed; else cargo test --workspace --locked)
+#   team    the engine's tests (arena-core) once more, on PostgreSQL: one
+#           throwaway cluster for the run (`arena-testdb serve`), a database
+#           per test (ARENA_TEST_POSTGRES); team mode's store under the engine
 #   e2e     WebDriver end-to-end tests (crates/arena-e2e): cargo build the app
 #           and the CLI, then the e2e suite drives the real app window through
 #           tauri-driver + WebKitWebDriver under Xvfb (xvfb-run), one app at a
@@ -35,6 +38,7 @@
 #   ARENA_TEST_SKIP_FMT=1
 #   ARENA_TEST_SKIP_CLIPPY=1
 #   ARENA_TEST_SKIP_TESTS=1
+#   ARENA_TEST_SKIP_TEAM=1
 #   ARENA_TEST_SKIP_E2E=1
 #   ARENA_TEST_SKIP_PACKAGES=1
 #   ARENA_TEST_QUICK=1        shorthand for SKIP_SETUP, SKIP_UI, SKIP_CLIPPY and
@@ -159,6 +163,42 @@ step_tests() {
   fi
 }
 
+step_team() {
+  # The tests reuse the tests step's build (the same --workspace selection).
+  cargo build --locked -p arena-testdb --bin arena-testdb
+  local dir rc=0 hold line=""
+  dir=$(mktemp -d)
+  mkfifo "$dir/in"
+  "${CARGO_TARGET_DIR:-$ROOT/target}/debug/arena-testdb" serve <"$dir/in" >"$dir/out" &
+  local server=$!
+  # The cluster lives until its standard input closes.
+  exec {hold}>"$dir/in"
+  for _ in $(seq 300); do
+    line=$(head -n1 "$dir/out" 2>/dev/null || true)
+    [[ -n "$line" ]] && break
+    kill -0 "$server" 2>/dev/null || break
+    sleep 0.1
+  done
+  if [[ "$line" != ARENA_TEST_POSTGRES=* ]]; then
+    echo "test.sh: the shared test PostgreSQL did not start" >&2
+    exec {hold}>&-
+    return 1
+  fi
+  export ARENA_TEST_POSTGRES="${line#ARENA_TEST_POSTGRES=}"
+  if [[ "${ARENA_TEST_NO_NEXTEST:-0}" != 1 ]] && cargo nextest --version >/dev/null 2>&1; then
+    echo "+ ARENA_TEST_POSTGRES=… cargo nextest run --workspace --locked --no-fail-fast -E 'package(arena-core)'"
+    cargo nextest run --workspace --locked --no-fail-fast -E 'package(arena-core)' || rc=$?
+  else
+    echo "+ ARENA_TEST_POSTGRES=… cargo test --locked -p arena-core --no-fail-fast"
+    cargo test --locked -p arena-core --no-fail-fast || rc=$?
+  fi
+  unset ARENA_TEST_POSTGRES
+  exec {hold}>&-
+  wait "$server" || true
+  rm -rf "$dir"
+  return "$rc"
+}
+
 step_e2e() {
   if ! command -v tauri-driver >/dev/null 2>&1; then
     echo "+ cargo install tauri-driver --locked   (not found on PATH)"
@@ -219,5 +259,6 @@ fi
 run_step fmt "cargo fmt --check" step_fmt
 run_step clippy "cargo clippy -D warnings" step_clippy
 run_step tests "cargo tests" step_tests
+run_step team "the engine's tests again, on PostgreSQL (team mode)" step_team
 run_step e2e "end-to-end: the app window through WebDriver, under Xvfb" step_e2e
 run_step packages "the .deb packages: build, lint, install, use, upgrade, remove" step_packages

@@ -86,13 +86,9 @@ impl Bench {
             },
             backends: Vec::new(),
             prices: Vec::new(),
+            database_url: None,
         };
-        Engine::open(EngineOptions {
-            data_dir: self.data(),
-            config,
-            clock: Arc::new(arena_core::clock::SystemClock),
-        })
-        .expect("engine")
+        Engine::open(EngineOptions::local(self.data(), config)).expect("engine")
     }
 }
 

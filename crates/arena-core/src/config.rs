@@ -40,15 +40,75 @@ pub fn config_path() -> (Option<PathBuf>, bool) {
 
 /// Loads the config from `ARENA_CONFIG` or the default location; the
 /// default config when no file exists (an explicitly named file must exist).
+/// `ARENA_DATABASE_URL`, when set, names the team database instead of the
+/// file's `database_url`.
 pub fn load() -> Result<Config> {
-    match config_path() {
-        (Some(path), explicit) => {
-            if !explicit && !path.exists() {
-                return Ok(Config::default());
-            }
-            from_file(&path)
+    let mut config = match config_path() {
+        (Some(path), explicit) if explicit || path.exists() => from_file(&path)?,
+        _ => Config::default(),
+    };
+    if let Some(url) = std::env::var("ARENA_DATABASE_URL")
+        .ok()
+        .filter(|v| !v.trim().is_empty())
+    {
+        check_database_url(url.trim()).map_err(|message| Error::Config {
+            path: PathBuf::from("ARENA_DATABASE_URL"),
+            message,
+        })?;
+        config.database_url = Some(url.trim().to_string());
+    }
+    Ok(config)
+}
+
+/// The keychain entry that keeps the password of the team database at
+/// `url` (its user, host, port and database; not its options).
+pub fn database_keychain_entry(url: &str) -> String {
+    let base = url.split('?').next().unwrap_or(url);
+    let base = base
+        .trim_start_matches("postgresql://")
+        .trim_start_matches("postgres://");
+    format!("database {base}")
+}
+
+/// The team database's password: `ARENA_DATABASE_PASSWORD`, else the
+/// keychain's entry for `url` (see `arena database login`); none when
+/// neither has one (the server may not ask).
+pub fn database_password(url: &str) -> Result<Option<crate::keychain::Secret>> {
+    if let Ok(password) = std::env::var("ARENA_DATABASE_PASSWORD") {
+        if !password.is_empty() {
+            return Ok(Some(crate::keychain::Secret::new(password)));
         }
-        (None, _) => Ok(Config::default()),
+    }
+    match crate::keychain::get(&database_keychain_entry(url)) {
+        Ok(found) => Ok(found),
+        // No keychain service here (a server, CI): the environment is the
+        // way; without it the server's refusal says what to do.
+        Err(crate::keychain::KeychainError::Unavailable { .. }) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// This machine's name among a team's: `ARENA_MACHINE`, else the host name.
+pub fn machine_name() -> Result<Option<String>> {
+    match std::env::var("ARENA_MACHINE") {
+        Ok(name) if !name.trim().is_empty() => {
+            let name = name.trim();
+            let fine = name.len() <= 64
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'));
+            if !fine {
+                return Err(Error::Config {
+                    path: PathBuf::from("ARENA_MACHINE"),
+                    message: format!(
+                        "`{name}` is not a machine name: use up to 64 letters, digits, `.`, `-` \
+                         and `_`"
+                    ),
+                });
+            }
+            Ok(Some(name.to_string()))
+        }
+        _ => Ok(None),
     }
 }
 

@@ -116,9 +116,16 @@ impl From<arena_store::Error> for Error {
             S::Conflict(message) => Error::Conflict(message),
             S::Io { path, source } => Error::Io { path, source },
             S::Json(e) => Error::Json(e),
-            e @ (S::Db(_) | S::Pg(_) | S::Migration(_) | S::Inconsistent(_) | S::TooNew { .. }) => {
-                Error::Store(e)
-            }
+            S::TeamUrl { url, message } => Error::Config {
+                path: PathBuf::from("database_url"),
+                message: format!("`{url}`: {message}"),
+            },
+            e @ (S::Db(_)
+            | S::Pg(_)
+            | S::Migration(_)
+            | S::Inconsistent(_)
+            | S::TooNew { .. }
+            | S::Unreachable { .. }) => Error::Store(e),
         }
     }
 }

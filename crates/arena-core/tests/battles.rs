@@ -611,8 +611,11 @@ async fn the_anthropic_messages_api_streams_too() {
             limits: fast_limits(),
             backends: Vec::new(),
             prices: Vec::new(),
+            database_url: None,
         },
         clock: std::sync::Arc::new(arena_core::clock::SystemClock),
+        database_password: None,
+        machine: None,
     })
     .unwrap();
     let battle = engine

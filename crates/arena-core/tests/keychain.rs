@@ -8,11 +8,9 @@
 
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use arena_core::battle::Lane;
-use arena_core::clock::SystemClock;
 use arena_core::config::{Config, ProviderConfig, ProviderKind, SettingsUpdate};
 use arena_core::provider::KeySource;
 use arena_core::{keychain, Engine, EngineOptions, Error};
@@ -32,12 +30,7 @@ fn engine(data: &Path, base_url: String) -> Engine {
         }],
         ..Config::default()
     };
-    Engine::open(EngineOptions {
-        data_dir: data.to_path_buf(),
-        config,
-        clock: Arc::new(SystemClock),
-    })
-    .expect("engine")
+    Engine::open(EngineOptions::local(data.to_path_buf(), config)).expect("engine")
 }
 
 async fn source(engine: &Engine) -> Option<KeySource> {

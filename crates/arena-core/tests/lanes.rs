@@ -43,8 +43,11 @@ async fn battle_on(
             limits: fast_limits(),
             backends: Vec::new(),
             prices: Vec::new(),
+            database_url: None,
         },
         clock: Arc::new(SystemClock),
+        database_password: None,
+        machine: None,
     })
     .expect("engine");
     let battle = engine

@@ -152,7 +152,7 @@ async fn a_driver_that_lost_its_lease_writes_nothing_more() {
                     // Both journals: the kept one and the live one.
                     let seq = tx.query_i64(
                         "SELECT MAX(m) FROM (SELECT MAX(seq) AS m FROM events WHERE battle_id = ?1
-                         UNION ALL SELECT MAX(seq) FROM live.events WHERE battle_id = ?1)",
+                         UNION ALL SELECT MAX(seq) FROM live.events WHERE battle_id = ?1) AS both_journals",
                         &[SqlValue::Text(battle.id.clone())],
                     )?;
                     Ok(seq.unwrap_or(0) as u64)

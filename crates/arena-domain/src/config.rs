@@ -191,6 +191,53 @@ pub struct Config {
     /// What models cost (`[[price]]`), for costs and budgets.
     #[serde(default, rename = "price", skip_serializing_if = "Vec::is_empty")]
     pub prices: Vec<Price>,
+    /// A team's shared database (`postgres://user@host:port/db`), with no
+    /// password in it; none: the embedded SQLite in the data directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub database_url: Option<String>,
+}
+
+/// Checks a team database's URL: `postgres://` or `postgresql://`, a user
+/// and a database named, and no password (it belongs in the keychain or
+/// `ARENA_DATABASE_PASSWORD`, never in a file or on a command line).
+pub fn check_database_url(text: &str) -> std::result::Result<(), String> {
+    let url = url::Url::parse(text).map_err(|e| {
+        format!("database_url: {e}; write it as postgres://user@host:5432/database")
+    })?;
+    if !matches!(url.scheme(), "postgres" | "postgresql") {
+        return Err(
+            "database_url must start with postgres:// (a team's PostgreSQL); leave it out for \
+             the embedded SQLite"
+                .into(),
+        );
+    }
+    let password_given = url.password().is_some()
+        || url
+            .query_pairs()
+            .any(|(k, _)| k.eq_ignore_ascii_case("password"));
+    if password_given {
+        return Err(
+            "database_url must not contain the password; remove it and store it with \
+             `arena database login` (the OS keychain) or set ARENA_DATABASE_PASSWORD"
+                .into(),
+        );
+    }
+    if url.username().is_empty() {
+        return Err(
+            "database_url names no user; write it as postgres://user@host:5432/database".into(),
+        );
+    }
+    if url.host_str().is_none_or(str::is_empty) {
+        return Err(
+            "database_url names no host; write it as postgres://user@host:5432/database".into(),
+        );
+    }
+    if url.path().trim_start_matches('/').is_empty() {
+        return Err(
+            "database_url names no database; write it as postgres://user@host:5432/database".into(),
+        );
+    }
+    Ok(())
 }
 
 /// A `[[price]]`: what one provider charges for one model, in USD per
@@ -252,6 +299,7 @@ impl Default for Config {
             limits: Limits::default(),
             backends: Vec::new(),
             prices: Vec::new(),
+            database_url: None,
         }
     }
 }
@@ -265,6 +313,9 @@ impl Config {
     }
 
     fn validate(&self) -> std::result::Result<(), String> {
+        if let Some(url) = &self.database_url {
+            check_database_url(url)?;
+        }
         let mut names = HashSet::new();
         for p in &self.providers {
             if p.name.trim().is_empty() {

@@ -215,12 +215,8 @@ impl Harness {
     pub fn engine(&self) -> Result<Engine> {
         let config = arena_core::config::from_file(&self.config_path())
             .context("loading the test's arena.toml")?;
-        Engine::open(EngineOptions {
-            data_dir: self.data_dir(),
-            config,
-            clock: Arc::new(arena_core::clock::SystemClock),
-        })
-        .context("opening the engine on the test's data dir")
+        Engine::open(EngineOptions::local(self.data_dir(), config))
+            .context("opening the engine on the test's data dir")
     }
 
     /// Creates a Q&A battle in the project folder with these contestants

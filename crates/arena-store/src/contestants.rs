@@ -124,9 +124,9 @@ impl Tx<'_> {
                     output_chars = excluded.output_chars, reasoning = excluded.reasoning",
                 params![
                     c.id,
-                    packed::pack(output),
+                    packed::pack_for(self.db(), output),
                     output.chars().count() as i64,
-                    (!reasoning.is_empty()).then(|| packed::pack(reasoning))
+                    (!reasoning.is_empty()).then(|| packed::pack_for(self.db(), reasoning))
                 ],
             )?;
             self.emit(

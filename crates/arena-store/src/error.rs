@@ -19,8 +19,14 @@ pub enum Error {
     #[error("database: {0}")]
     Db(#[from] rusqlite::Error),
     /// The team database (PostgreSQL) refused or failed.
-    #[error("team database: {0}")]
-    Pg(#[from] postgres::Error),
+    #[error("team database: {}", pg_text(.0))]
+    Pg(#[from] tokio_postgres::Error),
+    /// A team database's URL that cannot be used.
+    #[error("database_url `{url}`: {message}")]
+    TeamUrl { url: String, message: String },
+    /// The team database could not be reached or refused to log in.
+    #[error("cannot open the team database at {url}: {detail}")]
+    Unreachable { url: String, detail: String },
     #[error("database migration: {0}")]
     Migration(#[from] rusqlite_migration::Error),
     #[error("{path}: {source}")]
@@ -47,6 +53,24 @@ pub enum Error {
     /// Rows that do not fit together (a journal marker no row fills).
     #[error("the database is inconsistent: {0}")]
     Inconsistent(String),
+}
+
+/// A PostgreSQL error in words: the server's own message (and where it
+/// points) when it sent one, else the error and its causes.
+fn pg_text(e: &tokio_postgres::Error) -> String {
+    if let Some(db) = e.as_db_error() {
+        return match db.detail() {
+            Some(detail) => format!("{} ({}; {detail})", db.message(), db.code().code()),
+            None => format!("{} ({})", db.message(), db.code().code()),
+        };
+    }
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        text = format!("{text}: {s}");
+        source = s.source();
+    }
+    text
 }
 
 impl Error {

@@ -157,7 +157,7 @@ impl Tx<'_> {
         self.require_lease(battle_id)?;
         let changed = self.run(
             "UPDATE contestants SET waiting = ?1
-             WHERE id = ?2 AND status = 'queued' AND waiting IS NOT ?1",
+             WHERE id = ?2 AND status = 'queued' AND waiting IS DISTINCT FROM ?1",
             params![reason, contestant_id],
         )?;
         if changed == 1 {

@@ -30,6 +30,7 @@ mod postgres_schema;
 mod rows;
 mod series;
 mod sql;
+mod team;
 mod work;
 
 pub use battles::{BattleDetail, NewBattle, NewContestant};
@@ -287,16 +288,10 @@ impl Store {
     }
 
     /// Opens a team database (PostgreSQL) at `url` — with the password given
-    /// apart, never inside the URL — and brings its schema up to date. No
-    /// TLS yet: for a server on this machine or a tunnel to it (team mode is
-    /// being built, see `docs/design/team-mode.md`).
+    /// apart, never inside the URL; TLS as its `sslmode` says (see
+    /// [`team`]) — and brings its schema up to date.
     pub fn open_postgres(url: &str, password: Option<&str>) -> Result<Store> {
-        let mut config: postgres::Config = url.parse()?;
-        if let Some(password) = password {
-            config.password(password);
-        }
-        config.connect_timeout(std::time::Duration::from_secs(5));
-        let pg = sql::Pg::new(config.connect(postgres::NoTls)?);
+        let pg = sql::Pg::open(team::Connector::new(url, password)?)?;
         migrate_postgres(&pg, url)?;
         let (events, _) = broadcast::channel(4096);
         Ok(Store {
@@ -331,11 +326,20 @@ impl Store {
         }
     }
 
+    /// [`Store::lock`], with a lost team database connection made again.
+    fn connected(&self) -> Result<Locked<'_>> {
+        let locked = self.lock();
+        if let Locked::Postgres(pg) = &locked {
+            pg.reconnect_if_lost()?;
+        }
+        Ok(locked)
+    }
+
     /// Runs `f` in one transaction (SQLite's immediate: the writers of
     /// every process take turns); broadcasts its events on commit, still
     /// under the lock, so live viewers see the journal's order.
     pub fn transact<T>(&self, f: impl FnOnce(&mut Tx<'_>) -> Result<T>) -> Result<T> {
-        let mut locked = self.lock();
+        let mut locked = self.connected()?;
         let conn = match &mut locked {
             Locked::Sqlite(conn) => {
                 TxConn::Sqlite(conn.transaction_with_behavior(TransactionBehavior::Immediate)?)
@@ -369,7 +373,7 @@ impl Store {
 
     /// Runs read-only queries: every module's reads go through this.
     pub(crate) fn query<T>(&self, f: impl FnOnce(sql::Conn<'_>) -> Result<T>) -> Result<T> {
-        match &self.lock() {
+        match &self.connected()? {
             Locked::Sqlite(conn) => f(sql::Conn::Sqlite(conn)),
             Locked::Postgres(pg) => f(sql::Conn::Postgres(pg)),
         }
@@ -378,7 +382,7 @@ impl Store {
     /// Runs reads that must see one moment of the database (a page and its
     /// total, a battle and its rounds) in one read transaction.
     pub(crate) fn snapshot<T>(&self, f: impl FnOnce(sql::Conn<'_>) -> Result<T>) -> Result<T> {
-        match &mut self.lock() {
+        match &mut self.connected()? {
             Locked::Sqlite(conn) => {
                 let tx = conn.transaction()?;
                 let value = f(sql::Conn::Sqlite(&tx))?;

@@ -21,7 +21,17 @@ use crate::sql::TextOrBytes;
 /// eats what it would save.
 const SMALLEST: usize = 128;
 
-/// `text` as the database keeps it.
+/// `text` as database `db` keeps it: deflated on SQLite when that pays;
+/// as it is on PostgreSQL, whose answer columns are `TEXT` (it compresses
+/// long values itself).
+pub(crate) fn pack_for(db: crate::sql::Conn<'_>, text: &str) -> TextOrBytes {
+    match db {
+        crate::sql::Conn::Sqlite(_) => pack(text),
+        crate::sql::Conn::Postgres(_) => TextOrBytes::Text(text.to_string()),
+    }
+}
+
+/// `text` as SQLite keeps it.
 pub fn pack(text: &str) -> TextOrBytes {
     if text.len() >= SMALLEST {
         let mut encoder = DeflateEncoder::new(Vec::new(), Compression::default());

@@ -17,7 +17,7 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 
-use postgres::types::{to_sql_checked, IsNull, ToSql as PgToSql, Type};
+use tokio_postgres::types::{to_sql_checked, IsNull, ToSql as PgToSql, Type};
 
 use crate::error::{Error, Result};
 
@@ -30,47 +30,74 @@ pub(crate) enum Conn<'c> {
 
 /// A PostgreSQL connection and the statements prepared on it. Its
 /// transactions are plain `BEGIN` … `COMMIT` on it (see `Store::transact`).
+///
+/// The connection's socket is driven on the team runtime's thread
+/// ([`crate::team`]); a statement is sent to it and waited for here with
+/// a plain blocking wait, so the store stays synchronous and may be called
+/// from any thread — an async one included, as SQLite's may — without
+/// starting a runtime inside a runtime.
 pub(crate) struct Pg {
-    client: RefCell<postgres::Client>,
-    statements: RefCell<HashMap<String, postgres::Statement>>,
+    client: RefCell<tokio_postgres::Client>,
+    statements: RefCell<HashMap<String, tokio_postgres::Statement>>,
+    connector: crate::team::Connector,
 }
 
 impl Pg {
-    pub(crate) fn new(client: postgres::Client) -> Pg {
-        Pg {
-            client: RefCell::new(client),
+    pub(crate) fn open(connector: crate::team::Connector) -> Result<Pg> {
+        Ok(Pg {
+            client: RefCell::new(connector.connect()?),
             statements: RefCell::new(HashMap::new()),
+            connector,
+        })
+    }
+
+    /// Connects again when the connection was lost (the server restarted,
+    /// the network dropped): the work that was under way when it was lost
+    /// failed, the next begins on a new connection.
+    pub(crate) fn reconnect_if_lost(&self) -> Result<()> {
+        if !self.client.borrow().is_closed() {
+            return Ok(());
         }
+        tracing::warn!(
+            url = self.connector.shown(),
+            "the team database connection was lost; connecting again"
+        );
+        let client = self.connector.connect()?;
+        *self.client.borrow_mut() = client;
+        self.statements.borrow_mut().clear();
+        Ok(())
     }
 
     /// `sql`, prepared once on this connection.
-    fn statement(&self, sql: &str) -> Result<postgres::Statement> {
+    fn statement(&self, sql: &str) -> Result<tokio_postgres::Statement> {
         if let Some(stmt) = self.statements.borrow().get(sql) {
             return Ok(stmt.clone());
         }
-        let stmt = self.client.borrow_mut().prepare(&translate(sql))?;
+        let stmt = wait(self.client.borrow().prepare(&translate(sql)))?;
         self.statements
             .borrow_mut()
             .insert(sql.to_string(), stmt.clone());
         Ok(stmt)
     }
 
-    fn query(&self, sql: &str, params: Params<'_>) -> Result<Vec<postgres::Row>> {
+    fn query(&self, sql: &str, params: Params<'_>) -> Result<Vec<tokio_postgres::Row>> {
         let stmt = self.statement(sql)?;
-        Ok(self.client.borrow_mut().query(&stmt, &pg_params(params))?)
+        Ok(wait(self.client.borrow().query(&stmt, &pg_params(params)))?)
     }
 
     fn execute(&self, sql: &str, params: Params<'_>) -> Result<usize> {
         let stmt = self.statement(sql)?;
-        Ok(self
-            .client
-            .borrow_mut()
-            .execute(&stmt, &pg_params(params))? as usize)
+        Ok(wait(self.client.borrow().execute(&stmt, &pg_params(params)))? as usize)
     }
 
     pub(crate) fn batch(&self, sql: &str) -> Result<()> {
-        Ok(self.client.borrow_mut().batch_execute(sql)?)
+        Ok(wait(self.client.borrow().batch_execute(sql))?)
     }
+}
+
+/// Waits for a statement's reply (see [`Pg`]).
+fn wait<F: std::future::Future>(request: F) -> F::Output {
+    futures::executor::block_on(request)
 }
 
 /// `sql` in PostgreSQL's words: SQLite's placeholders (`?N`, and bare `?`
@@ -326,7 +353,7 @@ impl Conn<'_> {
 /// One row of a result.
 pub(crate) enum Row<'r> {
     Sqlite(&'r rusqlite::Row<'r>),
-    Postgres(&'r postgres::Row),
+    Postgres(&'r tokio_postgres::Row),
 }
 
 impl Row<'_> {
@@ -382,6 +409,11 @@ impl PgToSql for TextOrBytes {
     ) -> std::result::Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
         match self {
             TextOrBytes::Text(t) => t.to_sql(ty, out),
+            // Deflated text belongs to SQLite (`packed::pack_for`); a text
+            // column must never get it.
+            TextOrBytes::Bytes(_) if *ty == Type::TEXT => {
+                Err("deflated bytes bound to a text column".into())
+            }
             TextOrBytes::Bytes(b) => b.to_sql(ty, out),
         }
     }
@@ -405,7 +437,7 @@ impl rusqlite::ToSql for TextOrBytes {
 /// A type a column is read as: the ones both databases have.
 pub(crate) trait Col: Sized {
     fn sqlite(r: &rusqlite::Row<'_>, i: usize) -> Result<Self>;
-    fn postgres(r: &postgres::Row, i: usize) -> Result<Self>;
+    fn postgres(r: &tokio_postgres::Row, i: usize) -> Result<Self>;
 }
 
 macro_rules! col {
@@ -414,7 +446,7 @@ macro_rules! col {
             fn sqlite(r: &rusqlite::Row<'_>, i: usize) -> Result<Self> {
                 Ok(r.get::<_, $t>(i)?)
             }
-            fn postgres(r: &postgres::Row, i: usize) -> Result<Self> {
+            fn postgres(r: &tokio_postgres::Row, i: usize) -> Result<Self> {
                 Ok(r.try_get::<_, $t>(i)?)
             }
         }
@@ -422,7 +454,7 @@ macro_rules! col {
             fn sqlite(r: &rusqlite::Row<'_>, i: usize) -> Result<Self> {
                 Ok(r.get::<_, Option<$t>>(i)?)
             }
-            fn postgres(r: &postgres::Row, i: usize) -> Result<Self> {
+            fn postgres(r: &tokio_postgres::Row, i: usize) -> Result<Self> {
                 Ok(r.try_get::<_, Option<$t>>(i)?)
             }
         }
@@ -439,7 +471,7 @@ impl Col for u32 {
     fn sqlite(r: &rusqlite::Row<'_>, i: usize) -> Result<Self> {
         narrow(i, r.get(i)?)
     }
-    fn postgres(r: &postgres::Row, i: usize) -> Result<Self> {
+    fn postgres(r: &tokio_postgres::Row, i: usize) -> Result<Self> {
         narrow(i, r.try_get(i)?)
     }
 }
@@ -450,7 +482,7 @@ impl Col for Option<u32> {
             .map(|v| narrow(i, v))
             .transpose()
     }
-    fn postgres(r: &postgres::Row, i: usize) -> Result<Self> {
+    fn postgres(r: &tokio_postgres::Row, i: usize) -> Result<Self> {
         r.try_get::<_, Option<i64>>(i)?
             .map(|v| narrow(i, v))
             .transpose()

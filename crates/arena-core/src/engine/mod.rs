@@ -83,19 +83,46 @@ pub enum Judged {
 /// Everything needed to open an engine.
 pub struct EngineOptions {
     pub data_dir: PathBuf,
+    /// Its `database_url`, when set, is the team database the engine opens
+    /// instead of the data directory's SQLite.
     pub config: Config,
     pub clock: Arc<dyn Clock>,
+    /// The team database's password (never in the config or its URL).
+    pub database_password: Option<crate::keychain::Secret>,
+    /// This machine's name among a team's; none: the host name.
+    pub machine: Option<String>,
 }
 
 impl EngineOptions {
     /// The data directory and config the app and the CLI share
     /// (`ARENA_DATA_DIR`, `ARENA_CONFIG`, else the OS defaults).
+    /// A team database's password comes from `ARENA_DATABASE_PASSWORD` or
+    /// the keychain, this machine's name from `ARENA_MACHINE`.
     pub fn from_env() -> Result<EngineOptions> {
+        let config = crate::config::load()?;
+        let database_password = match &config.database_url {
+            Some(url) => crate::config::database_password(url)?,
+            None => None,
+        };
         Ok(EngineOptions {
             data_dir: config::data_dir()?,
-            config: crate::config::load()?,
+            config,
             clock: Arc::new(SystemClock),
+            database_password,
+            machine: crate::config::machine_name()?,
         })
+    }
+
+    /// The data directory's SQLite, this host's name: what tests and
+    /// benches mostly want.
+    pub fn local(data_dir: PathBuf, config: Config) -> EngineOptions {
+        EngineOptions {
+            data_dir,
+            config,
+            clock: Arc::new(SystemClock),
+            database_password: None,
+            machine: None,
+        }
     }
 }
 
@@ -181,7 +208,17 @@ impl Engine {
     /// Opens the database under `data_dir` and prepares the providers.
     pub fn open(options: EngineOptions) -> Result<Engine> {
         let owner = uuid::Uuid::new_v4().to_string();
-        let store = Store::open(&options.data_dir.join(store::DATABASE_FILE))?.acting_as(&owner);
+        let store = match &options.config.database_url {
+            Some(url) => Store::open_postgres(
+                url,
+                options
+                    .database_password
+                    .as_ref()
+                    .map(crate::keychain::Secret::expose),
+            )?,
+            None => Store::open(&options.data_dir.join(store::DATABASE_FILE))?,
+        }
+        .acting_as(&owner);
         let settings = Settings::new(options.config)?;
         Ok(Engine {
             pinned: None,
@@ -193,7 +230,7 @@ impl Engine {
                 clock: options.clock,
                 me: Me {
                     owner,
-                    host: hostname(),
+                    host: options.machine.unwrap_or_else(hostname),
                     pid: std::process::id(),
                 },
                 live: Mutex::new(HashMap::new()),

@@ -1,15 +1,16 @@
 //! Test harness: a real engine over a temp data dir, talking to two real
 //! scripted servers on loopback — one configured as a local-lane provider,
-//! one as a cloud-lane provider.
+//! one as a cloud-lane provider. With `ARENA_TEST_POSTGRES` set (as
+//! `scripts/test.sh` sets it for a second run of these tests), its engines
+//! keep their data in a fresh database of the run's shared PostgreSQL
+//! instead of the data dir's SQLite: team mode's store under the engine.
 
 #![allow(dead_code)]
 
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use arena_core::battle::{BattleRequest, BattleType, ContestantSpec, Lane};
-use arena_core::clock::SystemClock;
 use arena_core::config::{Config, Limits, ProviderConfig, ProviderKind};
 use arena_core::{Battle, BattleEvent, Engine, EngineOptions};
 use arena_testserver::{ModelScript, RecordedRequest, TestServer};
@@ -21,6 +22,51 @@ pub struct Harness {
     pub engine: Engine,
     pub data: tempfile::TempDir,
     pub project: tempfile::TempDir,
+    /// The team database's password, when the engines use one.
+    pub database_password: Option<String>,
+    /// The team database, dropped with the harness.
+    pub team: Option<TeamDb>,
+}
+
+/// A database of the run's shared PostgreSQL, dropped with this.
+pub struct TeamDb {
+    shared: arena_testdb::Shared,
+    name: String,
+}
+
+impl TeamDb {
+    pub fn url(&self) -> String {
+        self.shared.url(&self.name)
+    }
+
+    pub fn password(&self) -> &str {
+        self.shared.password()
+    }
+}
+
+impl Drop for TeamDb {
+    fn drop(&mut self) {
+        let _ = self.shared.drop_database(&self.name);
+    }
+}
+
+/// A fresh database in the run's shared PostgreSQL, when the run has one
+/// (`ARENA_TEST_POSTGRES`).
+pub fn team_database() -> Option<TeamDb> {
+    let shared = arena_testdb::Shared::from_env()?;
+    let name = shared
+        .create_database()
+        .expect("a database in the shared PostgreSQL");
+    Some(TeamDb { shared, name })
+}
+
+/// Options for an engine over `data_dir` with `config`, and with the team
+/// database's `password` when `config` names one.
+pub fn options(data_dir: PathBuf, config: Config, password: Option<&str>) -> EngineOptions {
+    EngineOptions {
+        database_password: password.map(|p| arena_core::keychain::Secret::new(p.into())),
+        ..EngineOptions::local(data_dir, config)
+    }
 }
 
 /// Short timeouts and backoffs so fault tests run quickly.
@@ -46,8 +92,17 @@ impl Harness {
     }
 
     pub async fn with_limits(limits: Limits) -> Harness {
+        // The engine's warnings and errors in the test's output.
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(
+                tracing_subscriber::EnvFilter::try_from_default_env()
+                    .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+            )
+            .with_test_writer()
+            .try_init();
         let local = TestServer::start().await.expect("local server");
         let cloud = TestServer::start().await.expect("cloud server");
+        let team = team_database();
         let config = Config {
             default_model: None,
             providers: vec![
@@ -57,15 +112,17 @@ impl Harness {
             limits,
             backends: Vec::new(),
             prices: Vec::new(),
+            database_url: team.as_ref().map(TeamDb::url),
         };
+        let database_password = team.as_ref().map(|t| t.password().to_string());
         let data = tempfile::tempdir().expect("data dir");
         let project = tempfile::tempdir().expect("project dir");
         std::fs::create_dir(project.path().join(".git")).expect(".git");
-        let engine = Engine::open(EngineOptions {
-            data_dir: data.path().to_path_buf(),
+        let engine = Engine::open(options(
+            data.path().to_path_buf(),
             config,
-            clock: Arc::new(SystemClock),
-        })
+            database_password.as_deref(),
+        ))
         .expect("engine");
         Harness {
             local,
@@ -73,6 +130,8 @@ impl Harness {
             engine,
             data,
             project,
+            database_password,
+            team,
         }
     }
 
@@ -81,22 +140,22 @@ impl Harness {
     pub fn reconfigure(&mut self, change: impl FnOnce(&mut Config)) {
         let mut config = Config::clone(&self.engine.config());
         change(&mut config);
-        self.engine = Engine::open(EngineOptions {
-            data_dir: self.data.path().to_path_buf(),
-            config,
-            clock: Arc::new(SystemClock),
-        })
-        .expect("engine");
+        self.engine = Engine::open(self.options(config)).expect("engine");
     }
 
     /// Another engine (as another process would be) over the same data dir.
     pub fn second_engine(&self) -> Engine {
-        Engine::open(EngineOptions {
-            data_dir: self.data.path().to_path_buf(),
-            config: Config::clone(&self.engine.config()),
-            clock: Arc::new(SystemClock),
-        })
-        .expect("second engine")
+        Engine::open(self.options(Config::clone(&self.engine.config()))).expect("second engine")
+    }
+
+    /// Options for another engine over this harness's data (its data dir,
+    /// and its team database when it has one) with `config`.
+    pub fn options(&self, config: Config) -> EngineOptions {
+        options(
+            self.data.path().to_path_buf(),
+            config,
+            self.database_password.as_deref(),
+        )
     }
 
     pub fn request(&self, prompt: &str, contestants: &[&str]) -> BattleRequest {
