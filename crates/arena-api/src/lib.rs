@@ -834,6 +834,59 @@ impl From<&core::WorktreeEntry> for WorktreeDto {
     }
 }
 
+/// Where Arena keeps its data, and which machine this is (`arena status`,
+/// Settings).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct StatusDto {
+    /// This machine's name among a team's (`ARENA_MACHINE`, else the host
+    /// name).
+    pub machine: String,
+    pub database: DatabaseDto,
+}
+
+/// The database, as it answered just now.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct DatabaseDto {
+    /// `sqlite` (this machine's own) or `postgresql` (a team's).
+    pub backend: String,
+    /// The file, or the team database's URL (it never holds a password).
+    pub location: String,
+    pub schema: i64,
+    pub server_version: String,
+    pub round_trip_ms: f64,
+}
+
+impl StatusDto {
+    pub fn new(machine: &str, info: &arena_core::store::StoreInfo) -> StatusDto {
+        StatusDto {
+            machine: machine.to_string(),
+            database: DatabaseDto {
+                backend: info.backend.to_string(),
+                location: info.location.clone(),
+                schema: info.schema,
+                server_version: info.server_version.clone(),
+                round_trip_ms: info.round_trip_ms,
+            },
+        }
+    }
+
+    /// The database in one line: "PostgreSQL 15.10 at postgres://…,
+    /// schema 1, answered in 3 ms".
+    pub fn database_line(&self) -> String {
+        let d = &self.database;
+        let what = match d.backend.as_str() {
+            "postgresql" => format!("PostgreSQL {} (a team database)", d.server_version),
+            _ => format!("SQLite {} (this machine's own)", d.server_version),
+        };
+        format!(
+            "{what} at {}, schema {}, answered in {:.0} ms",
+            d.location, d.schema, d.round_trip_ms
+        )
+    }
+}
+
 /// What pruning worktrees did (`arena worktrees prune`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]

@@ -51,6 +51,12 @@ enum Command {
     /// Arena's git worktrees (one per Coding contestant).
     #[command(subcommand)]
     Worktrees(WorktreesCommand),
+    /// Where Arena keeps its data (this machine's SQLite, or a team's
+    /// PostgreSQL) and which machine this is.
+    Status(JsonFlag),
+    /// A team's shared database (PostgreSQL): its password.
+    #[command(subcommand)]
+    Database(DatabaseCommand),
     /// Ratings with 95% intervals, wins, win rate, median speed per (identity, model).
     Leaderboard {
         /// Only battles of this type (qa or coding).
@@ -119,6 +125,24 @@ struct JsonFlag {
     /// Print machine-readable JSON.
     #[arg(long)]
     pub(crate) json: bool,
+}
+
+#[derive(Subcommand)]
+enum DatabaseCommand {
+    /// Check the team database's password and keep it in the OS keychain
+    /// (asked without echo on a terminal, else read as one line from
+    /// standard input). The URL is `database_url` in arena.toml or
+    /// ARENA_DATABASE_URL, unless given.
+    Login {
+        /// postgres://user@host:port/database (no password in it).
+        #[arg(long, value_name = "URL")]
+        url: Option<String>,
+    },
+    /// Remove the team database's password from the OS keychain.
+    Logout {
+        #[arg(long, value_name = "URL")]
+        url: Option<String>,
+    },
 }
 
 #[derive(Subcommand)]
@@ -373,6 +397,78 @@ fn main() -> ExitCode {
     }
 }
 
+/// `arena database login|logout`.
+async fn database(command: DatabaseCommand) -> Result<(), Error> {
+    let url_of = |given: Option<String>| -> Result<String, Error> {
+        let url = match given {
+            Some(url) => url,
+            None => arena_core::config::load()?.database_url.ok_or_else(|| {
+                Error::Invalid(arena_core::Invalid::Other(
+                    "no team database is set: give --url, or set database_url in arena.toml \
+                     (or ARENA_DATABASE_URL)"
+                        .into(),
+                ))
+            })?,
+        };
+        arena_core::config::check_database_url(&url).map_err(|message| Error::Config {
+            path: PathBuf::from("--url"),
+            message,
+        })?;
+        Ok(url)
+    };
+    match command {
+        DatabaseCommand::Login { url } => {
+            let url = url_of(url)?;
+            let password = read_password(&url)?;
+            // Kept only once the database took it.
+            let (check_url, check) = (url.clone(), password.clone());
+            tokio::task::spawn_blocking(move || {
+                arena_core::store::Store::open_postgres(&check_url, Some(check.expose()))
+            })
+            .await??;
+            let entry = arena_core::store::keychain_entry(&url);
+            tokio::task::spawn_blocking(move || arena_core::keychain::set(&entry, &password))
+                .await??;
+            println!("The password for {url} is in the OS keychain.");
+        }
+        DatabaseCommand::Logout { url } => {
+            let url = url_of(url)?;
+            let entry = arena_core::store::keychain_entry(&url);
+            tokio::task::spawn_blocking(move || arena_core::keychain::clear(&entry)).await??;
+            println!("No password for {url} is kept any more.");
+        }
+    }
+    Ok(())
+}
+
+/// The password, asked without echo on a terminal, else one line of
+/// standard input.
+fn read_password(url: &str) -> Result<arena_core::keychain::Secret, Error> {
+    use std::io::{BufRead, IsTerminal};
+    let password = if std::io::stdin().is_terminal() {
+        rpassword::prompt_password(format!("Password for {url}: ")).map_err(|source| Error::Io {
+            path: "the terminal".into(),
+            source,
+        })?
+    } else {
+        let mut line = String::new();
+        std::io::stdin()
+            .lock()
+            .read_line(&mut line)
+            .map_err(|source| Error::Io {
+                path: "standard input".into(),
+                source,
+            })?;
+        line.trim_end_matches(['\r', '\n']).to_string()
+    };
+    if password.is_empty() {
+        return Err(Error::Invalid(arena_core::Invalid::Other(
+            "no password given".into(),
+        )));
+    }
+    Ok(arena_core::keychain::Secret::new(password))
+}
+
 /// At most two glibc malloc arenas. Each thread that allocates otherwise
 /// gets its own arena (up to eight per core), and memory freed in one is
 /// kept there: over a long series the blocking threads' arenas each grew
@@ -402,8 +498,23 @@ pub(crate) fn print_json(value: &impl serde::Serialize) {
 }
 
 async fn run(cli: Cli) -> Result<(), Error> {
+    // Logging in comes before opening the database: it is what opening needs.
+    if let Command::Database(command) = cli.command {
+        return database(command).await;
+    }
     let engine = Engine::open(EngineOptions::from_env()?)?;
     match cli.command {
+        Command::Database(_) => unreachable!("handled above"),
+        Command::Status(flags) => {
+            let info = engine.database_info().await?;
+            let status = arena_api::StatusDto::new(engine.machine(), &info);
+            if flags.json {
+                print_json(&status);
+            } else {
+                println!("database: {}", status.database_line());
+                println!("machine:  {}", status.machine);
+            }
+        }
         Command::Providers(flags) => {
             let catalog = engine.catalog().await;
             if flags.json {

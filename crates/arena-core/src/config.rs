@@ -60,16 +60,6 @@ pub fn load() -> Result<Config> {
     Ok(config)
 }
 
-/// The keychain entry that keeps the password of the team database at
-/// `url` (its user, host, port and database; not its options).
-pub fn database_keychain_entry(url: &str) -> String {
-    let base = url.split('?').next().unwrap_or(url);
-    let base = base
-        .trim_start_matches("postgresql://")
-        .trim_start_matches("postgres://");
-    format!("database {base}")
-}
-
 /// The team database's password: `ARENA_DATABASE_PASSWORD`, else the
 /// keychain's entry for `url` (see `arena database login`); none when
 /// neither has one (the server may not ask).
@@ -79,7 +69,7 @@ pub fn database_password(url: &str) -> Result<Option<crate::keychain::Secret>> {
             return Ok(Some(crate::keychain::Secret::new(password)));
         }
     }
-    match crate::keychain::get(&database_keychain_entry(url)) {
+    match crate::keychain::get(&arena_store::keychain_entry(url)) {
         Ok(found) => Ok(found),
         // No keychain service here (a server, CI): the environment is the
         // way; without it the server's refusal says what to do.

@@ -40,6 +40,7 @@ pub use rows::{ms, RankFilter, RankedBattle};
 /// A parameter of the raw statements tests run (feature `testing`).
 #[cfg(feature = "testing")]
 pub use sql::Value as SqlValue;
+pub use team::keychain_entry;
 pub use work::{Orphan, Work};
 
 use std::collections::HashMap;
@@ -137,6 +138,22 @@ fn remember_version(conn: &Connection) -> Result<()> {
         [arena_domain::VERSION],
     )?;
     Ok(())
+}
+
+/// Which database a store keeps its data in, for `arena status` and
+/// Settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoreInfo {
+    /// `sqlite` or `postgresql`.
+    pub backend: &'static str,
+    /// The file, or the team database's URL (which holds no password).
+    pub location: String,
+    /// The schema version the database is at.
+    pub schema: i64,
+    /// The server's version (PostgreSQL), or SQLite's library version.
+    pub server_version: String,
+    /// How long one round trip to it took just now, in milliseconds.
+    pub round_trip_ms: f64,
 }
 
 /// Handle to the database; cheap to clone.
@@ -305,6 +322,37 @@ impl Store {
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Which database this is, asked of it now (so it also says whether
+    /// the database answers).
+    pub fn info(&self) -> Result<StoreInfo> {
+        let started = std::time::Instant::now();
+        let (backend, schema, server_version) = self.query(|c| match c {
+            sql::Conn::Sqlite(conn) => {
+                let schema: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+                Ok(("sqlite", schema, rusqlite::version().to_string()))
+            }
+            sql::Conn::Postgres(_) => {
+                let schema: i64 = c.row(
+                    "SELECT COALESCE(MAX(version), 0) FROM arena_schema",
+                    &[],
+                    |r| r.get(0),
+                )?;
+                let version: String =
+                    c.row("SELECT current_setting('server_version')", &[], |r| {
+                        r.get(0)
+                    })?;
+                Ok(("postgresql", schema, version))
+            }
+        })?;
+        Ok(StoreInfo {
+            backend,
+            location: self.path.display().to_string(),
+            schema,
+            server_version,
+            round_trip_ms: started.elapsed().as_secs_f64() * 1000.0,
+        })
     }
 
     /// This store, writing as lease owner `owner`: a battle's contestants,

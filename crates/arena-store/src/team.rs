@@ -153,6 +153,17 @@ where
     }
 }
 
+/// The OS keychain entry that keeps the password of the team database at
+/// `url`: its user, host, port and database (not its options), so one
+/// password serves the URL however its options are written.
+pub fn keychain_entry(url: &str) -> String {
+    let base = url.split('?').next().unwrap_or(url);
+    let base = base
+        .trim_start_matches("postgresql://")
+        .trim_start_matches("postgres://");
+    format!("database {base}")
+}
+
 /// A TLS set-up trusting the web's roots and those in `root_file`.
 fn tls(
     root_file: Option<&std::path::Path>,
@@ -210,7 +221,11 @@ fn advice(e: &tokio_postgres::Error) -> String {
         source = s.source();
     }
     let text = text.replace('\n', " ");
-    if text.contains("timed out") {
+    if text.contains("password missing") {
+        "the server asks for a password and none is known: set ARENA_DATABASE_PASSWORD, or \
+         keep it in the OS keychain with `arena database login`"
+            .to_string()
+    } else if text.contains("timed out") {
         format!("{text}; is the host reachable from here?")
     } else if text.contains("refused") {
         format!("{text}; is PostgreSQL running there, and listening on that port?")

@@ -369,6 +369,18 @@ impl Engine {
         }
     }
 
+    /// The database this engine keeps its data in, asked now (an error
+    /// when it does not answer).
+    pub async fn database_info(&self) -> Result<store::StoreInfo> {
+        self.db(|s| s.info()).await
+    }
+
+    /// This machine's name among a team's (`ARENA_MACHINE`, else the host
+    /// name).
+    pub fn machine(&self) -> &str {
+        &self.inner.me.host
+    }
+
     /// The persona registry, seeded on first use.
     pub fn personas(&self) -> Result<Registry> {
         Registry::load_or_seed(&self.inner.data_dir)
