@@ -4,7 +4,6 @@
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use arena_core::battle::{BattleRequest, BattleType, ContestantSpec, Lane};
 use arena_core::config::{Config, Limits, ProviderConfig, ProviderKind};

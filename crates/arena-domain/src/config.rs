@@ -46,6 +46,12 @@ pub struct ProviderConfig {
     /// Cloud lane: at most this many requests start in any 60 seconds.
     #[serde(default)]
     pub requests_per_minute: Option<u32>,
+    /// Local lane: the name of the server process behind `base_url`, for a
+    /// team whose machines reach one server by different addresses (or
+    /// each through an SSH tunnel on its own `localhost`): providers that
+    /// name the same server share one lane on every machine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
 }
 
 /// A cloud provider's `max_concurrency` when none is set.
@@ -67,6 +73,7 @@ impl ProviderConfig {
             models: Vec::new(),
             max_concurrency: DEFAULT_MAX_CONCURRENCY,
             requests_per_minute: None,
+            server: None,
         }
     }
 
@@ -338,6 +345,27 @@ impl Config {
                     p.name
                 ));
             }
+            if let Some(server) = &p.server {
+                let fine = !server.is_empty()
+                    && server.len() <= 64
+                    && server
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'));
+                if !fine {
+                    return Err(format!(
+                        "provider `{}`: server `{server}` is not a server name: use up to 64 \
+                         letters, digits, `.`, `-` and `_`",
+                        p.name
+                    ));
+                }
+                if p.lane != Lane::Local {
+                    return Err(format!(
+                        "provider `{}`: server names a local model server; a cloud provider's \
+                         lane is the provider itself",
+                        p.name
+                    ));
+                }
+            }
             if p.requests_per_minute == Some(0) {
                 return Err(format!(
                     "provider `{}`: requests_per_minute must be at least 1 (or left out for no limit)",
@@ -474,6 +502,8 @@ impl ProviderInput {
             models: self.models,
             max_concurrency: self.max_concurrency,
             requests_per_minute: self.requests_per_minute,
+            // Not edited on the settings screen; kept in the file's text.
+            server: None,
         })
     }
 }

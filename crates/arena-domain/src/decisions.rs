@@ -101,26 +101,46 @@ pub fn backoff_delay(
     }
 }
 
-/// A lane: one model server as a shared resource of the whole machine.
-/// Every local server (scheme, host, port) is its own lane with one slot,
-/// however many providers point at it; a cloud provider is a lane with
-/// `max_concurrency` slots and an optional start rate.
+/// A lane: one model server as a shared resource of the whole machine —
+/// or of the whole team, on a team database. Every local server is its own
+/// lane with one slot, however many providers point at it; a cloud
+/// provider is a lane with `max_concurrency` slots and an optional start
+/// rate.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LaneSpec {
-    /// Identifies the lane across processes: `local:http://127.0.0.1:8080`, `cloud:openai`.
+    /// Identifies the lane across processes (and machines):
+    /// `local:http://127.0.0.1:8080`, `local:server:gpu-box`, `cloud:openai`.
     pub key: String,
     /// How waiting messages name it: `llama-swap (127.0.0.1:8080)`, `openai`.
     pub label: String,
     pub slots: u32,
     pub requests_per_minute: Option<u32>,
     pub local: bool,
+    /// Shared by a team's machines: holders are named with their machine.
+    pub team: bool,
 }
 
-/// The lane a provider's requests run in.
-pub fn lane_of(p: &ProviderConfig) -> LaneSpec {
+/// Whether `host` is this machine's own (a loopback address).
+fn is_loopback(host: &str) -> bool {
+    host == "localhost"
+        || host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+/// The lane a provider's requests run in. `team` is this machine's name
+/// when the lanes are a team's (a team database), else `None`.
+///
+/// On a team, a loopback address names a different server on each
+/// machine, so its lane is the machine's own (`…@laptop`); any other host
+/// is the same server for everyone; `server = "gpu-box"` names the server
+/// outright, whatever address reaches it.
+pub fn lane_of(p: &ProviderConfig, team: Option<&str>) -> LaneSpec {
     match p.lane {
         Lane::Local => {
-            let (key, address) = match url::Url::parse(&p.base_url) {
+            let (mut key, mut address) = match url::Url::parse(&p.base_url) {
                 Ok(url) => {
                     let host = match url.host_str().unwrap_or("").to_ascii_lowercase() {
                         h if h == "localhost" => "127.0.0.1".to_string(),
@@ -135,12 +155,25 @@ pub fn lane_of(p: &ProviderConfig) -> LaneSpec {
                 // Config validation refuses such URLs; keep them apart anyway.
                 Err(_) => (format!("local:{}", p.base_url), p.base_url.clone()),
             };
+            if let Some(server) = &p.server {
+                key = format!("local:server:{server}");
+                address = format!("server {server}");
+            } else if let Some(machine) = team {
+                let host = url::Url::parse(&p.base_url)
+                    .ok()
+                    .and_then(|u| u.host_str().map(str::to_ascii_lowercase));
+                if host.as_deref().is_some_and(is_loopback) {
+                    key = format!("{key}@{machine}");
+                    address = format!("{address} on {machine}");
+                }
+            }
             LaneSpec {
                 key,
                 label: format!("{} ({address})", p.name),
                 slots: 1,
                 requests_per_minute: None,
                 local: true,
+                team: team.is_some(),
             }
         }
         Lane::Cloud => LaneSpec {
@@ -149,6 +182,7 @@ pub fn lane_of(p: &ProviderConfig) -> LaneSpec {
             slots: p.max_concurrency.max(1),
             requests_per_minute: p.requests_per_minute,
             local: false,
+            team: team.is_some(),
         },
     }
 }
@@ -231,7 +265,13 @@ pub fn lane_turn(
         return Turn::Go;
     }
     Turn::Wait {
-        holders: granted.iter().map(|t| t.holder.clone()).collect(),
+        holders: granted
+            .iter()
+            .map(|t| match spec.team {
+                true => format!("{} on {}", t.holder, t.lease.host),
+                false => t.holder.clone(),
+            })
+            .collect(),
         ahead,
         rate_limited_until,
     }
@@ -378,25 +418,100 @@ mod tests {
     }
 
     #[test]
+    fn on_a_team_loopback_is_each_machines_own_and_a_named_server_is_everyones() {
+        let swap = provider("swap", "http://127.0.0.1:8080/v1", Lane::Local);
+        let alpha = lane_of(&swap, Some("alpha"));
+        let beta = lane_of(&swap, Some("beta"));
+        assert_eq!(alpha.key, "local:http://127.0.0.1:8080@alpha");
+        assert_eq!(alpha.label, "swap (127.0.0.1:8080 on alpha)");
+        assert_ne!(
+            alpha.key, beta.key,
+            "each machine's loopback is its own server"
+        );
+        assert!(alpha.team);
+        for host in ["localhost", "[::1]", "127.0.0.2"] {
+            let p = provider("swap", &format!("http://{host}:8080/v1"), Lane::Local);
+            assert!(lane_of(&p, Some("alpha")).key.ends_with("@alpha"), "{host}");
+        }
+        let lan = provider("box", "http://10.0.0.5:8080/v1", Lane::Local);
+        assert_eq!(
+            lane_of(&lan, Some("alpha")).key,
+            lane_of(&lan, Some("beta")).key,
+            "another host is the same server for everyone"
+        );
+        assert_eq!(
+            lane_of(&lan, Some("alpha")).key,
+            "local:http://10.0.0.5:8080"
+        );
+        // A server named outright: one lane whatever address reaches it.
+        let tunnel = ProviderConfig {
+            server: Some("gpu-box".into()),
+            ..provider("tunnel", "http://127.0.0.1:9000/v1", Lane::Local)
+        };
+        let direct = ProviderConfig {
+            server: Some("gpu-box".into()),
+            ..provider("direct", "http://10.0.0.9:8080/v1", Lane::Local)
+        };
+        assert_eq!(lane_of(&tunnel, Some("alpha")).key, "local:server:gpu-box");
+        assert_eq!(lane_of(&direct, Some("beta")).key, "local:server:gpu-box");
+        assert_eq!(lane_of(&tunnel, None).key, "local:server:gpu-box");
+        assert_eq!(
+            lane_of(&tunnel, Some("alpha")).label,
+            "tunnel (server gpu-box)"
+        );
+        // Alone (no team database) nothing changes.
+        assert_eq!(lane_of(&swap, None).key, "local:http://127.0.0.1:8080");
+        assert!(!lane_of(&swap, None).team);
+        let cloud = provider("openai", "https://api.example.com/v1", Lane::Cloud);
+        assert_eq!(lane_of(&cloud, Some("alpha")).key, "cloud:openai");
+    }
+
+    #[test]
+    fn on_a_team_the_waiting_reason_names_the_holders_machine() {
+        let tunnel = ProviderConfig {
+            server: Some("shared-box".into()),
+            ..provider("llama-swap", "http://127.0.0.1:9000/v1", Lane::Local)
+        };
+        let spec = lane_of(&tunnel, Some("alpha"));
+        let mut holding = ticket(1, 0, 0, true);
+        holding.holder = "battle 1a2b3c4d, contestant 2".into();
+        holding.lease.host = "beta".into();
+        let tickets = vec![holding, ticket(2, 10, 0, false), ticket(3, 20, 0, false)];
+        let turn = lane_turn(&tickets, 3, &spec, &[], 100);
+        assert_eq!(
+            waiting_reason(&spec, &turn, 100).as_deref(),
+            Some(
+                "waiting for llama-swap (server shared-box): battle 1a2b3c4d, contestant 2 on \
+                 beta, 1 ahead in the queue"
+            )
+        );
+    }
+
+    #[test]
     fn a_local_lane_is_the_server_address_and_a_cloud_lane_the_provider() {
-        let a = lane_of(&provider("swap", "http://127.0.0.1:8080/v1", Lane::Local));
-        let b = lane_of(&provider(
-            "ollama",
-            "http://localhost:8080/api/v1",
-            Lane::Local,
-        ));
+        let a = lane_of(
+            &provider("swap", "http://127.0.0.1:8080/v1", Lane::Local),
+            None,
+        );
+        let b = lane_of(
+            &provider("ollama", "http://localhost:8080/api/v1", Lane::Local),
+            None,
+        );
         assert_eq!(a.key, b.key, "one server reached two ways is one lane");
         assert_eq!(a.key, "local:http://127.0.0.1:8080");
         assert_eq!(a.label, "swap (127.0.0.1:8080)");
         assert_eq!(a.slots, 1);
-        let other = lane_of(&provider("gpu2", "http://10.0.0.2:8080/v1", Lane::Local));
+        let other = lane_of(
+            &provider("gpu2", "http://10.0.0.2:8080/v1", Lane::Local),
+            None,
+        );
         assert_ne!(a.key, other.key);
-        let https = lane_of(&provider("remote", "https://box.lan/v1", Lane::Local));
+        let https = lane_of(&provider("remote", "https://box.lan/v1", Lane::Local), None);
         assert_eq!(https.key, "local:https://box.lan:443");
         let mut cloud = provider("openai", "https://api.example.com/v1", Lane::Cloud);
         cloud.max_concurrency = 2;
         cloud.requests_per_minute = Some(30);
-        let c = lane_of(&cloud);
+        let c = lane_of(&cloud, None);
         assert_eq!(
             (c.key.as_str(), c.slots, c.requests_per_minute),
             ("cloud:openai", 2, Some(30))
@@ -406,7 +521,7 @@ mod tests {
 
     #[test]
     fn the_first_ready_goes_first_then_battle_position() {
-        let spec = lane_of(&provider("l", "http://127.0.0.1:1/v1", Lane::Local));
+        let spec = lane_of(&provider("l", "http://127.0.0.1:1/v1", Lane::Local), None);
         // Ticket 3 arrived last but became ready first.
         let queue = [
             ticket(1, 200, 0, false),
@@ -429,7 +544,10 @@ mod tests {
 
     #[test]
     fn a_busy_lane_makes_everyone_wait_and_names_the_holder() {
-        let spec = lane_of(&provider("swap", "http://127.0.0.1:8080/v1", Lane::Local));
+        let spec = lane_of(
+            &provider("swap", "http://127.0.0.1:8080/v1", Lane::Local),
+            None,
+        );
         let queue = [ticket(1, 100, 1, true), ticket(2, 50, 0, false)];
         let turn = lane_turn(&queue, 2, &spec, &[], 0);
         assert_eq!(
@@ -443,7 +561,7 @@ mod tests {
     fn a_cloud_lane_fills_its_slots_in_order() {
         let mut p = provider("cloud", "https://x/v1", Lane::Cloud);
         p.max_concurrency = 2;
-        let spec = lane_of(&p);
+        let spec = lane_of(&p, None);
         let queue = [
             ticket(1, 0, 0, true),
             ticket(2, 0, 1, false),
@@ -463,7 +581,7 @@ mod tests {
     fn a_start_rate_waits_for_the_oldest_start_to_leave_the_window() {
         let mut p = provider("cloud", "https://x/v1", Lane::Cloud);
         p.requests_per_minute = Some(2);
-        let spec = lane_of(&p);
+        let spec = lane_of(&p, None);
         let queue = [ticket(1, 0, 0, false)];
         assert_eq!(lane_turn(&queue, 1, &spec, &[10_000], 20_000), Turn::Go);
         let turn = lane_turn(&queue, 1, &spec, &[10_000, 15_000], 20_000);
@@ -514,7 +632,7 @@ mod tests {
 
     #[test]
     fn the_lane_decision_drops_stale_tickets_before_taking_turns() {
-        let spec = lane_of(&provider("l", "http://127.0.0.1:1/v1", Lane::Local));
+        let spec = lane_of(&provider("l", "http://127.0.0.1:1/v1", Lane::Local), None);
         // Ticket 1 holds the only slot, but its process (pid 7, this host) is gone.
         let dead = Ticket {
             lease: lease(7, i64::MAX),
@@ -528,7 +646,7 @@ mod tests {
 
     #[test]
     fn the_lane_decision_waits_behind_a_live_holder() {
-        let spec = lane_of(&provider("l", "http://127.0.0.1:1/v1", Lane::Local));
+        let spec = lane_of(&provider("l", "http://127.0.0.1:1/v1", Lane::Local), None);
         let queue = vec![ticket(1, 0, 0, true), ticket(2, 100, 0, false)];
         let d = lane_decision(queue, 2, &spec, &[], 0, "h", |_| true);
         assert!(d.stale.is_empty());
@@ -544,7 +662,7 @@ mod tests {
 
     #[test]
     fn a_ticket_missing_or_stale_itself_is_lost() {
-        let spec = lane_of(&provider("l", "http://127.0.0.1:1/v1", Lane::Local));
+        let spec = lane_of(&provider("l", "http://127.0.0.1:1/v1", Lane::Local), None);
         let missing = lane_decision(vec![ticket(1, 0, 0, true)], 9, &spec, &[], 0, "h", |_| true);
         assert_eq!(missing.verdict, LaneVerdict::Lost);
         // Its own lease expired (the process stalled): stale, hence lost.

@@ -92,6 +92,9 @@ impl Tx<'_> {
             tracing::info!(lane = %spec.key, holder = %t.holder, pid = t.lease.pid, "dropping the lane ticket of a process that is gone");
             self.run("DELETE FROM live.lane_tickets WHERE id = ?1", params![t.id])?;
         }
+        if !decision.stale.is_empty() {
+            self.db().notify(crate::team::LANE_CHANNEL, &spec.key)?;
+        }
         match decision.verdict {
             LaneVerdict::Lost => return Ok(TakeTurn::Lost),
             LaneVerdict::Turn(Turn::Go) => {}
@@ -127,12 +130,17 @@ impl Tx<'_> {
         Ok(TakeTurn::Granted { previous_model })
     }
 
-    /// Leaves a lane: gives back the slot, or the place in the queue.
+    /// Leaves a lane: gives back the slot, or the place in the queue. The
+    /// lane's waiters on other machines are told at once (team database).
     pub fn release_ticket(&mut self, ticket: i64) -> Result<()> {
-        self.run(
-            "DELETE FROM live.lane_tickets WHERE id = ?1",
+        let lane: Option<String> = self.db().opt_row(
+            "DELETE FROM live.lane_tickets WHERE id = ?1 RETURNING lane",
             params![ticket],
+            |r| r.get(0),
         )?;
+        if let Some(lane) = lane {
+            self.db().notify(crate::team::LANE_CHANNEL, &lane)?;
+        }
         Ok(())
     }
 

@@ -40,7 +40,7 @@ pub use rows::{ms, RankFilter, RankedBattle};
 /// A parameter of the raw statements tests run (feature `testing`).
 #[cfg(feature = "testing")]
 pub use sql::Value as SqlValue;
-pub use team::keychain_entry;
+pub use team::{keychain_entry, Listener, Notice};
 pub use work::{Orphan, Work};
 
 use std::collections::HashMap;
@@ -167,6 +167,8 @@ pub struct Store {
     /// SQLite's live journal, attached to the connection as `live`
     /// (PostgreSQL keeps it in its schema `live`).
     _live: Option<Arc<live::Live>>,
+    /// A team database's notices, listened to from the first ask on.
+    listener: Arc<std::sync::OnceLock<Listener>>,
 }
 
 /// The database behind a store: one connection behind a mutex.
@@ -301,6 +303,7 @@ impl Store {
             path: path.to_path_buf(),
             owner: None,
             _live: Some(Arc::new(live)),
+            listener: Arc::default(),
         })
     }
 
@@ -317,11 +320,41 @@ impl Store {
             path: PathBuf::from(url),
             owner: None,
             _live: None,
+            listener: Arc::default(),
         })
     }
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Whether this is a team's database (PostgreSQL), shared by machines.
+    pub fn is_team(&self) -> bool {
+        matches!(self.db, Db::Postgres(_))
+    }
+
+    /// The team database's notices (lanes with a slot given back); `None`
+    /// on SQLite, where every process is on this machine and polls. The
+    /// first call starts listening; a listener that cannot start yet keeps
+    /// trying in the background.
+    pub fn listener(&self) -> Option<Listener> {
+        let Db::Postgres(pg) = &self.db else {
+            return None;
+        };
+        if let Some(listener) = self.listener.get() {
+            return Some(listener.clone());
+        }
+        let started = {
+            let pg = pg.lock().unwrap_or_else(|p| p.into_inner());
+            pg.connector().listen()
+        };
+        match started {
+            Ok(listener) => Some(self.listener.get_or_init(|| listener).clone()),
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot listen to the team database; waiters poll");
+                None
+            }
+        }
     }
 
     /// Which database this is, asked of it now (so it also says whether
@@ -370,7 +403,17 @@ impl Store {
         // open transaction rolls back), so a poisoned lock is still usable.
         match &self.db {
             Db::Sqlite(c) => Locked::Sqlite(c.lock().unwrap_or_else(|p| p.into_inner())),
-            Db::Postgres(c) => Locked::Postgres(c.lock().unwrap_or_else(|p| p.into_inner())),
+            Db::Postgres(c) => Locked::Postgres(c.lock().unwrap_or_else(|poisoned| {
+                // SQLite's transaction rolls back as the panic unwinds; a
+                // PostgreSQL `BEGIN` stays open on the connection, and the
+                // next `COMMIT` would commit its half: end it here, once.
+                let pg = poisoned.into_inner();
+                if let Err(e) = pg.batch("ROLLBACK") {
+                    tracing::warn!(error = %e, "could not roll back a panicked transaction");
+                }
+                c.clear_poison();
+                pg
+            })),
         }
     }
 

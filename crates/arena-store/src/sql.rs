@@ -40,6 +40,8 @@ pub(crate) struct Pg {
     client: RefCell<tokio_postgres::Client>,
     statements: RefCell<HashMap<String, tokio_postgres::Statement>>,
     connector: crate::team::Connector,
+    /// A reply said the connection is gone (see [`Pg::noted`]).
+    lost: std::cell::Cell<bool>,
 }
 
 impl Pg {
@@ -48,14 +50,19 @@ impl Pg {
             client: RefCell::new(connector.connect()?),
             statements: RefCell::new(HashMap::new()),
             connector,
+            lost: std::cell::Cell::new(false),
         })
+    }
+
+    pub(crate) fn connector(&self) -> &crate::team::Connector {
+        &self.connector
     }
 
     /// Connects again when the connection was lost (the server restarted,
     /// the network dropped): the work that was under way when it was lost
     /// failed, the next begins on a new connection.
     pub(crate) fn reconnect_if_lost(&self) -> Result<()> {
-        if !self.client.borrow().is_closed() {
+        if !self.lost.get() && !self.client.borrow().is_closed() {
             return Ok(());
         }
         tracing::warn!(
@@ -65,7 +72,25 @@ impl Pg {
         let client = self.connector.connect()?;
         *self.client.borrow_mut() = client;
         self.statements.borrow_mut().clear();
+        self.lost.set(false);
         Ok(())
+    }
+
+    /// `result`, noting when its error shows the connection gone (the
+    /// server ended the session, the socket broke): the driver sees the
+    /// end a moment later, and the next call must not go out on the old
+    /// connection meanwhile, to fail a second time.
+    fn noted<T>(&self, result: std::result::Result<T, tokio_postgres::Error>) -> Result<T> {
+        if let Err(e) = &result {
+            let fatal = e
+                .as_db_error()
+                .is_some_and(|db| matches!(db.severity(), "FATAL" | "PANIC"));
+            let broken = std::error::Error::source(e).is_some_and(|s| s.is::<std::io::Error>());
+            if fatal || broken || e.is_closed() {
+                self.lost.set(true);
+            }
+        }
+        Ok(result?)
     }
 
     /// `sql`, prepared once on this connection.
@@ -73,7 +98,7 @@ impl Pg {
         if let Some(stmt) = self.statements.borrow().get(sql) {
             return Ok(stmt.clone());
         }
-        let stmt = wait(self.client.borrow().prepare(&translate(sql)))?;
+        let stmt = self.noted(wait(self.client.borrow().prepare(&translate(sql))))?;
         self.statements
             .borrow_mut()
             .insert(sql.to_string(), stmt.clone());
@@ -82,16 +107,18 @@ impl Pg {
 
     fn query(&self, sql: &str, params: Params<'_>) -> Result<Vec<tokio_postgres::Row>> {
         let stmt = self.statement(sql)?;
-        Ok(wait(self.client.borrow().query(&stmt, &pg_params(params)))?)
+        self.noted(wait(self.client.borrow().query(&stmt, &pg_params(params))))
     }
 
     fn execute(&self, sql: &str, params: Params<'_>) -> Result<usize> {
         let stmt = self.statement(sql)?;
-        Ok(wait(self.client.borrow().execute(&stmt, &pg_params(params)))? as usize)
+        Ok(self.noted(wait(
+            self.client.borrow().execute(&stmt, &pg_params(params)),
+        ))? as usize)
     }
 
     pub(crate) fn batch(&self, sql: &str) -> Result<()> {
-        Ok(wait(self.client.borrow().batch_execute(sql))?)
+        self.noted(wait(self.client.borrow().batch_execute(sql)))
     }
 }
 
@@ -336,6 +363,23 @@ impl Conn<'_> {
                 self.rows(
                     "SELECT pg_advisory_xact_lock(hashtext(?1))::text",
                     params![name],
+                    |_| Ok(()),
+                )?;
+                Ok(())
+            }
+        }
+    }
+
+    /// Tells the team database's listeners `payload` on `channel` when the
+    /// transaction commits (PostgreSQL's `NOTIFY`; nothing on SQLite, whose
+    /// waiters poll).
+    pub(crate) fn notify(self, channel: &str, payload: &str) -> Result<()> {
+        match self {
+            Conn::Sqlite(_) => Ok(()),
+            Conn::Postgres(_) => {
+                self.rows(
+                    "SELECT pg_notify(?1, ?2)::text",
+                    params![channel, payload],
                     |_| Ok(()),
                 )?;
                 Ok(())

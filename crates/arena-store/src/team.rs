@@ -33,6 +33,41 @@ static RUNTIME: LazyLock<std::result::Result<tokio::runtime::Runtime, String>> =
             .map_err(|e| e.to_string())
     });
 
+/// The channel a lane's key is sent on when a slot is given back or a
+/// dead holder's ticket dropped: its waiters everywhere look again.
+pub(crate) const LANE_CHANNEL: &str = "arena_lane";
+
+/// What a team database tells the processes that listen to it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Notice {
+    /// Lane `key` may have a free slot.
+    Lane(String),
+    /// The listener (re)connected: notices sent meanwhile were lost, so
+    /// every waiter should look again.
+    Resync,
+}
+
+/// A team database's notices as they come, and whether they are coming
+/// (while the listener is cut off, waiters poll as on SQLite).
+#[derive(Clone)]
+pub struct Listener {
+    notices: tokio::sync::broadcast::Sender<Notice>,
+    healthy: Arc<std::sync::atomic::AtomicBool>,
+    /// The listening task stops when the last handle is gone.
+    _stop: Arc<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl Listener {
+    pub fn subscribe(&self) -> tokio::sync::broadcast::Receiver<Notice> {
+        self.notices.subscribe()
+    }
+
+    /// Whether notices arrive now (connected and listening).
+    pub fn healthy(&self) -> bool {
+        self.healthy.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
 /// What it takes to (re)connect to one team database.
 pub(crate) struct Connector {
     config: tokio_postgres::Config,
@@ -45,11 +80,24 @@ impl Connector {
     /// Reads `url` (`postgres://user@host:port/db?sslmode=…&sslrootcert=…`)
     /// and takes `password` apart from it.
     pub(crate) fn new(url: &str, password: Option<&str>) -> Result<Connector> {
+        // Messages show the URL, never a password written into it.
+        let shown = without_password(url);
         let bad = |message: String| Error::TeamUrl {
-            url: url.to_string(),
+            url: shown.clone(),
             message,
         };
         let mut parsed = url::Url::parse(url).map_err(|e| bad(e.to_string()))?;
+        let password_in_url = parsed.password().is_some()
+            || parsed
+                .query_pairs()
+                .any(|(k, _)| k.eq_ignore_ascii_case("password"));
+        if password_in_url {
+            return Err(bad(
+                "the URL must not hold the password; remove it and give it with \
+                 ARENA_DATABASE_PASSWORD or `arena database login`"
+                    .into(),
+            ));
+        }
         let (mut mode, mut root_file) = (None::<String>, None::<PathBuf>);
         let kept: Vec<(String, String)> = parsed
             .query_pairs()
@@ -82,8 +130,16 @@ impl Connector {
         // them as `live`): unqualified names find them either way.
         config.options("-c search_path=public,live");
         // A peer gone without a word (a laptop's network dropped) is
-        // noticed in about a minute, not the system's two hours.
+        // noticed in about a minute, not the system's two hours: 30 s
+        // idle, then 3 probes 10 s apart (the system's own interval and
+        // count would make it 30 s + 9 × 75 s).
         config.keepalives_idle(Duration::from_secs(30));
+        config.keepalives_interval(Duration::from_secs(10));
+        config.keepalives_retries(3);
+        // Nor does a statement sent to a peer that vanished wait out TCP's
+        // retransmissions (a quarter of an hour): unacknowledged for a
+        // minute, the connection is given up (and made again next time).
+        config.tcp_user_timeout(Duration::from_secs(60));
         let mode = match mode.as_deref().unwrap_or("prefer") {
             "disable" => SslMode::Disable,
             "allow" | "prefer" => SslMode::Prefer,
@@ -100,11 +156,7 @@ impl Connector {
             SslMode::Disable => None,
             _ => Some(tls(root_file.as_deref()).map_err(bad)?),
         };
-        Ok(Connector {
-            config,
-            tls,
-            shown: url.to_string(),
-        })
+        Ok(Connector { config, tls, shown })
     }
 
     /// A new connection, its socket driven on the team runtime; a failure
@@ -116,23 +168,35 @@ impl Connector {
         };
         let runtime = RUNTIME.as_ref().map_err(|e| unreachable(e.clone()))?;
         let (config, tls) = (self.config.clone(), self.tls.clone());
+        // The whole of it within CONNECT_TIMEOUT: the driver's own timeout
+        // covers only the TCP connect, not a server (or another program on
+        // its port) that accepts and then never answers.
         let opened = runtime.spawn(async move {
-            match tls {
-                Some(tls) => {
-                    let (client, connection) = config.connect(tls).await?;
-                    tokio::spawn(drive(connection));
-                    Ok(client)
+            let open = async move {
+                match tls {
+                    Some(tls) => {
+                        let (client, connection) = config.connect(tls).await?;
+                        tokio::spawn(drive(connection));
+                        Ok(client)
+                    }
+                    None => {
+                        let (client, connection) = config.connect(tokio_postgres::NoTls).await?;
+                        tokio::spawn(drive(connection));
+                        Ok(client)
+                    }
                 }
-                None => {
-                    let (client, connection) = config.connect(tokio_postgres::NoTls).await?;
-                    tokio::spawn(drive(connection));
-                    Ok(client)
-                }
-            }
+            };
+            // Made here: a timer needs the runtime.
+            tokio::time::timeout(CONNECT_TIMEOUT, open).await
         });
         match futures::executor::block_on(opened) {
-            Ok(Ok(client)) => Ok(client),
-            Ok(Err(e)) => Err(unreachable(advice(&e))),
+            Ok(Ok(Ok(client))) => Ok(client),
+            Ok(Ok(Err(e))) => Err(unreachable(advice(&e))),
+            Ok(Err(_)) => Err(unreachable(format!(
+                "timed out: no answer within {} s; is a PostgreSQL server listening there, \
+                 and is the host reachable from here?",
+                CONNECT_TIMEOUT.as_secs()
+            ))),
             Err(e) => Err(unreachable(e.to_string())),
         }
     }
@@ -140,6 +204,125 @@ impl Connector {
     pub(crate) fn shown(&self) -> &str {
         &self.shown
     }
+}
+
+impl Connector {
+    /// Starts listening on a connection of its own (kept apart from the
+    /// store's, on the team runtime): every notice is sent to the
+    /// listener's subscribers; a lost connection is made again with a
+    /// growing pause (100 ms doubling to 30 s), then [`Notice::Resync`].
+    pub(crate) fn listen(&self) -> Result<Listener> {
+        let runtime = RUNTIME.as_ref().map_err(|e| Error::Unreachable {
+            url: self.shown.clone(),
+            detail: e.clone(),
+        })?;
+        let (notices, _) = tokio::sync::broadcast::channel(1024);
+        let healthy = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (stop, mut stopped) = tokio::sync::oneshot::channel::<()>();
+        let (config, tls, shown) = (self.config.clone(), self.tls.clone(), self.shown.clone());
+        let (sender, health) = (notices.clone(), healthy.clone());
+        runtime.spawn(async move {
+            let mut pause = Duration::from_millis(100);
+            let mut first = true;
+            loop {
+                let listened = tokio::select! {
+                    _ = &mut stopped => return,
+                    ended = listen_once(&config, tls.clone(), &sender, &health, first) => ended,
+                };
+                health.store(false, std::sync::atomic::Ordering::Relaxed);
+                match listened {
+                    // It listened, then the connection ended: try again soon.
+                    Ok(()) => pause = Duration::from_millis(100),
+                    Err(e) => tracing::warn!(url = %shown, error = %e, "cannot listen to the team database; waiters poll meanwhile"),
+                }
+                first = false;
+                tokio::select! {
+                    _ = &mut stopped => return,
+                    _ = tokio::time::sleep(pause) => {}
+                }
+                pause = (pause * 2).min(Duration::from_secs(30));
+            }
+        });
+        Ok(Listener {
+            notices,
+            healthy,
+            _stop: Arc::new(stop),
+        })
+    }
+}
+
+/// One listening connection, from `LISTEN` until it ends.
+async fn listen_once(
+    config: &tokio_postgres::Config,
+    tls: Option<tokio_postgres_rustls::MakeRustlsConnect>,
+    notices: &tokio::sync::broadcast::Sender<Notice>,
+    healthy: &std::sync::atomic::AtomicBool,
+    first: bool,
+) -> std::result::Result<(), String> {
+    let late = || format!("no answer within {} s", CONNECT_TIMEOUT.as_secs());
+    let served = match tls {
+        Some(tls) => {
+            let (client, connection) = tokio::time::timeout(CONNECT_TIMEOUT, config.connect(tls))
+                .await
+                .map_err(|_| late())?
+                .map_err(|e| e.to_string())?;
+            serve_notices(client, connection, notices, healthy, first).await
+        }
+        None => {
+            let (client, connection) =
+                tokio::time::timeout(CONNECT_TIMEOUT, config.connect(tokio_postgres::NoTls))
+                    .await
+                    .map_err(|_| late())?
+                    .map_err(|e| e.to_string())?;
+            serve_notices(client, connection, notices, healthy, first).await
+        }
+    };
+    served.map_err(|e| e.to_string())
+}
+
+async fn serve_notices<S, T>(
+    client: tokio_postgres::Client,
+    mut connection: tokio_postgres::Connection<S, T>,
+    notices: &tokio::sync::broadcast::Sender<Notice>,
+    healthy: &std::sync::atomic::AtomicBool,
+    first: bool,
+) -> std::result::Result<(), tokio_postgres::Error>
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+    T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    use futures::StreamExt;
+    let mut messages = futures::stream::poll_fn(move |cx| connection.poll_message(cx));
+    // The connection's messages must be read while LISTEN runs.
+    let statement = format!("LISTEN {LANE_CHANNEL}");
+    {
+        let listen = client.batch_execute(&statement);
+        tokio::pin!(listen);
+        loop {
+            tokio::select! {
+                done = &mut listen => { done?; break; }
+                message = messages.next() => match message {
+                    Some(Ok(_)) => {}
+                    Some(Err(e)) => return Err(e),
+                    None => return Ok(()),
+                },
+            }
+        }
+    }
+    healthy.store(true, std::sync::atomic::Ordering::Relaxed);
+    if !first {
+        let _ = notices.send(Notice::Resync);
+    }
+    while let Some(message) = messages.next().await {
+        if let tokio_postgres::AsyncMessage::Notification(n) = message? {
+            if n.channel() == LANE_CHANNEL {
+                // No subscriber is fine: nobody waits here now.
+                let _ = notices.send(Notice::Lane(n.payload().to_string()));
+            }
+        }
+    }
+    drop(client);
+    Ok(())
 }
 
 /// Drives a connection's socket until it closes.
@@ -225,10 +408,18 @@ fn advice(e: &tokio_postgres::Error) -> String {
         "the server asks for a password and none is known: set ARENA_DATABASE_PASSWORD, or \
          keep it in the OS keychain with `arena database login`"
             .to_string()
+    } else if text.contains("server does not support TLS") {
+        format!(
+            "{text}; the URL's sslmode requires TLS: turn ssl on at the server, or use \
+             sslmode=prefer (or disable) on a trusted network"
+        )
     } else if text.contains("timed out") {
         format!("{text}; is the host reachable from here?")
     } else if text.contains("refused") {
         format!("{text}; is PostgreSQL running there, and listening on that port?")
+    } else if text.contains("not valid for name") {
+        // Its CA is trusted, the name is not the certificate's.
+        format!("{text}; connect by a host name the server's certificate names")
     } else if text.contains("certificate") || text.contains("Certificate") {
         format!(
             "{text}; give the server's CA with sslrootcert=/path/ca.pem in the URL (or \
@@ -237,4 +428,53 @@ fn advice(e: &tokio_postgres::Error) -> String {
     } else {
         text
     }
+}
+
+/// `url` as it may be shown: a password written into it (`user:pw@`, or
+/// `password=` among its options) replaced by `***`; otherwise the text as
+/// written.
+fn without_password(url: &str) -> String {
+    let (head, fragment) = match url.split_once('#') {
+        Some((head, fragment)) => (head, Some(fragment)),
+        None => (url, None),
+    };
+    let (head, query) = match head.split_once('?') {
+        Some((head, query)) => (head, Some(query)),
+        None => (head, None),
+    };
+    let mut out = match head.split_once("://") {
+        Some((scheme, rest)) => {
+            let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+            let authority = match authority.rsplit_once('@') {
+                Some((userinfo, host)) => match userinfo.split_once(':') {
+                    Some((user, _)) => format!("{user}:***@{host}"),
+                    None => authority.to_string(),
+                },
+                None => authority.to_string(),
+            };
+            format!("{scheme}://{authority}{path}")
+        }
+        None => head.to_string(),
+    };
+    if let Some(query) = query {
+        let pairs: Vec<String> = query
+            .split('&')
+            .map(|pair| {
+                let key = url::form_urlencoded::parse(pair.as_bytes()).next();
+                match (key, pair.split_once('=')) {
+                    (Some((key, _)), Some((written, _)))
+                        if key.eq_ignore_ascii_case("password") =>
+                    {
+                        format!("{written}=***")
+                    }
+                    _ => pair.to_string(),
+                }
+            })
+            .collect();
+        out = format!("{out}?{}", pairs.join("&"));
+    }
+    if let Some(fragment) = fragment {
+        out = format!("{out}#{fragment}");
+    }
+    out
 }

@@ -133,6 +133,7 @@ fn a_one_slot_lane_grants_one_at_a_time(a: Store, b: Store) {
         slots: 1,
         requests_per_minute: None,
         local: true,
+        team: true,
     };
     let holding = Arc::new(AtomicUsize::new(0));
     let most = Arc::new(AtomicUsize::new(0));

@@ -17,6 +17,20 @@
 //!   removed by the next start.
 //! - **Speed**: `fsync`, `synchronous_commit` and `full_page_writes` are off;
 //!   a cluster starts in about a second.
+//! - **TLS** (off unless asked): [`Cluster::start_tls`],
+//!   [`Cluster::for_test_tls`], or [`Cluster::builder`]`.tls()` /
+//!   `.tls_for(names)`. The `openssl` program (`ARENA_TEST_OPENSSL`, else
+//!   the one on `PATH`) makes a throwaway CA and a server certificate it
+//!   signs, for `localhost` and `127.0.0.1` (or the names given), in the
+//!   cluster's folder `tls/` — the key mode 0600 and owned by the user the
+//!   server runs as, as PostgreSQL insists — and the server starts with
+//!   `ssl=on`. Clients that trust [`Cluster::ca_file`] can verify the
+//!   server, chain and host name: connect to
+//!   `cluster.url_with_host("localhost", db)` ([`Cluster::url_with_host`]).
+//!   Plain connections are still accepted (`host` lines in `pg_hba.conf`),
+//!   so `sslmode=disable` still connects. Without `openssl` a TLS
+//!   cluster's test skips, as without PostgreSQL (unless
+//!   `ARENA_REQUIRE_POSTGRES=1`).
 //!
 //! Queries go through Debian's `psql` (the harness needs no client library).
 
@@ -48,6 +62,13 @@ const DIR_PREFIX: &str = "arena-pg-";
 pub enum Error {
     #[error("PostgreSQL's server programs are not in {0} (install Debian's postgresql-15, as scripts/setup.sh does, or point ARENA_TEST_PG_BIN at them)")]
     Missing(PathBuf),
+    /// A TLS cluster's certificates need the `openssl` program.
+    #[error("cannot run {program} to make a TLS cluster's certificates ({source}); install openssl or point ARENA_TEST_OPENSSL at it")]
+    NoOpenssl {
+        program: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("{what}: {source}")]
     Io {
         what: String,
@@ -140,6 +161,83 @@ fn free_port() -> Result<u16> {
         .port())
 }
 
+/// The `openssl` program that makes a TLS cluster's certificates.
+fn openssl() -> PathBuf {
+    std::env::var_os("ARENA_TEST_OPENSSL")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("openssl"))
+}
+
+/// How to start a [`Cluster`]: plain (the default) or with TLS.
+#[derive(Debug, Clone, Default)]
+pub struct Builder {
+    /// With TLS: the names the server's certificate is for.
+    tls_names: Option<Vec<String>>,
+}
+
+impl Builder {
+    /// TLS on, the server's certificate for `localhost` and `127.0.0.1`.
+    pub fn tls(self) -> Builder {
+        self.tls_for(&["localhost", "127.0.0.1"])
+    }
+
+    /// TLS on, the server's certificate for exactly `names` (host names or
+    /// IP addresses): a certificate that does not name the host a client
+    /// connects to, to check that the client notices.
+    pub fn tls_for(mut self, names: &[&str]) -> Builder {
+        self.tls_names = Some(names.iter().map(|n| n.to_string()).collect());
+        self
+    }
+
+    /// Makes a cluster in a fresh folder and starts its server.
+    pub fn start(self) -> Result<Cluster> {
+        let bin = binaries()?;
+        reap_leftovers();
+        let dir = Path::new(PARENT).join(format!("{DIR_PREFIX}{}", uuid::Uuid::new_v4().simple()));
+        std::fs::create_dir(&dir).map_err(io(format!("creating {}", dir.display())))?;
+        let mut cluster = Cluster {
+            bin,
+            port: Mutex::new(0),
+            password: uuid::Uuid::new_v4().simple().to_string(),
+            owner: owner(),
+            server: Mutex::new(None),
+            tls: None,
+            dir,
+        };
+        // From here on, Drop removes the folder whatever fails.
+        cluster.init()?;
+        if let Some(names) = &self.tls_names {
+            cluster.tls = Some(cluster.make_certificates(names)?);
+        }
+        cluster.run(None)?;
+        Ok(cluster)
+    }
+
+    /// A cluster for test `name` (see [`Cluster::for_test`]): `None`, with
+    /// the reason printed, when PostgreSQL (or, for TLS, `openssl`) is
+    /// missing and not [`required`].
+    pub fn for_test(self, name: &str) -> Option<Cluster> {
+        match self.start() {
+            Ok(cluster) => Some(cluster),
+            Err(e @ (Error::Missing(_) | Error::NoOpenssl { .. })) if !required() => {
+                eprintln!(
+                    "SKIPPED {name}: {e} (set ARENA_REQUIRE_POSTGRES=1 to make this a failure)"
+                );
+                None
+            }
+            Err(e) => panic!("{name}: cannot start a test PostgreSQL: {e}"),
+        }
+    }
+}
+
+/// A TLS cluster's files (in its folder's `tls/`).
+#[derive(Debug)]
+struct Tls {
+    ca: PathBuf,
+    cert: PathBuf,
+    key: PathBuf,
+}
+
 /// A running server: its pid and word of its end.
 struct Server {
     pid: u32,
@@ -154,6 +252,7 @@ pub struct Cluster {
     password: String,
     owner: Option<(u32, u32)>,
     server: Mutex<Option<Server>>,
+    tls: Option<Tls>,
 }
 
 impl std::fmt::Debug for Cluster {
@@ -161,6 +260,7 @@ impl std::fmt::Debug for Cluster {
         f.debug_struct("Cluster")
             .field("dir", &self.dir)
             .field("port", &self.port())
+            .field("tls", &self.tls.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -170,37 +270,132 @@ impl Cluster {
     /// PostgreSQL is not installed and not [`required`]. Panics when it is
     /// required and missing, or when it cannot start.
     pub fn for_test(name: &str) -> Option<Cluster> {
-        match Cluster::start() {
-            Ok(cluster) => Some(cluster),
-            Err(Error::Missing(dir)) if !required() => {
-                eprintln!(
-                    "SKIPPED {name}: {} (set ARENA_REQUIRE_POSTGRES=1 to make this a failure)",
-                    Error::Missing(dir)
-                );
-                None
-            }
-            Err(e) => panic!("{name}: cannot start a test PostgreSQL: {e}"),
-        }
+        Builder::default().for_test(name)
+    }
+
+    /// [`Cluster::for_test`] with TLS on (see [`Builder::tls`]).
+    pub fn for_test_tls(name: &str) -> Option<Cluster> {
+        Builder::default().tls().for_test(name)
     }
 
     /// Makes a cluster in a fresh folder and starts its server.
     pub fn start() -> Result<Cluster> {
-        let bin = binaries()?;
-        reap_leftovers();
-        let dir = Path::new(PARENT).join(format!("{DIR_PREFIX}{}", uuid::Uuid::new_v4().simple()));
-        std::fs::create_dir(&dir).map_err(io(format!("creating {}", dir.display())))?;
-        let cluster = Cluster {
-            bin,
-            port: Mutex::new(0),
-            password: uuid::Uuid::new_v4().simple().to_string(),
-            owner: owner(),
-            server: Mutex::new(None),
-            dir,
+        Builder::default().start()
+    }
+
+    /// [`Cluster::start`] with TLS on (see [`Builder::tls`]).
+    pub fn start_tls() -> Result<Cluster> {
+        Builder::default().tls().start()
+    }
+
+    /// How to start a cluster other than plainly (with TLS).
+    pub fn builder() -> Builder {
+        Builder::default()
+    }
+
+    /// A throwaway CA, and a server certificate it signs for `names`, in
+    /// `tls/`, readable by the server's user (see the crate documentation).
+    fn make_certificates(&self, names: &[String]) -> Result<Tls> {
+        let dir = self.dir.join("tls");
+        std::fs::create_dir(&dir).map_err(io("creating tls/"))?;
+        let alt_names = names
+            .iter()
+            .map(|n| match n.parse::<std::net::IpAddr>() {
+                Ok(_) => format!("IP:{n}"),
+                Err(_) => format!("DNS:{n}"),
+            })
+            .collect::<Vec<_>>()
+            .join(",");
+        let common_name = names.first().map_or("localhost", String::as_str);
+        let config = format!(
+            "[req]\n\
+             distinguished_name = dn\n\
+             prompt = no\n\
+             [dn]\n\
+             CN = Arena test CA\n\
+             [ca]\n\
+             basicConstraints = critical,CA:TRUE\n\
+             keyUsage = critical,keyCertSign,cRLSign\n\
+             subjectKeyIdentifier = hash\n\
+             [server_dn]\n\
+             CN = {common_name}\n\
+             [server]\n\
+             basicConstraints = critical,CA:FALSE\n\
+             keyUsage = critical,digitalSignature,keyEncipherment\n\
+             extendedKeyUsage = serverAuth\n\
+             subjectAltName = {alt_names}\n\
+             authorityKeyIdentifier = keyid\n"
+        );
+        let config_file = dir.join("openssl.cnf");
+        std::fs::write(&config_file, config).map_err(io("writing tls/openssl.cnf"))?;
+        let server_config = dir.join("server.cnf");
+        std::fs::write(
+            &server_config,
+            format!("[req]\ndistinguished_name = server_dn\nprompt = no\n[server_dn]\nCN = {common_name}\n"),
+        )
+        .map_err(io("writing tls/server.cnf"))?;
+        let tls = Tls {
+            ca: dir.join("ca.crt"),
+            cert: dir.join("server.crt"),
+            key: dir.join("server.key"),
         };
-        // From here on, Drop removes the folder whatever fails.
-        cluster.init()?;
-        cluster.run(None)?;
-        Ok(cluster)
+        let (ca_key, csr) = (dir.join("ca.key"), dir.join("server.csr"));
+        let p256 = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1"];
+        // The CA: self-signed, valid for two days.
+        let mut ca = Command::new(openssl());
+        ca.args(["req", "-x509", "-noenc", "-days", "2", "-extensions", "ca"])
+            .args(p256)
+            .arg("-config")
+            .arg(&config_file)
+            .arg("-keyout")
+            .arg(&ca_key)
+            .arg("-out")
+            .arg(&tls.ca);
+        run_openssl(ca, "making the test CA")?;
+        // The server's key and its request…
+        let mut request = Command::new(openssl());
+        request
+            .args(["req", "-new", "-noenc"])
+            .args(p256)
+            .arg("-config")
+            .arg(&server_config)
+            .arg("-keyout")
+            .arg(&tls.key)
+            .arg("-out")
+            .arg(&csr);
+        run_openssl(request, "making the server's key")?;
+        // …signed by the CA.
+        let serial = format!("0x{}", &uuid::Uuid::new_v4().simple().to_string()[..16]);
+        let mut sign = Command::new(openssl());
+        sign.args(["x509", "-req", "-days", "2", "-extensions", "server"])
+            .arg("-in")
+            .arg(&csr)
+            .arg("-CA")
+            .arg(&tls.ca)
+            .arg("-CAkey")
+            .arg(&ca_key)
+            .args(["-set_serial", &serial])
+            .arg("-extfile")
+            .arg(&config_file)
+            .arg("-out")
+            .arg(&tls.cert);
+        run_openssl(sign, "signing the server's certificate")?;
+        // The server reads its certificate and key as its own user, and
+        // refuses a key others may read.
+        for (path, mode) in [
+            (&dir, 0o700),
+            (&tls.ca, 0o644),
+            (&tls.cert, 0o644),
+            (&tls.key, 0o600),
+        ] {
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+                .map_err(io(format!("restricting {}", path.display())))?;
+            if let Some((uid, gid)) = self.owner {
+                std::os::unix::fs::chown(path, Some(uid), Some(gid))
+                    .map_err(io(format!("handing {} to nobody", path.display())))?;
+            }
+        }
+        Ok(tls)
     }
 
     fn init(&self) -> Result<()> {
@@ -299,9 +494,14 @@ impl Cluster {
             .args(["-c", "full_page_writes=off", "-c", "shared_buffers=32MB"])
             .args(["-c", "max_connections=100"])
             // Little WAL: a run's clusters create and drop many databases.
-            .args(["-c", "max_wal_size=64MB", "-c", "min_wal_size=32MB"])
-            .stdout(Stdio::from(log))
-            .stderr(Stdio::from(err_log));
+            .args(["-c", "max_wal_size=64MB", "-c", "min_wal_size=32MB"]);
+        if let Some(tls) = &self.tls {
+            cmd.args(["-c", "ssl=on", "-c"])
+                .arg(format!("ssl_cert_file={}", tls.cert.display()))
+                .arg("-c")
+                .arg(format!("ssl_key_file={}", tls.key.display()));
+        }
+        cmd.stdout(Stdio::from(log)).stderr(Stdio::from(err_log));
         // SAFETY: prctl is async-signal-safe; nothing else runs here.
         unsafe {
             cmd.pre_exec(|| {
@@ -410,6 +610,23 @@ impl Cluster {
         format!("postgres://{USER}@127.0.0.1:{}/{db}", self.port())
     }
 
+    /// [`Cluster::url`] with another host name for the loopback address
+    /// (`localhost`, which a TLS cluster's certificate names).
+    pub fn url_with_host(&self, host: &str, db: &str) -> String {
+        format!("postgres://{USER}@{host}:{}/{db}", self.port())
+    }
+
+    /// The PEM file of the CA that signed a TLS cluster's certificate (for
+    /// a client's `sslrootcert`); `None` without TLS.
+    pub fn ca_file(&self) -> Option<&Path> {
+        self.tls.as_ref().map(|tls| tls.ca.as_path())
+    }
+
+    /// Whether the server was started with TLS on.
+    pub fn tls(&self) -> bool {
+        self.tls.is_some()
+    }
+
     /// Runs `sql` in database `db` over TCP with the superuser's password;
     /// its output, one row per line, columns split by `|`.
     pub fn psql(&self, db: &str, sql: &str) -> Result<String> {
@@ -464,6 +681,23 @@ impl Cluster {
     pub fn start_again(&self) -> Result<()> {
         let port = self.port();
         self.run(Some(port))
+    }
+}
+
+/// Runs one `openssl` command (`what` for its errors).
+fn run_openssl(mut cmd: Command, what: &str) -> Result<()> {
+    let program = PathBuf::from(cmd.get_program());
+    let out = cmd
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|source| Error::NoOpenssl { program, source })?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(Error::Failed {
+            what: what.to_string(),
+            output: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        })
     }
 }
 

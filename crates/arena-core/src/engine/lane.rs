@@ -26,6 +26,11 @@ use super::{pid_alive, Engine, Inner, LEASE_TTL};
 /// often, since someone goes before them anyway.
 const POLL_NEXT: Duration = Duration::from_millis(20);
 const POLL_BEHIND: Duration = Duration::from_millis(200);
+/// The same on a team database while its notices arrive: a slot given back
+/// on any machine wakes the lane's waiters at once, so these polls are
+/// only the fallback (a holder that died; a notice lost).
+const TEAM_POLL_NEXT: Duration = Duration::from_secs(1);
+const TEAM_POLL_BEHIND: Duration = Duration::from_secs(5);
 /// How often this process renews the leases of its tickets.
 const RENEW_EVERY: Duration = Duration::from_secs(2);
 
@@ -35,12 +40,37 @@ const RENEW_EVERY: Duration = Duration::from_secs(2);
 pub(super) struct Lanes {
     wake: Mutex<HashMap<String, Arc<Notify>>>,
     renewing: AtomicBool,
+    /// A team database's notices, once the first lane is joined.
+    listener: std::sync::OnceLock<Option<store::Listener>>,
 }
 
 impl Lanes {
     fn wake(&self, key: &str) -> Arc<Notify> {
         let mut map = self.wake.lock().unwrap_or_else(|p| p.into_inner());
         map.entry(key.to_string()).or_default().clone()
+    }
+
+    /// Wakes every waiter here (notices may have been missed).
+    fn wake_all(&self) {
+        let map = self.wake.lock().unwrap_or_else(|p| p.into_inner());
+        for wake in map.values() {
+            wake.notify_waiters();
+        }
+    }
+
+    /// How long a waiter sleeps before it looks again, unless woken.
+    fn poll(&self, next_in_line: bool) -> Duration {
+        let notified = self
+            .listener
+            .get()
+            .and_then(Option::as_ref)
+            .is_some_and(store::Listener::healthy);
+        match (notified, next_in_line) {
+            (true, true) => TEAM_POLL_NEXT,
+            (true, false) => TEAM_POLL_BEHIND,
+            (false, true) => POLL_NEXT,
+            (false, false) => POLL_BEHIND,
+        }
     }
 }
 
@@ -134,7 +164,7 @@ pub(super) struct Place {
 pub(super) async fn join(engine: &Engine, want: Want) -> Result<Place> {
     let Some(spec) = engine
         .provider(&want.provider)
-        .map(|p| decisions::lane_of(&p.config))
+        .map(|p| decisions::lane_of(&p.config, engine.team_machine()))
     else {
         return Ok(Place {
             spec: None,
@@ -210,10 +240,19 @@ impl Place {
                 tracing::debug!(lane = %spec.key, holder = %want.holder, reason = ?reason, "waiting for the lane");
                 shown = reason;
             }
-            let poll = match turn {
-                Turn::Wait { ahead: 0, .. } => POLL_NEXT,
-                _ => POLL_BEHIND,
-            };
+            let mut poll = engine
+                .inner
+                .lanes
+                .poll(matches!(turn, Turn::Wait { ahead: 0, .. }));
+            // A start rate used up: look again when it frees, not later.
+            if let Turn::Wait {
+                rate_limited_until: Some(until),
+                ..
+            } = turn
+            {
+                let until = Duration::from_millis((until - now).max(1) as u64);
+                poll = poll.min(until);
+            }
             tokio::select! {
                 biased;
                 _ = token.cancelled() => return Ok(None),
@@ -304,11 +343,13 @@ async fn show_waiting(
         .await
 }
 
-/// Starts (once per engine) the task that renews this process's tickets.
+/// Starts (once per engine) the task that renews this process's tickets,
+/// and on a team database the one that wakes waiters on its notices.
 fn start_renewing(engine: &Engine) {
     if engine.inner.lanes.renewing.swap(true, Ordering::SeqCst) {
         return;
     }
+    start_listening(engine);
     let weak: Weak<Inner> = Arc::downgrade(&engine.inner);
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(RENEW_EVERY);
@@ -327,6 +368,31 @@ fn start_renewing(engine: &Engine) {
                 .await
             {
                 tracing::warn!(error = %e, "could not renew lane tickets");
+            }
+        }
+    });
+}
+
+/// Wakes this process's waiters of a lane whenever the team database says
+/// a slot of it was given back (on any machine).
+fn start_listening(engine: &Engine) {
+    let listener = engine
+        .inner
+        .lanes
+        .listener
+        .get_or_init(|| engine.inner.store.listener());
+    let Some(listener) = listener else { return };
+    let mut notices = listener.subscribe();
+    let weak: Weak<Inner> = Arc::downgrade(&engine.inner);
+    tokio::spawn(async move {
+        use tokio::sync::broadcast::error::RecvError;
+        loop {
+            let notice = notices.recv().await;
+            let Some(inner) = weak.upgrade() else { return };
+            match notice {
+                Ok(store::Notice::Lane(key)) => inner.lanes.wake(&key).notify_waiters(),
+                Ok(store::Notice::Resync) | Err(RecvError::Lagged(_)) => inner.lanes.wake_all(),
+                Err(RecvError::Closed) => return,
             }
         }
     });

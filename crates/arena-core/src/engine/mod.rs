@@ -381,6 +381,14 @@ impl Engine {
         &self.inner.me.host
     }
 
+    /// This machine's name when the lanes are a team's (a team database).
+    pub(crate) fn team_machine(&self) -> Option<&str> {
+        self.inner
+            .store
+            .is_team()
+            .then_some(self.inner.me.host.as_str())
+    }
+
     /// The persona registry, seeded on first use.
     pub fn personas(&self) -> Result<Registry> {
         Registry::load_or_seed(&self.inner.data_dir)
