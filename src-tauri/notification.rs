@@ -120,6 +120,9 @@ mod tests {
             user_verdict: None,
             tags: Vec::new(),
             judging: None,
+            machine: None,
+            user_name: None,
+            voted_by: None,
         }
     }
 

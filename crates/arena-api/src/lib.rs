@@ -501,6 +501,13 @@ pub struct BattleDto {
     /// Its newest analysis: running, failed, or done with its outcome;
     /// `null` when never judged, and while masked.
     pub judging: Option<JudgingDto>,
+    /// The machine that ran it; `null` when not recorded (older battles).
+    pub machine: Option<String>,
+    /// The OS user who started it; `null` when not recorded.
+    pub user_name: Option<String>,
+    /// The OS user who gave its verdict (a chosen winner, a tie or "all
+    /// bad"); `null` while nobody has, or the judge's winner stands.
+    pub voted_by: Option<String>,
 }
 
 /// A battle's newest analysis in brief, for lists of battles.
@@ -551,6 +558,9 @@ impl From<&core::blind::BattleView> for BattleDto {
             user_verdict: b.user_verdict.map(Into::into),
             tags: b.tags.clone(),
             judging: b.judging.map(Into::into),
+            machine: b.machine.clone(),
+            user_name: b.user_name.clone(),
+            voted_by: b.voted_by.clone(),
         }
     }
 }
@@ -1427,6 +1437,10 @@ pub struct LeaderboardQueryDto {
     /// A project folder.
     pub project: Option<String>,
     pub tag: Option<String>,
+    /// Battles run on this machine (its name).
+    pub machine: Option<String>,
+    /// Battles whose verdict this user gave (an OS user's name).
+    pub user: Option<String>,
     /// `both` when absent.
     pub source: Option<SourceDto>,
 }
@@ -1438,6 +1452,8 @@ impl LeaderboardQueryDto {
             series: text(self.series_id),
             project: text(self.project).map(Into::into),
             tag: text(self.tag),
+            machine: text(self.machine),
+            user: text(self.user),
             source: self.source.map(Into::into).unwrap_or_default(),
         }
     }
@@ -2058,6 +2074,9 @@ mod tests {
             user_verdict: None,
             tags: Vec::new(),
             judging: None,
+            machine: Some("alpha".into()),
+            user_name: Some("alice".into()),
+            voted_by: Some("bob".into()),
         }
     }
 
@@ -2080,6 +2099,9 @@ mod tests {
         );
         assert_eq!(json["base_commit"], "abc123");
         assert_eq!(json["check_command"], "cargo test");
+        assert_eq!(json["machine"], "alpha");
+        assert_eq!(json["user_name"], "alice");
+        assert_eq!(json["voted_by"], "bob");
 
         let c = &json["contestants"][1];
         assert_eq!(c["id"], "c2");

@@ -99,6 +99,9 @@ fn battle() -> core::Battle {
             status: core::analysis::AnalysisStatus::Done,
             outcome: Some(core::analysis::Outcome::NoClearWinner),
         }),
+        machine: Some("alpha".into()),
+        user_name: Some("alice".into()),
+        voted_by: None,
     }
 }
 

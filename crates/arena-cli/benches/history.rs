@@ -160,6 +160,8 @@ fn seed(store: &Store, n: u64) -> Result<u64, arena_core::store::Error> {
                 series: None,
                 blind: false,
                 tags: Vec::new(),
+                machine: None,
+                user_name: None,
             })?;
             let finished = created + chrono::Duration::seconds(30);
             for c in tx.contestants(&id)? {

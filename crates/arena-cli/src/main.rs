@@ -71,6 +71,14 @@ enum Command {
         /// Only the battles carrying this tag.
         #[arg(long, value_name = "TAG")]
         tag: Option<String>,
+        /// Only the battles run on this machine (its ARENA_MACHINE, else
+        /// its host name).
+        #[arg(long, value_name = "NAME")]
+        machine: Option<String>,
+        /// Only the battles whose verdict this user gave (their ARENA_USER,
+        /// else their OS user name).
+        #[arg(long, value_name = "NAME")]
+        user: Option<String>,
         /// Whose verdicts count: mine (your votes and winner choices), judge
         /// (the analysis), or both (yours where given, else the judge's).
         #[arg(long, default_value = "both", value_parser = ["mine", "judge", "both"])]
@@ -604,6 +612,8 @@ async fn run(cli: Cli) -> Result<(), Error> {
             series,
             project,
             tag,
+            machine,
+            user,
             source,
             json,
             csv,
@@ -614,6 +624,8 @@ async fn run(cli: Cli) -> Result<(), Error> {
                 series,
                 project,
                 tag,
+                machine,
+                user,
                 source: source.parse().map_err(Invalid::Other)?,
             };
             let board = engine.leaderboard(query).await?;

@@ -1,7 +1,7 @@
 //! Blind battles and the personal leaderboard through the real `arena`
 //! binary: labels only until `battle vote`, the vote beside the judge's,
-//! and the leaderboard's source, project, type, series and tag filters with
-//! judge–human agreement on battles of known outcome.
+//! and the leaderboard's source, project, type, series, tag, machine and
+//! voter filters with judge–human agreement on battles of known outcome.
 
 mod common;
 
@@ -265,4 +265,85 @@ async fn the_leaderboard_filters_by_source_project_type_series_and_tag() {
     );
     let bad = s.arena(&["leaderboard", "--source", "yours"]).await;
     assert_eq!(bad.status.code(), Some(2));
+}
+
+/// `arena` as `user` on `machine` (`ARENA_USER`, `ARENA_MACHINE`).
+async fn as_user(s: &Setup, machine: &str, user: &str, args: &[&str]) -> std::process::Output {
+    let mut cmd = s.command(args);
+    cmd.env("ARENA_MACHINE", machine).env("ARENA_USER", user);
+    output(cmd).await
+}
+
+#[tokio::test]
+async fn the_leaderboard_filters_by_machine_and_by_who_gave_the_verdict() {
+    let s = Setup::new().await;
+    models(&s);
+    let project = s.project();
+    let run = |machine: &'static str, user: &'static str| {
+        let s = &s;
+        let project = project.to_str().unwrap().to_string();
+        async move {
+            let out = as_user(
+                s,
+                machine,
+                user,
+                &[
+                    "battle",
+                    "run",
+                    "--type",
+                    "qa",
+                    "--json",
+                    "--no-analysis",
+                    "--project",
+                    &project,
+                    "--prompt",
+                    "What is 2+2?",
+                    "-c",
+                    "debugger@m-star",
+                    "-c",
+                    "explainer@m-plain",
+                ],
+            )
+            .await;
+            let json: Value = serde_json::from_str(&text(&out)).unwrap();
+            json["id"].as_str().unwrap().to_string()
+        }
+    };
+    // b1 ran on alpha by alice, b2 on beta by bob, b3 on beta by bob.
+    let b1 = run("alpha", "alice").await;
+    let b2 = run("beta", "bob").await;
+    let b3 = run("beta", "bob").await;
+    // alice picks m-plain in b1 and m-star in b2 (from her machine); bob
+    // calls b3 a tie.
+    text(&as_user(&s, "alpha", "alice", &["battle", "vote", &b1, "2"]).await);
+    text(&as_user(&s, "alpha", "alice", &["battle", "vote", &b2, "1"]).await);
+    text(&as_user(&s, "beta", "bob", &["battle", "vote", &b3, "--tie"]).await);
+
+    let shown = s.json(&["battle", "show", &b2, "--json"]).await;
+    assert_eq!(
+        (&shown["machine"], &shown["user_name"], &shown["voted_by"]),
+        (
+            &Value::from("beta"),
+            &Value::from("bob"),
+            &Value::from("alice")
+        )
+    );
+
+    let (all, _) = board(&s, &[]).await;
+    assert_eq!(all, wins(&[("m-plain", 1), ("m-star", 1)]));
+    let (alpha, _) = board(&s, &["--machine", "alpha"]).await;
+    assert_eq!(alpha, wins(&[("m-plain", 1), ("m-star", 0)]));
+    let (beta, _) = board(&s, &["--machine", "beta"]).await;
+    assert_eq!(beta, wins(&[("m-plain", 0), ("m-star", 1)]));
+    // `--user` is who gave the verdict, not who started the battle.
+    let (alice, _) = board(&s, &["--user", "alice"]).await;
+    assert_eq!(alice, wins(&[("m-plain", 1), ("m-star", 1)]));
+    let (bob, _) = board(&s, &["--user", "bob"]).await;
+    assert_eq!(bob, wins(&[("m-plain", 0), ("m-star", 0)]));
+    let (both, _) = board(&s, &["--machine", "beta", "--user", "alice"]).await;
+    assert_eq!(both, wins(&[("m-plain", 0), ("m-star", 1)]));
+    let (nobody, _) = board(&s, &["--user", "carol"]).await;
+    assert!(nobody.is_empty());
+    let (nowhere, _) = board(&s, &["--machine", "gamma"]).await;
+    assert!(nowhere.is_empty());
 }

@@ -102,6 +102,78 @@ pub fn machine_name() -> Result<Option<String>> {
     }
 }
 
+/// Who works at this machine, as battles record it (who started one, who
+/// gave its verdict): `ARENA_USER`, else the OS user ([`os_user`]); none
+/// when neither is known.
+pub fn user_name() -> Result<Option<String>> {
+    match std::env::var("ARENA_USER") {
+        Ok(name) if !name.trim().is_empty() => checked_user(name.trim()).map(Some),
+        _ => Ok(os_user()),
+    }
+}
+
+/// `name` as a user's name: up to 64 characters, none of them control
+/// characters.
+fn checked_user(name: &str) -> Result<String> {
+    if name.chars().count() > 64 || name.chars().any(char::is_control) {
+        return Err(Error::Config {
+            path: PathBuf::from("ARENA_USER"),
+            message: format!(
+                "`{}` is not a user name: use up to 64 characters, on one line",
+                name.escape_default()
+            ),
+        });
+    }
+    Ok(name.to_string())
+}
+
+/// The OS user this process runs as: `USER`, else `LOGNAME`, else the
+/// user database's entry for its user id (`getpwuid_r`); on Windows
+/// `USERNAME`.
+pub fn os_user() -> Option<String> {
+    let from_env = |key: &str| {
+        std::env::var(key)
+            .ok()
+            .map(|v| v.trim().to_string())
+            .filter(|v| !v.is_empty())
+    };
+    from_env("USER")
+        .or_else(|| from_env("LOGNAME"))
+        .or_else(passwd_user)
+        .or_else(|| from_env("USERNAME"))
+}
+
+/// The user database's name for this process's user id.
+#[cfg(unix)]
+fn passwd_user() -> Option<String> {
+    // SAFETY: getuid cannot fail; getpwuid_r writes only into `entry` and
+    // `buf` (of the length given), and `found` points at `entry` or is null.
+    let uid = unsafe { libc::getuid() };
+    let mut buf: Vec<libc::c_char> = vec![0; 1024];
+    loop {
+        let mut entry: libc::passwd = unsafe { std::mem::zeroed() };
+        let mut found: *mut libc::passwd = std::ptr::null_mut();
+        let rc =
+            unsafe { libc::getpwuid_r(uid, &mut entry, buf.as_mut_ptr(), buf.len(), &mut found) };
+        if rc == libc::ERANGE && buf.len() < 1 << 20 {
+            buf.resize(buf.len() * 2, 0);
+            continue;
+        }
+        if rc != 0 || found.is_null() || entry.pw_name.is_null() {
+            return None;
+        }
+        // SAFETY: a found entry's name is a NUL-terminated string in `buf`.
+        let name = unsafe { std::ffi::CStr::from_ptr(entry.pw_name) };
+        let name = name.to_string_lossy().trim().to_string();
+        return (!name.is_empty()).then_some(name);
+    }
+}
+
+#[cfg(not(unix))]
+fn passwd_user() -> Option<String> {
+    None
+}
+
 /// Reads and validates the config file at `path`.
 pub fn from_file(path: &Path) -> Result<Config> {
     let text = std::fs::read_to_string(path).map_err(|e| Error::Config {
@@ -137,4 +209,35 @@ pub fn save_settings(path: &Path, before: &Config, update: SettingsUpdate) -> Re
     })?;
     crate::results::write_atomic(&path, new_text.as_bytes())?;
     Ok(saved)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_user_database_names_this_process_s_user() {
+        let name = passwd_user();
+        #[cfg(unix)]
+        {
+            let name = name.expect("a user database entry for this uid");
+            assert!(!name.is_empty());
+            // SAFETY: getuid cannot fail.
+            if unsafe { libc::getuid() } == 0 {
+                assert_eq!(name, "root");
+            }
+        }
+        #[cfg(not(unix))]
+        assert!(name.is_none());
+        assert!(os_user().is_some());
+    }
+
+    #[test]
+    fn a_user_name_is_one_short_line() {
+        assert_eq!(checked_user("alice").unwrap(), "alice");
+        assert_eq!(checked_user("Alice Smith").unwrap(), "Alice Smith");
+        assert!(checked_user("a\nb").is_err());
+        assert!(checked_user(&"x".repeat(65)).is_err());
+        assert_eq!(checked_user(&"é".repeat(64)).unwrap().chars().count(), 64);
+    }
 }

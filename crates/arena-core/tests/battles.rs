@@ -616,6 +616,7 @@ async fn the_anthropic_messages_api_streams_too() {
         clock: std::sync::Arc::new(arena_core::clock::SystemClock),
         database_password: None,
         machine: None,
+        user: None,
     })
     .unwrap();
     let battle = engine

@@ -152,6 +152,8 @@ fn seed_varied(store: &Store, n: u64) {
                     series: None,
                     blind: false,
                     tags: Vec::new(),
+                    machine: None,
+                    user_name: None,
                 })?;
                 let status = match rng.next(10) {
                     0 => BattleStatus::Running,
@@ -320,5 +322,165 @@ async fn the_leaderboard_is_what_reading_every_battle_gave() {
         );
         assert!(standings.iter().any(|s| s.wins > 0) && standings.iter().any(|s| s.ties > 0));
         assert_eq!(bulk, reference, "{battle_type:?}");
+    }
+}
+
+/// Each battle records the machine that ran it and who started it, a
+/// series' battles too; the user's verdict records who gave it (clearing
+/// it forgets them); the leaderboard selects by machine and by voter.
+#[tokio::test]
+async fn a_battle_records_its_machine_and_who_gave_the_verdict() {
+    use arena_core::blind::Vote;
+    use arena_core::config::Config;
+    use arena_core::series::{parse_prompts, SeriesRequest, SeriesStatus};
+    use arena_core::{BattleRequest, EngineOptions, LeaderboardQuery, SeriesStart};
+
+    let h = Harness::new().await;
+    h.cloud.set_model("m1", ModelScript::text("One."));
+    h.cloud
+        .set_model("m2", ModelScript::text("Two, a little longer."));
+    let contestants = ["debugger@m1", "explainer@m2"];
+    // Another machine and its user, on the same database.
+    let machine = |machine: &str, user: &str| {
+        Engine::open(EngineOptions {
+            machine: Some(machine.into()),
+            user: Some(user.into()),
+            ..h.options(Config::clone(&h.engine.config()))
+        })
+        .expect("engine")
+    };
+    let beta = machine("beta", "alice");
+    assert_eq!((beta.machine(), beta.user()), ("beta", Some("alice")));
+
+    // Here: this machine's name and the OS user.
+    let here = h.run(&contestants).await;
+    assert_eq!(here.machine.as_deref(), Some(h.engine.machine()));
+    assert!(h.engine.user().is_some_and(|u| !u.is_empty()));
+    assert_eq!(here.user_name.as_deref(), h.engine.user());
+    assert_eq!(here.voted_by, None);
+
+    let request: BattleRequest = h.request("Explain lanes.", &contestants);
+    let created = beta.create_battle(request).await.unwrap();
+    assert_eq!(
+        (created.machine.as_deref(), created.user_name.as_deref()),
+        (Some("beta"), Some("alice"))
+    );
+    let there = beta.run_battle(&created.id).await.unwrap();
+    assert_eq!(there.status, BattleStatus::Done);
+    assert_eq!(there.voted_by, None);
+
+    // The verdicts: alice's on beta's battle, the OS user's here.
+    let voted = beta
+        .set_winner(&there.id, Some(&there.contestants[0].id))
+        .await
+        .unwrap();
+    assert_eq!(voted.voted_by.as_deref(), Some("alice"));
+    let voted = h
+        .engine
+        .set_winner(&here.id, Some(&here.contestants[1].id))
+        .await
+        .unwrap();
+    assert_eq!(voted.voted_by.as_deref(), h.engine.user());
+    // Every machine reads the same.
+    let seen = h.engine.battle(&there.id).await.unwrap();
+    assert_eq!(
+        (
+            seen.machine.as_deref(),
+            seen.user_name.as_deref(),
+            seen.voted_by.as_deref()
+        ),
+        (Some("beta"), Some("alice"), Some("alice"))
+    );
+    let (page, _) = h.engine.battle_page(BattleQuery::default()).await.unwrap();
+    let machines: Vec<_> = page.iter().map(|b| b.machine.as_deref()).collect();
+    assert_eq!(machines, [Some("beta"), Some(h.engine.machine())]);
+
+    // The leaderboard: one battle each, by machine or by voter.
+    let board = |machine: Option<&str>, user: Option<&str>| {
+        let engine = h.engine.clone();
+        let query = LeaderboardQuery {
+            machine: machine.map(str::to_string),
+            user: user.map(str::to_string),
+            ..LeaderboardQuery::default()
+        };
+        async move {
+            let board = engine.leaderboard(query).await.unwrap();
+            let winners: Vec<String> = board
+                .standings
+                .iter()
+                .filter(|s| s.wins > 0)
+                .map(|s| format!("{}@{}", s.identity, s.model))
+                .collect();
+            let battles = board.standings.iter().map(|s| s.battles).max();
+            (winners, battles)
+        }
+    };
+    assert_eq!(board(None, None).await.1, Some(2));
+    assert_eq!(
+        board(Some("beta"), None).await,
+        (vec!["Debugger@m1".to_string()], Some(1))
+    );
+    assert_eq!(
+        board(Some(h.engine.machine()), None).await,
+        (vec!["Explainer@m2".to_string()], Some(1))
+    );
+    assert_eq!(
+        board(None, Some(" alice ")).await,
+        (vec!["Debugger@m1".to_string()], Some(1))
+    );
+    assert_eq!(
+        board(None, h.engine.user()).await,
+        (vec!["Explainer@m2".to_string()], Some(1))
+    );
+    assert_eq!(board(Some("beta"), h.engine.user()).await.1, None);
+    assert_eq!(board(Some("nowhere"), None).await.1, None);
+    // A blank filter is no filter.
+    assert_eq!(board(Some("  "), Some("")).await.1, Some(2));
+
+    // Handing the choice back to the judge forgets who chose; a tie is a
+    // verdict too, by whoever said it.
+    let cleared = beta.set_winner(&there.id, None).await.unwrap();
+    assert_eq!(cleared.voted_by, None);
+    assert_eq!(board(None, Some("alice")).await.1, None);
+    let bob = machine(h.engine.machine(), "bob");
+    let tie = bob.vote(&there.id, Vote::Tie).await.unwrap();
+    assert_eq!(tie.voted_by.as_deref(), Some("bob"));
+    assert_eq!(tie.machine.as_deref(), Some("beta"), "the machine stays");
+    assert_eq!(board(None, Some("bob")).await.1, Some(1));
+
+    // A series run on beta: its battles are beta's and alice's.
+    let series = SeriesRequest {
+        runs: 2,
+        ..arena_core::series::SeriesRequest::new(
+            BattleType::Qa,
+            h.project.path(),
+            contestants
+                .iter()
+                .map(|c| arena_core::battle::ContestantSpec::parse(c).unwrap())
+                .collect(),
+            parse_prompts("Say something.\n").unwrap(),
+        )
+    };
+    let SeriesStart::Created(series) = beta.create_series(series, None).await.unwrap() else {
+        panic!("a new series");
+    };
+    let done = beta.run_series(&series.id).await.unwrap();
+    assert_eq!(done.status, SeriesStatus::Done);
+    let (runs, total) = h
+        .engine
+        .battle_page(BattleQuery {
+            series_id: Some(series.id.clone()),
+            ..BattleQuery::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(total, 2);
+    for b in &runs {
+        assert_eq!(
+            (b.machine.as_deref(), b.user_name.as_deref()),
+            (Some("beta"), Some("alice")),
+            "{}",
+            b.id
+        );
     }
 }

@@ -48,6 +48,7 @@ async fn battle_on(
         clock: Arc::new(SystemClock),
         database_password: None,
         machine: None,
+        user: None,
     })
     .expect("engine");
     let battle = engine

@@ -186,3 +186,72 @@ async fn a_driver_that_lost_its_lease_writes_nothing_more() {
     assert_eq!(b.contestants[0].status, ContestantStatus::Running);
     assert_eq!(b.contestants[1].status, ContestantStatus::Queued);
 }
+
+/// A clock an hour ahead of the system's (a machine set wrong).
+struct AnHourAhead;
+
+impl arena_core::clock::Clock for AnHourAhead {
+    fn now(&self) -> chrono::DateTime<chrono::Utc> {
+        arena_core::clock::SystemClock.now() + chrono::Duration::hours(1)
+    }
+}
+
+/// On a team database leases are kept by the database's clock: a machine
+/// whose clock runs an hour ahead does not take a battle another machine is
+/// driving (by its own clock, that lease ran out long ago).
+#[tokio::test]
+async fn a_machine_with_its_clock_an_hour_ahead_takes_no_running_battle() {
+    let own_cluster;
+    let team = match team_database() {
+        Some(db) => (db.url(), db.password().to_string(), Some(db)),
+        None => {
+            let Some(cluster) = arena_testdb::Cluster::for_test("clock_an_hour_ahead") else {
+                return;
+            };
+            own_cluster = cluster;
+            let db = own_cluster.create_database().unwrap();
+            (
+                own_cluster.url(&db),
+                own_cluster.password().to_string(),
+                None,
+            )
+        }
+    };
+    let (url, password, _keep) = team;
+    let h = Harness::new().await;
+    h.local.set_model("slow", script(1000, 50.0));
+    h.cloud.set_model("slowc", script(1000, 50.0));
+    let mut config = arena_core::config::Config::clone(&h.engine.config());
+    config.database_url = Some(url);
+    let engine = |machine: &str, ahead: bool| {
+        let mut options = options(h.data.path().to_path_buf(), config.clone(), Some(&password));
+        options.machine = Some(machine.into());
+        if ahead {
+            options.clock = std::sync::Arc::new(AnHourAhead);
+        }
+        arena_core::Engine::open(options).unwrap()
+    };
+    let (alpha, beta) = (engine("alpha", false), engine("beta", true));
+    let battle = alpha
+        .create_battle(h.request("go", &["debugger@slow", "debugger@slowc"]))
+        .await
+        .unwrap();
+    let run = {
+        let (alpha, id) = (alpha.clone(), battle.id.clone());
+        tokio::spawn(async move { alpha.run_battle(&id).await })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    match beta.run_battle(&battle.id).await {
+        Err(Error::Conflict(msg)) => assert!(msg.contains("is being run by"), "{msg}"),
+        other => panic!("the machine an hour ahead took the battle: {other:?}"),
+    }
+    assert!(beta.resume(None).await.unwrap().is_empty());
+    let after = beta.cancel_battle(&battle.id).await.unwrap();
+    assert_eq!(after.status, BattleStatus::Cancelled);
+    let finished = tokio::time::timeout(Duration::from_secs(10), run)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_eq!(finished.status, BattleStatus::Cancelled);
+}

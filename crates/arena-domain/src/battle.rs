@@ -325,6 +325,15 @@ pub struct Battle {
     pub tags: Vec<String>,
     /// Where its newest analysis stands, if it was ever judged.
     pub judging: Option<Judging>,
+    /// The machine that ran it (`ARENA_MACHINE`, else the host name);
+    /// none when not recorded (battles from before).
+    pub machine: Option<String>,
+    /// The OS user who started it (`ARENA_USER`, else the OS user); none
+    /// when not recorded.
+    pub user_name: Option<String>,
+    /// The OS user who gave its verdict (chose the winner, or said a tie
+    /// or "all bad"); none while nobody has, or the judge's winner stands.
+    pub voted_by: Option<String>,
 }
 
 /// A battle's newest analysis in brief: what a list of battles says of

@@ -495,6 +495,9 @@ mod tests {
             user_verdict: None,
             tags: vec![],
             judging: None,
+            machine: None,
+            user_name: None,
+            voted_by: None,
         }
     }
 

@@ -10,7 +10,7 @@ use crate::sql::params;
 
 use arena_domain::analysis::Analysis;
 use arena_domain::battle::{
-    Battle, BattleQuery, BattleStatus, Lane, Round, RunSpec, UserVerdict, Winner,
+    Battle, BattleQuery, BattleStatus, Lane, Round, RunSpec, UserVerdict, Winner, WinnerSource,
 };
 use arena_domain::cross_exam::CrossExamination;
 use arena_domain::event::EventKind;
@@ -48,6 +48,10 @@ pub struct NewBattle {
     pub series: Option<(String, u64)>,
     pub blind: bool,
     pub tags: Vec<String>,
+    /// The machine that runs it (`battles.machine`).
+    pub machine: Option<String>,
+    /// The OS user who starts it (`battles.user_name`).
+    pub user_name: Option<String>,
 }
 
 /// A battle as the battle view shows it (see [`Store::battle_detail`]).
@@ -137,8 +141,8 @@ impl Store {
 impl Tx<'_> {
     pub fn insert_battle(&mut self, b: &NewBattle) -> Result<()> {
         self.run(
-            "INSERT INTO battles (id, battle_type, status, prompt, project_path, results_path, created_at, base_commit, check_command, series_id, series_slot, blind)
-             VALUES (?1, ?2, 'running', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+            "INSERT INTO battles (id, battle_type, status, prompt, project_path, results_path, created_at, base_commit, check_command, series_id, series_slot, blind, machine, user_name)
+             VALUES (?1, ?2, 'running', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
             params![
                 b.id,
                 b.battle_type.as_str(),
@@ -150,7 +154,9 @@ impl Tx<'_> {
                 b.check_command,
                 b.series.as_ref().map(|(id, _)| id),
                 b.series.as_ref().map(|(_, slot)| *slot as i64),
-                b.blind
+                b.blind,
+                b.machine,
+                b.user_name
             ],
         )?;
         self.write_tags(&b.id, &b.tags)?;
@@ -217,19 +223,23 @@ impl Tx<'_> {
 
     /// Records the user's verdict: a winner (`winner`, from the user), or
     /// a tie or "all bad" (`verdict`, and `winner` none), or neither (the
-    /// analysis's winner, if any, is passed back in). With `reveal`, a
-    /// blind battle is revealed too (once); every viewer hears of it.
+    /// analysis's winner, if any, is passed back in). `by` is the OS user
+    /// giving it, kept as `voted_by` while the verdict is the user's (none
+    /// when the choice is cleared). With `reveal`, a blind battle is
+    /// revealed too (once); every viewer hears of it.
     pub fn set_vote(
         &mut self,
         battle_id: &str,
         winner: Option<&Winner>,
         verdict: Option<UserVerdict>,
+        by: Option<&str>,
         reveal: bool,
         at: DateTime<Utc>,
     ) -> Result<()> {
+        let users = verdict.is_some() || winner.is_some_and(|w| w.source == WinnerSource::User);
         self.run(
-            "UPDATE battles SET user_verdict = ?1 WHERE id = ?2",
-            params![verdict.map(|v| v.as_str()), battle_id],
+            "UPDATE battles SET user_verdict = ?1, voted_by = ?2 WHERE id = ?3",
+            params![verdict.map(|v| v.as_str()), by.filter(|_| users), battle_id],
         )?;
         self.set_verdict(battle_id, winner, reveal, at)
     }

@@ -103,6 +103,7 @@ fn migration_list() -> Vec<M<'static>> {
         M::up(include_str!("../migrations/013_coordination_in_memory.sql")),
         M::up(include_str!("../migrations/014_contestants_keep_once.sql")).foreign_key_check(),
         M::up(include_str!("../migrations/015_meta.sql")),
+        M::up(include_str!("../migrations/016_battle_origin.sql")),
     ]
 }
 
@@ -186,8 +187,10 @@ enum Locked<'s> {
 
 /// Team mode's PostgreSQL migrations, in order (see
 /// `docs/design/team-mode.md`).
-pub(crate) const POSTGRES_MIGRATIONS: &[&str] =
-    &[include_str!("../migrations/postgres/001_init.sql")];
+pub(crate) const POSTGRES_MIGRATIONS: &[&str] = &[
+    include_str!("../migrations/postgres/001_init.sql"),
+    include_str!("../migrations/postgres/002_battle_origin.sql"),
+];
 
 /// The key of the advisory lock under which processes migrate a team
 /// database one at a time ("arena" in ASCII).
@@ -326,6 +329,22 @@ impl Store {
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The team database's clock now, in ms since the epoch; `None` on
+    /// SQLite, where every process shares this machine's clock.
+    pub fn database_now_ms(&self) -> Result<Option<i64>> {
+        if !self.is_team() {
+            return Ok(None);
+        }
+        self.query(|c| {
+            c.row(
+                "SELECT CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)",
+                &[],
+                |r| r.get(0),
+            )
+        })
+        .map(Some)
     }
 
     /// Whether this is a team's database (PostgreSQL), shared by machines.
@@ -831,6 +850,39 @@ mod tests {
             .unwrap();
     }
 
+    /// Migration 016 adds where a battle ran and who started and judged
+    /// it: a battle from before has none of them (shown as unknown).
+    #[test]
+    fn a_battle_from_before_016_has_no_machine_or_users() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.db");
+        {
+            let mut conn = Connection::open(&path).unwrap();
+            conn.pragma_update(None, "foreign_keys", "OFF").unwrap();
+            migrations().to_version(&mut conn, 15).unwrap();
+            conn.execute(
+                "INSERT INTO battles (id, battle_type, status, prompt, project_path, results_path,
+                                      created_at, winner_id, winner_source)
+                     VALUES ('b1', 'qa', 'done', 'p', '/p', '/p/Arena/b1', 1, 'c1', 'user')",
+                [],
+            )
+            .unwrap();
+        }
+        let store = Store::open(&path).unwrap();
+        let b = store.battle("b1").unwrap();
+        assert_eq!(b.winner.unwrap().contestant_id, "c1");
+        assert_eq!((b.machine, b.user_name, b.voted_by), (None, None, None));
+        let alice = RankFilter {
+            user: Some("alice".into()),
+            ..RankFilter::default()
+        };
+        assert!(store.ranked_battles(&alice).unwrap().is_empty());
+        assert_eq!(
+            store.ranked_battles(&RankFilter::default()).unwrap().len(),
+            1
+        );
+    }
+
     /// Migration 014 keeps each distinct run spec once and moves answers to
     /// their own table: a database from before it keeps every contestant's
     /// settings and answer.
@@ -948,6 +1000,8 @@ mod tests {
                     series: None,
                     blind: false,
                     tags: Vec::new(),
+                    machine: None,
+                    user_name: None,
                 })
             })
             .unwrap();

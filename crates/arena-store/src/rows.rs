@@ -35,10 +35,10 @@ pub(crate) fn parse<T: std::str::FromStr<Err = String>>(idx: usize, s: String) -
         .map_err(|e: String| Error::Inconsistent(format!("column {idx}: {e}")))
 }
 
-/// The battle's columns (of `battles b`), then its tags joined by line
-/// breaks (sorted by the reader), then its newest analysis' status and
+/// The battle's columns (of `battles b`, its machine and users last), then
+/// its tags joined by line breaks (sorted by the reader), then its newest analysis' status and
 /// outcome.
-const BATTLE_COLUMNS: &str = "b.id, b.battle_type, b.status, b.prompt, b.project_path, b.results_path, b.created_at, b.finished_at, b.winner_id, b.winner_source, b.base_commit, b.check_command, b.series_id, b.blind, b.revealed_at, b.user_verdict, (SELECT string_agg(t.tag, '\n') FROM battle_tags t WHERE t.battle_id = b.id), (SELECT a.status || ' ' || COALESCE(a.outcome, '') FROM analyses a WHERE a.battle_id = b.id ORDER BY a.created_at DESC LIMIT 1)";
+const BATTLE_COLUMNS: &str = "b.id, b.battle_type, b.status, b.prompt, b.project_path, b.results_path, b.created_at, b.finished_at, b.winner_id, b.winner_source, b.base_commit, b.check_command, b.series_id, b.blind, b.revealed_at, b.user_verdict, b.machine, b.user_name, b.voted_by, (SELECT string_agg(t.tag, '\n') FROM battle_tags t WHERE t.battle_id = b.id), (SELECT a.status || ' ' || COALESCE(a.outcome, '') FROM analyses a WHERE a.battle_id = b.id ORDER BY a.created_at DESC LIMIT 1)";
 
 fn battle_row(r: &Row<'_>) -> Result<Battle> {
     let winner_id: Option<String> = r.get(8)?;
@@ -70,17 +70,20 @@ fn battle_row(r: &Row<'_>) -> Result<Battle> {
             .get::<Option<String>>(15)?
             .map(|v| parse(15, v))
             .transpose()?,
+        machine: r.get(16)?,
+        user_name: r.get(17)?,
+        voted_by: r.get(18)?,
         tags: {
             let mut tags: Vec<String> = r
-                .get::<Option<String>>(16)?
+                .get::<Option<String>>(19)?
                 .map(|t| t.lines().map(str::to_string).collect())
                 .unwrap_or_default();
             tags.sort();
             tags
         },
         judging: r
-            .get::<Option<String>>(17)?
-            .map(|j| judging(17, &j))
+            .get::<Option<String>>(20)?
+            .map(|j| judging(20, &j))
             .transpose()?,
     })
 }
@@ -377,6 +380,11 @@ pub struct RankFilter {
     pub project: Option<String>,
     /// Battles carrying this tag (exactly).
     pub tag: Option<String>,
+    /// Battles run on this machine (`battles.machine`, exactly).
+    pub machine: Option<String>,
+    /// Battles whose verdict this OS user gave (`battles.voted_by`,
+    /// exactly).
+    pub user: Option<String>,
 }
 
 /// Every finished (not running) battle `filter` selects, newest first like
@@ -397,6 +405,8 @@ pub fn ranked_battles(c: Conn<'_>, filter: &RankFilter) -> Result<Vec<RankedBatt
            AND (CAST(?2 AS TEXT) IS NULL OR b.series_id = ?2)
            AND (CAST(?3 AS TEXT) IS NULL OR b.project_path = ?3)
            AND (CAST(?4 AS TEXT) IS NULL OR EXISTS (SELECT 1 FROM battle_tags t WHERE t.battle_id = b.id AND t.tag = ?4))
+           AND (CAST(?5 AS TEXT) IS NULL OR b.machine = ?5)
+           AND (CAST(?6 AS TEXT) IS NULL OR b.voted_by = ?6)
            AND (b.blind = FALSE OR b.revealed_at IS NOT NULL)
          ORDER BY b.created_at DESC, b.id DESC, c.position",
         &[
@@ -404,6 +414,8 @@ pub fn ranked_battles(c: Conn<'_>, filter: &RankFilter) -> Result<Vec<RankedBatt
             &filter.series_id,
             &filter.project,
             &filter.tag,
+            &filter.machine,
+            &filter.user,
         ],
         |r| {
             // A battle's fields once, on its first row (its rows come together).

@@ -27,6 +27,11 @@ struct Seed<'a> {
     tags: &'a [&'a str],
     /// Started blind; revealed when the user votes.
     blind: bool,
+    /// The machine that ran it, and the OS user who started it.
+    machine: Option<&'a str>,
+    user: Option<&'a str>,
+    /// Who chose the winner (through the user's vote, `set_vote`).
+    voter: Option<&'a str>,
 }
 
 impl Default for Seed<'_> {
@@ -46,6 +51,9 @@ impl Default for Seed<'_> {
             project: "/tmp/project",
             tags: &[],
             blind: false,
+            machine: None,
+            user: None,
+            voter: None,
         }
     }
 }
@@ -85,6 +93,8 @@ fn seed(store: &Store, s: Seed<'_>) {
                 series: s.series.map(|(id, slot)| (id.to_string(), slot)),
                 blind: s.blind,
                 tags: s.tags.iter().map(|t| t.to_string()).collect(),
+                machine: s.machine.map(String::from),
+                user_name: s.user.map(String::from),
             })?;
             if s.status == BattleStatus::Running {
                 return Ok(());
@@ -118,7 +128,10 @@ fn seed(store: &Store, s: Seed<'_>) {
                     contestant_id: format!("{}-c{w}", s.id),
                     source: WinnerSource::User,
                 };
-                tx.set_winner(s.id, Some(&winner), t)?;
+                match s.voter {
+                    Some(by) => tx.set_vote(s.id, Some(&winner), None, Some(by), false, t)?,
+                    None => tx.set_winner(s.id, Some(&winner), t)?,
+                }
             }
             Ok(())
         })
@@ -436,6 +449,8 @@ fn pages_of_many_battles_load_every_contestant(store: &Store) {
                     series: None,
                     blind: false,
                     tags: Vec::new(),
+                    machine: None,
+                    user_name: None,
                 })?;
             }
             Ok(())
@@ -559,6 +574,7 @@ fn ranked_battles_filter_by_project_and_tag_and_wait_for_the_reveal(store: &Stor
                 "t4",
                 None,
                 Some(arena_domain::battle::UserVerdict::AllBad),
+                None,
                 true,
                 at(99_000),
             )
@@ -589,5 +605,116 @@ fn ranked_battles_filter_by_project_and_tag_and_wait_for_the_reveal(store: &Stor
         .unwrap();
     assert_eq!(store.battle("t4").unwrap().tags, ["other"]);
     assert_eq!(ids(math()), ["t1", "t2"]);
+}
+}
+
+each_backend! {
+fn the_machine_the_user_and_the_voter_are_kept_and_filter_the_ranking(store: &Store) {
+    let seeds = [
+        // id, machine, started by, the winner's voter
+        ("o1", Some("alpha"), Some("alice"), Some("alice")),
+        ("o2", Some("beta"), Some("bob"), Some("alice")),
+        ("o3", Some("alpha"), Some("bob"), Some("bob")),
+        // From before machines were recorded; a judge's winner only.
+        ("o4", None, None, None),
+    ];
+    for (n, (id, machine, user, voter)) in seeds.into_iter().enumerate() {
+        seed(
+            store,
+            Seed {
+                id,
+                at_ms: n as i64 * 1_000,
+                machine,
+                user,
+                voter,
+                winner: voter.map(|_| 0),
+                ..Seed::default()
+            },
+        );
+    }
+    let o1 = store.battle("o1").unwrap();
+    assert_eq!(
+        (o1.machine.as_deref(), o1.user_name.as_deref(), o1.voted_by.as_deref()),
+        (Some("alpha"), Some("alice"), Some("alice"))
+    );
+    let o4 = store.battle("o4").unwrap();
+    assert_eq!((o4.machine, o4.user_name, o4.voted_by), (None, None, None));
+    // A page of the history carries them too.
+    let (page, _) = store.battle_page(&BattleQuery::default()).unwrap();
+    let kept: Vec<_> = page
+        .iter()
+        .map(|b| (b.id.as_str(), b.machine.as_deref(), b.user_name.as_deref(), b.voted_by.as_deref()))
+        .collect();
+    assert_eq!(
+        kept,
+        [
+            ("o4", None, None, None),
+            ("o3", Some("alpha"), Some("bob"), Some("bob")),
+            ("o2", Some("beta"), Some("bob"), Some("alice")),
+            ("o1", Some("alpha"), Some("alice"), Some("alice")),
+        ]
+    );
+
+    // A judge's winner is nobody's vote; a tie is a verdict too.
+    let judged = Winner {
+        contestant_id: "o4-c1".into(),
+        source: WinnerSource::Analysis,
+    };
+    store
+        .transact(|tx| tx.set_winner("o4", Some(&judged), at(40_000)))
+        .unwrap();
+    assert_eq!(store.battle("o4").unwrap().voted_by, None);
+    store
+        .transact(|tx| {
+            tx.set_vote(
+                "o4",
+                None,
+                Some(arena_domain::battle::UserVerdict::Tie),
+                Some("carol"),
+                false,
+                at(50_000),
+            )
+        })
+        .unwrap();
+    assert_eq!(store.battle("o4").unwrap().voted_by.as_deref(), Some("carol"));
+
+    let ids = |machine: Option<&str>, user: Option<&str>| -> Vec<String> {
+        store
+            .ranked_battles(&RankFilter {
+                machine: machine.map(String::from),
+                user: user.map(String::from),
+                ..RankFilter::default()
+            })
+            .unwrap()
+            .into_iter()
+            .map(|b| b.battle_id)
+            .collect()
+    };
+    assert_eq!(ids(None, None), ["o4", "o3", "o2", "o1"]);
+    assert_eq!(ids(Some("alpha"), None), ["o3", "o1"]);
+    assert_eq!(ids(Some("beta"), None), ["o2"]);
+    // `user` is who gave the verdict, not who started the battle.
+    assert_eq!(ids(None, Some("alice")), ["o2", "o1"]);
+    assert_eq!(ids(None, Some("bob")), ["o3"]);
+    assert_eq!(ids(None, Some("carol")), ["o4"]);
+    assert_eq!(ids(Some("beta"), Some("alice")), ["o2"]);
+    assert!(ids(Some("beta"), Some("bob")).is_empty());
+    assert!(ids(Some("Alpha"), None).is_empty(), "names match exactly");
+    assert!(ids(Some("gamma"), None).is_empty());
+
+    // Handing the decision back to the judge (its winner passed back in)
+    // leaves no voter.
+    let judge = Winner {
+        contestant_id: "o1-c1".into(),
+        source: WinnerSource::Analysis,
+    };
+    store
+        .transact(|tx| tx.set_vote("o1", Some(&judge), None, Some("alice"), false, at(60_000)))
+        .unwrap();
+    let o1 = store.battle("o1").unwrap();
+    assert_eq!(o1.winner.unwrap().source, WinnerSource::Analysis);
+    assert_eq!(o1.voted_by, None);
+    assert_eq!(o1.machine.as_deref(), Some("alpha"), "the machine stays");
+    assert_eq!(ids(None, Some("alice")), ["o2"]);
 }
 }

@@ -44,6 +44,8 @@ fn seed_battle_driven_by_a(store: &Store) {
                 series: None,
                 blind: false,
                 tags: Vec::new(),
+                machine: None,
+                user_name: None,
             })?;
             assert!(tx.take_lease("b1", &lease("a"), 0, |_| true)?);
             Ok(())

@@ -202,6 +202,8 @@ fn new_battle(id: &str) -> NewBattle {
         series: None,
         blind: false,
         tags: vec![],
+        machine: None,
+        user_name: None,
     }
 }
 

@@ -40,6 +40,8 @@ fn new_battle(store: &Store, id: &str) {
                 series: None,
                 blind: false,
                 tags: Vec::new(),
+                machine: None,
+                user_name: None,
             })
         })
         .unwrap();

@@ -133,6 +133,9 @@ function detail({
     user_verdict: null,
     tags: tags ?? [],
     judging: null,
+    machine: 'alpha',
+    user_name: 'alice',
+    voted_by: null,
   };
   return { ...battle, analysis: null, cross_examinations: [], vote: null, last_seq: lastSeq };
 }

@@ -22,6 +22,9 @@ function battle(over: Partial<BattleDto> = {}): BattleDto {
     user_verdict: null,
     tags: [],
     judging: null,
+    machine: null,
+    user_name: null,
+    voted_by: null,
     ...over,
   };
 }

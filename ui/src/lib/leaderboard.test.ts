@@ -18,6 +18,8 @@ describe('toLeaderboardQuery', () => {
       series_id: null,
       project: null,
       tag: null,
+      machine: null,
+      user: null,
       source: 'both',
     });
   });
@@ -29,6 +31,8 @@ describe('toLeaderboardQuery', () => {
         seriesId: 'abcd1234',
         project: ' /srv/repo ',
         tag: ' rust ',
+        machine: ' alpha ',
+        user: 'alice',
         source: 'mine',
       }),
     ).toEqual({
@@ -36,9 +40,13 @@ describe('toLeaderboardQuery', () => {
       series_id: 'abcd1234',
       project: '/srv/repo',
       tag: 'rust',
+      machine: 'alpha',
+      user: 'alice',
       source: 'mine',
     });
     expect(toLeaderboardQuery({ ...initialLeaderboardFilter(), tag: '   ' }).tag).toBeNull();
+    expect(toLeaderboardQuery({ ...initialLeaderboardFilter(), machine: ' ' }).machine).toBeNull();
+    expect(toLeaderboardQuery({ ...initialLeaderboardFilter(), user: '' }).user).toBeNull();
   });
 
   it('lists both, mine and the judge', () => {

@@ -19,12 +19,24 @@ export interface LeaderboardFilter {
   /** A project folder. */
   project: string;
   tag: string;
+  /** The machine the battles ran on (its name). */
+  machine: string;
+  /** The user who gave the battles' verdicts (an OS user's name). */
+  user: string;
   /** Whose verdicts count. */
   source: SourceDto;
 }
 
 export function initialLeaderboardFilter(): LeaderboardFilter {
-  return { battleType: '', seriesId: '', project: '', tag: '', source: 'both' };
+  return {
+    battleType: '',
+    seriesId: '',
+    project: '',
+    tag: '',
+    machine: '',
+    user: '',
+    source: 'both',
+  };
 }
 
 /** Whose verdicts may count, in the order the select lists them. */
@@ -47,6 +59,8 @@ export function toLeaderboardQuery(filter: LeaderboardFilter): LeaderboardQueryD
     series_id: optional(filter.seriesId),
     project: optional(filter.project),
     tag: optional(filter.tag),
+    machine: optional(filter.machine),
+    user: optional(filter.user),
     source: filter.source,
   };
 }

@@ -11,7 +11,6 @@ use crate::battle::{Battle, BattleType, Contestant, ContestantStatus};
 use crate::decisions::{self, ResumeAction};
 use crate::error::{Error, Result};
 use crate::event::EventKind;
-use crate::store;
 
 use super::{answer, files, lane, pid_alive, Engine, Live, HEARTBEAT};
 
@@ -57,7 +56,7 @@ impl Drop for Held {
 /// Takes the battle's lease (or says who has it) and starts the heartbeat.
 pub(super) async fn hold(engine: &Engine, battle_id: &str) -> Result<Held> {
     let lease = engine.lease_for_now();
-    let (id, now) = (battle_id.to_string(), store::ms(engine.now()));
+    let (id, now) = (battle_id.to_string(), engine.lease_ms());
     let taken = engine
         .db(move |s| s.transact(|tx| tx.take_lease(&id, &lease, now, pid_alive)))
         .await?;

@@ -210,7 +210,7 @@ impl Place {
             let notified = wake.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
-            let now = store::ms(engine.now());
+            let now = engine.lease_ms();
             let turn = match peek(engine, &spec, ticket, now).await? {
                 Peek::MayGo => match try_take(engine, &spec, ticket, &want.model, now).await? {
                     TakeTurn::Granted { previous_model } => {
@@ -267,7 +267,10 @@ async fn enqueue(engine: &Engine, spec: &LaneSpec, want: &Want) -> Result<i64> {
     let lease = engine.lease_for_now();
     let (lane, holder, model) = (spec.key.clone(), want.holder.clone(), want.model.clone());
     let (battle_id, contestant_id) = (want.battle_id.clone(), want.contestant_id.clone());
-    let (ready_at_ms, position) = (store::ms(want.ready_at), want.position);
+    // Readiness on the lease clock too: first come, first served across
+    // machines whose clocks disagree.
+    let ready_at_ms = store::ms(want.ready_at) + (engine.lease_ms() - store::ms(engine.now()));
+    let position = want.position;
     engine
         .db(move |s| {
             s.transact(|tx| {
@@ -362,7 +365,7 @@ fn start_renewing(engine: &Engine) {
                 pinned: None,
             };
             let owner = engine.inner.me.owner.clone();
-            let expires = store::ms(engine.now()) + LEASE_TTL.as_millis() as i64;
+            let expires = engine.lease_ms() + LEASE_TTL.as_millis() as i64;
             if let Err(e) = engine
                 .db(move |s| s.transact(|tx| tx.renew_tickets(&owner, expires)))
                 .await

@@ -91,13 +91,17 @@ pub struct EngineOptions {
     pub database_password: Option<crate::keychain::Secret>,
     /// This machine's name among a team's; none: the host name.
     pub machine: Option<String>,
+    /// Who works here, as battles record it (who started one, who gave
+    /// its verdict); none: the OS user ([`crate::config::os_user`]).
+    pub user: Option<String>,
 }
 
 impl EngineOptions {
     /// The data directory and config the app and the CLI share
     /// (`ARENA_DATA_DIR`, `ARENA_CONFIG`, else the OS defaults).
     /// A team database's password comes from `ARENA_DATABASE_PASSWORD` or
-    /// the keychain, this machine's name from `ARENA_MACHINE`.
+    /// the keychain, this machine's name from `ARENA_MACHINE`, the user's
+    /// from `ARENA_USER` (else the OS user).
     pub fn from_env() -> Result<EngineOptions> {
         let config = crate::config::load()?;
         let database_password = match &config.database_url {
@@ -110,6 +114,7 @@ impl EngineOptions {
             clock: Arc::new(SystemClock),
             database_password,
             machine: crate::config::machine_name()?,
+            user: crate::config::user_name()?,
         })
     }
 
@@ -122,6 +127,7 @@ impl EngineOptions {
             clock: Arc::new(SystemClock),
             database_password: None,
             machine: None,
+            user: None,
         }
     }
 }
@@ -152,6 +158,9 @@ struct Inner {
     journal: journal::Journal,
     /// Analyses, cross-examinations and refine rounds running here, by id.
     work: Mutex<HashMap<String, CancellationToken>>,
+    /// How far the team database's clock is ahead of this engine's, and
+    /// when that was measured (see [`Engine::lease_ms`]).
+    clock_offset: Mutex<Option<(std::time::Instant, i64)>>,
 }
 
 /// This process, as a lease holder.
@@ -160,6 +169,8 @@ struct Me {
     owner: String,
     host: String,
     pid: u32,
+    /// The user it works for (see [`EngineOptions::user`]).
+    user: Option<String>,
 }
 
 /// Cancellation handles of a battle being driven here.
@@ -232,11 +243,13 @@ impl Engine {
                     owner,
                     host: options.machine.unwrap_or_else(hostname),
                     pid: std::process::id(),
+                    user: options.user.or_else(crate::config::os_user),
                 },
                 live: Mutex::new(HashMap::new()),
                 lanes: lane::Lanes::default(),
                 journal: journal::Journal::default(),
                 work: Mutex::new(HashMap::new()),
+                clock_offset: Mutex::new(None),
             }),
         })
     }
@@ -379,6 +392,12 @@ impl Engine {
     /// name).
     pub fn machine(&self) -> &str {
         &self.inner.me.host
+    }
+
+    /// Who works here (`ARENA_USER`, else the OS user), as battles record
+    /// who started them and who gave their verdicts; none when unknown.
+    pub fn user(&self) -> Option<&str> {
+        self.inner.me.user.as_deref()
     }
 
     /// This machine's name when the lanes are a team's (a team database).
@@ -709,8 +728,45 @@ impl Engine {
             owner: self.inner.me.owner.clone(),
             host: self.inner.me.host.clone(),
             pid: self.inner.me.pid,
-            expires_at_ms: store::ms(self.now()) + LEASE_TTL.as_millis() as i64,
+            expires_at_ms: self.lease_ms() + LEASE_TTL.as_millis() as i64,
         }
+    }
+
+    /// Now, on the clock leases and lane tickets are kept by (ms): this
+    /// engine's own on SQLite; on a team database the database's, so that
+    /// machines whose clocks disagree still agree on when a lease expired
+    /// and who was ready first. The difference is measured with a round
+    /// trip (its midpoint; off by at most half of it) and kept for 30 s.
+    pub(crate) fn lease_ms(&self) -> i64 {
+        const FRESH: std::time::Duration = std::time::Duration::from_secs(30);
+        if !self.inner.store.is_team() {
+            return store::ms(self.now());
+        }
+        let mut cached = self
+            .inner
+            .clock_offset
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        let offset = match *cached {
+            Some((at, offset)) if at.elapsed() < FRESH => offset,
+            previous => {
+                let before = store::ms(self.now());
+                match self.inner.store.database_now_ms() {
+                    Ok(Some(db)) => {
+                        let after = store::ms(self.now());
+                        let offset = db - (before + after) / 2;
+                        *cached = Some((std::time::Instant::now(), offset));
+                        offset
+                    }
+                    Ok(None) => 0,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "cannot read the team database's clock; using the last difference");
+                        previous.map_or(0, |(_, offset)| offset)
+                    }
+                }
+            }
+        };
+        store::ms(self.now()) + offset
     }
 }
 

@@ -17,7 +17,6 @@ use crate::battle::{BattleRequest, ContestantStatus};
 use crate::catalog::Resolved;
 use crate::error::{Error, Invalid, Result};
 use crate::series::{self, RunRow, Series, SeriesRequest, SeriesStatus};
-use crate::store;
 
 use super::goals::{check_goals, Judges};
 use super::validate::{self, Plan};
@@ -200,7 +199,7 @@ impl Engine {
         let i = id.clone();
         self.db(move |s| s.transact(|tx| tx.request_series_cancel(&i)))
             .await?;
-        let (i, now) = (id.clone(), store::ms(self.now()));
+        let (i, now) = (id.clone(), self.lease_ms());
         let lease = self.lease_for_now();
         let free = self
             .db(move |s| {
@@ -265,7 +264,7 @@ impl Engine {
             return Ok(series);
         }
         let lease = engine.lease_for_now();
-        let (i, now) = (id.clone(), store::ms(engine.now()));
+        let (i, now) = (id.clone(), engine.lease_ms());
         let owner = lease.owner.clone();
         let taken = engine
             .db(move |s| s.transact(|tx| tx.take_series_lease(&i, &lease, now, pid_alive)))
@@ -360,7 +359,7 @@ async fn series_heartbeat(engine: Engine, id: String, token: CancellationToken) 
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tick.tick().await;
-        let (i, lease, now) = (id.clone(), engine.lease_for_now(), store::ms(engine.now()));
+        let (i, lease, now) = (id.clone(), engine.lease_for_now(), engine.lease_ms());
         let polled = engine
             .db(move |s| {
                 let ours = s.transact(|tx| tx.take_series_lease(&i, &lease, now, pid_alive))?;

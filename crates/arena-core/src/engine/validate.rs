@@ -240,6 +240,8 @@ pub(super) async fn record(
         series,
         blind: plan.blind,
         tags: plan.tags.clone(),
+        machine: Some(engine.machine().to_string()),
+        user_name: engine.user().map(str::to_string),
     };
     let battle = in_memory(&new);
 
@@ -334,6 +336,9 @@ fn in_memory(b: &NewBattle) -> Battle {
         user_verdict: None,
         tags: b.tags.clone(),
         judging: None,
+        machine: b.machine.clone(),
+        user_name: b.user_name.clone(),
+        voted_by: None,
         contestants: b
             .contestants
             .iter()

@@ -21,6 +21,12 @@ pub struct LeaderboardQuery {
     pub project: Option<PathBuf>,
     /// Battles carrying this tag.
     pub tag: Option<String>,
+    /// Battles run on this machine (its name, as `Engine::machine` gives
+    /// it there).
+    pub machine: Option<String>,
+    /// Battles whose verdict this user gave (an OS user's name, as
+    /// `Engine::user` gives it there).
+    pub user: Option<String>,
     /// Whose verdicts count: the user's, the judge's, or both (the user's
     /// where given, else the judge's).
     pub source: Source,
@@ -122,8 +128,11 @@ impl Engine {
     ) -> Result<Battle> {
         let before = self.battle(battle_id).await?;
         let (id, at) = (before.id.clone(), self.now());
-        self.db(move |s| s.transact(|tx| tx.set_vote(&id, winner.as_ref(), verdict, reveal, at)))
-            .await?;
+        let by = self.user().map(str::to_string);
+        self.db(move |s| {
+            s.transact(|tx| tx.set_vote(&id, winner.as_ref(), verdict, by.as_deref(), reveal, at))
+        })
+        .await?;
         let battle = self.battle(&before.id).await?;
         if before.is_masked() && !battle.is_masked() {
             self.rewrite_results(&battle).await?;
@@ -181,17 +190,19 @@ impl Engine {
             ),
             None => None,
         };
-        let tag = query
-            .tag
-            .as_deref()
-            .map(str::trim)
-            .filter(|t| !t.is_empty())
-            .map(str::to_string);
+        let exact = |text: &Option<String>| {
+            text.as_deref()
+                .map(str::trim)
+                .filter(|t| !t.is_empty())
+                .map(str::to_string)
+        };
         let filter = RankFilter {
             battle_type: query.battle_type,
             series_id,
             project,
-            tag,
+            tag: exact(&query.tag),
+            machine: exact(&query.machine),
+            user: exact(&query.user),
         };
         // Two queries: the finished battles with their finished
         // contestants, and each battle's newest analysis outcome.

@@ -44,4 +44,17 @@ user_verdict: UserVerdictDto | null, tags: Array<string>,
  * Its newest analysis: running, failed, or done with its outcome;
  * `null` when never judged, and while masked.
  */
-judging: JudgingDto | null, };
+judging: JudgingDto | null, 
+/**
+ * The machine that ran it; `null` when not recorded (older battles).
+ */
+machine: string | null, 
+/**
+ * The OS user who started it; `null` when not recorded.
+ */
+user_name: string | null, 
+/**
+ * The OS user who gave its verdict (a chosen winner, a tie or "all
+ * bad"); `null` while nobody has, or the judge's winner stands.
+ */
+voted_by: string | null, };

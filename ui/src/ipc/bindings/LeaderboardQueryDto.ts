@@ -16,6 +16,14 @@ series_id: string | null,
  */
 project: string | null, tag: string | null, 
 /**
+ * Battles run on this machine (its name).
+ */
+machine: string | null, 
+/**
+ * Battles whose verdict this user gave (an OS user's name).
+ */
+user: string | null, 
+/**
  * `both` when absent.
  */
 source: SourceDto | null, };
