@@ -22,7 +22,8 @@ use arena_api::{
     AnalysisDto, AppInfo, ApplyResultDto, BackendDto, BattleDetailDto, BattleDto, BattleEventDto,
     BattlePageDto, BattleQueryDto, BattleTypeDto, CrossExaminationDto, DiffViewDto, LeaderboardDto,
     LeaderboardQueryDto, PersonasDto, ProviderModelsDto, ProviderSettingsDto, RoundDto, SeriesDto,
-    SettingsDto, SettingsUpdateDto, StartBattleRequest, StartSeriesRequest, VoteDto, WorkDto,
+    SettingsDto, SettingsUpdateDto, StartBattleRequest, StartSeriesRequest, StatusDto, VoteDto,
+    WorkDto,
 };
 
 /// `list_battles` without a limit.
@@ -67,6 +68,15 @@ pub async fn app_info<R: Runtime>(
         battles,
         startup_error: state.startup_error.as_ref().map(|e| e.to_string()),
     })
+}
+
+/// Where Arena keeps its data (the database, asked now) and which machine
+/// this is (`arena status`). Fails when the database does not answer.
+#[tauri::command]
+pub async fn status(state: State<'_, AppState>) -> Result<StatusDto, Error> {
+    let engine = state.engine()?;
+    let info = engine.database_info().await?;
+    Ok(StatusDto::new(engine.machine(), &info))
 }
 
 /// Battles, newest first, without contestants' outputs.

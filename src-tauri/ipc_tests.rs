@@ -229,6 +229,15 @@ fn a_battle_runs_streams_and_is_judged_through_ipc() {
     let info = app.ok("app_info", json!({}));
     assert_eq!(info["battles"], 0);
     assert_eq!(info["startup_error"], Value::Null);
+    // Where the data is kept: this machine's own SQLite file.
+    let status = app.ok("status", json!({}));
+    assert_eq!(status["database"]["backend"], "sqlite", "{status}");
+    assert_eq!(
+        status["database"]["location"],
+        json!(data.path().join("arena.db")),
+        "{status}"
+    );
+    assert!(status["machine"].as_str().is_some_and(|m| !m.is_empty()));
 
     // Bad input is refused with the engine's code, before anything is created.
     let err = app

@@ -63,6 +63,7 @@ pub fn app_builder<R: tauri::Runtime>(builder: tauri::Builder<R>) -> tauri::Buil
         .manage(state)
         .invoke_handler(tauri::generate_handler![
             commands::app_info,
+            commands::status,
             commands::list_battles,
             commands::search_battles,
             commands::get_battle,

@@ -200,13 +200,21 @@ impl Harness {
     /// Starts tauri-driver, opens a WebDriver session (which launches the
     /// app with this test's environment) and returns the app.
     pub async fn launch(&self) -> Result<App> {
+        self.launch_with_env(&[]).await
+    }
+
+    /// [`Harness::launch`] with `extra` added to the app's environment after
+    /// [`Harness::env`] (so it may override it), e.g. `ARENA_MACHINE`.
+    pub async fn launch_with_env(&self, extra: &[(&str, &str)]) -> Result<App> {
         let n = self.launches.fetch_add(1, Ordering::SeqCst) + 1;
         let log = self
             .tools
             .target_dir
             .join("e2e-logs")
             .join(format!("{}-{n}.log", self.name));
-        App::launch(&self.tools, &self.env(), &log).await
+        let mut env = self.env();
+        env.extend(extra.iter().map(|(k, v)| (k.into(), v.into())));
+        App::launch(&self.tools, &env, &log).await
     }
 
     /// The engine over this test's data directory and config, as the CLI

@@ -1,5 +1,6 @@
 //! The settings screen (providers with their reachability, backends,
-//! personas, about) and the leaderboard (table and chart) after decided
+//! personas, about, where the data is kept and which machine this is) and
+//! the leaderboard (table and chart) after decided
 //! battles.
 //!
 //! Needs a display and the drivers; see the crate docs.
@@ -84,6 +85,59 @@ async fn settings_show_providers_backends_personas_and_about() -> Result<()> {
         "Agent sandbox shows {sandbox:?}, expected {expected:?}"
     );
     app.screenshot("settings").await?;
+    app.close().await
+}
+
+/// Settings says where Arena keeps its data (this machine's own SQLite file
+/// in the data directory) and which machine this is (`ARENA_MACHINE`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn settings_show_the_database_and_the_machine() -> Result<()> {
+    let Some(h) = Harness::start("settings_show_the_database_and_the_machine").await? else {
+        return Ok(());
+    };
+    let app = h.launch_with_env(&[("ARENA_MACHINE", "e2e-box")]).await?;
+    app.goto("#/settings").await?;
+    let section = "[data-testid=database-section]";
+    // The database answers, or the section says why not.
+    app.wait_until(
+        "the Database section to load",
+        Duration::from_secs(30),
+        || async {
+            let done = app
+                .count(&format!("{section} [data-testid=database-line]"))
+                .await?
+                + app.count(&format!("{section} [role=alert]")).await?;
+            Ok((done > 0).then_some(()))
+        },
+    )
+    .await?;
+    ensure!(
+        app.count(&format!("{section} [role=alert]")).await? == 0,
+        "the Database section shows an error: {:?}",
+        app.text_of(section).await?
+    );
+
+    let line = app.text_of("[data-testid=database-line]").await?;
+    let file = h.data_dir().join("arena.db");
+    let lead = "This machine's own database (SQLite 3.";
+    ensure!(
+        line.starts_with(lead) && line.ends_with(&format!(") at {}", file.display())),
+        "the Database section reads {line:?}; expected {lead}…) at {}",
+        file.display()
+    );
+    app.wait_attr(
+        "[data-testid=database-line]",
+        "data-backend",
+        "sqlite",
+        Duration::from_secs(5),
+    )
+    .await?;
+    let machine = app.text_of("[data-testid=machine-line]").await?;
+    ensure!(
+        machine == "This machine: e2e-box",
+        "the Database section reads {machine:?}; ARENA_MACHINE is e2e-box"
+    );
+    app.screenshot("settings-database").await?;
     app.close().await
 }
 

@@ -185,6 +185,19 @@ enum Locked<'s> {
     Postgres(MutexGuard<'s, sql::Pg>),
 }
 
+/// How long a team database may be away (restarting, a network blip)
+/// before the reads and writes waiting for it fail.
+const OUTAGE: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Why an attempt at a transaction did not go through.
+enum Undone {
+    /// The team database was away; nothing of it was kept: try again.
+    Away(Error),
+    Failed(Error),
+}
+
+type Attempt<T> = std::result::Result<T, Undone>;
+
 /// Team mode's PostgreSQL migrations, in order (see
 /// `docs/design/team-mode.md`).
 pub(crate) const POSTGRES_MIGRATIONS: &[&str] = &[
@@ -448,15 +461,52 @@ impl Store {
     /// Runs `f` in one transaction (SQLite's immediate: the writers of
     /// every process take turns); broadcasts its events on commit, still
     /// under the lock, so live viewers see the journal's order.
-    pub fn transact<T>(&self, f: impl FnOnce(&mut Tx<'_>) -> Result<T>) -> Result<T> {
-        let mut locked = self.connected()?;
-        let conn = match &mut locked {
-            Locked::Sqlite(conn) => {
-                TxConn::Sqlite(conn.transaction_with_behavior(TransactionBehavior::Immediate)?)
+    ///
+    /// On a team database a transaction the database's absence undid (it
+    /// restarted, the network dropped) is run again from the start once it
+    /// answers, for up to [`OUTAGE`]: `f` may run more than once, and only
+    /// one run is ever kept. A connection lost while committing is asked,
+    /// once it is back, whether that commit was kept (`txid_status`), so a
+    /// kept one is not written twice.
+    pub fn transact<T>(&self, mut f: impl FnMut(&mut Tx<'_>) -> Result<T>) -> Result<T> {
+        self.through_outages(|| self.transact_once(&mut f))
+    }
+
+    /// Runs `attempt` until it is done, failed for good, or the team
+    /// database stayed away for [`OUTAGE`].
+    fn through_outages<T>(&self, mut attempt: impl FnMut() -> Attempt<T>) -> Result<T> {
+        let started = std::time::Instant::now();
+        let mut pause = std::time::Duration::from_millis(50);
+        loop {
+            match attempt() {
+                Ok(value) => return Ok(value),
+                Err(Undone::Away(e)) if started.elapsed() < OUTAGE => {
+                    tracing::info!(error = %e, "the team database is away; trying again");
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(std::time::Duration::from_secs(1));
+                }
+                Err(Undone::Away(e) | Undone::Failed(e)) => return Err(e),
             }
+        }
+    }
+
+    fn transact_once<T>(&self, f: &mut impl FnMut(&mut Tx<'_>) -> Result<T>) -> Attempt<T> {
+        let mut locked = self.connected().map_err(|e| self.undone(e, None))?;
+        let (conn, xid) = match &mut locked {
+            Locked::Sqlite(conn) => (
+                TxConn::Sqlite(
+                    conn.transaction_with_behavior(TransactionBehavior::Immediate)
+                        .map_err(|e| Undone::Failed(e.into()))?,
+                ),
+                None,
+            ),
             Locked::Postgres(pg) => {
-                pg.batch("BEGIN")?;
-                TxConn::Postgres(pg)
+                let pg: &sql::Pg = pg;
+                let begun = pg.batch("BEGIN").and_then(|()| {
+                    sql::Conn::Postgres(pg).row("SELECT txid_current()", &[], |r| r.get::<i64>(0))
+                });
+                let xid = begun.map_err(|e| self.undone(e, Some(pg)))?;
+                (TxConn::Postgres(pg), Some(xid))
             }
         };
         let mut wrapped = Tx {
@@ -468,12 +518,19 @@ impl Store {
         let value = match f(&mut wrapped) {
             Ok(value) => value,
             Err(e) => {
+                let pg = wrapped.conn.pg();
                 wrapped.conn.rollback();
-                return Err(e);
+                return Err(self.undone(e, pg));
             }
         };
         let Tx { conn, pending, .. } = wrapped;
-        conn.commit()?;
+        let pg = conn.pg();
+        if let Err(e) = conn.commit() {
+            match (pg, xid) {
+                (Some(pg), Some(xid)) if pg.is_lost() => self.kept_anyway(pg, xid, e)?,
+                _ => return Err(Undone::Failed(e)),
+            }
+        }
         for event in pending {
             // No receivers is fine: nobody is watching live.
             let _ = self.events.send(event);
@@ -481,12 +538,62 @@ impl Store {
         Ok(value)
     }
 
-    /// Runs read-only queries: every module's reads go through this.
-    pub(crate) fn query<T>(&self, f: impl FnOnce(sql::Conn<'_>) -> Result<T>) -> Result<T> {
-        match &self.connected()? {
-            Locked::Sqlite(conn) => f(sql::Conn::Sqlite(conn)),
-            Locked::Postgres(pg) => f(sql::Conn::Postgres(pg)),
+    /// What an error means for another try: the team database was away
+    /// (nothing of the attempt was kept), or a failure to report.
+    fn undone(&self, e: Error, pg: Option<&sql::Pg>) -> Undone {
+        let away = matches!(e, Error::Unreachable { .. })
+            || pg.is_some_and(sql::Pg::is_lost)
+            || matches!(&e, Error::Pg(p) if p.is_closed());
+        if away && self.is_team() {
+            Undone::Away(e)
+        } else {
+            Undone::Failed(e)
         }
+    }
+
+    /// The connection went while committing transaction `xid`: once the
+    /// database answers again, whether the commit was kept. `Ok` when it
+    /// was; else the attempt is undone (and may run again).
+    fn kept_anyway(&self, pg: &sql::Pg, xid: i64, e: Error) -> std::result::Result<(), Undone> {
+        let started = std::time::Instant::now();
+        loop {
+            let status = pg.reconnect_if_lost().and_then(|()| {
+                sql::Conn::Postgres(pg).row(
+                    "SELECT txid_status(?1)",
+                    crate::sql::params![xid],
+                    |r| r.get::<Option<String>>(0),
+                )
+            });
+            match status {
+                Ok(Some(s)) if s == "committed" => return Ok(()),
+                Ok(_) => return Err(Undone::Away(e)),
+                Err(_) if started.elapsed() < OUTAGE => {
+                    std::thread::sleep(std::time::Duration::from_millis(200))
+                }
+                Err(_) => {
+                    return Err(Undone::Failed(Error::Inconsistent(format!(
+                        "the team database went away while a write was committed, and did not \
+                         come back within {} s to say whether it was kept: {e}",
+                        OUTAGE.as_secs()
+                    ))))
+                }
+            }
+        }
+    }
+
+    /// Runs read-only queries: every module's reads go through this.
+    /// On a team database, reads the database's absence cut short are
+    /// made again once it answers (see [`Store::transact`]).
+    pub(crate) fn query<T>(&self, mut f: impl FnMut(sql::Conn<'_>) -> Result<T>) -> Result<T> {
+        self.through_outages(|| {
+            let locked = self.connected().map_err(|e| self.undone(e, None))?;
+            match &locked {
+                Locked::Sqlite(conn) => f(sql::Conn::Sqlite(conn)).map_err(Undone::Failed),
+                Locked::Postgres(pg) => {
+                    f(sql::Conn::Postgres(pg)).map_err(|e| self.undone(e, Some(pg)))
+                }
+            }
+        })
     }
 
     /// Runs reads that must see one moment of the database (a page and its
@@ -582,7 +689,14 @@ enum TxConn<'c> {
     Postgres(&'c sql::Pg),
 }
 
-impl TxConn<'_> {
+impl<'c> TxConn<'c> {
+    fn pg(&self) -> Option<&'c sql::Pg> {
+        match self {
+            TxConn::Sqlite(_) => None,
+            TxConn::Postgres(pg) => Some(pg),
+        }
+    }
+
     fn commit(self) -> Result<()> {
         match self {
             TxConn::Sqlite(tx) => Ok(tx.commit()?),

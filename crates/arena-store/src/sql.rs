@@ -58,6 +58,11 @@ impl Pg {
         &self.connector
     }
 
+    /// Whether the connection is gone (or known to be going).
+    pub(crate) fn is_lost(&self) -> bool {
+        self.lost.get() || self.client.borrow().is_closed()
+    }
+
     /// Connects again when the connection was lost (the server restarted,
     /// the network dropped): the work that was under way when it was lost
     /// failed, the next begins on a new connection.

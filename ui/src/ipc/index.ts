@@ -32,6 +32,7 @@ import type {
   SettingsUpdateDto,
   StartBattleRequest,
   StartSeriesRequest,
+  StatusDto,
   VoteDto,
   WorkDto,
 } from './bindings';
@@ -59,6 +60,14 @@ async function call<T>(command: string, args?: Record<string, unknown>): Promise
 /** The app version, the shared data directory, and whether the engine opened. */
 export function appInfo(): Promise<AppInfo> {
   return call<AppInfo>('app_info');
+}
+
+/**
+ * Where Arena keeps its data (this machine's SQLite file or a team's
+ * PostgreSQL database, asked now) and which machine this is.
+ */
+export function status(): Promise<StatusDto> {
+  return call<StatusDto>('status');
 }
 
 /** Battles, newest first (default 100), without contestants' outputs. */

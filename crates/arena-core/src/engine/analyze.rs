@@ -121,7 +121,7 @@ pub(super) async fn analyze(
                 // The user's choice stands; otherwise the winner follows the analysis.
                 let current = tx.battle_winner(&row.battle_id)?;
                 if !tx.user_decided(&row.battle_id)? {
-                    let new = winner.map(|contestant_id| Winner {
+                    let new = winner.clone().map(|contestant_id| Winner {
                         contestant_id,
                         source: WinnerSource::Analysis,
                     });

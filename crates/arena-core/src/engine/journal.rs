@@ -74,11 +74,42 @@ enum Item {
     Job(Job),
 }
 
-/// A grouped write: run inside the writer's transaction, it gives back
-/// what to tell its caller once the transaction's outcome is known (`None`
-/// when it committed, else why not).
-type Job = Box<dyn FnOnce(&mut Tx<'_>) -> Deliver + Send>;
-type Deliver = Box<dyn FnOnce(Option<&str>) + Send>;
+/// A grouped write: run inside the writer's transaction — more than once
+/// when the team database went away mid-way and the transaction is run
+/// again (only the last run is kept) — then told the transaction's outcome
+/// (`None` when it committed, else why not).
+type Job = Box<dyn GroupedWrite>;
+
+trait GroupedWrite: Send {
+    fn run(&mut self, tx: &mut Tx<'_>);
+    fn deliver(self: Box<Self>, failure: Option<&str>);
+}
+
+/// A caller's write `f`, the value its last run gave, and its caller.
+struct Grouped<T, F> {
+    f: F,
+    value: Option<Result<T>>,
+    send: oneshot::Sender<Result<T>>,
+}
+
+impl<T, F> GroupedWrite for Grouped<T, F>
+where
+    T: Send,
+    F: FnMut(&mut Tx<'_>) -> crate::store::Result<T> + Send,
+{
+    fn run(&mut self, tx: &mut Tx<'_>) {
+        self.value = Some(tx.apart(&mut self.f).map_err(Error::from));
+    }
+
+    fn deliver(self: Box<Self>, failure: Option<&str>) {
+        let outcome = match (self.value, failure) {
+            (Some(Ok(_)) | None, Some(why)) => Err(Error::Task(format!("not written: {why}"))),
+            (Some(value), _) => value,
+            (None, None) => Err(Error::Task("not written: it never ran".into())),
+        };
+        let _ = self.send.send(outcome);
+    }
+}
 
 struct Write {
     battle_id: String,
@@ -179,15 +210,16 @@ async fn write_all(store: &Store, items: Vec<Item>) -> Vec<(String, String)> {
         })
         .collect();
     let store = store.clone();
+    let mut items = items;
     let written = tokio::task::spawn_blocking(move || {
-        let mut delivers: Vec<Deliver> = Vec::new();
+        // Run again whole when the team database went away mid-way.
         let written = store.transact(|tx| {
             let mut leases: HashMap<String, Option<String>> = HashMap::new();
-            for item in items {
+            for item in items.iter_mut() {
                 let w = match item {
-                    Item::Events(w) => w,
+                    Item::Events(w) => &*w,
                     Item::Job(job) => {
-                        delivers.push(job(tx));
+                        job.run(tx);
                         continue;
                     }
                 };
@@ -199,12 +231,12 @@ async fn write_all(store: &Store, items: Vec<Item>) -> Vec<(String, String)> {
                         continue;
                     }
                 }
-                for kind in w.kinds {
+                for kind in &w.kinds {
                     let (battle, contestant) = (&w.battle_id, w.contestant.as_deref());
                     if w.live {
-                        tx.emit_live(battle, contestant, w.at, kind)?;
+                        tx.emit_live(battle, contestant, w.at, kind.clone())?;
                     } else {
-                        tx.emit(battle, contestant, w.at, kind)?;
+                        tx.emit(battle, contestant, w.at, kind.clone())?;
                     }
                 }
             }
@@ -214,8 +246,10 @@ async fn write_all(store: &Store, items: Vec<Item>) -> Vec<(String, String)> {
                 .collect::<Vec<_>>())
         });
         let failure = written.as_ref().err().map(|e| e.to_string());
-        for deliver in delivers {
-            deliver(failure.as_deref());
+        for item in items {
+            if let Item::Job(job) = item {
+                job.deliver(failure.as_deref());
+            }
         }
         written
     })
@@ -237,18 +271,13 @@ impl Engine {
     /// wrote is undone and the others' writes go on.
     pub(super) async fn grouped<T: Send + 'static>(
         &self,
-        f: impl FnOnce(&mut Tx<'_>) -> crate::store::Result<T> + Send + 'static,
+        f: impl FnMut(&mut Tx<'_>) -> crate::store::Result<T> + Send + 'static,
     ) -> Result<T> {
         let (send, got) = oneshot::channel::<Result<T>>();
-        let job: Job = Box::new(move |tx: &mut Tx<'_>| {
-            let value = tx.apart(f);
-            Box::new(move |failure: Option<&str>| {
-                let outcome = match (value, failure) {
-                    (Ok(_), Some(why)) => Err(Error::Task(format!("not written: {why}"))),
-                    (value, _) => value.map_err(Error::from),
-                };
-                let _ = send.send(outcome);
-            }) as Deliver
+        let job: Job = Box::new(Grouped {
+            f,
+            value: None,
+            send,
         });
         let journal = &self.inner.journal;
         journal.lock().items.push(Item::Job(job));
