@@ -26,7 +26,13 @@ pub enum Error {
     TeamUrl { url: String, message: String },
     /// The team database could not be reached or refused to log in.
     #[error("cannot open the team database at {url}: {detail}")]
-    Unreachable { url: String, detail: String },
+    Unreachable {
+        url: String,
+        detail: String,
+        /// It may answer if asked again soon (refused, timed out,
+        /// restarting); not so a refused login or a missing database.
+        transient: bool,
+    },
     #[error("database migration: {0}")]
     Migration(#[from] rusqlite_migration::Error),
     #[error("{path}: {source}")]

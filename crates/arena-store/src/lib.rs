@@ -541,8 +541,13 @@ impl Store {
     /// What an error means for another try: the team database was away
     /// (nothing of the attempt was kept), or a failure to report.
     fn undone(&self, e: Error, pg: Option<&sql::Pg>) -> Undone {
-        let away = matches!(e, Error::Unreachable { .. })
-            || pg.is_some_and(sql::Pg::is_lost)
+        let away = matches!(
+            e,
+            Error::Unreachable {
+                transient: true,
+                ..
+            }
+        ) || pg.is_some_and(sql::Pg::is_lost)
             || matches!(&e, Error::Pg(p) if p.is_closed());
         if away && self.is_team() {
             Undone::Away(e)

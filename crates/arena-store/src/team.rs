@@ -162,11 +162,14 @@ impl Connector {
     /// A new connection, its socket driven on the team runtime; a failure
     /// is one line that says what to do.
     pub(crate) fn connect(&self) -> Result<tokio_postgres::Client> {
-        let unreachable = |detail: String| Error::Unreachable {
+        let unreachable = |detail: String, transient: bool| Error::Unreachable {
             url: self.shown.clone(),
             detail,
+            transient,
         };
-        let runtime = RUNTIME.as_ref().map_err(|e| unreachable(e.clone()))?;
+        let runtime = RUNTIME
+            .as_ref()
+            .map_err(|e| unreachable(e.clone(), false))?;
         let (config, tls) = (self.config.clone(), self.tls.clone());
         // The whole of it within CONNECT_TIMEOUT: the driver's own timeout
         // covers only the TCP connect, not a server (or another program on
@@ -191,13 +194,16 @@ impl Connector {
         });
         match futures::executor::block_on(opened) {
             Ok(Ok(Ok(client))) => Ok(client),
-            Ok(Ok(Err(e))) => Err(unreachable(advice(&e))),
-            Ok(Err(_)) => Err(unreachable(format!(
-                "timed out: no answer within {} s; is a PostgreSQL server listening there, \
-                 and is the host reachable from here?",
-                CONNECT_TIMEOUT.as_secs()
-            ))),
-            Err(e) => Err(unreachable(e.to_string())),
+            Ok(Ok(Err(e))) => Err(unreachable(advice(&e), transient(&e))),
+            Ok(Err(_)) => Err(unreachable(
+                format!(
+                    "timed out: no answer within {} s; is a PostgreSQL server listening there, \
+                     and is the host reachable from here?",
+                    CONNECT_TIMEOUT.as_secs()
+                ),
+                true,
+            )),
+            Err(e) => Err(unreachable(e.to_string(), true)),
         }
     }
 
@@ -215,6 +221,7 @@ impl Connector {
         let runtime = RUNTIME.as_ref().map_err(|e| Error::Unreachable {
             url: self.shown.clone(),
             detail: e.clone(),
+            transient: false,
         })?;
         let (notices, _) = tokio::sync::broadcast::channel(1024);
         let healthy = Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -277,7 +284,10 @@ async fn listen_once(
             serve_notices(client, connection, notices, healthy, first).await
         }
     };
-    served.map_err(|e| e.to_string())
+    served.map_err(|e| match e.as_db_error() {
+        Some(db) => format!("{} ({})", db.message(), db.code().code()),
+        None => e.to_string(),
+    })
 }
 
 async fn serve_notices<S, T>(
@@ -323,6 +333,21 @@ where
     }
     drop(client);
     Ok(())
+}
+
+/// Whether a failed connect may succeed if tried again soon: the server
+/// was not there, or said it is starting, stopping or full — not a refused
+/// login, a missing database or a certificate that does not verify.
+fn transient(e: &tokio_postgres::Error) -> bool {
+    match e.as_db_error() {
+        // admin_shutdown, crash_shutdown, cannot_connect_now,
+        // too_many_connections
+        Some(db) => matches!(db.code().code(), "57P01" | "57P02" | "57P03" | "53300"),
+        None => {
+            let text = advice(e);
+            !(text.contains("certificate") || text.contains("password") || text.contains("TLS"))
+        }
+    }
 }
 
 /// Drives a connection's socket until it closes.
