@@ -431,7 +431,7 @@ async fn database(command: DatabaseCommand) -> Result<(), Error> {
             // Kept only once the database took it.
             let (check_url, check) = (url.clone(), password.clone());
             tokio::task::spawn_blocking(move || {
-                arena_core::store::Store::open_postgres(&check_url, Some(check.expose()))
+                arena_core::store::Store::check_postgres(&check_url, Some(check.expose()))
             })
             .await??;
             let entry = arena_core::store::keychain_entry(&url);

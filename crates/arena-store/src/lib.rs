@@ -186,8 +186,10 @@ enum Locked<'s> {
 }
 
 /// How long a team database may be away (restarting, a network blip)
-/// before the reads and writes waiting for it fail.
-const OUTAGE: std::time::Duration = std::time::Duration::from_secs(30);
+/// before the reads and writes waiting for it fail. Shorter than a lease
+/// (15 s): a renewal made again after the wait still writes an expiry in
+/// the future, so no other machine takes a lease or slot still in use.
+const OUTAGE: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Why an attempt at a transaction did not go through.
 enum Undone {
@@ -323,6 +325,15 @@ impl Store {
         })
     }
 
+    /// Whether the team database at `url` takes `password`: a connection
+    /// and one statement, nothing laid out or changed (for `arena database
+    /// login`, which must not migrate a team's schema).
+    pub fn check_postgres(url: &str, password: Option<&str>) -> Result<()> {
+        let pg = sql::Pg::open(team::Connector::new(url, password)?)?;
+        sql::Conn::Postgres(&pg).row("SELECT 1::BIGINT", &[], |r| r.get::<i64>(0))?;
+        Ok(())
+    }
+
     /// Opens a team database (PostgreSQL) at `url` — with the password given
     /// apart, never inside the URL; TLS as its `sslmode` says (see
     /// [`team`]) — and brings its schema up to date.
@@ -350,14 +361,17 @@ impl Store {
         if !self.is_team() {
             return Ok(None);
         }
-        self.query(|c| {
-            c.row(
-                "SELECT CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)",
-                &[],
-                |r| r.get(0),
-            )
-        })
-        .map(Some)
+        // Asked once, never waited out: the caller keeps its last answer.
+        match &self.connected()? {
+            Locked::Postgres(pg) => sql::Conn::Postgres(pg)
+                .row(
+                    "SELECT CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)",
+                    &[],
+                    |r| r.get(0),
+                )
+                .map(Some),
+            Locked::Sqlite(_) => Ok(None),
+        }
     }
 
     /// Whether this is a team's database (PostgreSQL), shared by machines.
@@ -571,6 +585,14 @@ impl Store {
             });
             match status {
                 Ok(Some(s)) if s == "committed" => return Ok(()),
+                // Still "in progress" (the old session lives on, cut off
+                // by the network): running it again could write it twice.
+                Ok(Some(s)) if s == "in progress" => {
+                    return Err(Undone::Failed(Error::Inconsistent(format!(
+                        "the team database connection was cut off while a write was committed, \
+                         and the old session still holds it; it may yet be kept: {e}"
+                    ))))
+                }
                 Ok(_) => return Err(Undone::Away(e)),
                 Err(_) if started.elapsed() < OUTAGE => {
                     std::thread::sleep(std::time::Duration::from_millis(200))

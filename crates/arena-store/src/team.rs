@@ -140,7 +140,17 @@ impl Connector {
         // retransmissions (a quarter of an hour): unacknowledged for a
         // minute, the connection is given up (and made again next time).
         config.tcp_user_timeout(Duration::from_secs(60));
-        let mode = match mode.as_deref().unwrap_or("prefer") {
+        // Unsaid, TLS is wanted from any host but this machine: `prefer`
+        // lets a man in the middle answer "no TLS" and read the password.
+        let loopback = parsed.host_str().is_some_and(|h| {
+            h == "localhost"
+                || h.trim_start_matches('[')
+                    .trim_end_matches(']')
+                    .parse::<std::net::IpAddr>()
+                    .is_ok_and(|ip| ip.is_loopback())
+        });
+        let default_mode = if loopback { "prefer" } else { "require" };
+        let mode = match mode.as_deref().unwrap_or(default_mode) {
             "disable" => SslMode::Disable,
             "allow" | "prefer" => SslMode::Prefer,
             "require" | "verify-ca" | "verify-full" => SslMode::Require,

@@ -754,14 +754,22 @@ impl Engine {
                 match self.inner.store.database_now_ms() {
                     Ok(Some(db)) => {
                         let after = store::ms(self.now());
-                        let offset = db - (before + after) / 2;
+                        // A slow answer (the store busy) says little about
+                        // the difference: keep the last one.
+                        let offset = match (after - before <= 500, previous) {
+                            (false, Some((_, last))) => last,
+                            _ => db - (before + after) / 2,
+                        };
                         *cached = Some((std::time::Instant::now(), offset));
                         offset
                     }
                     Ok(None) => 0,
                     Err(e) => {
+                        // Kept for another 30 s: not asked again on every call.
                         tracing::warn!(error = %e, "cannot read the team database's clock; using the last difference");
-                        previous.map_or(0, |(_, offset)| offset)
+                        let offset = previous.map_or(0, |(_, offset)| offset);
+                        *cached = Some((std::time::Instant::now(), offset));
+                        offset
                     }
                 }
             }
