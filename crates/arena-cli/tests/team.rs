@@ -29,6 +29,18 @@ fn json_of(out: &Output) -> Value {
     serde_json::from_str(&stdout(out)).expect("JSON")
 }
 
+/// Runs `cmd`, which must fail within 8 s: what it printed, one line.
+async fn quick_failure(cmd: Command) -> String {
+    let started = Instant::now();
+    let out = output(cmd).await;
+    assert!(
+        started.elapsed() < Duration::from_secs(8),
+        "{:?}",
+        started.elapsed()
+    );
+    one_line_failure(&out)
+}
+
 /// What an `arena` that had to fail printed: one line on standard error.
 fn one_line_failure(out: &Output) -> String {
     assert!(!out.status.success(), "it should have failed");
@@ -160,8 +172,7 @@ async fn a_wrong_password_or_an_unreachable_database_is_one_line_at_start() {
     let setup = Setup::new().await;
 
     let wrong = "not-the-password-4711";
-    let started = Instant::now();
-    let out = output(on_team(
+    let err = quick_failure(on_team(
         &setup,
         "alpha",
         &cluster.url(&db),
@@ -169,12 +180,6 @@ async fn a_wrong_password_or_an_unreachable_database_is_one_line_at_start() {
         &["status"],
     ))
     .await;
-    assert!(
-        started.elapsed() < Duration::from_secs(8),
-        "{:?}",
-        started.elapsed()
-    );
-    let err = one_line_failure(&out);
     assert!(err.contains("password"), "{err}");
     assert!(err.contains(&cluster.url(&db)), "{err}");
     assert!(
@@ -188,8 +193,7 @@ async fn a_wrong_password_or_an_unreachable_database_is_one_line_at_start() {
     let port = closed.local_addr().unwrap().port();
     drop(closed);
     let url = format!("postgres://arena@127.0.0.1:{port}/arena");
-    let started = Instant::now();
-    let out = output(on_team(
+    let err = quick_failure(on_team(
         &setup,
         "alpha",
         &url,
@@ -197,12 +201,6 @@ async fn a_wrong_password_or_an_unreachable_database_is_one_line_at_start() {
         &["battle", "list"],
     ))
     .await;
-    assert!(
-        started.elapsed() < Duration::from_secs(8),
-        "{:?}",
-        started.elapsed()
-    );
-    let err = one_line_failure(&out);
     assert!(err.contains("refused"), "{err}");
 
     // A password in the URL is refused before anything is tried.

@@ -269,7 +269,7 @@ async fn enqueue(engine: &Engine, spec: &LaneSpec, want: &Want) -> Result<i64> {
     let (battle_id, contestant_id) = (want.battle_id.clone(), want.contestant_id.clone());
     // Readiness on the lease clock too: first come, first served across
     // machines whose clocks disagree.
-    let ready_at_ms = store::ms(want.ready_at) + (engine.lease_ms() - store::ms(engine.now()));
+    let ready_at_ms = store::ms(want.ready_at) + engine.clock_offset_ms();
     let position = want.position;
     engine
         .db(move |s| {

@@ -738,9 +738,15 @@ impl Engine {
     /// and who was ready first. The difference is measured with a round
     /// trip (its midpoint; off by at most half of it) and kept for 30 s.
     pub(crate) fn lease_ms(&self) -> i64 {
+        store::ms(self.now()) + self.clock_offset_ms()
+    }
+
+    /// How far the lease clock is ahead of this engine's (0 on SQLite);
+    /// see [`Engine::lease_ms`].
+    pub(crate) fn clock_offset_ms(&self) -> i64 {
         const FRESH: std::time::Duration = std::time::Duration::from_secs(30);
         if !self.inner.store.is_team() {
-            return store::ms(self.now());
+            return 0;
         }
         let mut cached = self
             .inner
@@ -774,7 +780,7 @@ impl Engine {
                 }
             }
         };
-        store::ms(self.now()) + offset
+        offset
     }
 }
 
