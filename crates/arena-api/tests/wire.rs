@@ -493,6 +493,8 @@ fn a_series() {
             report_path: Some(PathBuf::from("/p/Arena/series-x")),
             error: None,
             tags: vec!["geo".into()],
+            machine: Some("alpha".into()),
+            waiting: None,
         },
         battles: vec!["b1".into(), "b2".into()],
         reports: report(&rows),

@@ -28,7 +28,7 @@ pub use battle::{
 };
 pub use engine::{
     Engine, EngineOptions, Judged, LeaderboardQuery, Recovered, ReportFormat, SeriesStart,
-    WorktreeEntry,
+    WorkerOptions, WorktreeEntry,
 };
 pub use error::{Error, Invalid, Result};
 pub use event::{BattleEvent, EventKind};

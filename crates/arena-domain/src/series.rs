@@ -292,6 +292,10 @@ pub struct Series {
     pub error: Option<String>,
     /// Its tags now: the request's, as edited since (`set_series_tags`).
     pub tags: Vec<String>,
+    /// The machine that started it (where a Coding series' project is).
+    pub machine: Option<String>,
+    /// Why no worker takes its open places, while none can (team mode).
+    pub waiting: Option<String>,
 }
 
 /// What a later turn (a refine round) of a contestant cost, and how it
@@ -1108,6 +1112,8 @@ mod tests {
                 report_path: None,
                 error: None,
                 tags: vec![],
+                machine: None,
+                waiting: None,
             },
             battles: vec!["b1".into(), "b2".into()],
             reports: report(&rows),

@@ -25,6 +25,7 @@ mod lanes;
 mod leases;
 mod live;
 mod packed;
+mod places;
 #[cfg(test)]
 mod postgres_schema;
 mod rows;
@@ -36,6 +37,7 @@ mod work;
 pub use battles::{BattleDetail, NewBattle, NewContestant};
 pub use error::{Error, Result};
 pub use lanes::{NewTicket, TakeTurn};
+pub use places::{Place, PlaceState, WorkerBeat};
 pub use rows::{ms, RankFilter, RankedBattle};
 /// A parameter of the raw statements tests run (feature `testing`).
 #[cfg(feature = "testing")]
@@ -104,6 +106,7 @@ fn migration_list() -> Vec<M<'static>> {
         M::up(include_str!("../migrations/014_contestants_keep_once.sql")).foreign_key_check(),
         M::up(include_str!("../migrations/015_meta.sql")),
         M::up(include_str!("../migrations/016_battle_origin.sql")),
+        M::up(include_str!("../migrations/017_series_places.sql")),
     ]
 }
 
@@ -205,6 +208,7 @@ type Attempt<T> = std::result::Result<T, Undone>;
 pub(crate) const POSTGRES_MIGRATIONS: &[&str] = &[
     include_str!("../migrations/postgres/001_init.sql"),
     include_str!("../migrations/postgres/002_battle_origin.sql"),
+    include_str!("../migrations/postgres/003_series_places.sql"),
 ];
 
 /// The key of the advisory lock under which processes migrate a team

@@ -81,6 +81,17 @@ CREATE TABLE IF NOT EXISTS live.lane_grants (
     at   INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS live.lane_grants_lane ON lane_grants (lane, at);
+CREATE TABLE IF NOT EXISTS live.workers (
+    owner      TEXT PRIMARY KEY,
+    machine    TEXT NOT NULL,
+    pid        INTEGER NOT NULL,
+    role       TEXT NOT NULL,
+    user_name  TEXT,
+    places     INTEGER NOT NULL,
+    taken      INTEGER NOT NULL,
+    started_at INTEGER NOT NULL,
+    seen_at    INTEGER NOT NULL
+);
 ";
 
 /// The live journal this process has open: its file, and a shared lock on

@@ -15,7 +15,7 @@ use crate::sql::Row;
 use crate::{Store, Tx};
 
 const SERIES_COLUMNS: &str =
-    "id, idem_key, request, status, total, created_at, finished_at, decided_after, report_path, error, tags";
+    "id, idem_key, request, status, total, created_at, finished_at, decided_after, report_path, error, tags, machine, waiting";
 
 /// Column `i`'s JSON text, read into a `T`.
 fn json<T: serde::de::DeserializeOwned>(i: usize, text: &str) -> Result<T> {
@@ -40,6 +40,8 @@ fn series_row(r: &Row<'_>) -> Result<Series> {
         decided_after: r.get::<Option<i64>>(7)?.map(|v| v.max(0) as u64),
         report_path: r.get::<Option<String>>(8)?.map(PathBuf::from),
         error: r.get(9)?,
+        machine: r.get(11)?,
+        waiting: r.get(12)?,
     })
 }
 
@@ -272,7 +274,7 @@ impl Store {
 impl Tx<'_> {
     pub fn insert_series(&mut self, s: &Series) -> Result<()> {
         self.run(
-            &format!("INSERT INTO series ({SERIES_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, NULL, NULL, NULL, NULL, NULL)"),
+            &format!("INSERT INTO series ({SERIES_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, NULL, NULL, NULL, NULL, NULL, ?7, NULL)"),
             params![
                 s.id,
                 s.key,
@@ -280,6 +282,7 @@ impl Tx<'_> {
                 s.status.as_str(),
                 s.total as i64,
                 ms(s.created_at),
+                s.machine,
             ],
         )?;
         Ok(())

@@ -264,6 +264,12 @@ fn sqlite_params<'p>(
 }
 
 impl Conn<'_> {
+    /// Whether this is the team database's (PostgreSQL), for the few
+    /// statements that differ.
+    pub(crate) fn is_postgres(self) -> bool {
+        matches!(self, Conn::Postgres(_))
+    }
+
     /// Every row of `sql`, each read by `read`.
     pub(crate) fn rows<T>(
         self,

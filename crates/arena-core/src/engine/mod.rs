@@ -26,6 +26,7 @@ mod validate;
 mod verdict;
 mod viewer;
 mod work;
+mod worker;
 mod workspace;
 
 use std::collections::HashMap;
@@ -52,6 +53,7 @@ pub use export::ReportFormat;
 pub use series::SeriesStart;
 pub use verdict::LeaderboardQuery;
 pub use work::Recovered;
+pub use worker::WorkerOptions;
 
 /// How long a lease lasts without renewal, and how often it is renewed (the
 /// renewal also picks up cancellations requested by other processes).

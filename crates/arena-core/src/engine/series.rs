@@ -7,10 +7,10 @@
 //! series, so `resume_series` finishes the unfinished ones and starts only
 //! the places that have none.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use tokio::task::JoinSet;
+use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::battle::{BattleRequest, ContestantStatus};
@@ -20,7 +20,9 @@ use crate::series::{self, RunRow, Series, SeriesRequest, SeriesStatus};
 
 use super::goals::{check_goals, Judges};
 use super::validate::{self, Plan};
+use super::worker::{serve as serve_places, Refused, Scope, SEEN_WITHIN_MS};
 use super::{pid_alive, Engine, HEARTBEAT};
+use crate::store::PlaceState;
 
 /// What starting a series did.
 #[derive(Debug, Clone)]
@@ -120,6 +122,8 @@ impl Engine {
             decided_after: None,
             report_path: None,
             error: None,
+            machine: Some(self.machine().to_string()),
+            waiting: None,
         };
         let row = series.clone();
         let inserted = self
@@ -145,7 +149,7 @@ impl Engine {
 
     /// The models that judge a series' battles, resolved to their
     /// providers once (discovery asks every provider).
-    async fn judges(&self, request: &SeriesRequest) -> Result<Judges> {
+    pub(super) async fn judges(&self, request: &SeriesRequest) -> Result<Judges> {
         let default = self.config().default_model.clone();
         let has_goal = request.prompts.iter().any(|p| request.goal_of(p).is_some());
         let goal_model =
@@ -255,8 +259,20 @@ impl Engine {
     }
 
     /// Drives a series to its end and writes its report; returns it ended.
-    /// Fails with `Conflict` when another live process drives it.
+    /// This process serves `parallel` of its places itself; in team mode
+    /// workers elsewhere may take the others. Fails with `Conflict` when
+    /// another live process drives it.
     pub async fn run_series(&self, id: &str) -> Result<Series> {
+        self.drive(id, true).await
+    }
+
+    /// Drives a series whose driver died, leaving its places to the
+    /// workers (a worker adopting it serves them as a worker).
+    pub(super) async fn drive_series_only(&self, id: &str) -> Result<Series> {
+        self.drive(id, false).await
+    }
+
+    async fn drive(&self, id: &str, serve: bool) -> Result<Series> {
         let id = self.resolve_series(id).await?;
         let engine = &self.pinned();
         let series = engine.series(&id).await?;
@@ -277,7 +293,7 @@ impl Engine {
         }
         let token = CancellationToken::new();
         let heartbeat = tokio::spawn(series_heartbeat(engine.clone(), id.clone(), token.clone()));
-        let driven = drive_series(engine, &series, &token).await;
+        let driven = drive_series(engine, &series, &token, serve).await;
         heartbeat.abort();
         let (i, o) = (id.clone(), owner);
         let released = engine
@@ -339,7 +355,7 @@ impl Engine {
 }
 
 /// The request of a series' first battle, for checking the contestants.
-fn first_battle(r: &SeriesRequest) -> BattleRequest {
+pub(super) fn first_battle(r: &SeriesRequest) -> BattleRequest {
     let p = &r.prompts[0];
     BattleRequest {
         battle_type: r.battle_type,
@@ -381,119 +397,304 @@ async fn series_heartbeat(engine: Engine, id: String, token: CancellationToken) 
     }
 }
 
-/// Runs the series' places until all are done or it must stop: how it
-/// ended and, when decided, after how many battles.
+/// The series' driver: opens its places (all at once; with a budget or
+/// "until decided", a window of `parallel` per connected worker, checking
+/// the budget before each), serves `parallel` of them itself when `serve`,
+/// watches places end for the goal and the "decided" rule, and drops the
+/// places nobody took once it must stop. Returns how the series ended
+/// and, when decided, after how many battles.
 async fn drive_series(
     engine: &Engine,
     series: &Series,
     token: &CancellationToken,
+    serve: bool,
 ) -> Result<(SeriesStatus, Option<u64>)> {
     let request = &series.request;
-    let plan = Arc::new(validate::check(engine, first_battle(request)).await?);
-    let judges = Arc::new(engine.judges(request).await?);
-    let series = Arc::new(series.clone());
-    let i = series.id.clone();
-    let slots: BTreeMap<u64, String> = engine.db(move |s| s.series_battles(&i)).await?;
-    let mut running: JoinSet<Result<(u64, String)>> = JoinSet::new();
-    let mut next = 0u64;
-    let mut stop: Option<SeriesStatus> = None;
-    let mut decided_after = None;
-    // What the driver knows so far, kept up to date battle by battle so
-    // that a long series costs the same per battle at its end as at its start.
-    let mut rows: Vec<RunRow> = Vec::new();
-    let mut done = 0u64;
-    let mut battle_costs: Vec<f64> = Vec::new();
-    loop {
-        while stop.is_none() && (running.len() as u32) < request.parallel && next < series.total {
-            if token.is_cancelled() {
-                stop = Some(SeriesStatus::Cancelled);
-                break;
-            }
-            let n = next;
-            let existing = slots.get(&n).cloned();
-            if existing.is_none() {
-                if let Some(budget) = request.budget_usd {
-                    let i = series.id.clone();
-                    let (_, _, spent) = engine.db(move |s| s.series_progress(&i)).await?;
-                    let (prompt, _) = request.slot(n);
-                    let guess =
-                        first_guess(engine, &plan, &request.prompts[prompt].prompt, &judges);
-                    let expected = series::expected_battle_cost(&battle_costs, guess);
-                    let in_flight = expected * running.len() as f64;
-                    if !series::may_spend(
-                        spent.unwrap_or(f64::INFINITY) + in_flight,
-                        expected,
-                        Some(budget),
-                    ) {
-                        stop = Some(SeriesStatus::BudgetReached);
-                        break;
-                    }
-                }
-            }
-            next += 1;
-            running.spawn(run_place(
-                engine.clone(),
-                series.clone(),
-                plan.clone(),
-                judges.clone(),
-                n,
-                existing,
-                token.clone(),
-            ));
+    let team = engine.inner.store.is_team();
+    // Checked here too: alone, a mistake in the request (a model gone
+    // since it started) ends the series at once. In a team another
+    // machine may serve what this one cannot.
+    let prices = match validate::check(engine, first_battle(request)).await {
+        Ok(plan) => Some((plan, engine.judges(request).await?)),
+        Err(e @ (Error::Invalid(_) | Error::Config { .. })) if team => {
+            tracing::info!(series = %series.id, error = %e, "this machine cannot serve the series; its workers may");
+            None
         }
-        let Some(joined) = running.join_next().await else {
-            break;
-        };
-        match joined {
-            Ok(Ok((slot, battle_id))) => {
-                done += 1;
-                if request.budget_usd.is_none() && !request.until_decided {
-                    continue;
-                }
-                let new_rows = engine.place_rows(&series, slot, &battle_id).await?;
-                if request.budget_usd.is_some() {
-                    let analysis = engine.analysis(&battle_id).await?;
-                    let cost = crate::benchmark::add_costs(
-                        new_rows
-                            .iter()
-                            .map(|r| r.cost_usd)
-                            .chain([analysis.map_or(Some(0.0), |a| a.cost_usd)]),
-                    );
-                    battle_costs.extend(cost);
-                }
-                // Only "until decided" needs the rows so far.
-                if request.until_decided {
-                    rows.extend(new_rows);
-                }
-                if request.until_decided
-                    && stop.is_none()
-                    && series::decided(&series::report(&rows))
-                {
-                    decided_after = Some(done);
-                    stop = Some(SeriesStatus::Decided);
-                }
-            }
-            Ok(Err(e)) => {
-                tracing::warn!(series = %series.id, error = %e, "a battle of the series failed");
-                if matches!(e, Error::Invalid(_) | Error::Config { .. }) && stop.is_none() {
-                    // The same mistake would stop every other battle too.
-                    running.abort_all();
-                    return Err(e);
-                }
-            }
-            Err(e) => tracing::error!(series = %series.id, error = %e, "a battle task panicked"),
+        Err(e) => return Err(e),
+    };
+    let id = series.id.clone();
+    let windowed = request.budget_usd.is_some() || request.until_decided;
+    let (refusals_tx, mut refusals) = mpsc::unbounded_channel();
+    let serving = CancellationToken::new();
+    let local = serve.then(|| {
+        let (engine, stop, scope) = (engine.clone(), serving.clone(), Scope::One(id.clone()));
+        let places = request.parallel;
+        tokio::spawn(async move { serve_places(&engine, scope, places, stop, Some(refusals_tx)).await })
+    });
+    let mut driver = Driver {
+        engine,
+        series,
+        team,
+        serve,
+        windowed,
+        prices,
+        seen: BTreeSet::new(),
+        rows: Vec::new(),
+        battle_costs: Vec::new(),
+        done: 0,
+        stop: None,
+        decided_after: None,
+        waiting: series.waiting.clone(),
+    };
+    let ended = driver.run(token, &mut refusals).await;
+    serving.cancel();
+    if let Some(local) = local {
+        match local.await {
+            Ok(Err(e)) => tracing::warn!(series = %id, error = %e, "serving the series' places failed"),
+            Err(e) => tracing::error!(series = %id, error = %e, "serving the series' places panicked"),
+            Ok(Ok(())) => {}
         }
     }
+    ended?;
+    let mut stop = driver.stop;
     if token.is_cancelled() {
         stop = Some(SeriesStatus::Cancelled);
     }
-    Ok((stop.unwrap_or(SeriesStatus::Done), decided_after))
+    Ok((stop.unwrap_or(SeriesStatus::Done), driver.decided_after))
 }
+
+/// What a series' driver knows as it goes, kept up to date place by
+/// place so that a long series costs the same per battle at its end as at
+/// its start.
+struct Driver<'a> {
+    engine: &'a Engine,
+    series: &'a Series,
+    team: bool,
+    serve: bool,
+    windowed: bool,
+    /// The plan and judges, for guessing a battle's cost (none when this
+    /// machine cannot serve the series).
+    prices: Option<(Plan, Judges)>,
+    /// Places seen done.
+    seen: BTreeSet<u64>,
+    rows: Vec<RunRow>,
+    battle_costs: Vec<f64>,
+    done: u64,
+    stop: Option<SeriesStatus>,
+    decided_after: Option<u64>,
+    /// What the series says about its waiting places now.
+    waiting: Option<String>,
+}
+
+/// How often a series' driver looks at its places.
+const DRIVER_POLL: std::time::Duration = std::time::Duration::from_millis(250);
+
+impl Driver<'_> {
+    async fn run(
+        &mut self,
+        token: &CancellationToken,
+        refusals: &mut mpsc::UnboundedReceiver<Refused>,
+    ) -> Result<()> {
+        let engine = self.engine;
+        let id = self.series.id.clone();
+        let mut tick = tokio::time::interval(DRIVER_POLL);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = tick.tick() => {}
+                _ = token.cancelled(), if self.stop.is_none() => {}
+                Some(refused) = refusals.recv() => {
+                    tracing::warn!(series = %id, slot = refused.slot, error = %refused.error, "a battle of the series failed");
+                    if !self.team || self.others_serving().await? == 0 {
+                        // Alone, the same mistake would stop every other battle too.
+                        self.stop_here(SeriesStatus::Cancelled).await?;
+                        return Err(refused.error);
+                    }
+                }
+            }
+            if token.is_cancelled() && self.stop.is_none() {
+                self.stop_here(SeriesStatus::Cancelled).await?;
+            }
+            let i = id.clone();
+            let places = engine.db(move |s| s.places(&i)).await?;
+            for place in places.iter().filter(|p| p.state == PlaceState::Done) {
+                if self.seen.insert(place.slot) {
+                    self.place_done(place.slot).await?;
+                }
+            }
+            let active = places
+                .iter()
+                .filter(|p| matches!(p.state, PlaceState::Open | PlaceState::Taken))
+                .count() as u64;
+            let opened = self.open_more(places.len() as u64, active).await?;
+            if self.team {
+                self.say_who_serves(&places).await?;
+            }
+            let all_placed = places.len() as u64 + opened >= self.series.total;
+            if opened == 0 && active == 0 && (all_placed || self.stop.is_some()) {
+                return Ok(());
+            }
+        }
+    }
+
+    /// A place ended: counts it and, with a budget or "until decided",
+    /// reads what its battle cost and whether the leader has separated.
+    async fn place_done(&mut self, slot: u64) -> Result<()> {
+        let engine = self.engine;
+        let request = &self.series.request;
+        self.done += 1;
+        if request.budget_usd.is_none() && !request.until_decided {
+            return Ok(());
+        }
+        let i = self.series.id.clone();
+        let Some(battle_id) = engine.db(move |s| s.place_battle(&i, slot)).await? else {
+            return Ok(());
+        };
+        let new_rows = engine.place_rows(self.series, slot, &battle_id).await?;
+        if request.budget_usd.is_some() {
+            let analysis = engine.analysis(&battle_id).await?;
+            let cost = crate::benchmark::add_costs(
+                new_rows
+                    .iter()
+                    .map(|r| r.cost_usd)
+                    .chain([analysis.map_or(Some(0.0), |a| a.cost_usd)]),
+            );
+            self.battle_costs.extend(cost);
+        }
+        if request.until_decided {
+            self.rows.extend(new_rows);
+            if self.stop.is_none() && series::decided(&series::report(&self.rows)) {
+                self.decided_after = Some(self.done);
+                self.stop_here(SeriesStatus::Decided).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Opens the places the series may run next: all of them, or within
+    /// the window and the budget. How many it opened.
+    async fn open_more(&mut self, placed: u64, active: u64) -> Result<u64> {
+        let engine = self.engine;
+        let request = &self.series.request;
+        if self.stop.is_some() || placed >= self.series.total {
+            return Ok(0);
+        }
+        let id = self.series.id.clone();
+        if !self.windowed {
+            let (i, total) = (id, self.series.total);
+            engine
+                .db(move |s| s.transact(|tx| tx.open_places(&i, placed..total)))
+                .await?;
+            return Ok(self.series.total - placed);
+        }
+        let workers = self.others_serving().await? + u64::from(self.serve);
+        let window = u64::from(request.parallel) * workers.max(1);
+        let mut opened = 0;
+        while placed + opened < self.series.total && active + opened < window {
+            let slot = placed + opened;
+            if let Some(budget) = request.budget_usd {
+                let i = id.clone();
+                let (_, _, spent) = engine.db(move |s| s.series_progress(&i)).await?;
+                let (prompt, _) = request.slot(slot);
+                let guess = self.prices.as_ref().map_or(0.0, |(plan, judges)| {
+                    first_guess(engine, plan, &request.prompts[prompt].prompt, judges)
+                });
+                let expected = series::expected_battle_cost(&self.battle_costs, guess);
+                let in_flight = expected * (active + opened) as f64;
+                if !series::may_spend(
+                    spent.unwrap_or(f64::INFINITY) + in_flight,
+                    expected,
+                    Some(budget),
+                ) {
+                    self.stop_here(SeriesStatus::BudgetReached).await?;
+                    break;
+                }
+            }
+            let i = id.clone();
+            engine
+                .db(move |s| s.transact(|tx| tx.open_places(&i, slot..slot + 1)))
+                .await?;
+            opened += 1;
+        }
+        Ok(opened)
+    }
+
+    /// The series must stop: places nobody took will not run (those taken
+    /// finish, unless it was cancelled, which cancels their battles).
+    async fn stop_here(&mut self, status: SeriesStatus) -> Result<()> {
+        self.stop.get_or_insert(status);
+        let i = self.series.id.clone();
+        self.engine
+            .db(move |s| s.transact(|tx| tx.drop_open_places(&i)))
+            .await?;
+        Ok(())
+    }
+
+    /// Workers (other than this driver) seen serving lately.
+    async fn others_serving(&self) -> Result<u64> {
+        if !self.team {
+            return Ok(0);
+        }
+        let since = self.engine.lease_ms() - SEEN_WITHIN_MS;
+        let workers = self.engine.db(move |s| s.workers_seen(since)).await?;
+        Ok(workers.iter().filter(|w| w.role == "worker").count() as u64)
+    }
+
+    /// Team mode: says on the series when places wait and no connected
+    /// worker can serve them (each machine's reason), and clears it when
+    /// one can.
+    async fn say_who_serves(&mut self, places: &[crate::store::Place]) -> Result<()> {
+        let engine = self.engine;
+        let open = places.iter().any(|p| p.state == PlaceState::Open);
+        let taken = places.iter().any(|p| p.state == PlaceState::Taken);
+        let why = if open && !taken {
+            let (i, now) = (self.series.id.clone(), engine.lease_ms());
+            let (workers, refusals) = engine
+                .db(move |s| {
+                    Ok::<_, Error>((s.workers_seen(now - SEEN_WITHIN_MS)?, s.series_refusals(&i)?))
+                })
+                .await?;
+            let mut machines: BTreeSet<String> = workers.into_iter().map(|w| w.machine).collect();
+            if self.serve {
+                machines.insert(engine.machine().to_string());
+            }
+            let recent: BTreeMap<String, String> = refusals
+                .into_iter()
+                .filter(|(_, _, at)| now - at < REFUSAL_FRESH_MS)
+                .map(|(machine, reason, _)| (machine, reason))
+                .collect();
+            if machines.is_empty() {
+                Some("no worker is connected: start `arena worker` on a machine that can run it".to_string())
+            } else if machines.iter().all(|m| recent.contains_key(m)) {
+                let reasons: Vec<String> = machines
+                    .iter()
+                    .map(|m| format!("{m}: {}", recent[m]))
+                    .collect();
+                Some(format!("no connected worker can serve it ({})", reasons.join("; ")))
+            } else {
+                None
+            }
+        } else {
+            None
+        };
+        if why != self.waiting {
+            let (i, w) = (self.series.id.clone(), why.clone());
+            engine
+                .db(move |s| s.transact(|tx| tx.set_series_waiting(&i, w.as_deref())))
+                .await?;
+            self.waiting = why;
+        }
+        Ok(())
+    }
+}
+
+/// A machine's word that it cannot serve a series counts this long.
+const REFUSAL_FRESH_MS: i64 = 300_000;
 
 /// One place of the series: its battle (created, or the one a stopped
 /// process left), run to its end, analysed, and its results checked
 /// against the goal. Returns the battle's id.
-async fn run_place(
+pub(super) async fn run_place(
     engine: Engine,
     series: Arc<Series>,
     plan: Arc<Plan>,

@@ -1,0 +1,413 @@
+//! Workers: take places of running series and run them. On one machine a
+//! series' driver is its only worker (it serves its own places); in team
+//! mode `arena worker` (and the app's switch) serves the places of every
+//! running series it can, on any machine, with its own providers and
+//! agents. A worker holds a place by a claim it renews; a worker that dies
+//! stops renewing and another takes the place over, resuming its battle
+//! (what had finished stays; a running answer runs again).
+//!
+//! A series a worker cannot serve (a provider, model, persona or agent it
+//! lacks; a Coding series whose project is on another machine) is left to
+//! others, with the reason recorded for the series screen.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::mpsc;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use crate::battle::BattleType;
+use crate::error::{Error, Result};
+use crate::series::Series;
+use crate::store::WorkerBeat;
+
+use super::goals::Judges;
+use super::validate::{self, Plan};
+use super::{pid_alive, Engine};
+
+/// How often a worker renews its claims, says it is alive and looks for
+/// cancelled series.
+const RENEW: Duration = Duration::from_secs(2);
+/// How often an idle worker looks for places.
+const IDLE_POLL: Duration = Duration::from_millis(500);
+/// How long a worker leaves alone a series it could not serve.
+const REFUSED_FOR: Duration = Duration::from_secs(300);
+/// Seen within this long, a worker counts as connected.
+pub(crate) const SEEN_WITHIN_MS: i64 = 60_000;
+
+/// What `arena worker` serves.
+#[derive(Debug, Clone)]
+pub struct WorkerOptions {
+    /// Places run at once.
+    pub places: u32,
+    /// Only this series' places (an id or its short form); else every
+    /// running series'.
+    pub series: Option<String>,
+}
+
+/// Which series a worker serves.
+#[derive(Debug, Clone)]
+pub(super) enum Scope {
+    /// Every running series it can (a worker proper; it also drives a
+    /// series nobody drives any more).
+    Any,
+    /// One series' places: its driver serving them.
+    One(String),
+}
+
+/// A place this worker could not run, for its series' driver.
+#[derive(Debug)]
+pub(super) struct Refused {
+    pub slot: u64,
+    pub error: Error,
+}
+
+/// What a worker knows of a series it serves.
+struct Served {
+    series: Arc<Series>,
+    plan: Arc<Plan>,
+    judges: Arc<Judges>,
+    /// Cancelled when the series is asked to stop.
+    token: CancellationToken,
+}
+
+/// A series this worker leaves alone for a while, and why.
+struct Left {
+    until: Instant,
+}
+
+impl Engine {
+    /// Serves places of running series until `stop` is cancelled (see the
+    /// module documentation); in team mode any number of workers on any
+    /// machines share the work.
+    pub async fn work(&self, options: WorkerOptions, stop: CancellationToken) -> Result<()> {
+        let scope = match &options.series {
+            Some(id) => Scope::One(self.series(id).await?.id),
+            None => Scope::Any,
+        };
+        serve(self, scope, options.places.max(1), stop, None).await
+    }
+}
+
+/// The worker's loop: claim what it has room for, run each place, mark it
+/// done (or give it back), renew its claims; until `stop`. Refusals go to
+/// `refused` when a series' driver serves its own places.
+pub(super) async fn serve(
+    engine: &Engine,
+    scope: Scope,
+    places: u32,
+    stop: CancellationToken,
+    refused: Option<mpsc::UnboundedSender<Refused>>,
+) -> Result<()> {
+    let engine = &engine.pinned();
+    let role = match scope {
+        Scope::Any => "worker",
+        Scope::One(_) => "series",
+    };
+    let started_at_ms = engine.lease_ms();
+    let mut running: JoinSet<(String, u64, Result<String>)> = JoinSet::new();
+    let mut served: HashMap<String, Served> = HashMap::new();
+    let mut left: HashMap<String, Left> = HashMap::new();
+    let mut driving: JoinSet<()> = JoinSet::new();
+    let mut held = 0u64;
+    let mut renew = tokio::time::interval(RENEW);
+    renew.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut look = tokio::time::interval(IDLE_POLL);
+    look.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = stop.cancelled(), if !stop.is_cancelled() => {}
+            _ = renew.tick() => {
+                let beat = WorkerBeat {
+                    owner: engine.inner.me.owner.clone(),
+                    machine: engine.machine().to_string(),
+                    pid: engine.inner.me.pid,
+                    role: role.into(),
+                    user: engine.user().map(str::to_string),
+                    places: u64::from(places),
+                    taken: held,
+                    started_at_ms,
+                    seen_at_ms: engine.lease_ms(),
+                };
+                if let Err(e) = keep_up(engine, &beat, &mut served).await {
+                    tracing::warn!(error = %e, "a worker's renewal failed");
+                }
+                if matches!(scope, Scope::Any) && !stop.is_cancelled() {
+                    adopt_series(engine, &served, &mut driving);
+                }
+            }
+            _ = look.tick(), if !stop.is_cancelled() && (running.len() as u32) < places => {
+                let room = places as usize - running.len();
+                match claim(engine, &scope, room, &mut served, &mut left).await {
+                    Ok(claimed) => {
+                        for (series_id, slot) in claimed {
+                            let Some(s) = served.get(&series_id) else { continue };
+                            held += 1;
+                            running.spawn(run_claimed(engine.clone(), s, slot));
+                        }
+                    }
+                    Err(e) => tracing::warn!(error = %e, "a worker could not claim places"),
+                }
+            }
+            Some(joined) = running.join_next() => {
+                held = held.saturating_sub(1);
+                let Ok((series_id, slot, outcome)) = joined else {
+                    tracing::error!("a place's task panicked");
+                    continue;
+                };
+                settle(engine, &series_id, slot, outcome, &mut left, refused.as_ref()).await;
+                // Room again: look for more at once.
+                look.reset_immediately();
+            }
+            Some(_) = driving.join_next() => {}
+        }
+        if stop.is_cancelled() && running.is_empty() {
+            break;
+        }
+    }
+    driving.abort_all();
+    let owner = engine.inner.me.owner.clone();
+    let forgot = engine
+        .db(move |s| s.transact(|tx| tx.forget_worker(&owner)))
+        .await;
+    if let Err(e) = forgot {
+        tracing::warn!(error = %e, "a worker could not say it stopped");
+    }
+    Ok(())
+}
+
+/// Renews this worker's claims, says it is alive, and cancels the places
+/// of series asked to stop (or ended).
+async fn keep_up(
+    engine: &Engine,
+    beat: &WorkerBeat,
+    served: &mut HashMap<String, Served>,
+) -> Result<()> {
+    let (beat, expires) = (beat.clone(), engine.lease_for_now().expires_at_ms);
+    let ids: Vec<String> = served.keys().cloned().collect();
+    let stopped = engine
+        .db(move |s| {
+            s.transact(|tx| {
+                tx.renew_places(&beat.owner, expires)?;
+                tx.beat_worker(&beat)
+            })?;
+            let mut stopped = Vec::new();
+            for id in ids {
+                let series = s.series(&id)?;
+                if series.status.is_terminal() || s.series_cancel_requested(&id)? {
+                    stopped.push((id, series.status.is_terminal()));
+                }
+            }
+            Ok::<_, Error>(stopped)
+        })
+        .await?;
+    for (id, ended) in stopped {
+        if let Some(s) = served.get(&id) {
+            s.token.cancel();
+        }
+        if ended {
+            served.remove(&id);
+        }
+    }
+    Ok(())
+}
+
+/// A worker proper also drives running series nobody drives any more (the
+/// process that started one died), so a team's series finish without
+/// anyone resuming them. Each is tried again at the next renewal while
+/// another drives it.
+fn adopt_series(engine: &Engine, served: &HashMap<String, Served>, driving: &mut JoinSet<()>) {
+    if !driving.is_empty() {
+        return;
+    }
+    let ids: Vec<String> = served.keys().cloned().collect();
+    let engine = engine.clone();
+    driving.spawn(async move {
+        for id in ids {
+            let (i, now) = (id.clone(), engine.lease_ms());
+            let free = engine
+                .db(move |s| {
+                    Ok::<_, Error>(match s.series_lease(&i)? {
+                        None => true,
+                        Some(l) => l.expires_at_ms <= now,
+                    })
+                })
+                .await;
+            if !matches!(free, Ok(true)) {
+                continue;
+            }
+            match engine.drive_series_only(&id).await {
+                Ok(_) | Err(Error::Conflict(_)) => {}
+                Err(e) => tracing::warn!(series = %id, error = %e, "could not drive a series"),
+            }
+        }
+    });
+}
+
+/// Claims up to `room` places of the series this worker serves (loading
+/// and checking each series it meets for the first time).
+async fn claim(
+    engine: &Engine,
+    scope: &Scope,
+    room: usize,
+    served: &mut HashMap<String, Served>,
+    left: &mut HashMap<String, Left>,
+) -> Result<Vec<(String, u64)>> {
+    let candidates = match scope {
+        Scope::One(id) => vec![id.clone()],
+        Scope::Any => engine.db(|s| s.running_series()).await?,
+    };
+    let now = Instant::now();
+    left.retain(|_, l| l.until > now);
+    let mut ids = Vec::new();
+    for id in candidates {
+        if left.contains_key(&id) {
+            continue;
+        }
+        if !served.contains_key(&id) {
+            match take_up(engine, &id).await {
+                Ok(s) => {
+                    served.insert(id.clone(), s);
+                }
+                Err(e @ (Error::Invalid(_) | Error::Config { .. })) => {
+                    refuse(engine, &id, &e, left).await;
+                    continue;
+                }
+                Err(e) => {
+                    tracing::warn!(series = %id, error = %e, "could not read a series to serve");
+                    continue;
+                }
+            }
+        }
+        ids.push(id);
+    }
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let (me, now_ms) = (engine.lease_for_now(), engine.lease_ms());
+    engine
+        .db(move |s| s.transact(|tx| tx.claim_places(&me, &ids, room, now_ms, pid_alive)))
+        .await
+}
+
+/// Loads a series and checks that this worker can serve it: its
+/// contestants, models and project here, and for Coding that this is the
+/// machine its project is on.
+async fn take_up(engine: &Engine, id: &str) -> Result<Served> {
+    let series = engine.series(id).await?;
+    let here = engine.machine();
+    if series.request.battle_type == BattleType::Coding
+        && engine.inner.store.is_team()
+        && series.machine.as_deref().is_some_and(|m| m != here)
+    {
+        return Err(crate::error::Invalid::Other(format!(
+            "its project is on {}: a Coding series runs only on the machine that has it",
+            series.machine.as_deref().unwrap_or_default()
+        ))
+        .into());
+    }
+    let plan = validate::check(engine, super::series::first_battle(&series.request)).await?;
+    let judges = engine.judges(&series.request).await?;
+    Ok(Served {
+        series: Arc::new(series),
+        plan: Arc::new(plan),
+        judges: Arc::new(judges),
+        token: CancellationToken::new(),
+    })
+}
+
+/// Leaves a series alone for a while and records why.
+async fn refuse(engine: &Engine, id: &str, why: &Error, left: &mut HashMap<String, Left>) {
+    tracing::info!(series = %id, reason = %why, "leaving a series this worker cannot serve");
+    left.insert(
+        id.to_string(),
+        Left {
+            until: Instant::now() + REFUSED_FOR,
+        },
+    );
+    let (i, machine, reason, at) = (
+        id.to_string(),
+        engine.machine().to_string(),
+        why.to_string(),
+        engine.lease_ms(),
+    );
+    let recorded = engine
+        .db(move |s| s.transact(|tx| tx.refuse_series(&i, &machine, &reason, at)))
+        .await;
+    if let Err(e) = recorded {
+        tracing::warn!(series = %id, error = %e, "could not record why a series was left");
+    }
+}
+
+/// Runs one claimed place: its battle (the one a lost worker left, if
+/// any), analysed and checked against the goal.
+fn run_claimed(
+    engine: Engine,
+    s: &Served,
+    slot: u64,
+) -> impl std::future::Future<Output = (String, u64, Result<String>)> + Send + 'static {
+    let (series, plan, judges, token) = (
+        s.series.clone(),
+        s.plan.clone(),
+        s.judges.clone(),
+        s.token.clone(),
+    );
+    async move {
+        let id = series.id.clone();
+        let i = id.clone();
+        let existing = engine.db(move |s| s.place_battle(&i, slot)).await;
+        let outcome = match existing {
+            Ok(existing) => {
+                super::series::run_place(engine, series, plan, judges, slot, existing, token)
+                    .await
+                    .map(|(_, battle)| battle)
+            }
+            Err(e) => Err(e),
+        };
+        (id, slot, outcome)
+    }
+}
+
+/// Records how a place ended: done, or given back (to this worker's next
+/// look or another's) with why when it cannot be served here.
+async fn settle(
+    engine: &Engine,
+    series_id: &str,
+    slot: u64,
+    outcome: Result<String>,
+    left: &mut HashMap<String, Left>,
+    refused: Option<&mpsc::UnboundedSender<Refused>>,
+) {
+    let owner = engine.inner.me.owner.clone();
+    let (i, o) = (series_id.to_string(), owner);
+    let kept = match &outcome {
+        Ok(_) => engine
+            .db(move |s| s.transact(|tx| tx.finish_place(&i, slot, &o)))
+            .await
+            .map(|_| ()),
+        Err(_) => engine
+            .db(move |s| s.transact(|tx| tx.leave_place(&i, slot, &o)))
+            .await
+            .map(|_| ()),
+    };
+    if let Err(e) = kept {
+        tracing::warn!(series = %series_id, slot, error = %e, "could not record a place's end");
+    }
+    match outcome {
+        Ok(_) => {}
+        // Another process still drives its battle (a worker thought lost
+        // that is not): try again later.
+        Err(Error::Conflict(msg)) => tracing::info!(series = %series_id, slot, "{msg}"),
+        Err(e @ (Error::Invalid(_) | Error::Config { .. })) => {
+            refuse(engine, series_id, &e, left).await;
+            if let Some(tx) = refused {
+                let _ = tx.send(Refused { slot, error: e });
+            }
+        }
+        Err(e) => {
+            tracing::warn!(series = %series_id, slot, error = %e, "a place of the series failed")
+        }
+    }
+}
