@@ -1590,6 +1590,11 @@ pub struct SeriesDto {
     pub report_path: Option<String>,
     /// Why it ended in `error` (else `null`).
     pub error: Option<String>,
+    /// The machine that started it (its Coding project is there).
+    pub machine: Option<String>,
+    /// Team mode: why its waiting places run nowhere (no connected worker
+    /// can serve them, each machine's reason); `null` while some can.
+    pub waiting: Option<String>,
     /// Blind battles of it still awaiting your vote: while any do,
     /// `contestants` is empty and no report is written.
     pub awaiting_votes: u64,
@@ -1714,6 +1719,8 @@ impl From<&core::series::SeriesSummary> for SeriesDto {
             finished_at: s.finished_at.map(rfc3339),
             report_path: s.report_path.as_deref().map(path),
             error: s.error.clone(),
+            machine: s.machine.clone(),
+            waiting: s.waiting.clone(),
             awaiting_votes: summary.awaiting_votes,
             battles: summary.battles.clone(),
             contestants: summary.reports.iter().map(Into::into).collect(),

@@ -48,6 +48,16 @@ enum Command {
     /// Run one contestant set many times, with goals, budgets and a report.
     #[command(subcommand)]
     Series(series::SeriesCommand),
+    /// Serve places of running series (team mode: on any machine; Ctrl-C
+    /// stops taking places and waits for those under way).
+    Worker {
+        /// Places (battles) run at once.
+        #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=64))]
+        places: u32,
+        /// Only this series' places (its id or short id).
+        #[arg(long, value_name = "ID")]
+        series: Option<String>,
+    },
     /// Arena's git worktrees (one per Coding contestant).
     #[command(subcommand)]
     Worktrees(WorktreesCommand),
@@ -569,6 +579,7 @@ async fn run(cli: Cli) -> Result<(), Error> {
         }
         Command::Battle(command) => battle(&engine, command).await?,
         Command::Series(command) => series::series(&engine, command).await?,
+        Command::Worker { places, series } => series::worker(&engine, places, series).await?,
         Command::Worktrees(WorktreesCommand::List(flags)) => {
             let list = engine.worktrees().await?;
             if flags.json {

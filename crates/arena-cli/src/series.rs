@@ -304,13 +304,18 @@ async fn follow(engine: &Engine, id: &str, show: bool) -> Result<(), Error> {
                         .spent_usd
                         .map(|s| format!(", spent {}", arena_core::benchmark::usd(s)))
                         .unwrap_or_default();
+                    let waiting = match engine.series(id).await {
+                        Ok(s) => s.waiting.map(|w| format!("; {}", crate::view::shown(&w))),
+                        Err(_) => None,
+                    };
                     bar.set_message(format!(
-                        "{} of {} battles done, {} running{}{}",
+                        "{} of {} battles done, {} running{}{}{}",
                         p.done,
                         p.total,
                         p.running,
                         eta.unwrap_or_default(),
-                        spent
+                        spent,
+                        waiting.unwrap_or_default()
                     ));
                 }
             }
@@ -335,6 +340,34 @@ async fn follow(engine: &Engine, id: &str, show: bool) -> Result<(), Error> {
     result.map(|_| ())
 }
 
+/// `arena worker`: serves places of running series until Ctrl-C, which
+/// stops taking places and waits for those under way (Ctrl-C again quits
+/// at once; another worker takes them over).
+pub async fn worker(engine: &Engine, places: u32, series: Option<String>) -> Result<(), Error> {
+    let stop = tokio_util::sync::CancellationToken::new();
+    let options = arena_core::WorkerOptions { places, series };
+    eprintln!(
+        "arena: worker on {} serving places of running series, {places} at a time (Ctrl-C to stop)",
+        crate::view::shown(engine.machine())
+    );
+    let work = engine.work(options, stop.clone());
+    tokio::pin!(work);
+    loop {
+        tokio::select! {
+            done = &mut work => return done.map_err(Error::from),
+            _ = tokio::signal::ctrl_c(), if !stop.is_cancelled() => {
+                eprintln!("arena: finishing the places under way (Ctrl-C again to quit at once)…");
+                stop.cancel();
+                tokio::spawn(async {
+                    if tokio::signal::ctrl_c().await.is_ok() {
+                        std::process::exit(130);
+                    }
+                });
+            }
+        }
+    }
+}
+
 fn human(secs: f64) -> String {
     match secs {
         s if s < 90.0 => format!("{s:.0} s"),
@@ -350,6 +383,9 @@ async fn show(engine: &Engine, id: &str, json: bool) -> Result<(), Error> {
     } else {
         let report = arena_core::series::report_markdown(&summary);
         print!("{}", crate::view::shown(&report));
+        if let Some(why) = &summary.series.waiting {
+            println!("\nWaiting: {}", crate::view::shown(why));
+        }
         if let Some(dir) = &summary.series.report_path {
             println!("\nReport: {}", dir.display());
         }

@@ -1,0 +1,299 @@
+//! Workers (team mode): "machines" — data directories with their own
+//! `ARENA_MACHINE` — on one team database. One machine runs a series
+//! (`arena series run`, which serves `--parallel` places itself); the
+//! others run `arena worker`. They share its places, each place runs once;
+//! a worker killed in the middle of a place loses it to another, which
+//! finishes it without running again what had finished; the database
+//! restarting mid-series loses nothing and doubles nothing.
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use arena_testdb::Cluster;
+use arena_testserver::{ModelScript, TestServer};
+
+/// A team's set-up: the database, a scripted cloud server, one config.
+struct Team {
+    cluster: Cluster,
+    db: String,
+    dir: tempfile::TempDir,
+    server: TestServer,
+}
+
+impl Team {
+    async fn new(test: &str) -> Option<Team> {
+        let cluster = Cluster::for_test(test)?;
+        let db = cluster.create_database().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("project/.git")).unwrap();
+        let server = TestServer::start().await.unwrap();
+        std::fs::write(
+            dir.path().join("arena.toml"),
+            format!(
+                "[[provider]]\nname = \"cloud\"\nkind = \"openai\"\nbase_url = \"{}\"\n\
+                 lane = \"cloud\"\nmax_concurrency = 16\n\n\
+                 [limits]\nbackoff_base_ms = 20\nstall_timeout_secs = 30\n",
+                server.base_url()
+            ),
+        )
+        .unwrap();
+        Some(Team {
+            cluster,
+            db,
+            dir,
+            server,
+        })
+    }
+
+    fn project(&self) -> PathBuf {
+        self.dir.path().join("project")
+    }
+
+    /// `arena ARGS` as `machine`.
+    fn arena(&self, machine: &str, args: &[&str]) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_arena"));
+        cmd.args(args)
+            .env("ARENA_CONFIG", self.dir.path().join("arena.toml"))
+            .env("ARENA_DATA_DIR", self.dir.path().join(format!("data-{machine}")))
+            .env("ARENA_MACHINE", machine)
+            .env("ARENA_DATABASE_URL", self.cluster.url(&self.db))
+            .env("ARENA_DATABASE_PASSWORD", self.cluster.password())
+            .env_remove("RUST_LOG")
+            .stdin(Stdio::null());
+        cmd
+    }
+
+    /// `arena worker --places N` on `machine`, running.
+    fn worker(&self, machine: &str, places: u32) -> Child {
+        self.arena(machine, &["worker", "--places", &places.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+    }
+
+    /// `arena series run` of `runs` battles on `machine`, running.
+    fn series(&self, machine: &str, runs: u32, parallel: u32) -> Child {
+        self.arena(
+            machine,
+            &[
+                "series",
+                "run",
+                "--type",
+                "qa",
+                "--prompt",
+                "Say hello",
+                "--project",
+                &self.project().to_string_lossy(),
+                "-c",
+                "explainer@m1",
+                "-c",
+                "debugger@m2",
+                "--runs",
+                &runs.to_string(),
+                "--parallel",
+                &parallel.to_string(),
+                "--no-analysis",
+                "--json",
+            ],
+        )
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+    }
+
+    fn sql(&self, sql: &str) -> String {
+        self.cluster.psql(&self.db, sql).unwrap()
+    }
+
+    fn count(&self, sql: &str) -> i64 {
+        self.sql(sql).trim().parse().unwrap()
+    }
+
+    /// [`Team::count`] while the schema may not be there yet (the first
+    /// process to open the database makes it): 0 until it is.
+    fn count_yet(&self, sql: &str) -> i64 {
+        match self.cluster.psql(&self.db, sql) {
+            Ok(out) => out.trim().parse().unwrap_or(0),
+            Err(_) => 0,
+        }
+    }
+}
+
+/// Waits (off the runtime) for `child`, and reads the series it printed.
+async fn finished(child: Child) -> serde_json::Value {
+    let out = tokio::task::spawn_blocking(move || child.wait_with_output().unwrap())
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "series run failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Polls `cond` every 100 ms for up to `within`.
+async fn until(within: Duration, what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + within;
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn stop(mut child: Child) {
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// Every place of the one series done, each slot's battle once.
+fn each_place_ran_once(team: &Team, runs: i64) {
+    assert_eq!(
+        team.count("SELECT COUNT(*) FROM series_places WHERE state = 'done'"),
+        runs
+    );
+    assert_eq!(
+        team.count("SELECT COUNT(DISTINCT series_slot) FROM battles WHERE series_id IS NOT NULL"),
+        runs
+    );
+    assert_eq!(team.count("SELECT COUNT(*) FROM battles"), runs);
+    assert_eq!(
+        team.count("SELECT COUNT(*) FROM battles WHERE status <> 'done'"),
+        0
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn workers_on_two_machines_share_a_series() {
+    let Some(team) = Team::new("workers_on_two_machines_share_a_series").await else {
+        return;
+    };
+    for model in ["m1", "m2"] {
+        team.server
+            .set_model(model, ModelScript::tokens(10).rate(40.0));
+    }
+    let beta = team.worker("beta", 2);
+    let series = finished(team.series("alpha", 24, 2)).await;
+    stop(beta);
+
+    assert_eq!(series["status"], "done", "{series}");
+    assert_eq!(series["runs_done"], 24);
+    assert_eq!(series["machine"], "alpha");
+    each_place_ran_once(&team, 24);
+    let by_machine = team.sql("SELECT machine, COUNT(*) FROM battles GROUP BY machine ORDER BY machine");
+    let ran: Vec<(&str, i64)> = by_machine
+        .lines()
+        .map(|l| {
+            let (m, n) = l.split_once('|').unwrap();
+            (m, n.parse().unwrap())
+        })
+        .collect();
+    assert_eq!(ran.len(), 2, "both machines ran battles: {by_machine}");
+    // Every answer was asked for once.
+    assert_eq!(
+        team.server.requests().iter().filter(|r| r.method == "POST").count(),
+        48
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_killed_workers_place_is_finished_by_another_and_nothing_done_runs_twice() {
+    let Some(team) = Team::new("a_killed_workers_place_is_finished_by_another").await else {
+        return;
+    };
+    // m1 takes about 3 s an answer, m2 a quarter of a second.
+    team.server
+        .set_model("m1", ModelScript::tokens(30).rate(10.0));
+    team.server
+        .set_model("m2", ModelScript::tokens(10).rate(40.0));
+    let beta = team.worker("beta", 1);
+    // Beta is up and waiting before the series opens its places.
+    until(Duration::from_secs(20), "beta to say it serves", || {
+        team.count_yet("SELECT COUNT(*) FROM live.workers WHERE machine = 'beta'") == 1
+    })
+    .await;
+    let alpha = team.series("alpha", 3, 1);
+    // Beta's battle with its fast answer done and its slow one under way.
+    until(Duration::from_secs(30), "beta's battle half done", || {
+        team.count_yet(
+            "SELECT COUNT(*) FROM contestants c JOIN battles b ON b.id = c.battle_id \
+             WHERE b.machine = 'beta' AND c.status = 'done'",
+        ) >= 1
+            && team.count_yet(
+                "SELECT COUNT(*) FROM contestants c JOIN battles b ON b.id = c.battle_id \
+                 WHERE b.machine = 'beta' AND c.status = 'running'",
+            ) >= 1
+    })
+    .await;
+    let mut beta = beta;
+    // SIGKILL: no goodbye, its claims and leases just stop being renewed.
+    beta.kill().unwrap();
+    beta.wait().unwrap();
+    let killed_at = Instant::now();
+    let killed_battle = team
+        .sql("SELECT id FROM battles WHERE machine = 'beta' ORDER BY created_at LIMIT 1")
+        .trim()
+        .to_string();
+
+    let series = finished(alpha).await;
+    assert_eq!(series["status"], "done", "{series}");
+    // Taken over once its claim and lease lapsed (15 s), then finished.
+    assert!(
+        killed_at.elapsed() < Duration::from_secs(45),
+        "the place took {:?} to finish",
+        killed_at.elapsed()
+    );
+    each_place_ran_once(&team, 3);
+    // The killed battle's finished answer was kept; only the one under way
+    // ran again: 3 battles x 2 answers + 1.
+    assert_eq!(
+        team.server.requests().iter().filter(|r| r.method == "POST").count(),
+        7
+    );
+    assert_eq!(
+        team.count(&format!(
+            "SELECT MAX(attempts) FROM contestants WHERE battle_id = '{killed_battle}' AND model = 'm2'"
+        )),
+        1
+    );
+    assert!(
+        team.count(&format!(
+            "SELECT attempts FROM series_places WHERE slot = (SELECT series_slot FROM battles WHERE id = '{killed_battle}')"
+        )) >= 2,
+        "the killed worker's place was claimed again"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_database_restart_mid_series_loses_and_doubles_nothing() {
+    let Some(team) = Team::new("a_database_restart_mid_series").await else {
+        return;
+    };
+    for model in ["m1", "m2"] {
+        team.server
+            .set_model(model, ModelScript::tokens(10).rate(20.0));
+    }
+    let beta = team.worker("beta", 2);
+    let alpha = team.series("alpha", 16, 2);
+    until(Duration::from_secs(30), "a few battles done", || {
+        team.count_yet("SELECT COUNT(*) FROM series_places WHERE state = 'done'") >= 3
+    })
+    .await;
+    team.cluster.restart().unwrap();
+    let series = finished(alpha).await;
+    stop(beta);
+    assert_eq!(series["status"], "done", "{series}");
+    each_place_ran_once(&team, 16);
+    assert_eq!(
+        team.count("SELECT COUNT(*) FROM contestants WHERE status <> 'done'"),
+        0
+    );
+    // No answer was asked for twice.
+    assert_eq!(
+        team.server.requests().iter().filter(|r| r.method == "POST").count(),
+        32
+    );
+}
