@@ -76,7 +76,8 @@ pub async fn app_info<R: Runtime>(
 pub async fn status(state: State<'_, AppState>) -> Result<StatusDto, Error> {
     let engine = state.engine()?;
     let info = engine.database_info().await?;
-    Ok(StatusDto::new(engine.machine(), &info))
+    let activity = engine.activity().await?;
+    Ok(StatusDto::new(engine.machine(), &info, &activity))
 }
 
 /// Battles, newest first, without contestants' outputs.

@@ -853,6 +853,42 @@ pub struct StatusDto {
     /// name).
     pub machine: String,
     pub database: DatabaseDto,
+    /// Machines at work on this database now (driving a battle or a
+    /// series, using a lane, or serving places), this one included when
+    /// it is.
+    pub machines: Vec<String>,
+    /// Processes serving series' places, seen in the last minute.
+    pub workers: Vec<WorkerDto>,
+    /// Lanes in use now, per machine.
+    pub lanes: Vec<LaneUseDto>,
+}
+
+/// A process serving series' places (`arena worker`, the app's switch,
+/// or a series' own driver).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct WorkerDto {
+    pub machine: String,
+    /// `worker`, or `series` (a series' driver serving its own places).
+    pub role: String,
+    pub pid: u32,
+    pub user: Option<String>,
+    /// Places it runs at once at most, and holds now.
+    pub places: u64,
+    pub taken: u64,
+    /// How long ago it last said so (ms).
+    pub seen_ms_ago: i64,
+}
+
+/// A lane in use on one machine.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct LaneUseDto {
+    pub lane: String,
+    pub machine: String,
+    /// Requests holding a slot of it, and waiting for one.
+    pub held: u64,
+    pub waiting: u64,
 }
 
 /// The database, as it answered just now.
@@ -869,9 +905,37 @@ pub struct DatabaseDto {
 }
 
 impl StatusDto {
-    pub fn new(machine: &str, info: &arena_core::store::StoreInfo) -> StatusDto {
+    pub fn new(
+        machine: &str,
+        info: &arena_core::store::StoreInfo,
+        activity: &arena_core::Activity,
+    ) -> StatusDto {
         StatusDto {
             machine: machine.to_string(),
+            machines: activity.machines.clone(),
+            workers: activity
+                .workers
+                .iter()
+                .map(|w| WorkerDto {
+                    machine: w.machine.clone(),
+                    role: w.role.clone(),
+                    pid: w.pid,
+                    user: w.user.clone(),
+                    places: w.places,
+                    taken: w.taken,
+                    seen_ms_ago: (activity.now_ms - w.seen_at_ms).max(0),
+                })
+                .collect(),
+            lanes: activity
+                .lanes
+                .iter()
+                .map(|l| LaneUseDto {
+                    lane: l.lane.clone(),
+                    machine: l.machine.clone(),
+                    held: l.held,
+                    waiting: l.waiting,
+                })
+                .collect(),
             database: DatabaseDto {
                 backend: info.backend.to_string(),
                 location: info.location.clone(),

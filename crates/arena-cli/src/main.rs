@@ -525,12 +525,41 @@ async fn run(cli: Cli) -> Result<(), Error> {
         Command::Database(_) => unreachable!("handled above"),
         Command::Status(flags) => {
             let info = engine.database_info().await?;
-            let status = arena_api::StatusDto::new(engine.machine(), &info);
+            let activity = engine.activity().await?;
+            let status = arena_api::StatusDto::new(engine.machine(), &info, &activity);
             if flags.json {
                 print_json(&status);
             } else {
                 println!("database: {}", status.database_line());
-                println!("machine:  {}", status.machine);
+                println!("machine:  {}", view::shown(&status.machine));
+                if !status.machines.is_empty() {
+                    let machines: Vec<String> = status
+                        .machines
+                        .iter()
+                        .map(|m| view::shown(m).into_owned())
+                        .collect();
+                    println!("at work:  {}", machines.join(", "));
+                }
+                for w in &status.workers {
+                    println!(
+                        "worker:   {} pid {} ({}), {} of {} places, seen {} s ago",
+                        view::shown(&w.machine),
+                        w.pid,
+                        w.role,
+                        w.taken,
+                        w.places,
+                        w.seen_ms_ago / 1000
+                    );
+                }
+                for l in &status.lanes {
+                    println!(
+                        "lane:     {} on {}: {} running, {} waiting",
+                        view::shown(&l.lane),
+                        view::shown(&l.machine),
+                        l.held,
+                        l.waiting
+                    );
+                }
             }
         }
         Command::Providers(flags) => {

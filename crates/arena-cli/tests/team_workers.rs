@@ -55,7 +55,10 @@ impl Team {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_arena"));
         cmd.args(args)
             .env("ARENA_CONFIG", self.dir.path().join("arena.toml"))
-            .env("ARENA_DATA_DIR", self.dir.path().join(format!("data-{machine}")))
+            .env(
+                "ARENA_DATA_DIR",
+                self.dir.path().join(format!("data-{machine}")),
+            )
             .env("ARENA_MACHINE", machine)
             .env("ARENA_DATABASE_URL", self.cluster.url(&self.db))
             .env("ARENA_DATABASE_PASSWORD", self.cluster.password())
@@ -177,13 +180,36 @@ async fn workers_on_two_machines_share_a_series() {
     }
     let beta = team.worker("beta", 2);
     let series = finished(team.series("alpha", 24, 2)).await;
+    // Alpha sees beta's worker, still serving, in its status.
+    let out = team.arena("alpha", &["status", "--json"]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let status: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let workers = status["workers"].as_array().unwrap();
+    assert!(
+        workers
+            .iter()
+            .any(|w| w["machine"] == "beta" && w["role"] == "worker" && w["places"] == 2),
+        "{status}"
+    );
+    assert!(
+        status["machines"]
+            .as_array()
+            .unwrap()
+            .contains(&"beta".into()),
+        "{status}"
+    );
     stop(beta);
 
     assert_eq!(series["status"], "done", "{series}");
     assert_eq!(series["runs_done"], 24);
     assert_eq!(series["machine"], "alpha");
     each_place_ran_once(&team, 24);
-    let by_machine = team.sql("SELECT machine, COUNT(*) FROM battles GROUP BY machine ORDER BY machine");
+    let by_machine =
+        team.sql("SELECT machine, COUNT(*) FROM battles GROUP BY machine ORDER BY machine");
     let ran: Vec<(&str, i64)> = by_machine
         .lines()
         .map(|l| {
@@ -194,7 +220,11 @@ async fn workers_on_two_machines_share_a_series() {
     assert_eq!(ran.len(), 2, "both machines ran battles: {by_machine}");
     // Every answer was asked for once.
     assert_eq!(
-        team.server.requests().iter().filter(|r| r.method == "POST").count(),
+        team.server
+            .requests()
+            .iter()
+            .filter(|r| r.method == "POST")
+            .count(),
         48
     );
 }
@@ -250,7 +280,11 @@ async fn a_killed_workers_place_is_finished_by_another_and_nothing_done_runs_twi
     // The killed battle's finished answer was kept; only the one under way
     // ran again: 3 battles x 2 answers + 1.
     assert_eq!(
-        team.server.requests().iter().filter(|r| r.method == "POST").count(),
+        team.server
+            .requests()
+            .iter()
+            .filter(|r| r.method == "POST")
+            .count(),
         7
     );
     assert_eq!(
@@ -293,7 +327,11 @@ async fn a_database_restart_mid_series_loses_and_doubles_nothing() {
     );
     // No answer was asked for twice.
     assert_eq!(
-        team.server.requests().iter().filter(|r| r.method == "POST").count(),
+        team.server
+            .requests()
+            .iter()
+            .filter(|r| r.method == "POST")
+            .count(),
         32
     );
 }

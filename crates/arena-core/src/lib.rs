@@ -27,8 +27,8 @@ pub use battle::{
     Lane,
 };
 pub use engine::{
-    Engine, EngineOptions, Judged, LeaderboardQuery, Recovered, ReportFormat, SeriesStart,
-    WorkerOptions, WorktreeEntry,
+    Activity, Engine, EngineOptions, Judged, LeaderboardQuery, Recovered, ReportFormat,
+    SeriesStart, WorkerOptions, WorktreeEntry,
 };
 pub use error::{Error, Invalid, Result};
 pub use event::{BattleEvent, EventKind};

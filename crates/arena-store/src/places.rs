@@ -98,7 +98,9 @@ impl Store {
     pub fn places(&self, series_id: &str) -> Result<Vec<Place>> {
         self.query(|c| {
             c.rows(
-                &format!("SELECT {PLACE_COLUMNS} FROM series_places WHERE series_id = ?1 ORDER BY slot"),
+                &format!(
+                    "SELECT {PLACE_COLUMNS} FROM series_places WHERE series_id = ?1 ORDER BY slot"
+                ),
                 params![series_id],
                 place_row,
             )
@@ -123,6 +125,42 @@ impl Store {
                 "SELECT machine, reason, at FROM series_refusals WHERE series_id = ?1 ORDER BY machine",
                 params![series_id],
                 |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+        })
+    }
+
+    /// Lanes in use now, per machine: (lane, machine, requests holding a
+    /// slot, requests waiting), from live tickets.
+    pub fn lanes_in_use(&self, now_ms: i64) -> Result<Vec<(String, String, u64, u64)>> {
+        self.query(|c| {
+            c.rows(
+                "SELECT lane, host, COUNT(granted_at), COUNT(*) - COUNT(granted_at)
+                 FROM live.lane_tickets WHERE expires_at > ?1
+                 GROUP BY lane, host ORDER BY lane, host",
+                params![now_ms],
+                |r| {
+                    Ok((
+                        r.get(0)?,
+                        r.get(1)?,
+                        r.get::<i64>(2)?.max(0) as u64,
+                        r.get::<i64>(3)?.max(0) as u64,
+                    ))
+                },
+            )
+        })
+    }
+
+    /// Machines with a live process that drives a battle or a series, or
+    /// holds or waits for a lane, as of `now_ms`.
+    pub fn machines_active(&self, now_ms: i64) -> Result<Vec<String>> {
+        self.query(|c| {
+            c.rows(
+                "SELECT host FROM live.leases WHERE expires_at > ?1
+                 UNION SELECT host FROM live.series_leases WHERE expires_at > ?1
+                 UNION SELECT host FROM live.lane_tickets WHERE expires_at > ?1
+                 ORDER BY 1",
+                params![now_ms],
+                |r| r.get(0),
             )
         })
     }
@@ -197,7 +235,13 @@ impl Tx<'_> {
                      ORDER BY p.state DESC, p.slot
                      LIMIT ?4{lock}"
                 ),
-                params![series_id, now_ms, me.host, (n - claimed.len()) as i64 + 16, me.owner],
+                params![
+                    series_id,
+                    now_ms,
+                    me.host,
+                    (n - claimed.len()) as i64 + 16,
+                    me.owner
+                ],
                 |r| {
                     let slot = r.get::<i64>(0)?.max(0) as u64;
                     let holder = match r.get::<Option<String>>(1)? {

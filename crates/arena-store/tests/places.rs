@@ -52,9 +52,7 @@ fn new_series(store: &Store, id: &str, total: u64) {
         waiting: None,
     };
     store.transact(|tx| tx.insert_series(&series)).unwrap();
-    store
-        .transact(|tx| tx.open_places(id, 0..total))
-        .unwrap();
+    store.transact(|tx| tx.open_places(id, 0..total)).unwrap();
 }
 
 fn states(store: &Store, id: &str) -> Vec<PlaceState> {
@@ -227,8 +225,7 @@ fn four_claimers_on_sqlite() {
 
 #[test]
 fn four_claimers_on_postgres() {
-    let Some(cluster) = arena_testdb::Cluster::for_test("places::four_claimers_on_postgres")
-    else {
+    let Some(cluster) = arena_testdb::Cluster::for_test("places::four_claimers_on_postgres") else {
         return;
     };
     let db = cluster.create_database().unwrap();

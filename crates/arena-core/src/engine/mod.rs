@@ -53,7 +53,7 @@ pub use export::ReportFormat;
 pub use series::SeriesStart;
 pub use verdict::LeaderboardQuery;
 pub use work::Recovered;
-pub use worker::WorkerOptions;
+pub use worker::{Activity, WorkerOptions};
 
 /// How long a lease lasts without renewal, and how often it is renewed (the
 /// renewal also picks up cancellations requested by other processes).

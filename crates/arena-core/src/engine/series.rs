@@ -429,7 +429,9 @@ async fn drive_series(
     let local = serve.then(|| {
         let (engine, stop, scope) = (engine.clone(), serving.clone(), Scope::One(id.clone()));
         let places = request.parallel;
-        tokio::spawn(async move { serve_places(&engine, scope, places, stop, Some(refusals_tx)).await })
+        tokio::spawn(
+            async move { serve_places(&engine, scope, places, stop, Some(refusals_tx)).await },
+        )
     });
     let mut driver = Driver {
         engine,
@@ -450,8 +452,12 @@ async fn drive_series(
     serving.cancel();
     if let Some(local) = local {
         match local.await {
-            Ok(Err(e)) => tracing::warn!(series = %id, error = %e, "serving the series' places failed"),
-            Err(e) => tracing::error!(series = %id, error = %e, "serving the series' places panicked"),
+            Ok(Err(e)) => {
+                tracing::warn!(series = %id, error = %e, "serving the series' places failed")
+            }
+            Err(e) => {
+                tracing::error!(series = %id, error = %e, "serving the series' places panicked")
+            }
             Ok(Ok(())) => {}
         }
     }
@@ -651,7 +657,10 @@ impl Driver<'_> {
             let (i, now) = (self.series.id.clone(), engine.lease_ms());
             let (workers, refusals) = engine
                 .db(move |s| {
-                    Ok::<_, Error>((s.workers_seen(now - SEEN_WITHIN_MS)?, s.series_refusals(&i)?))
+                    Ok::<_, Error>((
+                        s.workers_seen(now - SEEN_WITHIN_MS)?,
+                        s.series_refusals(&i)?,
+                    ))
                 })
                 .await?;
             let mut machines: BTreeSet<String> = workers.into_iter().map(|w| w.machine).collect();
@@ -664,13 +673,19 @@ impl Driver<'_> {
                 .map(|(machine, reason, _)| (machine, reason))
                 .collect();
             if machines.is_empty() {
-                Some("no worker is connected: start `arena worker` on a machine that can run it".to_string())
+                Some(
+                    "no worker is connected: start `arena worker` on a machine that can run it"
+                        .to_string(),
+                )
             } else if machines.iter().all(|m| recent.contains_key(m)) {
                 let reasons: Vec<String> = machines
                     .iter()
                     .map(|m| format!("{m}: {}", recent[m]))
                     .collect();
-                Some(format!("no connected worker can serve it ({})", reasons.join("; ")))
+                Some(format!(
+                    "no connected worker can serve it ({})",
+                    reasons.join("; ")
+                ))
             } else {
                 None
             }

@@ -78,7 +78,58 @@ struct Left {
     until: Instant,
 }
 
+/// A lane in use on one machine.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LaneUse {
+    pub lane: String,
+    pub machine: String,
+    /// Requests holding one of its slots, and waiting for one.
+    pub held: u64,
+    pub waiting: u64,
+}
+
+/// Who is at work on this database now: the machines with a process that
+/// drives a battle or a series or uses a lane, the workers seen in the
+/// last minute, and the lanes in use.
+#[derive(Debug, Clone, Default)]
+pub struct Activity {
+    pub machines: Vec<String>,
+    pub workers: Vec<WorkerBeat>,
+    pub lanes: Vec<LaneUse>,
+    /// When this was read (ms, the lease clock), for the workers' ages.
+    pub now_ms: i64,
+}
+
 impl Engine {
+    /// Who is at work on this database now (see [`Activity`]).
+    pub async fn activity(&self) -> Result<Activity> {
+        let now_ms = self.lease_ms();
+        self.db(move |s| {
+            let workers = s.workers_seen(now_ms - SEEN_WITHIN_MS)?;
+            let mut machines = s.machines_active(now_ms)?;
+            machines.extend(workers.iter().map(|w| w.machine.clone()));
+            machines.sort();
+            machines.dedup();
+            let lanes = s
+                .lanes_in_use(now_ms)?
+                .into_iter()
+                .map(|(lane, machine, held, waiting)| LaneUse {
+                    lane,
+                    machine,
+                    held,
+                    waiting,
+                })
+                .collect();
+            Ok::<_, Error>(Activity {
+                machines,
+                workers,
+                lanes,
+                now_ms,
+            })
+        })
+        .await
+    }
+
     /// Serves places of running series until `stop` is cancelled (see the
     /// module documentation); in team mode any number of workers on any
     /// machines share the work.

@@ -60,6 +60,15 @@ report_path: string | null,
  */
 error: string | null, 
 /**
+ * The machine that started it (its Coding project is there).
+ */
+machine: string | null, 
+/**
+ * Team mode: why its waiting places run nowhere (no connected worker
+ * can serve them, each machine's reason); `null` while some can.
+ */
+waiting: string | null, 
+/**
  * Blind battles of it still awaiting your vote: while any do,
  * `contestants` is empty and no report is written.
  */
