@@ -67,44 +67,49 @@ impl Team {
         cmd
     }
 
-    /// `arena worker --places N` on `machine`, running.
-    fn worker(&self, machine: &str, places: u32) -> Child {
-        self.arena(machine, &["worker", "--places", &places.to_string()])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap()
+    /// `arena worker --places N` on `machine`, running (killed when
+    /// dropped, so a failing test leaves no worker behind).
+    fn worker(&self, machine: &str, places: u32) -> Running {
+        Running(Some(
+            self.arena(machine, &["worker", "--places", &places.to_string()])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap(),
+        ))
     }
 
     /// `arena series run` of `runs` battles on `machine`, running.
-    fn series(&self, machine: &str, runs: u32, parallel: u32) -> Child {
-        self.arena(
-            machine,
-            &[
-                "series",
-                "run",
-                "--type",
-                "qa",
-                "--prompt",
-                "Say hello",
-                "--project",
-                &self.project().to_string_lossy(),
-                "-c",
-                "explainer@m1",
-                "-c",
-                "debugger@m2",
-                "--runs",
-                &runs.to_string(),
-                "--parallel",
-                &parallel.to_string(),
-                "--no-analysis",
-                "--json",
-            ],
-        )
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap()
+    fn series(&self, machine: &str, runs: u32, parallel: u32) -> Running {
+        let child = self
+            .arena(
+                machine,
+                &[
+                    "series",
+                    "run",
+                    "--type",
+                    "qa",
+                    "--prompt",
+                    "Say hello",
+                    "--project",
+                    &self.project().to_string_lossy(),
+                    "-c",
+                    "explainer@m1",
+                    "-c",
+                    "debugger@m2",
+                    "--runs",
+                    &runs.to_string(),
+                    "--parallel",
+                    &parallel.to_string(),
+                    "--no-analysis",
+                    "--json",
+                ],
+            )
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        Running(Some(child))
     }
 
     fn sql(&self, sql: &str) -> String {
@@ -125,8 +130,32 @@ impl Team {
     }
 }
 
+/// A process of the test's, killed when dropped.
+struct Running(Option<Child>);
+
+impl Running {
+    fn child(&mut self) -> &mut Child {
+        self.0.as_mut().unwrap()
+    }
+
+    /// The process, no longer killed when dropped.
+    fn keep(mut self) -> Child {
+        self.0.take().unwrap()
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Some(child) = &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
 /// Waits (off the runtime) for `child`, and reads the series it printed.
-async fn finished(child: Child) -> serde_json::Value {
+async fn finished(running: Running) -> serde_json::Value {
+    let child = running.keep();
     let out = tokio::task::spawn_blocking(move || child.wait_with_output().unwrap())
         .await
         .unwrap();
@@ -145,11 +174,6 @@ async fn until(within: Duration, what: &str, mut cond: impl FnMut() -> bool) {
         assert!(Instant::now() < deadline, "timed out waiting for {what}");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-}
-
-fn stop(mut child: Child) {
-    let _ = child.kill();
-    let _ = child.wait();
 }
 
 /// Every place of the one series done, each slot's battle once.
@@ -202,7 +226,7 @@ async fn workers_on_two_machines_share_a_series() {
             .contains(&"beta".into()),
         "{status}"
     );
-    stop(beta);
+    drop(beta);
 
     assert_eq!(series["status"], "done", "{series}");
     assert_eq!(series["runs_done"], 24);
@@ -258,10 +282,10 @@ async fn a_killed_workers_place_is_finished_by_another_and_nothing_done_runs_twi
             ) >= 1
     })
     .await;
-    let mut beta = beta;
     // SIGKILL: no goodbye, its claims and leases just stop being renewed.
-    beta.kill().unwrap();
-    beta.wait().unwrap();
+    let mut beta = beta;
+    beta.child().kill().unwrap();
+    beta.child().wait().unwrap();
     let killed_at = Instant::now();
     let killed_battle = team
         .sql("SELECT id FROM battles WHERE machine = 'beta' ORDER BY created_at LIMIT 1")
@@ -318,7 +342,7 @@ async fn a_database_restart_mid_series_loses_and_doubles_nothing() {
     .await;
     team.cluster.restart().unwrap();
     let series = finished(alpha).await;
-    stop(beta);
+    drop(beta);
     assert_eq!(series["status"], "done", "{series}");
     each_place_ran_once(&team, 16);
     assert_eq!(
