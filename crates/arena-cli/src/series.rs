@@ -192,19 +192,17 @@ pub async fn series(engine: &Engine, command: SeriesCommand) -> Result<(), Error
             Ok(())
         }
         SeriesCommand::Report { id, format } => {
-            let dir = engine.write_series_report(&id).await?;
             let Some(format) = format else {
+                let dir = engine.write_series_report(&id).await?;
                 println!("{}", dir.display());
                 return Ok(());
             };
+            // Made from the database: no folder needed on this machine.
             let file = match format.as_str() {
-                "csv" => dir.join("runs.csv"),
-                other => dir.join(format!("report.{other}")),
+                "csv" => "runs.csv".to_string(),
+                other => format!("report.{other}"),
             };
-            let text = std::fs::read_to_string(&file).map_err(|e| arena_core::Error::Io {
-                path: file.clone(),
-                source: e,
-            })?;
+            let text = engine.series_report_text(&id, &file).await?;
             // JSON exact; a report on the terminal is for reading.
             match format.as_str() {
                 "json" => print!("{text}"),

@@ -227,6 +227,23 @@ async fn workers_on_two_machines_share_a_series() {
         "{status}"
     );
     drop(beta);
+    // Any machine prints the series' report, made from the database.
+    let id = series["id"].as_str().unwrap();
+    let out = team
+        .arena("beta", &["series", "report", id, "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        report["contestants"].as_array().map(Vec::len),
+        Some(2),
+        "{report}"
+    );
 
     assert_eq!(series["status"], "done", "{series}");
     assert_eq!(series["runs_done"], 24);

@@ -710,4 +710,22 @@ async fn a_diff_is_there_the_moment_its_contestant_is_done() {
     for d in diffs {
         assert_eq!(d.expect("the diff at once"), 2);
     }
+
+    // Another machine of a team has no results folder of this battle: the
+    // diffs are in the database, to show, judge and apply.
+    std::fs::remove_dir_all(&done.results_path).unwrap();
+    let first = &done.contestants[0].id;
+    let diff = h.engine.contestant_diff(&done.id, first).await.unwrap();
+    assert_eq!(diff.round, 1);
+    assert!(
+        diff.files.iter().any(|f| f.file.path == "a.txt"),
+        "{diff:?}"
+    );
+    let (applied, stats) = h.engine.apply(&done.id, Some(first)).await.unwrap();
+    assert_eq!(&applied, first);
+    assert!(stats.files >= 1);
+    assert_eq!(
+        std::fs::read_to_string(project.path().join("a.txt")).unwrap(),
+        "from a\n"
+    );
 }

@@ -24,7 +24,33 @@ impl Store {
     }
 }
 
+impl Store {
+    /// A Coding contestant's diff of round `round` (1: its own run), when
+    /// recorded (battles from before migration 018 have theirs only in
+    /// their results folder).
+    pub fn patch(&self, contestant_id: &str, round: u32) -> Result<Option<String>> {
+        self.query(|c| {
+            c.opt_row(
+                "SELECT patch FROM patches WHERE contestant_id = ?1 AND round = ?2",
+                params![contestant_id, i64::from(round)],
+                |r| r.get(0),
+            )
+        })
+    }
+}
+
 impl Tx<'_> {
+    /// Keeps a Coding contestant's diff of round `round` (a round run
+    /// again replaces it).
+    pub fn put_patch(&mut self, contestant_id: &str, round: u32, patch: &str) -> Result<()> {
+        self.run(
+            "INSERT INTO patches (contestant_id, round, patch) VALUES (?1, ?2, ?3)
+             ON CONFLICT (contestant_id, round) DO UPDATE SET patch = ?3",
+            params![contestant_id, i64::from(round), patch],
+        )?;
+        Ok(())
+    }
+
     pub fn contestant(&self, id: &str) -> Result<Contestant> {
         rows::contestant(self.db(), id)?.ok_or_else(|| Error::not_found("contestant", id))
     }

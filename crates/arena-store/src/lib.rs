@@ -107,6 +107,7 @@ fn migration_list() -> Vec<M<'static>> {
         M::up(include_str!("../migrations/015_meta.sql")),
         M::up(include_str!("../migrations/016_battle_origin.sql")),
         M::up(include_str!("../migrations/017_series_places.sql")),
+        M::up(include_str!("../migrations/018_patches.sql")),
     ]
 }
 
@@ -209,6 +210,7 @@ pub(crate) const POSTGRES_MIGRATIONS: &[&str] = &[
     include_str!("../migrations/postgres/001_init.sql"),
     include_str!("../migrations/postgres/002_battle_origin.sql"),
     include_str!("../migrations/postgres/003_series_places.sql"),
+    include_str!("../migrations/postgres/004_patches.sql"),
 ];
 
 /// The key of the advisory lock under which processes migrate a team

@@ -176,7 +176,7 @@ async fn judge(
         let analysis_id = a.id.clone();
         let fence = &fence;
         async move {
-            let output = result_text(battle, c).await;
+            let output = result_text(engine, battle, c).await;
             let (system, prompt) = analysis::digest_prompt(&battle.prompt, &output, fence);
             let req = request(target, system, prompt, 600);
             let sink = Sink::analysis(&battle.id, &analysis_id, format!("digest {}", c.id));
@@ -273,42 +273,42 @@ async fn judge(
 /// [`result_text`] with `output` as the contestant's latest answer (a
 /// series' later turn).
 pub(super) async fn result_text_of(
+    engine: &Engine,
     battle: &Battle,
     c: &crate::battle::Contestant,
     output: &str,
 ) -> String {
     let mut latest = c.clone();
     latest.output = Some(output.to_string());
-    result_text(battle, &latest).await
+    result_text(engine, battle, &latest).await
 }
 
 /// What a contestant produced, as the digest sees it: the answer (Q&A), or
 /// the explanation, the change statistics, an excerpt of the diff and the
 /// check result (Coding).
-async fn result_text(battle: &Battle, c: &crate::battle::Contestant) -> String {
+async fn result_text(engine: &Engine, battle: &Battle, c: &crate::battle::Contestant) -> String {
     const EXCERPT: usize = 6000;
     let output = c.output.clone().unwrap_or_default();
     if !battle.battle_type.has_worktrees() {
         return output;
     }
-    // Only the excerpt is read, off the async threads.
-    let file = c
-        .result_path
-        .as_ref()
-        .and_then(|p| p.parent())
-        .map(|d| d.join(results::DIFF_FILE));
-    let (patch, longer) = tokio::task::spawn_blocking(move || {
-        use std::io::Read;
-        let mut bytes = Vec::new();
-        let read = file
-            .and_then(|f| std::fs::File::open(f).ok())
-            .map(|f| f.take(EXCERPT as u64 + 1).read_to_end(&mut bytes));
-        let longer = read.is_some_and(|n| n.is_ok_and(|n| n > EXCERPT));
-        bytes.truncate(EXCERPT);
-        (String::from_utf8_lossy(&bytes).into_owned(), longer)
-    })
-    .await
-    .unwrap_or_default();
+    // Its latest work (from the database, whichever machine ran it).
+    let mut patch = match engine.latest_patch(battle, c).await {
+        Ok(Some((_, patch))) => patch,
+        Ok(None) => String::new(),
+        Err(e) => {
+            tracing::warn!(contestant = %c.id, error = %e, "could not read a diff for the judge");
+            String::new()
+        }
+    };
+    let longer = patch.len() > EXCERPT;
+    if longer {
+        let mut end = EXCERPT;
+        while !patch.is_char_boundary(end) {
+            end -= 1;
+        }
+        patch.truncate(end);
+    }
     let mut text = format!("Explanation:\n{output}\n\n");
     if let Some(e) = evidence(c) {
         text.push_str(&format!("{e}\n\n"));

@@ -90,7 +90,7 @@ impl Engine {
         };
         let c = contestant_of(&battle, &id)?;
         // The latest round that finished carries all the work so far.
-        let (_, patch_path) = self.latest_patch(&battle, c).await?.ok_or_else(|| {
+        let (_, patch) = self.latest_patch(&battle, c).await?.ok_or_else(|| {
             Error::Conflict(format!(
                 "contestant {id} has no diff.patch (status {})",
                 c.status
@@ -98,8 +98,6 @@ impl Engine {
         })?;
         let project = battle.project.clone();
         let stats = tokio::task::spawn_blocking(move || {
-            let patch =
-                std::fs::read_to_string(&patch_path).map_err(|e| Error::io(&patch_path, e))?;
             crate::agent::apply::apply(&project, &patch).map_err(|e| Error::Conflict(e.to_string()))
         })
         .await??;
@@ -122,52 +120,56 @@ impl Engine {
                 c.status
             )));
         }
-        let (round, path) = self
+        let (round, patch) = self
             .latest_patch(&battle, c)
             .await?
             .ok_or_else(|| Error::not_found("diff of contestant", contestant_id))?;
-        let files = tokio::task::spawn_blocking(move || {
-            let bytes = std::fs::read(&path).map_err(|e| Error::io(&path, e))?;
-            Ok::<_, Error>(crate::patch::parse(&String::from_utf8_lossy(&bytes)))
-        })
-        .await??;
+        let files = crate::patch::parse(&patch);
         Ok(crate::patch::ContestantDiff { round, files })
     }
 
-    /// The `diff.patch` with a contestant's latest work and its round
-    /// number: the latest refinement round that finished, else its own run
-    /// (round 1), in its folder of the battle's results (written before
-    /// the contestant is recorded `done`, so a viewer asking at once finds
-    /// it; its `result.md`, and `result_path`, come a moment later). `None`
-    /// when that file was not written.
-    async fn latest_patch(
+    /// The diff with a contestant's latest work and its round number: of
+    /// the latest refinement round that finished, else of its own run
+    /// (round 1). From the database (recorded with the contestant or the
+    /// round, so a viewer asking the moment it is done finds it, on any
+    /// machine of a team); for a battle from before the database kept
+    /// diffs, its `diff.patch` in the battle's results folder. `None` when
+    /// it made none.
+    pub(super) async fn latest_patch(
         &self,
         battle: &crate::Battle,
         c: &crate::Contestant,
-    ) -> Result<Option<(u32, PathBuf)>> {
+    ) -> Result<Option<(u32, String)>> {
         let latest_round = self
             .rounds(&c.id)
             .await?
             .into_iter()
             .rev()
             .find(|r| r.status == Some(ContestantStatus::Done))
-            .and_then(|r| Some((r.number, r.result_path?)));
-        let (round, patch) = match latest_round {
-            Some((number, path)) => match path.parent() {
-                Some(dir) => (number, dir.join(crate::results::DIFF_FILE)),
+            .map(|r| (r.number, r.result_path));
+        let number = latest_round.as_ref().map_or(1, |(n, _)| *n);
+        let cid = c.id.clone();
+        if let Some(patch) = self.db(move |s| s.patch(&cid, number)).await? {
+            return Ok(Some((number, patch)));
+        }
+        let file = match latest_round {
+            Some((_, Some(path))) => match path.parent() {
+                Some(dir) => dir.join(crate::results::DIFF_FILE),
                 None => return Ok(None),
             },
-            None => {
-                let dir = crate::results::confined(
-                    &battle.results_path,
-                    &[&crate::results::contestant_dir(c)],
-                )?;
-                (1, dir.join(crate::results::DIFF_FILE))
-            }
+            Some((_, None)) => return Ok(None),
+            None => crate::results::confined(
+                &battle.results_path,
+                &[&crate::results::contestant_dir(c)],
+            )?
+            .join(crate::results::DIFF_FILE),
         };
-        let probe = patch.clone();
-        let exists = tokio::task::spawn_blocking(move || probe.is_file()).await?;
-        Ok(exists.then_some((round, patch)))
+        tokio::task::spawn_blocking(move || match std::fs::read(&file) {
+            Ok(bytes) => Ok(Some((number, String::from_utf8_lossy(&bytes).into_owned()))),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(Error::io(&file, e)),
+        })
+        .await?
     }
 
     /// A battle's results folder (`PROJECT/Arena/<battle>`), when it exists.

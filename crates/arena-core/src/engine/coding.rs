@@ -365,9 +365,14 @@ async fn record(engine: &Engine, battle: &Battle, c: &Contestant, outcome: Outco
     }
     let (c2, at) = (c.clone(), engine.now());
     let (summary2, check2) = (summary.clone(), check.clone());
+    let patch = diff.map(|d| d.patch);
     let recorded = engine
         .db(move |s| {
             s.transact(|tx| {
+                // In the database too, for every machine of a team.
+                if let Some(patch) = &patch {
+                    tx.put_patch(&c2.id, 1, patch)?;
+                }
                 tx.set_diff_and_check(&c2, summary2.as_ref(), check2.as_ref())?;
                 tx.finish_contestant(
                     &c2,

@@ -56,8 +56,8 @@ pub(super) async fn finish_round(
         ],
     )?;
     let mut written: Vec<_> = patch
-        .map(|p| (dir.join(results::DIFF_FILE), p))
-        .into_iter()
+        .iter()
+        .map(|p| (dir.join(results::DIFF_FILE), p.clone()))
         .collect();
     let file = dir.join(results::RESULT_FILE);
     written.push((file.clone(), results::render_round(battle, c, &round)));
@@ -66,9 +66,16 @@ pub(super) async fn finish_round(
     // One moment for the round and its record, so they agree.
     let at = engine.now();
     round.finished_at = Some(at);
-    let (bid, r) = (battle.id.clone(), round.clone());
+    let (bid, cid, r) = (battle.id.clone(), c.id.clone(), round.clone());
     engine
-        .db(move |s| s.transact(|tx| tx.finish_round(&bid, &r, at)))
+        .db(move |s| {
+            s.transact(|tx| {
+                if let Some(patch) = &patch {
+                    tx.put_patch(&cid, r.number, patch)?;
+                }
+                tx.finish_round(&bid, &r, at)
+            })
+        })
         .await?;
     Ok(round)
 }

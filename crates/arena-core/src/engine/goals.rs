@@ -118,7 +118,7 @@ pub(super) async fn check_goals(
                     break;
                 };
                 let text = if battle.battle_type.has_worktrees() {
-                    analyze::result_text_of(battle, c, &output).await
+                    analyze::result_text_of(engine, battle, c, &output).await
                 } else {
                     output.clone()
                 };

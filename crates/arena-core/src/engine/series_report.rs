@@ -169,15 +169,8 @@ impl Engine {
     /// `report.md`, `report.json` and `runs.csv`; returns the folder.
     /// A blind series' report waits for the votes on all its battles.
     pub async fn write_series_report(&self, id: &str) -> Result<PathBuf> {
-        let summary = self.series_summary(id).await?;
+        let (summary, files) = self.series_report_files(id).await?;
         let s = &summary.series;
-        if summary.awaiting_votes > 0 {
-            return Err(Error::Conflict(format!(
-                "{} blind battles of series {} await your vote; its report is written once each is voted on (arena battle vote) or revealed",
-                summary.awaiting_votes,
-                crate::battle::short_id(&s.id)
-            )));
-        }
         let dir = match &s.report_path {
             Some(dir) => dir.clone(),
             None => crate::results::series_dir(
@@ -187,16 +180,6 @@ impl Engine {
                 s.created_at,
             )?,
         };
-        let samples = self.samples(&summary).await?;
-        let files = [
-            ("report.md", series::report_markdown(&summary)),
-            ("report.json", series::report_json(&summary)),
-            ("runs.csv", series::runs_csv(&summary.rows)),
-            (
-                "report.html",
-                crate::html::series_report(&summary, &samples),
-            ),
-        ];
         let d = dir.clone();
         tokio::task::spawn_blocking(move || -> Result<()> {
             for (name, text) in files {
@@ -213,6 +196,50 @@ impl Engine {
 }
 
 impl Engine {
+    /// One of a series' report files (`report.md`, `report.json`,
+    /// `runs.csv`, `report.html`) as text, made from the database: any
+    /// machine of a team can show any series' report, whoever ran it.
+    pub async fn series_report_text(&self, id: &str, file: &str) -> Result<String> {
+        let (_, files) = self.series_report_files(id).await?;
+        files
+            .into_iter()
+            .find(|(name, _)| *name == file)
+            .map(|(_, text)| text)
+            .ok_or_else(|| {
+                crate::error::Invalid::Other(format!(
+                    "a series' report has no file `{file}`: report.md, report.json, runs.csv or report.html"
+                ))
+                .into()
+            })
+    }
+
+    /// The series' summary and its report files' names and texts; refused
+    /// while blind battles of it await votes.
+    async fn series_report_files(
+        &self,
+        id: &str,
+    ) -> Result<(SeriesSummary, [(&'static str, String); 4])> {
+        let summary = self.series_summary(id).await?;
+        if summary.awaiting_votes > 0 {
+            return Err(Error::Conflict(format!(
+                "{} blind battles of series {} await your vote; its report is written once each is voted on (arena battle vote) or revealed",
+                summary.awaiting_votes,
+                crate::battle::short_id(&summary.series.id)
+            )));
+        }
+        let samples = self.samples(&summary).await?;
+        let files = [
+            ("report.md", series::report_markdown(&summary)),
+            ("report.json", series::report_json(&summary)),
+            ("runs.csv", series::runs_csv(&summary.rows)),
+            (
+                "report.html",
+                crate::html::series_report(&summary, &samples),
+            ),
+        ];
+        Ok((summary, files))
+    }
+
     /// The first run's answers to each prompt (the first 10 prompts), for
     /// the HTML report.
     async fn samples(&self, summary: &SeriesSummary) -> Result<Vec<crate::html::Sample>> {
