@@ -288,3 +288,41 @@ async fn database_login_keeps_a_checked_password_in_the_keychain() {
     );
     assert!(!text.contains(cluster.password()), "{text}");
 }
+
+#[tokio::test]
+async fn a_machine_name_another_computer_uses_is_refused() {
+    let Some(cluster) = arena_testdb::Cluster::for_test("a_machine_name_another_computer_uses")
+    else {
+        return;
+    };
+    let db = cluster.create_database().unwrap();
+    let (url, password) = (cluster.url(&db), cluster.password().to_string());
+    let setup = Setup::new().await;
+    let as_computer = |boot: &str| {
+        let mut cmd = on_team(&setup, "alpha", &url, &password, &["status"]);
+        cmd.env("ARENA_BOOT_ID", boot);
+        cmd
+    };
+    // The first computer claims `alpha`; its own processes share it.
+    stdout(&output(as_computer("boot-one")).await);
+    stdout(&output(as_computer("boot-one")).await);
+    // Another computer under the same name is refused, in one line that
+    // says what to do; under a name of its own it is welcome.
+    let err = quick_failure(as_computer("boot-two")).await;
+    assert!(
+        err.contains("`alpha` is in use") && err.contains("ARENA_MACHINE"),
+        "{err}"
+    );
+    let mut own = on_team(&setup, "beta", &url, &password, &["status"]);
+    own.env("ARENA_BOOT_ID", "boot-two");
+    stdout(&output(own).await);
+    // A computer restarted (a new boot) takes its name back once the old
+    // boot's claim has lapsed.
+    cluster
+        .psql(
+            &db,
+            "UPDATE live.machines SET seen_at = seen_at - 120000 WHERE name = 'alpha'",
+        )
+        .unwrap();
+    stdout(&output(as_computer("boot-two")).await);
+}

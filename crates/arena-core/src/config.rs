@@ -79,6 +79,17 @@ pub fn database_password(url: &str) -> Result<Option<crate::keychain::Secret>> {
 }
 
 /// This machine's name among a team's: `ARENA_MACHINE`, else the host name.
+/// This boot of this computer, as a team database tells machines apart
+/// under one name: `ARENA_BOOT_ID` (tests simulating two computers), else
+/// the kernel's boot id; none where there is neither.
+pub fn boot_id() -> Option<String> {
+    std::env::var("ARENA_BOOT_ID")
+        .ok()
+        .or_else(|| std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok())
+        .map(|id| id.trim().to_string())
+        .filter(|id| !id.is_empty())
+}
+
 pub fn machine_name() -> Result<Option<String>> {
     match std::env::var("ARENA_MACHINE") {
         Ok(name) if !name.trim().is_empty() => {

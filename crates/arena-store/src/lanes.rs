@@ -49,6 +49,10 @@ impl Store {
 impl Tx<'_> {
     /// Joins a lane's queue; returns the ticket's id.
     pub fn enqueue_ticket(&mut self, t: &NewTicket<'_>) -> Result<i64> {
+        // A grant being decided finishes first, and the next one sees this
+        // ticket (PostgreSQL; see `take_turn`): first come, first served
+        // holds exactly across machines.
+        self.db().lock_name(t.lane)?;
         self.db().insert_returning_id(
             "INSERT INTO live.lane_tickets (lane, ready_at, position, holder, battle_id, contestant_id, model, owner, host, pid, expires_at)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) RETURNING id",

@@ -211,6 +211,7 @@ pub(crate) const POSTGRES_MIGRATIONS: &[&str] = &[
     include_str!("../migrations/postgres/002_battle_origin.sql"),
     include_str!("../migrations/postgres/003_series_places.sql"),
     include_str!("../migrations/postgres/004_patches.sql"),
+    include_str!("../migrations/postgres/005_machines.sql"),
 ];
 
 /// The key of the advisory lock under which processes migrate a team
@@ -221,7 +222,20 @@ const MIGRATION_LOCK: i64 = 0x0061_7265_6e61;
 /// refuses one laid out by a newer Arena.
 fn migrate_postgres(pg: &sql::Pg, url: &str) -> Result<()> {
     let c = sql::Conn::Postgres(pg);
-    pg.batch(&format!("SELECT pg_advisory_lock({MIGRATION_LOCK})"))?;
+    // Waits for another process laying out the tables at most the
+    // session's lock timeout (see `team.rs`).
+    pg.batch(&format!("SELECT pg_advisory_lock({MIGRATION_LOCK})"))
+        .map_err(|e| match &e {
+            Error::Pg(failed)
+                if failed.code() == Some(&tokio_postgres::error::SqlState::LOCK_NOT_AVAILABLE) =>
+            {
+                Error::Conflict(format!(
+                    "another Arena has been updating the tables of the team database at {} for a while (or a session holds their lock); try again in a moment",
+                    pg.connector().shown()
+                ))
+            }
+            _ => e,
+        })?;
     let migrated = (|| {
         pg.batch(
             "CREATE TABLE IF NOT EXISTS arena_schema (

@@ -81,6 +81,11 @@ CREATE TABLE IF NOT EXISTS live.lane_grants (
     at   INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS live.lane_grants_lane ON lane_grants (lane, at);
+CREATE TABLE IF NOT EXISTS live.machines (
+    name    TEXT PRIMARY KEY,
+    boot_id TEXT NOT NULL,
+    seen_at INTEGER NOT NULL
+);
 CREATE TABLE IF NOT EXISTS live.workers (
     owner      TEXT PRIMARY KEY,
     machine    TEXT NOT NULL,

@@ -375,6 +375,35 @@ impl Tx<'_> {
         Ok(())
     }
 
+    /// Claims machine name `name` for this boot of this computer
+    /// (`boot_id`), or renews the claim. Refused — `Some(when it was last
+    /// claimed, ms)` — while another boot claimed it within `fresh_ms`.
+    pub fn claim_machine_name(
+        &mut self,
+        name: &str,
+        boot_id: &str,
+        now_ms: i64,
+        fresh_ms: i64,
+    ) -> Result<Option<i64>> {
+        self.db().lock_name(&format!("machine {name}"))?;
+        let current = self.db().opt_row(
+            "SELECT boot_id, seen_at FROM live.machines WHERE name = ?1",
+            params![name],
+            |r| Ok((r.get::<String>(0)?, r.get::<i64>(1)?)),
+        )?;
+        if let Some((other, seen_at)) = current {
+            if other != boot_id && seen_at > now_ms - fresh_ms {
+                return Ok(Some(seen_at));
+            }
+        }
+        self.run(
+            "INSERT INTO live.machines (name, boot_id, seen_at) VALUES (?1, ?2, ?3)
+             ON CONFLICT (name) DO UPDATE SET boot_id = ?2, seen_at = ?3",
+            params![name, boot_id, now_ms],
+        )?;
+        Ok(None)
+    }
+
     /// This process stopped serving places.
     pub fn forget_worker(&mut self, owner: &str) -> Result<()> {
         self.run("DELETE FROM live.workers WHERE owner = ?1", params![owner])?;

@@ -21,6 +21,13 @@ use crate::error::{Error, Result};
 /// How long opening a connection may take before it is an error.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// How long a session may sit idle inside a transaction before the server
+/// ends it (and so gives back what it locked).
+const IDLE_IN_TRANSACTION: Duration = Duration::from_secs(60);
+
+/// How long a statement may wait for a lock before it fails.
+const LOCK_TIMEOUT: Duration = Duration::from_secs(20);
+
 /// The thread every team database connection's socket is driven on (a
 /// runtime of one worker; the store's callers only wait for replies).
 static RUNTIME: LazyLock<std::result::Result<tokio::runtime::Runtime, String>> =
@@ -128,7 +135,16 @@ impl Connector {
         config.application_name("arena");
         // The live journal's tables are in schema `live` (SQLite attaches
         // them as `live`): unqualified names find them either way.
-        config.options("-c search_path=public,live");
+        // A session cut off in the middle of a transaction (its process
+        // stopped, its network dropped) gives back its locks — a lane's, a
+        // battle's row — within a minute, not when TCP gives up; and no
+        // statement waits longer than `LOCK_TIMEOUT` for a lock (the
+        // migration lock included): it fails in one line instead.
+        config.options(format!(
+            "-c search_path=public,live -c idle_in_transaction_session_timeout={} -c lock_timeout={}",
+            IDLE_IN_TRANSACTION.as_millis(),
+            LOCK_TIMEOUT.as_millis()
+        ));
         // A peer gone without a word (a laptop's network dropped) is
         // noticed in about a minute, not the system's two hours: 30 s
         // idle, then 3 probes 10 s apart (the system's own interval and

@@ -669,3 +669,39 @@ fn a_panic_inside_a_transaction_does_not_leak_into_the_next() {
         "the panicked transaction's write was committed by the next one"
     );
 }
+
+#[test]
+fn a_session_cannot_hold_locks_for_long() {
+    let Some(cluster) = Cluster::for_test("a_session_cannot_hold_locks_for_long") else {
+        return;
+    };
+    let url = cluster.url(&database(&cluster));
+    let store = Store::open_postgres(&url, Some(cluster.password())).unwrap();
+    let setting = |name: &str| {
+        store
+            .query_i64(
+                "SELECT CAST(setting AS BIGINT) FROM pg_settings WHERE name = ?1",
+                &[SqlValue::Text(name.into())],
+            )
+            .unwrap()
+    };
+    // A session cut off inside a transaction gives its locks back within
+    // a minute; a lock is waited for 20 s at most.
+    assert_eq!(setting("idle_in_transaction_session_timeout"), Some(60_000));
+    assert_eq!(setting("lock_timeout"), Some(20_000));
+
+    // A process holding the lock under which tables are laid out (stuck,
+    // say) makes another's start fail in one line, not wait for ever.
+    store
+        .transact(|tx| tx.exec_raw("SELECT pg_advisory_lock(418531077729)", &[]))
+        .unwrap();
+    let (second, took) = timed(|| Store::open_postgres(&url, Some(cluster.password())));
+    let e = second.err().expect("the second open waited for the lock");
+    assert!(took < Duration::from_secs(30), "{took:?}");
+    let text = e.to_string();
+    assert!(
+        text.contains("updating the tables of the team database") && text.contains("try again"),
+        "{text}"
+    );
+    assert!(!text.contains('\n'), "{text}");
+}

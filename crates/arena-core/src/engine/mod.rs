@@ -170,6 +170,9 @@ struct Inner {
 struct Me {
     owner: String,
     host: String,
+    /// This boot of this computer, on a team database (see
+    /// [`claim_machine_name`]).
+    boot_id: Option<String>,
     pid: u32,
     /// The user it works for (see [`EngineOptions::user`]).
     user: Option<String>,
@@ -232,6 +235,11 @@ impl Engine {
             None => Store::open(&options.data_dir.join(store::DATABASE_FILE))?,
         }
         .acting_as(&owner);
+        let host = options.machine.unwrap_or_else(hostname);
+        let boot_id = crate::config::boot_id().filter(|_| store.is_team());
+        if let Some(boot) = &boot_id {
+            claim_machine_name(&store, &host, boot)?;
+        }
         let settings = Settings::new(options.config)?;
         Ok(Engine {
             pinned: None,
@@ -243,7 +251,8 @@ impl Engine {
                 clock: options.clock,
                 me: Me {
                     owner,
-                    host: options.machine.unwrap_or_else(hostname),
+                    host,
+                    boot_id,
                     pid: std::process::id(),
                     user: options.user.or_else(crate::config::os_user),
                 },
@@ -745,6 +754,23 @@ impl Engine {
 
     /// How far the lease clock is ahead of this engine's (0 on SQLite);
     /// see [`Engine::lease_ms`].
+    /// Renews this machine's name's claim (see [`claim_machine_name`]) off
+    /// the caller's thread, with the clock's difference every 30 s.
+    fn renew_machine_name(&self) {
+        let (Some(boot), Ok(runtime)) = (
+            self.inner.me.boot_id.clone(),
+            tokio::runtime::Handle::try_current(),
+        ) else {
+            return;
+        };
+        let (store, host) = (self.inner.store.clone(), self.inner.me.host.clone());
+        runtime.spawn_blocking(move || {
+            if let Err(e) = claim_machine_name(&store, &host, &boot) {
+                tracing::error!(error = %e, "this machine's name");
+            }
+        });
+    }
+
     pub(crate) fn clock_offset_ms(&self) -> i64 {
         const FRESH: std::time::Duration = std::time::Duration::from_secs(30);
         if !self.inner.store.is_team() {
@@ -769,6 +795,7 @@ impl Engine {
                             _ => db - (before + after) / 2,
                         };
                         *cached = Some((std::time::Instant::now(), offset));
+                        self.renew_machine_name();
                         offset
                     }
                     Ok(None) => 0,
@@ -783,6 +810,30 @@ impl Engine {
             }
         };
         offset
+    }
+}
+
+/// A machine name's claim lasts this long without renewal (renewed with
+/// the database clock's difference, every 30 s while the engine works).
+const MACHINE_NAME_FRESH_MS: i64 = 90_000;
+
+/// Claims (or renews) this machine's name on the team database: two
+/// computers under one name would each take the other's running processes
+/// for dead ones of its own, and take over their work. Refused while
+/// another computer (another boot) has claimed it lately.
+fn claim_machine_name(store: &Store, name: &str, boot_id: &str) -> Result<()> {
+    let now_ms = store
+        .database_now_ms()?
+        .unwrap_or_else(|| store::ms(chrono::Utc::now()));
+    let taken =
+        store.transact(|tx| tx.claim_machine_name(name, boot_id, now_ms, MACHINE_NAME_FRESH_MS))?;
+    match taken {
+        None => Ok(()),
+        Some(seen_at) => Err(crate::error::Invalid::Other(format!(
+            "the machine name `{name}` is in use on the team database by another computer (its Arena was there {} s ago); give this one a name of its own with ARENA_MACHINE=…",
+            ((now_ms - seen_at) / 1000).max(0)
+        ))
+        .into()),
     }
 }
 
