@@ -7,6 +7,7 @@ pub mod backend;
 pub mod backends;
 pub mod diff;
 pub mod jail;
+pub mod mirror;
 pub mod native;
 pub mod process;
 pub mod relay;

@@ -163,6 +163,44 @@ pub fn check_project(project: &Path) -> Result<String, WorktreeError> {
     head_commit(&repo, project)
 }
 
+/// The URL of a remote of `project` whose branches (as last fetched or
+/// pushed) hold `commit`: `origin` first, then the others by name. `None`
+/// when none does (the commit was never pushed), or there is no remote.
+pub fn remote_holding(project: &Path, commit: &str) -> Result<Option<String>, WorktreeError> {
+    let repo = open_project(project)?;
+    let Ok(target) = git2::Oid::from_str(commit) else {
+        return Ok(None);
+    };
+    let mut names: Vec<String> = repo
+        .remotes()
+        .map_err(WorktreeError::git("list the remotes"))?
+        .iter()
+        .flatten()
+        .map(str::to_string)
+        .collect();
+    names.sort_by_key(|n| (n != "origin", n.clone()));
+    for name in names {
+        let Some(url) = repo
+            .find_remote(&name)
+            .ok()
+            .and_then(|r| r.url().map(str::to_string))
+        else {
+            continue;
+        };
+        let refs = repo
+            .references_glob(&format!("refs/remotes/{name}/*"))
+            .map_err(WorktreeError::git(format!(
+                "list the branches of remote {name}"
+            )))?;
+        for tip in refs.flatten().filter_map(|r| r.target()) {
+            if tip == target || repo.graph_descendant_of(tip, target).unwrap_or(false) {
+                return Ok(Some(url));
+            }
+        }
+    }
+    Ok(None)
+}
+
 /// Creates the worktree `root/<name>`: a repository of its own on a new
 /// branch `arena/<name>` at `base_commit` (any revision git understands),
 /// reading the project's objects, with every file checked out. Creates

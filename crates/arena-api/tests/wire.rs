@@ -495,6 +495,8 @@ fn a_series() {
             tags: vec!["geo".into()],
             machine: Some("alpha".into()),
             waiting: None,
+            base_commit: None,
+            remote_url: None,
         },
         battles: vec!["b1".into(), "b2".into()],
         reports: report(&rows),

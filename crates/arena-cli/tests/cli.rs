@@ -9,7 +9,7 @@ use arena_testserver::ModelScript;
 use serde_json::Value;
 
 mod common;
-use common::Setup;
+use common::{git, write_turns, Setup};
 
 fn is_rfc3339_millis(v: &Value) -> bool {
     let s = v.as_str().unwrap_or("");
@@ -541,34 +541,6 @@ async fn backends_lists_what_is_installed() {
     let by_name = |n: &str| rows.iter().find(|r| r["name"] == n).unwrap().clone();
     assert_eq!(by_name("claude-code")["read_only"], true);
     assert_eq!(by_name("aider")["read_only"], false);
-}
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn write_turns(file: &str, content: &str) -> ModelScript {
-    use arena_testserver::{ToolCall, Turn};
-    ModelScript::turns(vec![
-        Turn::ToolCalls {
-            text: None,
-            calls: vec![ToolCall::new(
-                "write_file",
-                serde_json::json!({"path": file, "content": content}),
-            )],
-        },
-        Turn::Text(format!("Wrote {file}.")),
-    ])
 }
 
 #[tokio::test]

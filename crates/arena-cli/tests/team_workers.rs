@@ -6,12 +6,15 @@
 //! finishes it without running again what had finished; the database
 //! restarting mid-series loses nothing and doubles nothing.
 
+mod common;
+
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use arena_testdb::Cluster;
 use arena_testserver::{ModelScript, TestServer};
+use common::{git, write_turns_each};
 
 /// A team's set-up: the database, a scripted cloud server, one config.
 struct Team {
@@ -97,6 +100,40 @@ impl Team {
                     "explainer@m1",
                     "-c",
                     "debugger@m2",
+                    "--runs",
+                    &runs.to_string(),
+                    "--parallel",
+                    &parallel.to_string(),
+                    "--no-analysis",
+                    "--json",
+                ],
+            )
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        Running(Some(child))
+    }
+
+    /// `arena series run --type coding` of `runs` battles (two native
+    /// agents, `coder-a` and `coder-b`) on `machine`, running.
+    fn coding_series(&self, machine: &str, runs: u32, parallel: u32) -> Running {
+        let child = self
+            .arena(
+                machine,
+                &[
+                    "series",
+                    "run",
+                    "--type",
+                    "coding",
+                    "--prompt",
+                    "Add a file.",
+                    "--project",
+                    &self.project().to_string_lossy(),
+                    "-c",
+                    "native@coder-a",
+                    "-c",
+                    "native@coder-b",
                     "--runs",
                     &runs.to_string(),
                     "--parallel",
@@ -374,5 +411,138 @@ async fn a_database_restart_mid_series_loses_and_doubles_nothing() {
             .filter(|r| r.method == "POST")
             .count(),
         32
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_coding_series_runs_on_other_machines_from_the_projects_remote() {
+    let Some(team) = Team::new("a_coding_series_runs_on_other_machines").await else {
+        return;
+    };
+    team.server
+        .set_model("coder-a", write_turns_each("a.txt", "from a\n"));
+    team.server
+        .set_model("coder-b", write_turns_each("b.txt", "from b\n"));
+    let project = team.project();
+    std::fs::remove_dir_all(project.join(".git")).unwrap();
+    git(&project, &["init", "-q", "-b", "main"]);
+    git(&project, &["config", "user.email", "arena@example.invalid"]);
+    git(&project, &["config", "user.name", "Arena Test"]);
+    std::fs::write(project.join("README.md"), "hello\n").unwrap();
+    git(&project, &["add", "."]);
+    git(&project, &["commit", "-q", "-m", "initial"]);
+    let beta = team.worker("beta", 2);
+    until(Duration::from_secs(20), "beta to say it serves", || {
+        team.count_yet("SELECT COUNT(*) FROM live.workers WHERE machine = 'beta'") == 1
+    })
+    .await;
+
+    // No remote: the project is only on alpha, and beta says so.
+    let alone = finished(team.coding_series("alpha", 2, 1)).await;
+    assert_eq!(alone["status"], "done", "{alone}");
+    let id = alone["id"].as_str().unwrap();
+    assert_eq!(
+        team.count(&format!(
+            "SELECT COUNT(*) FROM battles WHERE series_id = '{id}' AND machine = 'alpha'"
+        )),
+        2
+    );
+    let reason = team.sql(&format!(
+        "SELECT reason FROM series_refusals WHERE series_id = '{id}' AND machine = 'beta'"
+    ));
+    assert!(reason.contains("no git remote"), "{reason}");
+
+    // Pushed to a remote, beta fetches the project and runs places too,
+    // each from the series' base commit.
+    let origin = team.dir.path().join("origin.git");
+    git(team.dir.path(), &["init", "-q", "--bare", "origin.git"]);
+    git(
+        &project,
+        &["remote", "add", "origin", &origin.to_string_lossy()],
+    );
+    git(&project, &["push", "-q", "origin", "main"]);
+    let base = git(&project, &["rev-parse", "HEAD"]).trim().to_string();
+    let shared = finished(team.coding_series("alpha", 6, 1)).await;
+    drop(beta);
+    assert_eq!(shared["status"], "done", "{shared}");
+    let id = shared["id"].as_str().unwrap();
+    let on_beta = team.sql(&format!(
+        "SELECT id || '|' || project_path || '|' || base_commit FROM battles \
+         WHERE series_id = '{id}' AND machine = 'beta'"
+    ));
+    assert!(
+        !on_beta.trim().is_empty(),
+        "beta ran none of the places: {}",
+        team.sql(&format!(
+            "SELECT COALESCE(s.remote_url, '(no remote)') || ' ' || COALESCE(r.reason, '(no refusal)') \
+             FROM series s LEFT JOIN series_refusals r ON r.series_id = s.id WHERE s.id = '{id}'"
+        ))
+    );
+    let mirrors = team.dir.path().join("data-beta/mirrors");
+    for line in on_beta.lines() {
+        let parts: Vec<&str> = line.split('|').collect();
+        assert!(parts[1].starts_with(&*mirrors.to_string_lossy()), "{line}");
+        assert_eq!(parts[2], base, "{line}");
+    }
+    each_coding_place_done(&team, id, 6);
+    // The user's project is as it was: the agents wrote in worktrees.
+    assert!(!project.join("a.txt").exists() && !project.join("b.txt").exists());
+
+    // Alpha applies a change beta's worker made: from the database, into
+    // the series' project here.
+    let battle = on_beta.lines().next().unwrap().split('|').next().unwrap();
+    let out = team
+        .arena("alpha", &["battle", "apply", battle, "1", "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let applied = format!(
+        "{} / {}",
+        String::from_utf8_lossy(&out.stdout),
+        team.sql(&format!(
+            "SELECT b.machine || ' ' || c.model || ' ' || c.status || ' ' || length(p.patch) || ' ' || COALESCE(c.error, '') || ' ' || COALESCE(c.diff_stats, '-') || ' ' || COALESCE((SELECT substr(output, 1, 300) FROM answers a WHERE a.contestant_id = c.id), '') \
+             FROM contestants c JOIN battles b ON b.id = c.battle_id LEFT JOIN patches p ON p.contestant_id = c.id WHERE b.series_id = '{id}'"
+        ))
+    );
+    assert_eq!(
+        std::fs::read_to_string(project.join("a.txt"))
+            .ok()
+            .as_deref(),
+        Some("from a\n"),
+        "{applied}: {:?}",
+        std::fs::read_dir(&project)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect::<Vec<_>>()
+    );
+}
+
+/// Every battle of Coding series `id` done with both contestants done
+/// and their diffs in the database.
+fn each_coding_place_done(team: &Team, id: &str, runs: i64) {
+    assert_eq!(
+        team.count(&format!(
+            "SELECT COUNT(*) FROM battles WHERE series_id = '{id}' AND status = 'done'"
+        )),
+        runs
+    );
+    assert_eq!(
+        team.count(&format!(
+            "SELECT COUNT(*) FROM contestants c JOIN battles b ON b.id = c.battle_id \
+             WHERE b.series_id = '{id}' AND c.status = 'done'"
+        )),
+        runs * 2
+    );
+    assert_eq!(
+        team.count(&format!(
+            "SELECT COUNT(*) FROM patches p JOIN contestants c ON c.id = p.contestant_id \
+             JOIN battles b ON b.id = c.battle_id WHERE b.series_id = '{id}' \
+             AND p.patch LIKE '%+++ b/%.txt%'"
+        )),
+        runs * 2
     );
 }

@@ -296,6 +296,11 @@ pub struct Series {
     pub machine: Option<String>,
     /// Why no worker takes its open places, while none can (team mode).
     pub waiting: Option<String>,
+    /// Coding: the commit every place starts from.
+    pub base_commit: Option<String>,
+    /// Coding on a team: the URL of the project's git remote that holds
+    /// the base commit, from which workers on other machines fetch it.
+    pub remote_url: Option<String>,
 }
 
 /// What a later turn (a refine round) of a contestant cost, and how it
@@ -1114,6 +1119,8 @@ mod tests {
                 tags: vec![],
                 machine: None,
                 waiting: None,
+                base_commit: None,
+                remote_url: None,
             },
             battles: vec!["b1".into(), "b2".into()],
             reports: report(&rows),

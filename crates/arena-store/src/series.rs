@@ -15,7 +15,7 @@ use crate::sql::Row;
 use crate::{Store, Tx};
 
 const SERIES_COLUMNS: &str =
-    "id, idem_key, request, status, total, created_at, finished_at, decided_after, report_path, error, tags, machine, waiting";
+    "id, idem_key, request, status, total, created_at, finished_at, decided_after, report_path, error, tags, machine, waiting, base_commit, remote_url";
 
 /// Column `i`'s JSON text, read into a `T`.
 fn json<T: serde::de::DeserializeOwned>(i: usize, text: &str) -> Result<T> {
@@ -42,6 +42,8 @@ fn series_row(r: &Row<'_>) -> Result<Series> {
         error: r.get(9)?,
         machine: r.get(11)?,
         waiting: r.get(12)?,
+        base_commit: r.get(13)?,
+        remote_url: r.get(14)?,
     })
 }
 
@@ -274,7 +276,7 @@ impl Store {
 impl Tx<'_> {
     pub fn insert_series(&mut self, s: &Series) -> Result<()> {
         self.run(
-            &format!("INSERT INTO series ({SERIES_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, NULL, NULL, NULL, NULL, NULL, ?7, NULL)"),
+            &format!("INSERT INTO series ({SERIES_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, NULL, NULL, NULL, NULL, NULL, ?7, NULL, ?8, ?9)"),
             params![
                 s.id,
                 s.key,
@@ -283,6 +285,8 @@ impl Tx<'_> {
                 s.total as i64,
                 ms(s.created_at),
                 s.machine,
+                s.base_commit,
+                s.remote_url,
             ],
         )?;
         Ok(())

@@ -50,6 +50,8 @@ fn new_series(store: &Store, id: &str, total: u64) {
         error: None,
         machine: Some("alpha".into()),
         waiting: None,
+        base_commit: None,
+        remote_url: None,
     };
     store.transact(|tx| tx.insert_series(&series)).unwrap();
     store.transact(|tx| tx.open_places(id, 0..total)).unwrap();

@@ -149,3 +149,50 @@ pub fn stdout(out: &Output) -> String {
     );
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
+
+/// `git ARGS` in `dir`, which must succeed; what it printed.
+pub fn git(dir: &std::path::Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A native agent's turns: write `file` with `content`, then say so.
+pub fn write_turns(file: &str, content: &str) -> arena_testserver::ModelScript {
+    use arena_testserver::{ToolCall, Turn};
+    arena_testserver::ModelScript::turns(vec![
+        Turn::ToolCalls {
+            text: None,
+            calls: vec![ToolCall::new(
+                "write_file",
+                serde_json::json!({"path": file, "content": content}),
+            )],
+        },
+        Turn::Text(format!("Wrote {file}.")),
+    ])
+}
+
+/// [`write_turns`] for every conversation, not once: each agent that asks
+/// writes `file`, then says so (for many battles of one model).
+pub fn write_turns_each(file: &str, content: &str) -> arena_testserver::ModelScript {
+    use arena_testserver::{tool_results, ToolCall, Turn};
+    let (file, content) = (file.to_string(), content.to_string());
+    arena_testserver::ModelScript::turn_with(move |body| match tool_results(body) {
+        0 => Turn::ToolCalls {
+            text: None,
+            calls: vec![ToolCall::new(
+                "write_file",
+                serde_json::json!({"path": file, "content": content}),
+            )],
+        },
+        _ => Turn::Text(format!("Wrote {file}.")),
+    })
+}

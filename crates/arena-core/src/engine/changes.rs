@@ -96,12 +96,29 @@ impl Engine {
                 c.status
             ))
         })?;
-        let project = battle.project.clone();
+        let project = self.apply_target(&battle).await?;
         let stats = tokio::task::spawn_blocking(move || {
             crate::agent::apply::apply(&project, &patch).map_err(|e| Error::Conflict(e.to_string()))
         })
         .await??;
         Ok((id, stats))
+    }
+
+    /// Where a battle's changes are applied: its project, or — for a
+    /// battle of a series started here that a worker on another machine
+    /// ran from its own clone of the project — the series' project.
+    async fn apply_target(&self, battle: &crate::Battle) -> Result<PathBuf> {
+        let ran_elsewhere = battle
+            .machine
+            .as_deref()
+            .is_some_and(|m| m != self.machine());
+        if let (true, Some(series_id)) = (ran_elsewhere, &battle.series_id) {
+            let series = self.series(series_id).await?;
+            if series.machine.as_deref() == Some(self.machine()) {
+                return Ok(series.request.project);
+            }
+        }
+        Ok(battle.project.clone())
     }
 
     /// A Coding contestant's changes, file by file and line by line: those

@@ -96,6 +96,20 @@ impl Engine {
         }
         let plan = validate::check(self, first_battle(&request)).await?;
         let judges = self.judges(&request).await?;
+        // A Coding series starts every place from the project's HEAD now;
+        // on a team, workers elsewhere fetch it from a remote that holds it.
+        let base_commit = plan.base_commit().map(str::to_string);
+        let remote_url = match (&base_commit, self.inner.store.is_team()) {
+            (Some(base), true) => {
+                let (project, base) = (request.project.clone(), base.clone());
+                tokio::task::spawn_blocking(move || {
+                    crate::worktree::remote_holding(&project, &base)
+                })
+                .await?
+                .map_err(|e| Invalid::Other(e.to_string()))?
+            }
+            _ => None,
+        };
         if request.budget_usd.is_some() {
             let config = self.config();
             let unpriced = plan
@@ -124,6 +138,8 @@ impl Engine {
             error: None,
             machine: Some(self.machine().to_string()),
             waiting: None,
+            base_commit,
+            remote_url,
         };
         let row = series.clone();
         let inserted = self

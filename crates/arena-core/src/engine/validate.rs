@@ -36,6 +36,19 @@ pub(super) struct Plan {
 }
 
 impl Plan {
+    /// The commit a Coding battle starts from.
+    pub fn base_commit(&self) -> Option<&str> {
+        self.base_commit.as_deref()
+    }
+
+    /// Starts the battle from `commit` (a series' base) instead of the
+    /// project's HEAD.
+    pub fn start_from(&mut self, commit: &str) {
+        if self.base_commit.is_some() {
+            self.base_commit = Some(commit.to_string());
+        }
+    }
+
     /// Each contestant's `(provider, model)` (the provider is empty for a
     /// CLI agent's own model).
     pub fn models(&self) -> impl Iterator<Item = (&str, &str)> {

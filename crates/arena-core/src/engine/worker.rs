@@ -348,18 +348,20 @@ async fn claim(
 /// machine its project is on.
 async fn take_up(engine: &Engine, id: &str) -> Result<Served> {
     let series = engine.series(id).await?;
+    let mut request = super::series::first_battle(&series.request);
     let here = engine.machine();
-    if series.request.battle_type == BattleType::Coding
-        && engine.inner.store.is_team()
-        && series.machine.as_deref().is_some_and(|m| m != here)
-    {
-        return Err(crate::error::Invalid::Other(format!(
-            "its project is on {}: a Coding series runs only on the machine that has it",
-            series.machine.as_deref().unwrap_or_default()
-        ))
-        .into());
+    let elsewhere = series.machine.as_deref().filter(|m| *m != here);
+    if let (BattleType::Coding, true, Some(origin)) = (
+        series.request.battle_type,
+        engine.inner.store.is_team(),
+        elsewhere,
+    ) {
+        request.project = fetch_project(engine, &series, origin).await?;
     }
-    let plan = validate::check(engine, super::series::first_battle(&series.request)).await?;
+    let mut plan = validate::check(engine, request).await?;
+    if let Some(base) = &series.base_commit {
+        plan.start_from(base);
+    }
     let judges = engine.judges(&series.request).await?;
     Ok(Served {
         series: Arc::new(series),
@@ -367,6 +369,28 @@ async fn take_up(engine: &Engine, id: &str) -> Result<Served> {
         judges: Arc::new(judges),
         token: CancellationToken::new(),
     })
+}
+
+/// A Coding series started on machine `origin`: its project, fetched from
+/// the git remote the series recorded into this machine's clone of it
+/// (under the data folder); refused when it has none.
+async fn fetch_project(
+    engine: &Engine,
+    series: &Series,
+    origin: &str,
+) -> Result<std::path::PathBuf> {
+    let (Some(url), Some(base)) = (series.remote_url.clone(), series.base_commit.clone()) else {
+        return Err(crate::error::Invalid::Other(format!(
+            "its project is on {origin} and has no git remote holding its base commit, so only {origin} runs it (push the commit and start the series again to share it)"
+        ))
+        .into());
+    };
+    let dir = crate::agent::mirror::folder(&engine.data_dir().join("mirrors"), &url);
+    let d = dir.clone();
+    tokio::task::spawn_blocking(move || crate::agent::mirror::update(&url, &d, &base))
+        .await?
+        .map_err(|e| crate::error::Invalid::Other(format!("cannot fetch its project: {e}")))?;
+    Ok(dir)
 }
 
 /// Leaves a series alone for a while and records why.
