@@ -23,7 +23,7 @@ use arena_api::{
     BattlePageDto, BattleQueryDto, BattleTypeDto, CrossExaminationDto, DiffViewDto, LeaderboardDto,
     LeaderboardQueryDto, PersonasDto, ProviderModelsDto, ProviderSettingsDto, RoundDto, SeriesDto,
     SettingsDto, SettingsUpdateDto, StartBattleRequest, StartSeriesRequest, StatusDto, VoteDto,
-    WorkDto,
+    WorkDto, WorkerStateDto,
 };
 
 /// `list_battles` without a limit.
@@ -78,6 +78,33 @@ pub async fn status(state: State<'_, AppState>) -> Result<StatusDto, Error> {
     let info = engine.database_info().await?;
     let activity = engine.activity().await?;
     Ok(StatusDto::new(engine.machine(), &info, &activity))
+}
+
+/// Whether this app serves places of running series (the worker switch in
+/// Settings), and how many at once.
+#[tauri::command]
+pub async fn worker_state(state: State<'_, AppState>) -> Result<WorkerStateDto, Error> {
+    Ok(worker_dto(state.worker.state()))
+}
+
+/// Turns the worker switch on (with `places`, 1 to 16; a new number starts
+/// the worker again) or off. Off answers at once: the places under way
+/// finish in the background.
+#[tauri::command]
+pub async fn set_worker(
+    state: State<'_, AppState>,
+    enabled: bool,
+    places: u32,
+) -> Result<WorkerStateDto, Error> {
+    let engine = state.engine()?;
+    Ok(worker_dto(state.worker.set(engine, enabled, places)?))
+}
+
+fn worker_dto(state: crate::worker::State) -> WorkerStateDto {
+    WorkerStateDto {
+        enabled: state.enabled,
+        places: state.places,
+    }
 }
 
 /// Battles, newest first, without contestants' outputs.

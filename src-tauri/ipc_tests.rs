@@ -640,3 +640,69 @@ fn coding_diffs_folders_and_settings_through_ipc() {
     assert_eq!(providers[1]["name"], "spare");
     assert_eq!(providers[1]["reachable"], false);
 }
+
+/// The worker switch: off at start, refuses a number of places out of
+/// range, serves (a `worker` row in the status) when on and stops at once
+/// when turned off.
+#[test]
+fn the_worker_switch_turns_on_and_off() {
+    let data = tempfile::tempdir().expect("data dir");
+    let config = data.path().join("arena.toml");
+    std::fs::write(&config, "").expect("config");
+    let _env = environment(data.path(), &config);
+    let app = app();
+
+    let workers = |app: &App| -> Vec<Value> {
+        let status = app.ok("status", json!({}));
+        status["workers"]
+            .as_array()
+            .expect("workers")
+            .iter()
+            .filter(|w| w["role"] == "worker")
+            .cloned()
+            .collect()
+    };
+    let wait_until = |what: &str, done: &dyn Fn() -> bool| {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !done() {
+            assert!(Instant::now() < deadline, "{what}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+
+    assert_eq!(
+        app.ok("worker_state", json!({})),
+        json!({"enabled": false, "places": 2})
+    );
+    for places in [0, 17] {
+        let err = app
+            .invoke("set_worker", json!({"enabled": true, "places": places}))
+            .expect_err("places out of range");
+        assert_eq!(err["code"], "invalid_input", "{err}");
+        assert!(
+            err["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("between 1 and 16")),
+            "{err}"
+        );
+    }
+    assert_eq!(app.ok("worker_state", json!({}))["enabled"], false);
+
+    let on = app.ok("set_worker", json!({"enabled": true, "places": 3}));
+    assert_eq!(on, json!({"enabled": true, "places": 3}));
+    assert_eq!(app.ok("worker_state", json!({})), on);
+    wait_until("a worker with 3 places in the status", &|| {
+        workers(&app).iter().any(|w| w["places"] == 3)
+    });
+    // Another number of places starts it again.
+    let more = app.ok("set_worker", json!({"enabled": true, "places": 5}));
+    assert_eq!(more, json!({"enabled": true, "places": 5}));
+    wait_until("the worker with 5 places in the status", &|| {
+        workers(&app).iter().any(|w| w["places"] == 5)
+    });
+
+    let off = app.ok("set_worker", json!({"enabled": false, "places": 5}));
+    assert_eq!(off, json!({"enabled": false, "places": 5}));
+    assert_eq!(app.ok("worker_state", json!({})), off);
+    wait_until("no worker in the status", &|| workers(&app).is_empty());
+}

@@ -7,7 +7,9 @@
 //!   text deltas coalesced, into a Tauri channel.
 //! - [`background`]: running and judging battles without blocking a command,
 //!   and resuming battles an earlier run left behind.
-//! - [`state`]: the engine and the live subscriptions.
+//! - [`state`]: the engine, the live subscriptions and the worker switch.
+//! - [`worker`]: the worker switch — this app serving places of running
+//!   series in the background.
 //! - [`notification`]: the OS notification when a battle ends.
 //!
 //! # Plugins
@@ -39,6 +41,7 @@ pub mod events;
 mod ipc_tests;
 pub mod notification;
 pub mod state;
+pub mod worker;
 
 pub use error::Error;
 
@@ -64,6 +67,8 @@ pub fn app_builder<R: tauri::Runtime>(builder: tauri::Builder<R>) -> tauri::Buil
         .invoke_handler(tauri::generate_handler![
             commands::app_info,
             commands::status,
+            commands::worker_state,
+            commands::set_worker,
             commands::list_battles,
             commands::search_battles,
             commands::get_battle,

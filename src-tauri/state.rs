@@ -1,10 +1,11 @@
 //! What the app keeps between commands: the engine (or why it could not
-//! open) and the live event subscriptions.
+//! open), the live event subscriptions and the worker switch.
 
 use arena_core::{Engine, EngineOptions};
 
 use crate::error::Error;
 use crate::events::Subscriptions;
+use crate::worker::Worker;
 
 pub struct AppState {
     pub engine: Option<Engine>,
@@ -13,6 +14,8 @@ pub struct AppState {
     pub startup_error: Option<arena_core::Error>,
     /// Battle event streams flowing into webviews.
     pub subscriptions: Subscriptions,
+    /// The worker switch in Settings (off at start).
+    pub worker: Worker,
 }
 
 impl AppState {
@@ -25,6 +28,7 @@ impl AppState {
                     engine: None,
                     startup_error: Some(err),
                     subscriptions: Subscriptions::default(),
+                    worker: Worker::default(),
                 }
             }
         }
@@ -35,6 +39,7 @@ impl AppState {
             engine: Some(engine),
             startup_error: None,
             subscriptions: Subscriptions::default(),
+            worker: Worker::default(),
         }
     }
 

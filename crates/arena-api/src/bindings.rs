@@ -34,6 +34,7 @@ fn export_into(dir: &Path) -> Result<(), ts_rs::ExportError> {
     // The commands' arguments and results; their parts follow.
     AppInfo::export_all(&cfg)?;
     StatusDto::export_all(&cfg)?;
+    WorkerStateDto::export_all(&cfg)?;
     ErrorDto::export_all(&cfg)?;
     StartBattleRequest::export_all(&cfg)?;
     BattleTypeDto::export_all(&cfg)?;

@@ -891,6 +891,15 @@ pub struct LaneUseDto {
     pub waiting: u64,
 }
 
+/// The app's worker switch (Settings): whether this app serves places of
+/// running series, and how many at once. Off at every start.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct WorkerStateDto {
+    pub enabled: bool,
+    pub places: u32,
+}
+
 /// The database, as it answered just now.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]

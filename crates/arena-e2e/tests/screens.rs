@@ -89,7 +89,8 @@ async fn settings_show_providers_backends_personas_and_about() -> Result<()> {
 }
 
 /// Settings says where Arena keeps its data (this machine's own SQLite file
-/// in the data directory) and which machine this is (`ARENA_MACHINE`).
+/// in the data directory) and which machine this is (`ARENA_MACHINE`), and
+/// its worker switch makes this app a worker, listed there, until off.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn settings_show_the_database_and_the_machine() -> Result<()> {
     let Some(h) = Harness::start("settings_show_the_database_and_the_machine").await? else {
@@ -137,7 +138,95 @@ async fn settings_show_the_database_and_the_machine() -> Result<()> {
         machine == "This machine: e2e-box",
         "the Database section reads {machine:?}; ARENA_MACHINE is e2e-box"
     );
+
+    // The worker switch: off at start; on, the section lists this app as a
+    // worker on e2e-box (the status is asked again every 5 s); off, the
+    // worker is gone.
+    let switch = "[data-testid=worker-enabled]";
+    let ours = "[data-testid=status-worker][data-machine=e2e-box][data-role=worker]";
+    app.wait_until(
+        "the worker switch to be offered",
+        Duration::from_secs(10),
+        || async {
+            let offered: bool = app
+                .js(
+                    "const c = document.querySelector(arguments[0]); \
+                     return c !== null && !c.disabled;",
+                    vec![switch.into()],
+                )
+                .await?;
+            Ok(offered.then_some(()))
+        },
+    )
+    .await?;
+    app.wait_attr(
+        "[data-testid=worker-switch]",
+        "data-enabled",
+        "false",
+        Duration::from_secs(5),
+    )
+    .await?;
+    ensure!(
+        app.count(ours).await? == 0,
+        "a worker is listed before the switch was turned on: {:?}",
+        app.text_of(section).await?
+    );
+    let places: String = app
+        .js(
+            "return document.querySelector('[data-testid=worker-places]').value;",
+            vec![],
+        )
+        .await?;
+    ensure!(
+        places == "2",
+        "the switch offers {places:?} places; 2 by default"
+    );
+    app.click(switch).await?;
+    app.wait_attr(
+        "[data-testid=worker-switch]",
+        "data-enabled",
+        "true",
+        Duration::from_secs(5),
+    )
+    .await?;
+    let row = app
+        .wait_until(
+            "the Database section to list this app's worker",
+            Duration::from_secs(15),
+            || async {
+                Ok(match app.count(ours).await? {
+                    0 => None,
+                    _ => Some(app.text_of(ours).await?),
+                })
+            },
+        )
+        .await?;
+    ensure!(
+        row.contains("e2e-box (worker, pid ") && row.contains(": 0 of 2 places, seen "),
+        "the worker reads {row:?}"
+    );
     app.screenshot("settings-database").await?;
+    app.click(switch).await?;
+    app.wait_attr(
+        "[data-testid=worker-switch]",
+        "data-enabled",
+        "false",
+        Duration::from_secs(5),
+    )
+    .await?;
+    app.wait_until(
+        "the worker to leave the Database section",
+        Duration::from_secs(15),
+        || async { Ok((app.count(ours).await? == 0).then_some(())) },
+    )
+    .await?;
+    ensure!(
+        app.count("[data-testid=worker-error], [data-testid=worker-problem]")
+            .await?
+            == 0,
+        "the worker switch shows an error: {:?}",
+        app.text_of("[data-testid=worker-switch]").await?
+    );
     app.close().await
 }
 

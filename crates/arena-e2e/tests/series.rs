@@ -97,7 +97,7 @@ async fn a_series_runs_from_the_launcher_with_progress_report_and_export() -> Re
         ));
     }
     h.write_config(&config)?;
-    let app = h.launch().await?;
+    let app = h.launch_with_env(&[("ARENA_MACHINE", "e2e-box")]).await?;
     let project = h.project_dir();
 
     app.open_launcher().await?;
@@ -138,7 +138,21 @@ async fn a_series_runs_from_the_launcher_with_progress_report_and_export() -> Re
         progress.contains("of 4 battles done"),
         "the progress line reads {progress:?}"
     );
+    // Where it started, among its facts; its own driver serves it, so no
+    // battle waits for a worker.
+    let machine = app.text_of("[data-testid=series-machine]").await?;
+    ensure!(machine == "e2e-box", "the series started on {machine:?}");
+    let started = app.definition("Started").await?;
+    ensure!(
+        started.ends_with(" on e2e-box"),
+        "the Started fact reads {started:?}"
+    );
     app.screenshot("series-progress").await?;
+    ensure!(
+        app.count("[data-testid=series-waiting]").await? == 0,
+        "the series says it waits: {:?}",
+        app.text_of("[data-testid=series-waiting]").await?
+    );
     let status = wait_series_end(&app).await?;
     ensure!(status == "done", "the series ended {status}");
     app.wait_for_text("4 of 4 battles done").await?;

@@ -55,7 +55,7 @@ pub struct Place {
 /// A running process that serves places, as it last said so.
 #[derive(Debug, Clone, PartialEq)]
 pub struct WorkerBeat {
-    /// The engine's lease owner id.
+    /// The process (its lease owner id) and its loop: `OWNER/ROLE`.
     pub owner: String,
     pub machine: String,
     pub pid: u32,

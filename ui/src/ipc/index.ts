@@ -35,6 +35,7 @@ import type {
   StatusDto,
   VoteDto,
   WorkDto,
+  WorkerStateDto,
 } from './bindings';
 import { CLIENT_ERROR_CODES, IpcError, toIpcError } from './errors';
 
@@ -68,6 +69,21 @@ export function appInfo(): Promise<AppInfo> {
  */
 export function status(): Promise<StatusDto> {
   return call<StatusDto>('status');
+}
+
+/** Whether this app serves places of running series, and how many at once. */
+export function workerState(): Promise<WorkerStateDto> {
+  return call<WorkerStateDto>('worker_state');
+}
+
+/**
+ * Turns this app's worker on (serving places of running series, `places`
+ * at once: 1 to 16; another number starts it again) or off. Off resolves at
+ * once; the places under way finish in the background. Rejects with
+ * `invalid_input` for a number of places out of range. Off at every start.
+ */
+export function setWorker(enabled: boolean, places: number): Promise<WorkerStateDto> {
+  return call<WorkerStateDto>('set_worker', { enabled, places });
 }
 
 /** Battles, newest first (default 100), without contestants' outputs. */

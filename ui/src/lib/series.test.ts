@@ -11,6 +11,7 @@ import {
   timeLeft,
   toSeriesRequest,
   validateSeries,
+  waitingText,
   type SeriesFields,
 } from './series';
 
@@ -92,6 +93,8 @@ function series(over: Partial<SeriesDto> = {}): SeriesDto {
     finished_at: null,
     report_path: null,
     error: null,
+    machine: null,
+    waiting: null,
     awaiting_votes: 0,
     battles: [],
     contestants: [],
@@ -196,5 +199,19 @@ describe('reading a series', () => {
     const b = contestant({ identity: 'b', win_rate: 0.7 });
     expect(leader(series({ contestants: [a, b] }))?.identity).toBe('b');
     expect(leader(series({ contestants: [contestant({ win_rate: null })] }))).toBeNull();
+  });
+});
+
+describe('waitingText', () => {
+  const why = 'no connected worker can serve it (beta: no provider serves model m)';
+
+  it('says why a running series waits', () => {
+    expect(waitingText(series({ waiting: why }))).toBe(`Battles are waiting: ${why}`);
+  });
+
+  it('says nothing while some worker can serve it, or once it ended', () => {
+    expect(waitingText(series())).toBeNull();
+    expect(waitingText(series({ waiting: '  ' }))).toBeNull();
+    expect(waitingText(series({ status: 'cancelled', waiting: why }))).toBeNull();
   });
 });

@@ -163,6 +163,16 @@ export function statusLine(s: SeriesDto): string {
 }
 
 /**
+ * Why a running series' waiting battles run nowhere (team mode: no
+ * connected worker can serve it, each machine's reason), as a notice; `null`
+ * while some worker can, or once the series has ended.
+ */
+export function waitingText(s: Pick<SeriesDto, 'status' | 'waiting'>): string | null {
+  const why = s.waiting?.trim();
+  return s.status === 'running' && why ? `Battles are waiting: ${why}` : null;
+}
+
+/**
  * Time left (ms) as the engine estimated it when the series was read
  * (`time_left_ms`: the battles' own pace, the running ones counted from
  * when they started), or `null` before the first battle ends or once the

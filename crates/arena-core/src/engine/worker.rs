@@ -158,6 +158,9 @@ pub(super) async fn serve(
         Scope::One(_) => "series",
     };
     let started_at_ms = engine.lease_ms();
+    // One row per loop of this process (the app may serve as a worker and
+    // drive a series at once), apart from its claims' owner.
+    let beat_owner = format!("{}/{role}", engine.inner.me.owner);
     let mut running: JoinSet<(String, u64, Result<String>)> = JoinSet::new();
     let mut served: HashMap<String, Served> = HashMap::new();
     let mut left: HashMap<String, Left> = HashMap::new();
@@ -172,7 +175,7 @@ pub(super) async fn serve(
             _ = stop.cancelled(), if !stop.is_cancelled() => {}
             _ = renew.tick() => {
                 let beat = WorkerBeat {
-                    owner: engine.inner.me.owner.clone(),
+                    owner: beat_owner.clone(),
                     machine: engine.machine().to_string(),
                     pid: engine.inner.me.pid,
                     role: role.into(),
@@ -219,9 +222,8 @@ pub(super) async fn serve(
         }
     }
     driving.abort_all();
-    let owner = engine.inner.me.owner.clone();
     let forgot = engine
-        .db(move |s| s.transact(|tx| tx.forget_worker(&owner)))
+        .db(move |s| s.transact(|tx| tx.forget_worker(&beat_owner)))
         .await;
     if let Err(e) = forgot {
         tracing::warn!(error = %e, "a worker could not say it stopped");
@@ -237,11 +239,12 @@ async fn keep_up(
     served: &mut HashMap<String, Served>,
 ) -> Result<()> {
     let (beat, expires) = (beat.clone(), engine.lease_for_now().expires_at_ms);
+    let owner = engine.inner.me.owner.clone();
     let ids: Vec<String> = served.keys().cloned().collect();
     let stopped = engine
         .db(move |s| {
             s.transact(|tx| {
-                tx.renew_places(&beat.owner, expires)?;
+                tx.renew_places(&owner, expires)?;
                 tx.beat_worker(&beat)
             })?;
             let mut stopped = Vec::new();

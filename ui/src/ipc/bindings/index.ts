@@ -62,3 +62,4 @@ export type * from './WinnerDto';
 export type * from './WinnerSourceDto';
 export type * from './WorkDto';
 export type * from './WorkerDto';
+export type * from './WorkerStateDto';
