@@ -352,7 +352,7 @@ pub async fn worker(engine: &Engine, places: u32, series: Option<String>) -> Res
     tokio::pin!(work);
     loop {
         tokio::select! {
-            done = &mut work => return done.map_err(Error::from),
+            done = &mut work => return done,
             _ = tokio::signal::ctrl_c(), if !stop.is_cancelled() => {
                 eprintln!("arena: finishing the places under way (Ctrl-C again to quit at once)…");
                 stop.cancel();

@@ -546,3 +546,75 @@ fn each_coding_place_done(team: &Team, id: &str, runs: i64) {
         runs * 2
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_coding_place_whose_worker_died_is_finished_on_another_machine() {
+    let Some(team) = Team::new("a_coding_place_whose_worker_died").await else {
+        return;
+    };
+    // coder-a takes 3 s a request (two requests an answer); coder-b is quick.
+    team.server.set_model(
+        "coder-a",
+        write_turns_each("a.txt", "from a\n").first_token_delay(Duration::from_secs(3)),
+    );
+    team.server
+        .set_model("coder-b", write_turns_each("b.txt", "from b\n"));
+    let project = team.project();
+    std::fs::remove_dir_all(project.join(".git")).unwrap();
+    git(&project, &["init", "-q", "-b", "main"]);
+    git(&project, &["config", "user.email", "arena@example.invalid"]);
+    git(&project, &["config", "user.name", "Arena Test"]);
+    std::fs::write(project.join("README.md"), "hello\n").unwrap();
+    git(&project, &["add", "."]);
+    git(&project, &["commit", "-q", "-m", "initial"]);
+    let origin = team.dir.path().join("origin.git");
+    git(team.dir.path(), &["init", "-q", "--bare", "origin.git"]);
+    git(
+        &project,
+        &["remote", "add", "origin", &origin.to_string_lossy()],
+    );
+    git(&project, &["push", "-q", "origin", "main"]);
+
+    let mut beta = team.worker("beta", 1);
+    until(Duration::from_secs(20), "beta to say it serves", || {
+        team.count_yet("SELECT COUNT(*) FROM live.workers WHERE machine = 'beta'") == 1
+    })
+    .await;
+    let alpha = team.coding_series("alpha", 2, 1);
+    until(Duration::from_secs(40), "beta's battle half done", || {
+        team.count_yet(
+            "SELECT COUNT(*) FROM contestants c JOIN battles b ON b.id = c.battle_id \
+             WHERE b.machine = 'beta' AND c.model = 'coder-b' AND c.status = 'done'",
+        ) == 1
+            && team.count_yet(
+                "SELECT COUNT(*) FROM contestants c JOIN battles b ON b.id = c.battle_id \
+                 WHERE b.machine = 'beta' AND c.model = 'coder-a' AND c.status = 'running'",
+            ) == 1
+    })
+    .await;
+    let killed = team
+        .sql("SELECT id FROM battles WHERE machine = 'beta'")
+        .trim()
+        .to_string();
+    beta.child().kill().unwrap();
+    beta.child().wait().unwrap();
+
+    let series = finished(alpha).await;
+    assert_eq!(series["status"], "done", "{series}");
+    let id = series["id"].as_str().unwrap();
+    each_coding_place_done(&team, id, 2);
+    // The battle moved to alpha, which finished it in its own project's
+    // results folder; coder-b's finished answer was not asked for again.
+    assert_eq!(
+        team.sql(&format!(
+            "SELECT machine FROM battles WHERE id = '{killed}'"
+        ))
+        .trim(),
+        "alpha"
+    );
+    assert_eq!(
+        team.server.requests_for("coder-b").len(),
+        4,
+        "two requests a battle"
+    );
+}

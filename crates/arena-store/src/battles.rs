@@ -2,7 +2,7 @@
 //! winner, the user's vote, the reveal of a blind battle) and tags.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
 
@@ -191,6 +191,30 @@ impl Tx<'_> {
             },
         )?;
         Ok(())
+    }
+
+    /// Moves a running battle to `machine` (a Coding battle taken over
+    /// from a worker that died elsewhere): its project (this machine's
+    /// folder or clone of it) and results folder are the new machine's.
+    /// False when it is no longer running.
+    pub fn rehome_battle(
+        &mut self,
+        battle_id: &str,
+        project: &Path,
+        results_path: &Path,
+        machine: &str,
+    ) -> Result<bool> {
+        let n = self.run(
+            "UPDATE battles SET project_path = ?2, results_path = ?3, machine = ?4
+             WHERE id = ?1 AND status = 'running'",
+            params![
+                battle_id,
+                project.to_string_lossy(),
+                results_path.to_string_lossy(),
+                machine
+            ],
+        )?;
+        Ok(n == 1)
     }
 
     /// Marks the battle finished (if it is still running).

@@ -436,6 +436,14 @@ fn run_claimed(
         let id = series.id.clone();
         let i = id.clone();
         let existing = engine.db(move |s| s.place_battle(&i, slot)).await;
+        let existing = match existing {
+            Ok(Some(battle)) if series.request.battle_type == BattleType::Coding => {
+                take_over_coding(&engine, &plan, &battle)
+                    .await
+                    .map(|()| Some(battle))
+            }
+            other => other,
+        };
         let outcome = match existing {
             Ok(existing) => {
                 super::series::run_place(engine, series, plan, judges, slot, existing, token)
@@ -446,6 +454,44 @@ fn run_claimed(
         };
         (id, slot, outcome)
     }
+}
+
+/// A Coding battle a worker on another machine left unfinished (it died):
+/// once that worker's lease on it has lapsed, the battle moves here — its
+/// project is this machine's (folder or clone), its results folder too —
+/// so that what had not finished starts again from the base commit in new
+/// worktrees (what had finished keeps its diff, in the database). While
+/// the lease holds, `Conflict`: the place is given back and tried again.
+async fn take_over_coding(engine: &Engine, plan: &Plan, battle_id: &str) -> Result<()> {
+    let battle = engine.battle(battle_id).await?;
+    let here = engine.machine().to_string();
+    if battle.status.is_terminal() || battle.machine.as_deref() == Some(here.as_str()) {
+        return Ok(());
+    }
+    let (id, now) = (battle.id.clone(), engine.lease_ms());
+    let held = engine
+        .db(move |s| Ok::<_, Error>(s.lease(&id)?.is_some_and(|l| l.expires_at_ms > now)))
+        .await?;
+    if held {
+        return Err(Error::Conflict(format!(
+            "battle {} is still driven on {}",
+            crate::battle::short_id(&battle.id),
+            battle.machine.as_deref().unwrap_or("another machine")
+        )));
+    }
+    let results_path = crate::results::battle_dir(
+        &plan.project,
+        &battle.id,
+        battle.battle_type,
+        &battle.prompt,
+        battle.created_at,
+    )?;
+    let (id, project) = (battle.id.clone(), plan.project.clone());
+    tracing::info!(battle = %id, from = ?battle.machine, "taking over a Coding battle left unfinished elsewhere");
+    engine
+        .db(move |s| s.transact(|tx| tx.rehome_battle(&id, &project, &results_path, &here)))
+        .await?;
+    Ok(())
 }
 
 /// Records how a place ended: done, or given back (to this worker's next
