@@ -63,6 +63,8 @@ impl Team {
                 self.dir.path().join(format!("data-{machine}")),
             )
             .env("ARENA_MACHINE", machine)
+            // The tests' remotes are folders here.
+            .env("ARENA_ALLOW_LOCAL_REMOTES", "1")
             .env("ARENA_DATABASE_URL", self.cluster.url(&self.db))
             .env("ARENA_DATABASE_PASSWORD", self.cluster.password())
             .env_remove("RUST_LOG")

@@ -79,6 +79,14 @@ pub fn database_password(url: &str) -> Result<Option<crate::keychain::Secret>> {
 }
 
 /// This machine's name among a team's: `ARENA_MACHINE`, else the host name.
+/// Whether this machine's workers may fetch a team's project from a
+/// remote that is a folder here (`ARENA_ALLOW_LOCAL_REMOTES=1`): off by
+/// default, as such a URL, read from the shared database, could name any
+/// repository this machine can read.
+pub fn allow_local_remotes() -> bool {
+    std::env::var("ARENA_ALLOW_LOCAL_REMOTES").is_ok_and(|v| v.trim() == "1")
+}
+
 /// This boot of this computer, as a team database tells machines apart
 /// under one name: `ARENA_BOOT_ID` (tests simulating two computers), else
 /// the kernel's boot id; none where there is neither.

@@ -10,7 +10,7 @@
 use arena_domain::decisions::{self, Lease};
 
 use crate::error::{Error, Result};
-use crate::sql::{params, Conn, Row};
+use crate::sql::{params, Conn, Row, Value as SqlValue};
 use crate::{Store, Tx};
 
 /// Where a place of a series stands.
@@ -87,7 +87,8 @@ fn place_row(r: &Row<'_>) -> Result<Place> {
 /// another claimer has locked; SQLite's writers take turns.
 fn skip_locked(c: Conn<'_>) -> &'static str {
     if c.is_postgres() {
-        " FOR UPDATE SKIP LOCKED"
+        // Only the places' rows: the series' row is read, not claimed.
+        " FOR UPDATE OF p SKIP LOCKED"
     } else {
         ""
     }
@@ -217,32 +218,52 @@ impl Tx<'_> {
         now_ms: i64,
         pid_alive: impl Fn(u32) -> bool,
     ) -> Result<Vec<(String, u64)>> {
+        // Work someone began first (its claim lapsed, or its process on this
+        // machine is gone), then open places; each by slot. Never this
+        // claimer's own (a lapsed claim of its own is work it still runs).
         let mut claimed = Vec::new();
         for series_id in series_ids {
-            if claimed.len() >= n {
-                break;
-            }
-            let lock = skip_locked(self.db());
-            // Lapsed claims first (work someone began), then open places.
-            let candidates = self.db().rows(
-                &format!(
-                    "SELECT p.slot, p.owner, p.host, p.pid, p.expires_at FROM series_places p
-                     JOIN series s ON s.id = p.series_id
-                     WHERE p.series_id = ?1 AND s.status = 'running' AND s.cancel_requested = FALSE
-                       AND (p.state = 'open'
-                            OR (p.state = 'taken' AND p.owner <> ?5
-                                AND (p.expires_at <= ?2 OR p.host = ?3)))
-                     ORDER BY p.state DESC, p.slot
-                     LIMIT ?4{lock}"
-                ),
-                params![
-                    series_id,
-                    now_ms,
-                    me.host,
-                    (n - claimed.len()) as i64 + 16,
-                    me.owner
-                ],
-                |r| {
+            for which in 0..3 {
+                if claimed.len() >= n {
+                    return Ok(claimed);
+                }
+                let room = (n - claimed.len()) as i64;
+                let lock = skip_locked(self.db());
+                let select = |condition: &str| {
+                    format!(
+                        "SELECT p.slot, p.owner, p.host, p.pid, p.expires_at FROM series_places p
+                         JOIN series s ON s.id = p.series_id
+                         WHERE p.series_id = ?1 AND s.status = 'running'
+                           AND s.cancel_requested = FALSE AND {condition}
+                         ORDER BY p.slot
+                         LIMIT ?2{lock}"
+                    )
+                };
+                let (sql, values): (String, Vec<SqlValue>) = match which {
+                    0 => (
+                        select("p.state = 'taken' AND p.expires_at <= ?3 AND p.owner <> ?4"),
+                        vec![
+                            SqlValue::Int(now_ms),
+                            SqlValue::Text(me.owner.clone()),
+                        ],
+                    ),
+                    // Live local holders are skipped below: read past them.
+                    1 => (
+                        select(
+                            "p.state = 'taken' AND p.expires_at > ?3 AND p.owner <> ?4 AND p.host = ?5",
+                        ),
+                        vec![
+                            SqlValue::Int(now_ms),
+                            SqlValue::Text(me.owner.clone()),
+                            SqlValue::Text(me.host.clone()),
+                        ],
+                    ),
+                    _ => (select("p.state = 'open'"), Vec::new()),
+                };
+                let limit = room + if which == 1 { 64 } else { 0 };
+                let mut all = vec![SqlValue::Text(series_id.clone()), SqlValue::Int(limit)];
+                all.extend(values);
+                let candidates = self.db().rows(&sql, &crate::sql::params_of(&all), |r| {
                     let slot = r.get::<i64>(0)?.max(0) as u64;
                     let holder = match r.get::<Option<String>>(1)? {
                         Some(owner) => Some(Lease {
@@ -254,47 +275,58 @@ impl Tx<'_> {
                         None => None,
                     };
                     Ok((slot, holder))
-                },
-            )?;
-            for (slot, holder) in candidates {
-                if claimed.len() >= n {
-                    break;
+                })?;
+                for (slot, holder) in candidates {
+                    if claimed.len() >= n {
+                        break;
+                    }
+                    let free = decisions::lease_is_free(
+                        holder.as_ref(),
+                        &me.owner,
+                        &me.host,
+                        now_ms,
+                        &pid_alive,
+                    );
+                    if !free {
+                        continue;
+                    }
+                    self.run(
+                        "UPDATE series_places SET state = 'taken', owner = ?3, host = ?4, pid = ?5,
+                             expires_at = ?6, attempts = attempts + 1
+                         WHERE series_id = ?1 AND slot = ?2",
+                        params![
+                            series_id,
+                            slot as i64,
+                            me.owner,
+                            me.host,
+                            i64::from(me.pid),
+                            me.expires_at_ms
+                        ],
+                    )?;
+                    claimed.push((series_id.clone(), slot));
                 }
-                let free = decisions::lease_is_free(
-                    holder.as_ref(),
-                    &me.owner,
-                    &me.host,
-                    now_ms,
-                    &pid_alive,
-                );
-                if !free {
-                    continue;
-                }
-                self.run(
-                    "UPDATE series_places SET state = 'taken', owner = ?3, host = ?4, pid = ?5,
-                         expires_at = ?6, attempts = attempts + 1
-                     WHERE series_id = ?1 AND slot = ?2",
-                    params![
-                        series_id,
-                        slot as i64,
-                        me.owner,
-                        me.host,
-                        i64::from(me.pid),
-                        me.expires_at_ms
-                    ],
-                )?;
-                claimed.push((series_id.clone(), slot));
             }
         }
         Ok(claimed)
     }
 
-    /// Extends every claim of `owner`; how many it holds.
-    pub fn renew_places(&mut self, owner: &str, expires_at_ms: i64) -> Result<usize> {
-        self.run(
-            "UPDATE series_places SET expires_at = ?2 WHERE owner = ?1 AND state = 'taken'",
-            params![owner, expires_at_ms],
-        )
+    /// Extends `owner`'s claims on `places` (those it runs now); how many
+    /// it still held.
+    pub fn renew_places(
+        &mut self,
+        owner: &str,
+        places: &[(String, u64)],
+        expires_at_ms: i64,
+    ) -> Result<usize> {
+        let mut held = 0;
+        for (series_id, slot) in places {
+            held += self.run(
+                "UPDATE series_places SET expires_at = ?4
+                 WHERE series_id = ?1 AND slot = ?2 AND owner = ?3 AND state = 'taken'",
+                params![series_id, *slot as i64, owner, expires_at_ms],
+            )?;
+        }
+        Ok(held)
     }
 
     /// Marks a place `owner` holds done; false when it is no longer its.

@@ -87,7 +87,8 @@ each_backend! {
             states(store, "s1"),
             [PlaceState::Done, PlaceState::Open, PlaceState::Open, PlaceState::Open]
         );
-        assert_eq!(store.transact(|tx| tx.renew_places("a", 5_000)).unwrap(), 0);
+        let mine = vec![("s1".to_string(), 0), ("s1".to_string(), 1)];
+        assert_eq!(store.transact(|tx| tx.renew_places("a", &mine, 5_000)).unwrap(), 0);
 
         store
             .transact(|tx| tx.refuse_series("s1", "beta", "no provider `gpu`", 7))
@@ -132,7 +133,8 @@ each_backend! {
             .transact(|tx| tx.claim_places(&b, &ids, 2, 999, |_| true))
             .unwrap();
         assert!(early.is_empty());
-        assert_eq!(store.transact(|tx| tx.renew_places("a", 2_000)).unwrap(), 2);
+        let mine = vec![("s2".to_string(), 0), ("s2".to_string(), 1)];
+        assert_eq!(store.transact(|tx| tx.renew_places("a", &mine, 2_000)).unwrap(), 2);
         let renewed = store
             .transact(|tx| tx.claim_places(&b, &ids, 2, 1_500, |_| true))
             .unwrap();
@@ -150,6 +152,28 @@ each_backend! {
             .transact(|tx| tx.claim_places(&c, &ids, 2, 1_500, |pid| pid != 10))
             .unwrap();
         assert_eq!(at_once, vec![("s2".to_string(), 1)]);
+
+        // Places held by live processes of this machine do not hide the
+        // open ones behind them; a claimer's own lapsed claims are work it
+        // still runs, never claimed again by it.
+        new_series(store, "s4", 40);
+        let ids4 = vec!["s4".to_string()];
+        let busy = worker("busy", "alpha", 50, 1_000);
+        let held = store
+            .transact(|tx| tx.claim_places(&busy, &ids4, 30, 0, |_| true))
+            .unwrap();
+        assert_eq!(held.len(), 30);
+        let other = worker("other", "alpha", 60, 1_000);
+        let got = store
+            .transact(|tx| tx.claim_places(&other, &ids4, 4, 500, |_| true))
+            .unwrap();
+        let slots: Vec<u64> = got.iter().map(|(_, slot)| *slot).collect();
+        assert_eq!(slots, [30, 31, 32, 33]);
+        let again = store
+            .transact(|tx| tx.claim_places(&busy, &ids4, 3, 500, |_| true))
+            .unwrap();
+        let slots: Vec<u64> = again.iter().map(|(_, slot)| *slot).collect();
+        assert_eq!(slots, [34, 35, 36]);
 
         // A cancelled series gives nothing more.
         new_series(store, "s3", 1);

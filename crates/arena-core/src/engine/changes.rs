@@ -108,17 +108,24 @@ impl Engine {
     /// battle of a series started here that a worker on another machine
     /// ran from its own clone of the project — the series' project.
     async fn apply_target(&self, battle: &crate::Battle) -> Result<PathBuf> {
-        let ran_elsewhere = battle
+        let Some(elsewhere) = battle
             .machine
             .as_deref()
-            .is_some_and(|m| m != self.machine());
-        if let (true, Some(series_id)) = (ran_elsewhere, &battle.series_id) {
+            .filter(|m| *m != self.machine() && self.database_is_team())
+        else {
+            return Ok(battle.project.clone());
+        };
+        if let Some(series_id) = &battle.series_id {
             let series = self.series(series_id).await?;
             if series.machine.as_deref() == Some(self.machine()) {
                 return Ok(series.request.project);
             }
         }
-        Ok(battle.project.clone())
+        // Its project path names a folder of that machine, not this one's.
+        Err(Error::Conflict(format!(
+            "battle {} ran on {elsewhere}, in its project there; apply it there (arena battle apply on {elsewhere})",
+            crate::battle::short_id(&battle.id)
+        )))
     }
 
     /// A Coding contestant's changes, file by file and line by line: those

@@ -241,7 +241,7 @@ impl Engine {
             claim_machine_name(&store, &host, boot)?;
         }
         let settings = Settings::new(options.config)?;
-        Ok(Engine {
+        let engine = Engine {
             pinned: None,
             inner: Arc::new(Inner {
                 data_dir: options.data_dir,
@@ -262,7 +262,11 @@ impl Engine {
                 work: Mutex::new(HashMap::new()),
                 clock_offset: Mutex::new(None),
             }),
-        })
+        };
+        if engine.inner.me.boot_id.is_some() {
+            keep_machine_name(&engine);
+        }
+        Ok(engine)
     }
 
     /// The configuration in effect (a running battle keeps the one it
@@ -397,6 +401,11 @@ impl Engine {
     /// when it does not answer).
     pub async fn database_info(&self) -> Result<store::StoreInfo> {
         self.db(|s| s.info()).await
+    }
+
+    /// Whether this engine works on a team's database (PostgreSQL).
+    pub(crate) fn database_is_team(&self) -> bool {
+        self.inner.store.is_team()
     }
 
     /// This machine's name among a team's (`ARENA_MACHINE`, else the host
@@ -813,6 +822,28 @@ impl Engine {
     }
 }
 
+/// Renews this machine's name's claim every 30 s while the engine lives
+/// (when it is opened inside a runtime; else with the clock's difference).
+fn keep_machine_name(engine: &Engine) {
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    let weak = Arc::downgrade(&engine.inner);
+    runtime.spawn(async move {
+        let mut tick = tokio::time::interval(std::time::Duration::from_secs(30));
+        tick.tick().await;
+        loop {
+            tick.tick().await;
+            let Some(inner) = weak.upgrade() else { return };
+            Engine {
+                inner,
+                pinned: None,
+            }
+            .renew_machine_name();
+        }
+    });
+}
+
 /// A machine name's claim lasts this long without renewal (renewed with
 /// the database clock's difference, every 30 s while the engine works).
 const MACHINE_NAME_FRESH_MS: i64 = 90_000;
@@ -830,8 +861,9 @@ fn claim_machine_name(store: &Store, name: &str, boot_id: &str) -> Result<()> {
     match taken {
         None => Ok(()),
         Some(seen_at) => Err(crate::error::Invalid::Other(format!(
-            "the machine name `{name}` is in use on the team database by another computer (its Arena was there {} s ago); give this one a name of its own with ARENA_MACHINE=…",
-            ((now_ms - seen_at) / 1000).max(0)
+            "the machine name `{name}` is in use on the team database by another computer (its Arena was there {} s ago); give this one a name of its own with ARENA_MACHINE=…, or, if this computer restarted, wait {} s",
+            ((now_ms - seen_at) / 1000).max(0),
+            ((seen_at + MACHINE_NAME_FRESH_MS - now_ms) / 1000).max(1)
         ))
         .into()),
     }

@@ -20,7 +20,7 @@ use crate::series::{self, RunRow, Series, SeriesRequest, SeriesStatus};
 
 use super::goals::{check_goals, Judges};
 use super::validate::{self, Plan};
-use super::worker::{serve as serve_places, Refused, Scope, SEEN_WITHIN_MS};
+use super::worker::{serve as serve_places, AbortOnDrop, Refused, Scope, SEEN_WITHIN_MS};
 use super::{pid_alive, Engine, HEARTBEAT};
 use crate::store::PlaceState;
 
@@ -107,6 +107,8 @@ impl Engine {
                 })
                 .await?
                 .map_err(|e| Invalid::Other(e.to_string()))?
+                // Never a password into the team's database.
+                .map(|url| crate::agent::mirror::shareable(&url))
             }
             _ => None,
         };
@@ -307,10 +309,16 @@ impl Engine {
                 crate::battle::short_id(&id)
             )));
         }
-        let token = CancellationToken::new();
-        let heartbeat = tokio::spawn(series_heartbeat(engine.clone(), id.clone(), token.clone()));
-        let driven = drive_series(engine, &series, &token, serve).await;
-        heartbeat.abort();
+        let (token, lost) = (CancellationToken::new(), CancellationToken::new());
+        // Stopped however this ends, even when the driving is dropped.
+        let heartbeat = AbortOnDrop(tokio::spawn(series_heartbeat(
+            engine.clone(),
+            id.clone(),
+            token.clone(),
+            lost.clone(),
+        )));
+        let driven = drive_series(engine, &series, (&token, &lost), serve).await;
+        drop(heartbeat);
         let (i, o) = (id.clone(), owner);
         let released = engine
             .db(move |s| s.transact(|tx| tx.release_series_lease(&i, &o)))
@@ -384,9 +392,14 @@ pub(super) fn first_battle(r: &SeriesRequest) -> BattleRequest {
     }
 }
 
-/// Renews the series' lease and watches its cancel flag; cancels `token`
-/// when asked to stop or when the lease is lost.
-async fn series_heartbeat(engine: Engine, id: String, token: CancellationToken) {
+/// Renews the series' lease and watches its cancel flag: cancels `token`
+/// when asked to stop, `lost` when another process took the lease.
+async fn series_heartbeat(
+    engine: Engine,
+    id: String,
+    token: CancellationToken,
+    lost: CancellationToken,
+) {
     let mut tick = tokio::time::interval(HEARTBEAT * 4);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -402,7 +415,7 @@ async fn series_heartbeat(engine: Engine, id: String, token: CancellationToken) 
             Ok((ours, cancel)) => {
                 if !ours {
                     tracing::error!(series = %id, "lost the series' lease; stopping");
-                    token.cancel();
+                    lost.cancel();
                 }
                 if cancel {
                     token.cancel();
@@ -422,7 +435,7 @@ async fn series_heartbeat(engine: Engine, id: String, token: CancellationToken) 
 async fn drive_series(
     engine: &Engine,
     series: &Series,
-    token: &CancellationToken,
+    (token, lost): (&CancellationToken, &CancellationToken),
     serve: bool,
 ) -> Result<(SeriesStatus, Option<u64>)> {
     let request = &series.request;
@@ -464,7 +477,7 @@ async fn drive_series(
         decided_after: None,
         waiting: series.waiting.clone(),
     };
-    let ended = driver.run(token, &mut refusals).await;
+    let ended = driver.run(token, lost, &mut refusals).await;
     serving.cancel();
     if let Some(local) = local {
         match local.await {
@@ -515,6 +528,7 @@ impl Driver<'_> {
     async fn run(
         &mut self,
         token: &CancellationToken,
+        lost: &CancellationToken,
         refusals: &mut mpsc::UnboundedReceiver<Refused>,
     ) -> Result<()> {
         let engine = self.engine;
@@ -525,6 +539,13 @@ impl Driver<'_> {
             tokio::select! {
                 _ = tick.tick() => {}
                 _ = token.cancelled(), if self.stop.is_none() => {}
+                // Another process drives it now: leave everything as it is.
+                _ = lost.cancelled() => {
+                    return Err(Error::Conflict(format!(
+                        "series {} is now driven by another process",
+                        crate::battle::short_id(&id)
+                    )));
+                }
                 Some(refused) = refusals.recv() => {
                     tracing::warn!(series = %id, slot = refused.slot, error = %refused.error, "a battle of the series failed");
                     if !self.team || self.others_serving().await? == 0 {
@@ -679,7 +700,12 @@ impl Driver<'_> {
                     ))
                 })
                 .await?;
-            let mut machines: BTreeSet<String> = workers.into_iter().map(|w| w.machine).collect();
+            // Machines with a worker proper (not only drivers of other series).
+            let mut machines: BTreeSet<String> = workers
+                .into_iter()
+                .filter(|w| w.role == "worker")
+                .map(|w| w.machine)
+                .collect();
             if self.serve {
                 machines.insert(engine.machine().to_string());
             }

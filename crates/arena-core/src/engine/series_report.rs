@@ -171,6 +171,16 @@ impl Engine {
     pub async fn write_series_report(&self, id: &str) -> Result<PathBuf> {
         let (summary, files) = self.series_report_files(id).await?;
         let s = &summary.series;
+        // Its folder is in its project, on the machine that started it.
+        if let Some(origin) = s.machine.as_deref().filter(|m| *m != self.machine()) {
+            if self.database_is_team() {
+                return Err(Error::Conflict(format!(
+                    "series {}'s report folder is on {origin}, where it started; `arena series report {} --format md` (or html, json, csv) prints it here",
+                    crate::battle::short_id(&s.id),
+                    crate::battle::short_id(&s.id)
+                )));
+            }
+        }
         let dir = match &s.report_path {
             Some(dir) => dir.clone(),
             None => crate::results::series_dir(

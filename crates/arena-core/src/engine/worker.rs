@@ -11,7 +11,7 @@
 //! others, with the reason recorded for the series screen.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc;
@@ -143,8 +143,9 @@ impl Engine {
 }
 
 /// The worker's loop: claim what it has room for, run each place, mark it
-/// done (or give it back), renew its claims; until `stop`. Refusals go to
-/// `refused` when a series' driver serves its own places.
+/// done (or give it back), while a task of its own renews its claims;
+/// until `stop`. `driver`: the series' driver serving its own places (its
+/// refusals go to `refused`), else a worker proper.
 pub(super) async fn serve(
     engine: &Engine,
     scope: Scope,
@@ -153,40 +154,46 @@ pub(super) async fn serve(
     refused: Option<mpsc::UnboundedSender<Refused>>,
 ) -> Result<()> {
     let engine = &engine.pinned();
-    let role = match scope {
-        Scope::Any => "worker",
-        Scope::One(_) => "series",
-    };
-    let started_at_ms = engine.lease_ms();
+    let driver = refused.is_some();
+    let role = if driver { "series" } else { "worker" };
     // One row per loop of this process (the app may serve as a worker and
-    // drive a series at once), apart from its claims' owner.
-    let beat_owner = format!("{}/{role}", engine.inner.me.owner);
+    // drive series at once), apart from its claims' owner.
+    let beat_owner = match (&scope, driver) {
+        (Scope::One(id), true) => format!("{}/series/{id}", engine.inner.me.owner),
+        _ => format!("{}/worker", engine.inner.me.owner),
+    };
+    let held: Arc<Mutex<Vec<(String, u64)>>> = Arc::default();
+    let renewal = AbortOnDrop(tokio::spawn(renew(
+        engine.clone(),
+        held.clone(),
+        WorkerBeat {
+            owner: beat_owner.clone(),
+            machine: engine.machine().to_string(),
+            pid: engine.inner.me.pid,
+            role: role.into(),
+            user: engine.user().map(str::to_string),
+            places: u64::from(places),
+            taken: 0,
+            started_at_ms: engine.lease_ms(),
+            seen_at_ms: 0,
+        },
+    )));
     let mut running: JoinSet<(String, u64, Result<String>)> = JoinSet::new();
+    let mut tasks: HashMap<tokio::task::Id, (String, u64)> = HashMap::new();
     let mut served: HashMap<String, Served> = HashMap::new();
     let mut left: HashMap<String, Left> = HashMap::new();
+    let mut failures: HashMap<(String, u64), u32> = HashMap::new();
     let mut driving: JoinSet<()> = JoinSet::new();
-    let mut held = 0u64;
-    let mut renew = tokio::time::interval(RENEW);
-    renew.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut watch = tokio::time::interval(RENEW);
+    watch.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut look = tokio::time::interval(IDLE_POLL);
     look.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
             _ = stop.cancelled(), if !stop.is_cancelled() => {}
-            _ = renew.tick() => {
-                let beat = WorkerBeat {
-                    owner: beat_owner.clone(),
-                    machine: engine.machine().to_string(),
-                    pid: engine.inner.me.pid,
-                    role: role.into(),
-                    user: engine.user().map(str::to_string),
-                    places: u64::from(places),
-                    taken: held,
-                    started_at_ms,
-                    seen_at_ms: engine.lease_ms(),
-                };
-                if let Err(e) = keep_up(engine, &beat, &mut served).await {
-                    tracing::warn!(error = %e, "a worker's renewal failed");
+            _ = watch.tick() => {
+                if let Err(e) = watch_series(engine, &mut served).await {
+                    tracing::warn!(error = %e, "a worker could not look at its series");
                 }
                 if matches!(scope, Scope::Any) && !stop.is_cancelled() {
                     adopt_series(engine, &served, &mut driving);
@@ -198,20 +205,31 @@ pub(super) async fn serve(
                     Ok(claimed) => {
                         for (series_id, slot) in claimed {
                             let Some(s) = served.get(&series_id) else { continue };
-                            held += 1;
-                            running.spawn(run_claimed(engine.clone(), s, slot));
+                            lock(&held).push((series_id.clone(), slot));
+                            let task = running.spawn(run_claimed(engine.clone(), s, slot));
+                            tasks.insert(task.id(), (series_id, slot));
                         }
                     }
                     Err(e) => tracing::warn!(error = %e, "a worker could not claim places"),
                 }
             }
-            Some(joined) = running.join_next() => {
-                held = held.saturating_sub(1);
-                let Ok((series_id, slot, outcome)) = joined else {
-                    tracing::error!("a place's task panicked");
-                    continue;
+            Some(joined) = running.join_next_with_id() => {
+                let (series_id, slot, outcome) = match joined {
+                    Ok((id, ended)) => {
+                        tasks.remove(&id);
+                        ended
+                    }
+                    Err(e) => {
+                        tracing::error!(error = %e, "a place's task panicked");
+                        let Some((series_id, slot)) = tasks.remove(&e.id()) else { continue };
+                        let why = Error::Task(format!("a place's task panicked: {e}"));
+                        (series_id, slot, Err(why))
+                    }
                 };
-                settle(engine, &series_id, slot, outcome, &mut left, refused.as_ref()).await;
+                let place = (series_id.clone(), slot);
+                lock(&held).retain(|p| *p != place);
+                let ended = Ended { series_id: &series_id, slot, outcome };
+                settle(engine, ended, &mut left, &mut failures, refused.as_ref()).await;
                 // Room again: look for more at once.
                 look.reset_immediately();
             }
@@ -222,6 +240,7 @@ pub(super) async fn serve(
         }
     }
     driving.abort_all();
+    drop(renewal);
     let forgot = engine
         .db(move |s| s.transact(|tx| tx.forget_worker(&beat_owner)))
         .await;
@@ -231,22 +250,55 @@ pub(super) async fn serve(
     Ok(())
 }
 
-/// Renews this worker's claims, says it is alive, and cancels the places
-/// of series asked to stop (or ended).
-async fn keep_up(
-    engine: &Engine,
-    beat: &WorkerBeat,
-    served: &mut HashMap<String, Served>,
-) -> Result<()> {
-    let (beat, expires) = (beat.clone(), engine.lease_for_now().expires_at_ms);
-    let owner = engine.inner.me.owner.clone();
+/// A task, aborted when this is dropped (however its owner ends).
+pub(super) struct AbortOnDrop<T>(pub tokio::task::JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Renews the claims on the places in `held` and says this worker is
+/// alive, every [`RENEW`], whatever the worker's loop is busy with (taking
+/// up a series can take a while: its providers asked, its project fetched).
+async fn renew(engine: Engine, held: Arc<Mutex<Vec<(String, u64)>>>, mut beat: WorkerBeat) {
+    let mut tick = tokio::time::interval(RENEW);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        let places = lock(&held).clone();
+        beat.taken = places.len() as u64;
+        beat.seen_at_ms = engine.lease_ms();
+        let (b, expires) = (beat.clone(), engine.lease_for_now().expires_at_ms);
+        let owner = engine.inner.me.owner.clone();
+        let renewed = engine
+            .db(move |s| {
+                s.transact(|tx| {
+                    let kept = tx.renew_places(&owner, &places, expires)?;
+                    tx.beat_worker(&b)?;
+                    Ok(kept < places.len())
+                })
+            })
+            .await;
+        match renewed {
+            Ok(true) => tracing::warn!("a place this worker runs was taken over by another"),
+            Ok(false) => {}
+            Err(e) => tracing::warn!(error = %e, "a worker's renewal failed"),
+        }
+    }
+}
+
+/// Cancels the places of series asked to stop, and forgets series that
+/// ended.
+async fn watch_series(engine: &Engine, served: &mut HashMap<String, Served>) -> Result<()> {
     let ids: Vec<String> = served.keys().cloned().collect();
     let stopped = engine
         .db(move |s| {
-            s.transact(|tx| {
-                tx.renew_places(&owner, expires)?;
-                tx.beat_worker(&beat)
-            })?;
             let mut stopped = Vec::new();
             for id in ids {
                 let series = s.series(&id)?;
@@ -390,7 +442,8 @@ async fn fetch_project(
     };
     let dir = crate::agent::mirror::folder(&engine.data_dir().join("mirrors"), &url);
     let d = dir.clone();
-    tokio::task::spawn_blocking(move || crate::agent::mirror::update(&url, &d, &base))
+    let local = crate::config::allow_local_remotes();
+    tokio::task::spawn_blocking(move || crate::agent::mirror::update(&url, &d, &base, local))
         .await?
         .map_err(|e| crate::error::Invalid::Other(format!("cannot fetch its project: {e}")))?;
     Ok(dir)
@@ -494,44 +547,81 @@ async fn take_over_coding(engine: &Engine, plan: &Plan, battle_id: &str) -> Resu
     Ok(())
 }
 
-/// Records how a place ended: done, or given back (to this worker's next
-/// look or another's) with why when it cannot be served here.
-async fn settle(
-    engine: &Engine,
-    series_id: &str,
+/// How one place's run ended.
+struct Ended<'a> {
+    series_id: &'a str,
     slot: u64,
     outcome: Result<String>,
+}
+
+/// Failures of one place on this worker before it is given up as done
+/// (its battle, if any, keeps what it has): a place that cannot run must
+/// not hold its series up for ever.
+const GIVE_UP_AFTER: u32 = 3;
+/// A series is left alone this long after one of its places failed here.
+const PAUSE_AFTER_FAILURE: Duration = Duration::from_secs(5);
+/// …and this long after another process still held its battle.
+const PAUSE_AFTER_CONFLICT: Duration = Duration::from_secs(2);
+
+/// Records how a place ended: done; given back (to this worker's next
+/// look, after a pause, or another's) with why when it cannot be served
+/// here; or, failing again and again, given up as done.
+async fn settle(
+    engine: &Engine,
+    ended: Ended<'_>,
     left: &mut HashMap<String, Left>,
+    failures: &mut HashMap<(String, u64), u32>,
     refused: Option<&mpsc::UnboundedSender<Refused>>,
 ) {
-    let owner = engine.inner.me.owner.clone();
-    let (i, o) = (series_id.to_string(), owner);
-    let kept = match &outcome {
-        Ok(_) => engine
-            .db(move |s| s.transact(|tx| tx.finish_place(&i, slot, &o)))
-            .await
-            .map(|_| ()),
-        Err(_) => engine
-            .db(move |s| s.transact(|tx| tx.leave_place(&i, slot, &o)))
-            .await
-            .map(|_| ()),
+    let Ended {
+        series_id,
+        slot,
+        outcome,
+    } = ended;
+    let key = (series_id.to_string(), slot);
+    let pause = |left: &mut HashMap<String, Left>, d: Duration| {
+        let until = Instant::now() + d;
+        let entry = left.entry(series_id.to_string()).or_insert(Left { until });
+        entry.until = entry.until.max(until);
     };
+    let done = match &outcome {
+        Ok(_) => true,
+        Err(Error::Conflict(msg)) => {
+            // Another process still drives its battle (a worker thought
+            // lost that is not): try again later.
+            tracing::info!(series = %series_id, slot, "{msg}");
+            pause(left, PAUSE_AFTER_CONFLICT);
+            false
+        }
+        Err(Error::Invalid(_) | Error::Config { .. }) => false,
+        Err(e) => {
+            let n = failures.entry(key.clone()).or_insert(0);
+            *n += 1;
+            tracing::warn!(series = %series_id, slot, attempt = *n, error = %e, "a place of the series failed");
+            pause(left, PAUSE_AFTER_FAILURE);
+            *n >= GIVE_UP_AFTER
+        }
+    };
+    if done {
+        failures.remove(&key);
+    }
+    let (i, o) = (series_id.to_string(), engine.inner.me.owner.clone());
+    let kept = engine
+        .db(move |s| {
+            s.transact(|tx| match done {
+                true => tx.finish_place(&i, slot, &o),
+                false => tx.leave_place(&i, slot, &o),
+            })
+        })
+        .await;
     if let Err(e) = kept {
+        // Its claim lapses and the place is taken again.
         tracing::warn!(series = %series_id, slot, error = %e, "could not record a place's end");
     }
-    match outcome {
-        Ok(_) => {}
-        // Another process still drives its battle (a worker thought lost
-        // that is not): try again later.
-        Err(Error::Conflict(msg)) => tracing::info!(series = %series_id, slot, "{msg}"),
-        Err(e @ (Error::Invalid(_) | Error::Config { .. })) => {
-            refuse(engine, series_id, &e, left).await;
-            if let Some(tx) = refused {
-                let _ = tx.send(Refused { slot, error: e });
-            }
-        }
-        Err(e) => {
-            tracing::warn!(series = %series_id, slot, error = %e, "a place of the series failed")
+    if let Err(e @ (Error::Invalid(_) | Error::Config { .. })) = outcome {
+        refuse(engine, series_id, &e, left).await;
+        if let Some(tx) = refused {
+            let _ = tx.send(Refused { slot, error: e });
         }
     }
 }
