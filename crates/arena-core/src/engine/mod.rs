@@ -17,6 +17,7 @@ mod goals;
 mod journal;
 mod lane;
 mod launch;
+mod place;
 mod rounds;
 mod series;
 mod series_report;

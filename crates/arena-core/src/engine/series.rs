@@ -1,24 +1,24 @@
 //! Series: one contestant set run many times, each run an ordinary battle
-//! of the series (see `arena_domain::series` for the rules). The driver
-//! keeps up to `parallel` battles going — always within the lanes — and
-//! before each new one checks the cancel flag and the budget; after each,
-//! it judges the goal and, with `until_decided`, whether the leader has
-//! separated. A crash loses nothing: every battle knows its place in the
-//! series, so `resume_series` finishes the unfinished ones and starts only
-//! the places that have none.
+//! of the series (see `arena_domain::series` for the rules). Its places
+//! are rows of the store; the driver (who holds the series' lease) opens
+//! them — within the budget, and with `until_decided` a window at a time —
+//! and watches them end for the goal and the "decided" rule, while
+//! workers (the driver's own serving, and in team mode `arena worker`s on
+//! any machine; `worker.rs`) run them (`place.rs`). A crash loses nothing:
+//! every battle knows its place in the series and a place's claim lapses,
+//! so `resume_series` (or a worker) drives it on, keeping what finished.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
 
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::battle::{BattleRequest, ContestantStatus};
 use crate::catalog::Resolved;
 use crate::error::{Error, Invalid, Result};
 use crate::series::{self, RunRow, Series, SeriesRequest, SeriesStatus};
 
-use super::goals::{check_goals, Judges};
+use super::goals::Judges;
+use super::place::first_battle;
 use super::validate::{self, Plan};
 use super::worker::{serve as serve_places, AbortOnDrop, Refused, Scope, SEEN_WITHIN_MS};
 use super::{pid_alive, Engine, HEARTBEAT};
@@ -378,20 +378,6 @@ impl Engine {
     }
 }
 
-/// The request of a series' first battle, for checking the contestants.
-pub(super) fn first_battle(r: &SeriesRequest) -> BattleRequest {
-    let p = &r.prompts[0];
-    BattleRequest {
-        battle_type: r.battle_type,
-        project: r.project.clone(),
-        prompt: p.prompt.clone(),
-        contestants: r.contestants.clone(),
-        check_command: r.check_of(p).map(str::to_string),
-        blind: r.blind,
-        tags: r.tags.clone(),
-    }
-}
-
 /// Renews the series' lease and watches its cancel flag: cancels `token`
 /// when asked to stop, `lost` when another process took the lease.
 async fn series_heartbeat(
@@ -747,69 +733,3 @@ impl Driver<'_> {
 
 /// A machine's word that it cannot serve a series counts this long.
 const REFUSAL_FRESH_MS: i64 = 300_000;
-
-/// One place of the series: its battle (created, or the one a stopped
-/// process left), run to its end, analysed, and its results checked
-/// against the goal. Returns the battle's id.
-pub(super) async fn run_place(
-    engine: Engine,
-    series: Arc<Series>,
-    plan: Arc<Plan>,
-    judges: Arc<Judges>,
-    n: u64,
-    existing: Option<String>,
-    token: CancellationToken,
-) -> Result<(u64, String)> {
-    let request = &series.request;
-    let (p, _) = request.slot(n);
-    let prompt = &request.prompts[p];
-    let battle_id = match existing {
-        Some(id) => id,
-        None => {
-            let mut plan = (*plan).clone();
-            plan.prompt = prompt.prompt.clone();
-            // The series' tags (as edited), then the prompt's own.
-            plan.tags =
-                crate::blind::tags(&series.tags.iter().chain(&prompt.tags).collect::<Vec<_>>())?;
-            if plan.battle_type.judged_by_check() {
-                plan.check_command = request.check_of(prompt).map(str::to_string);
-            }
-            validate::record(&engine, &plan, Some((series.id.clone(), n)))
-                .await?
-                .id
-        }
-    };
-    // Cancelling the series cancels its battles.
-    let watch = {
-        let (engine, id, token) = (engine.clone(), battle_id.clone(), token.clone());
-        tokio::spawn(async move {
-            token.cancelled().await;
-            let _ = engine.cancel_battle(&id).await;
-        })
-    };
-    let battle = match engine.battle(&battle_id).await? {
-        b if b.status.is_terminal() => b,
-        b if b
-            .contestants
-            .iter()
-            .all(|c| c.status == ContestantStatus::Queued) =>
-        {
-            engine.run_battle(&battle_id).await?
-        }
-        _ => match engine.resume(Some(&battle_id)).await?.pop() {
-            Some(b) => b,
-            None => engine.battle(&battle_id).await?,
-        },
-    };
-    watch.abort();
-    if token.is_cancelled() || battle.status != crate::battle::BattleStatus::Done {
-        return Ok((n, battle_id));
-    }
-    if request.analysis {
-        if let super::Judged::Failed(e) = engine.judge_ended(&battle, None).await {
-            tracing::warn!(battle = %battle_id, error = %e, "the series' analysis of a battle failed");
-        }
-    }
-    check_goals(&engine, &series, &judges, &battle, prompt, &token).await?;
-    Ok((n, battle_id))
-}

@@ -403,7 +403,7 @@ async fn claim(
 /// machine its project is on.
 async fn take_up(engine: &Engine, id: &str) -> Result<Served> {
     let series = engine.series(id).await?;
-    let mut request = super::series::first_battle(&series.request);
+    let mut request = super::place::first_battle(&series.request);
     let here = engine.machine();
     let elsewhere = series.machine.as_deref().filter(|m| *m != here);
     if let (BattleType::Coding, true, Some(origin)) = (
@@ -499,7 +499,7 @@ fn run_claimed(
         };
         let outcome = match existing {
             Ok(existing) => {
-                super::series::run_place(engine, series, plan, judges, slot, existing, token)
+                super::place::run_place(engine, series, plan, judges, slot, existing, token)
                     .await
                     .map(|(_, battle)| battle)
             }
