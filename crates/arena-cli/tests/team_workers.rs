@@ -151,6 +151,30 @@ impl Team {
         Running(Some(child))
     }
 
+    /// The project as a git repository of one commit.
+    fn git_project(&self) -> PathBuf {
+        let project = self.project();
+        std::fs::remove_dir_all(project.join(".git")).unwrap();
+        git(&project, &["init", "-q", "-b", "main"]);
+        git(&project, &["config", "user.email", "arena@example.invalid"]);
+        git(&project, &["config", "user.name", "Arena Test"]);
+        std::fs::write(project.join("README.md"), "hello\n").unwrap();
+        git(&project, &["add", "."]);
+        git(&project, &["commit", "-q", "-m", "initial"]);
+        project
+    }
+
+    /// Pushes the project to a bare repository, its `origin`.
+    fn push_to_a_remote(&self) {
+        let (project, origin) = (self.project(), self.dir.path().join("origin.git"));
+        git(self.dir.path(), &["init", "-q", "--bare", "origin.git"]);
+        git(
+            &project,
+            &["remote", "add", "origin", &origin.to_string_lossy()],
+        );
+        git(&project, &["push", "-q", "origin", "main"]);
+    }
+
     fn sql(&self, sql: &str) -> String {
         self.cluster.psql(&self.db, sql).unwrap()
     }
@@ -425,14 +449,7 @@ async fn a_coding_series_runs_on_other_machines_from_the_projects_remote() {
         .set_model("coder-a", write_turns_each("a.txt", "from a\n"));
     team.server
         .set_model("coder-b", write_turns_each("b.txt", "from b\n"));
-    let project = team.project();
-    std::fs::remove_dir_all(project.join(".git")).unwrap();
-    git(&project, &["init", "-q", "-b", "main"]);
-    git(&project, &["config", "user.email", "arena@example.invalid"]);
-    git(&project, &["config", "user.name", "Arena Test"]);
-    std::fs::write(project.join("README.md"), "hello\n").unwrap();
-    git(&project, &["add", "."]);
-    git(&project, &["commit", "-q", "-m", "initial"]);
+    let project = team.git_project();
     let beta = team.worker("beta", 2);
     until(Duration::from_secs(20), "beta to say it serves", || {
         team.count_yet("SELECT COUNT(*) FROM live.workers WHERE machine = 'beta'") == 1
@@ -456,13 +473,7 @@ async fn a_coding_series_runs_on_other_machines_from_the_projects_remote() {
 
     // Pushed to a remote, beta fetches the project and runs places too,
     // each from the series' base commit.
-    let origin = team.dir.path().join("origin.git");
-    git(team.dir.path(), &["init", "-q", "--bare", "origin.git"]);
-    git(
-        &project,
-        &["remote", "add", "origin", &origin.to_string_lossy()],
-    );
-    git(&project, &["push", "-q", "origin", "main"]);
+    team.push_to_a_remote();
     let base = git(&project, &["rev-parse", "HEAD"]).trim().to_string();
     let shared = finished(team.coding_series("alpha", 6, 1)).await;
     drop(beta);
@@ -561,21 +572,8 @@ async fn a_coding_place_whose_worker_died_is_finished_on_another_machine() {
     );
     team.server
         .set_model("coder-b", write_turns_each("b.txt", "from b\n"));
-    let project = team.project();
-    std::fs::remove_dir_all(project.join(".git")).unwrap();
-    git(&project, &["init", "-q", "-b", "main"]);
-    git(&project, &["config", "user.email", "arena@example.invalid"]);
-    git(&project, &["config", "user.name", "Arena Test"]);
-    std::fs::write(project.join("README.md"), "hello\n").unwrap();
-    git(&project, &["add", "."]);
-    git(&project, &["commit", "-q", "-m", "initial"]);
-    let origin = team.dir.path().join("origin.git");
-    git(team.dir.path(), &["init", "-q", "--bare", "origin.git"]);
-    git(
-        &project,
-        &["remote", "add", "origin", &origin.to_string_lossy()],
-    );
-    git(&project, &["push", "-q", "origin", "main"]);
+    team.git_project();
+    team.push_to_a_remote();
 
     let mut beta = team.worker("beta", 1);
     until(Duration::from_secs(20), "beta to say it serves", || {

@@ -533,7 +533,7 @@ impl Driver<'_> {
                     )));
                 }
                 Some(refused) = refusals.recv() => {
-                    tracing::warn!(series = %id, slot = refused.slot, error = %refused.error, "a battle of the series failed");
+                    tracing::warn!(series = %id, slot = ?refused.slot, error = %refused.error, "this machine cannot serve the series");
                     if !self.team || self.others_serving().await? == 0 {
                         // Alone, the same mistake would stop every other battle too.
                         self.stop_here(SeriesStatus::Cancelled).await?;

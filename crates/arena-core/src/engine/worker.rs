@@ -60,7 +60,8 @@ pub(super) enum Scope {
 /// A place this worker could not run, for its series' driver.
 #[derive(Debug)]
 pub(super) struct Refused {
-    pub slot: u64,
+    /// None: the series as a whole (checked before any place was taken).
+    pub slot: Option<u64>,
     pub error: Error,
 }
 
@@ -201,7 +202,8 @@ pub(super) async fn serve(
             }
             _ = look.tick(), if !stop.is_cancelled() && (running.len() as u32) < places => {
                 let room = places as usize - running.len();
-                match claim(engine, &scope, room, &mut served, &mut left).await {
+                let known = (&mut served, &mut left);
+                match claim(engine, &scope, room, known, refused.as_ref()).await {
                     Ok(claimed) => {
                         for (series_id, slot) in claimed {
                             let Some(s) = served.get(&series_id) else { continue };
@@ -358,8 +360,8 @@ async fn claim(
     engine: &Engine,
     scope: &Scope,
     room: usize,
-    served: &mut HashMap<String, Served>,
-    left: &mut HashMap<String, Left>,
+    (served, left): (&mut HashMap<String, Served>, &mut HashMap<String, Left>),
+    refused: Option<&mpsc::UnboundedSender<Refused>>,
 ) -> Result<Vec<(String, u64)>> {
     let candidates = match scope {
         Scope::One(id) => vec![id.clone()],
@@ -379,6 +381,13 @@ async fn claim(
                 }
                 Err(e @ (Error::Invalid(_) | Error::Config { .. })) => {
                     refuse(engine, &id, &e, left).await;
+                    // The driver decides whether another machine may serve it.
+                    if let Some(tx) = refused {
+                        let _ = tx.send(Refused {
+                            slot: None,
+                            error: e,
+                        });
+                    }
                     continue;
                 }
                 Err(e) => {
@@ -621,7 +630,10 @@ async fn settle(
     if let Err(e @ (Error::Invalid(_) | Error::Config { .. })) = outcome {
         refuse(engine, series_id, &e, left).await;
         if let Some(tx) = refused {
-            let _ = tx.send(Refused { slot, error: e });
+            let _ = tx.send(Refused {
+                slot: Some(slot),
+                error: e,
+            });
         }
     }
 }
