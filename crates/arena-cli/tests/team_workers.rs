@@ -175,6 +175,26 @@ impl Team {
         git(&project, &["push", "-q", "origin", "main"]);
     }
 
+    /// Chat requests the scripted server answered.
+    fn answers_asked(&self) -> usize {
+        self.server
+            .requests()
+            .iter()
+            .filter(|r| r.method == "POST")
+            .count()
+    }
+
+    /// Waits until `machine`'s worker says it serves.
+    async fn serving(&self, machine: &str) {
+        let sql = format!("SELECT COUNT(*) FROM live.workers WHERE machine = '{machine}'");
+        until(
+            Duration::from_secs(20),
+            "the worker to say it serves",
+            || self.count_yet(&sql) == 1,
+        )
+        .await;
+    }
+
     fn sql(&self, sql: &str) -> String {
         self.cluster.psql(&self.db, sql).unwrap()
     }
@@ -323,14 +343,7 @@ async fn workers_on_two_machines_share_a_series() {
         .collect();
     assert_eq!(ran.len(), 2, "both machines ran battles: {by_machine}");
     // Every answer was asked for once.
-    assert_eq!(
-        team.server
-            .requests()
-            .iter()
-            .filter(|r| r.method == "POST")
-            .count(),
-        48
-    );
+    assert_eq!(team.answers_asked(), 48);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -345,10 +358,7 @@ async fn a_killed_workers_place_is_finished_by_another_and_nothing_done_runs_twi
         .set_model("m2", ModelScript::tokens(10).rate(40.0));
     let beta = team.worker("beta", 1);
     // Beta is up and waiting before the series opens its places.
-    until(Duration::from_secs(20), "beta to say it serves", || {
-        team.count_yet("SELECT COUNT(*) FROM live.workers WHERE machine = 'beta'") == 1
-    })
-    .await;
+    team.serving("beta").await;
     let alpha = team.series("alpha", 3, 1);
     // Beta's battle with its fast answer done and its slow one under way.
     until(Duration::from_secs(30), "beta's battle half done", || {
@@ -383,14 +393,7 @@ async fn a_killed_workers_place_is_finished_by_another_and_nothing_done_runs_twi
     each_place_ran_once(&team, 3);
     // The killed battle's finished answer was kept; only the one under way
     // ran again: 3 battles x 2 answers + 1.
-    assert_eq!(
-        team.server
-            .requests()
-            .iter()
-            .filter(|r| r.method == "POST")
-            .count(),
-        7
-    );
+    assert_eq!(team.answers_asked(), 7);
     assert_eq!(
         team.count(&format!(
             "SELECT MAX(attempts) FROM contestants WHERE battle_id = '{killed_battle}' AND model = 'm2'"
@@ -430,14 +433,7 @@ async fn a_database_restart_mid_series_loses_and_doubles_nothing() {
         0
     );
     // No answer was asked for twice.
-    assert_eq!(
-        team.server
-            .requests()
-            .iter()
-            .filter(|r| r.method == "POST")
-            .count(),
-        32
-    );
+    assert_eq!(team.answers_asked(), 32);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -451,10 +447,7 @@ async fn a_coding_series_runs_on_other_machines_from_the_projects_remote() {
         .set_model("coder-b", write_turns_each("b.txt", "from b\n"));
     let project = team.git_project();
     let beta = team.worker("beta", 2);
-    until(Duration::from_secs(20), "beta to say it serves", || {
-        team.count_yet("SELECT COUNT(*) FROM live.workers WHERE machine = 'beta'") == 1
-    })
-    .await;
+    team.serving("beta").await;
 
     // No remote: the project is only on alpha, and beta says so.
     let alone = finished(team.coding_series("alpha", 2, 1)).await;
@@ -576,10 +569,7 @@ async fn a_coding_place_whose_worker_died_is_finished_on_another_machine() {
     team.push_to_a_remote();
 
     let mut beta = team.worker("beta", 1);
-    until(Duration::from_secs(20), "beta to say it serves", || {
-        team.count_yet("SELECT COUNT(*) FROM live.workers WHERE machine = 'beta'") == 1
-    })
-    .await;
+    team.serving("beta").await;
     let alpha = team.coding_series("alpha", 2, 1);
     until(Duration::from_secs(40), "beta's battle half done", || {
         team.count_yet(
