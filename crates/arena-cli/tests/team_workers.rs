@@ -84,42 +84,36 @@ impl Team {
         ))
     }
 
-    /// `arena series run` of `runs` battles on `machine`, running.
+    /// `arena series run` of `runs` battles on `machine`, running: Q&A
+    /// (`explainer@m1`, `debugger@m2`).
     fn series(&self, machine: &str, runs: u32, parallel: u32) -> Running {
-        let child = self
-            .arena(
-                machine,
-                &[
-                    "series",
-                    "run",
-                    "--type",
-                    "qa",
-                    "--prompt",
-                    "Say hello",
-                    "--project",
-                    &self.project().to_string_lossy(),
-                    "-c",
-                    "explainer@m1",
-                    "-c",
-                    "debugger@m2",
-                    "--runs",
-                    &runs.to_string(),
-                    "--parallel",
-                    &parallel.to_string(),
-                    "--no-analysis",
-                    "--json",
-                ],
-            )
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        Running(Some(child))
+        let contestants = ["explainer@m1", "debugger@m2"];
+        self.series_of(machine, ("qa", "Say hello", contestants), runs, parallel)
     }
 
-    /// `arena series run --type coding` of `runs` battles (two native
-    /// agents, `coder-a` and `coder-b`) on `machine`, running.
+    /// The same for Coding: two native agents, `coder-a` and `coder-b`.
     fn coding_series(&self, machine: &str, runs: u32, parallel: u32) -> Running {
+        let contestants = ["native@coder-a", "native@coder-b"];
+        self.series_of(
+            machine,
+            ("coding", "Add a file.", contestants),
+            runs,
+            parallel,
+        )
+    }
+
+    fn series_of(
+        &self,
+        machine: &str,
+        (kind, prompt, [first, second]): (&str, &str, [&str; 2]),
+        runs: u32,
+        parallel: u32,
+    ) -> Running {
+        let (project, runs, parallel) = (
+            self.project().to_string_lossy().into_owned(),
+            runs.to_string(),
+            parallel.to_string(),
+        );
         let child = self
             .arena(
                 machine,
@@ -127,19 +121,19 @@ impl Team {
                     "series",
                     "run",
                     "--type",
-                    "coding",
+                    kind,
                     "--prompt",
-                    "Add a file.",
+                    prompt,
                     "--project",
-                    &self.project().to_string_lossy(),
+                    &project,
                     "-c",
-                    "native@coder-a",
+                    first,
                     "-c",
-                    "native@coder-b",
+                    second,
                     "--runs",
-                    &runs.to_string(),
+                    &runs,
                     "--parallel",
-                    &parallel.to_string(),
+                    &parallel,
                     "--no-analysis",
                     "--json",
                 ],
