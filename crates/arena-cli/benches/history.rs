@@ -29,7 +29,7 @@ use arena_core::analysis::{Analysis, AnalysisStatus, Outcome};
 use arena_core::battle::{
     BattleStatus, BattleType, Benchmark, ContestantStatus, Lane, RunSpec, Winner, WinnerSource,
 };
-use arena_core::store::{NewBattle, NewContestant, Store, DATABASE_FILE};
+use arena_core::store::{AnswerEnd, NewBattle, NewContestant, Store, DATABASE_FILE};
 use common::{arena_bin, Bench};
 
 const IDENTITIES: [&str; 6] = [
@@ -165,13 +165,7 @@ fn seed(store: &Store, n: u64) -> Result<u64, arena_core::store::Error> {
             })?;
             let finished = created + chrono::Duration::seconds(30);
             for c in tx.contestants(&id)? {
-                tx.move_contestant(
-                    &c,
-                    ContestantStatus::Queued,
-                    ContestantStatus::Running,
-                    None,
-                    created,
-                )?;
+                tx.start_answer(&c, created)?;
                 let c = tx.contestant(&c.id)?;
                 let failed = rng.next(25) == 0;
                 let bench = Benchmark {
@@ -191,9 +185,18 @@ fn seed(store: &Store, n: u64) -> Result<u64, arena_core::store::Error> {
                 let from = rng.next(words.len() as u64) as usize;
                 let answer: String = words.iter().cycle().skip(from).take(230).copied().collect();
                 text += answer.len() as u64;
-                tx.finish_contestant(&c, status, error, &answer, "", false, &bench, finished)?;
-                // As a battle does: the answer's deltas folded into one event.
-                tx.fold_answer(&c, &answer, "", finished)?;
+                // As a battle does: its end, text and result file as one marker.
+                let path = std::path::PathBuf::from(format!("/results/{id}/{}/result.md", c.id));
+                let end = AnswerEnd {
+                    status,
+                    error,
+                    output: &answer,
+                    reasoning: "",
+                    truncated: false,
+                    bench: &bench,
+                    result_path: Some(&path),
+                };
+                tx.end_answer(&c, &end, finished)?;
             }
             tx.finish_battle(&id, BattleStatus::Done, finished)?;
             // Two thirds judged: mostly a winner, some with no clear one.

@@ -139,6 +139,19 @@ impl Store {
 }
 
 impl Tx<'_> {
+    /// Whether the battle is blind and not revealed yet, as this
+    /// transaction sees it (a reveal waits for it on PostgreSQL once the
+    /// battle's row is locked, as numbering its events does).
+    pub fn is_masked(&mut self, battle_id: &str) -> Result<bool> {
+        self.db()
+            .opt_row(
+                "SELECT b.blind = TRUE AND b.revealed_at IS NULL FROM battles b WHERE b.id = ?1",
+                params![battle_id],
+                |r| r.get::<bool>(0),
+            )?
+            .ok_or_else(|| Error::not_found("battle", battle_id))
+    }
+
     pub fn insert_battle(&mut self, b: &NewBattle) -> Result<()> {
         self.run(
             "INSERT INTO battles (id, battle_type, status, prompt, project_path, results_path, created_at, base_commit, check_command, series_id, series_slot, blind, machine, user_name)

@@ -17,6 +17,21 @@ use crate::packed;
 use crate::rows::{self, ms};
 use crate::{Store, Tx};
 
+/// How a run ended, as recorded by [`Tx::end_answer`] (and, without a
+/// result file, [`Tx::finish_contestant`]).
+#[derive(Debug, Clone, Copy)]
+pub struct AnswerEnd<'a> {
+    /// `done`, `error` or `cancelled`.
+    pub status: ContestantStatus,
+    pub error: Option<&'a str>,
+    pub output: &'a str,
+    pub reasoning: &'a str,
+    pub truncated: bool,
+    pub bench: &'a Benchmark,
+    /// Its `result.md`, written before its end is recorded.
+    pub result_path: Option<&'a Path>,
+}
+
 impl Store {
     /// A contestant's refinement rounds (2, 3, …), in order.
     pub fn rounds(&self, contestant_id: &str) -> Result<Vec<Round>> {
@@ -69,6 +84,27 @@ impl Tx<'_> {
         error: Option<&str>,
         at: DateTime<Utc>,
     ) -> Result<bool> {
+        self.move_as(c, from, to, error, at, false)
+    }
+
+    /// Starts a Q&A answer (`queued` → `running`), its status event in the
+    /// live journal with the answer's deltas: the answer's end keeps only
+    /// its last status (see [`Tx::fold_answer`]), so its start is never
+    /// written to the kept journal at all.
+    pub fn start_answer(&mut self, c: &Contestant, at: DateTime<Utc>) -> Result<bool> {
+        let (queued, running) = (ContestantStatus::Queued, ContestantStatus::Running);
+        self.move_as(c, queued, running, None, at, true)
+    }
+
+    fn move_as(
+        &mut self,
+        c: &Contestant,
+        from: ContestantStatus,
+        to: ContestantStatus,
+        error: Option<&str>,
+        at: DateTime<Utc>,
+        live: bool,
+    ) -> Result<bool> {
         self.require_lease(&c.battle_id)?;
         let attempts_inc = i64::from(to == ContestantStatus::Running);
         let finished_at = to.is_terminal().then(|| ms(at));
@@ -88,17 +124,16 @@ impl Tx<'_> {
             ],
         )?;
         if changed == 1 {
-            let attempt = c.attempts + attempts_inc as u32;
-            self.emit(
-                &c.battle_id,
-                Some(&c.id),
-                at,
-                EventKind::ContestantStatus {
-                    status: to,
-                    error: error.map(str::to_string),
-                    attempt,
-                },
-            )?;
+            let kind = EventKind::ContestantStatus {
+                status: to,
+                error: error.map(str::to_string),
+                attempt: c.attempts + attempts_inc as u32,
+            };
+            if live {
+                self.emit_live(&c.battle_id, Some(&c.id), at, kind)?;
+            } else {
+                self.emit(&c.battle_id, Some(&c.id), at, kind)?;
+            }
         }
         Ok(changed == 1)
     }
@@ -117,12 +152,63 @@ impl Tx<'_> {
         bench: &Benchmark,
         at: DateTime<Utc>,
     ) -> Result<bool> {
+        let end = AnswerEnd {
+            status,
+            error,
+            output,
+            reasoning,
+            truncated,
+            bench,
+            result_path: None,
+        };
+        if !self.record_end(c, &end, at)? {
+            return Ok(false);
+        }
+        self.emit(
+            &c.battle_id,
+            Some(&c.id),
+            at,
+            EventKind::Benchmark {
+                benchmark: bench.clone(),
+            },
+        )?;
+        self.emit(
+            &c.battle_id,
+            Some(&c.id),
+            at,
+            EventKind::ContestantStatus {
+                status,
+                error: error.map(str::to_string),
+                attempt: c.attempts,
+            },
+        )?;
+        Ok(true)
+    }
+
+    /// Records `end` in the contestant's row and its answer's text, if it
+    /// is still running; whether it was. Journals nothing.
+    pub(crate) fn record_end(
+        &mut self,
+        c: &Contestant,
+        end: &AnswerEnd<'_>,
+        at: DateTime<Utc>,
+    ) -> Result<bool> {
+        let AnswerEnd {
+            status,
+            error,
+            output,
+            reasoning,
+            truncated,
+            bench,
+            result_path,
+        } = *end;
         self.require_lease(&c.battle_id)?;
         let changed = self.run(
             "UPDATE contestants SET status = ?1, error = ?2, finished_at = ?3,
                 truncated = ?4, duration_ms = ?5, ttft_ms = ?6, prompt_tokens = ?7,
                 completion_tokens = ?8, cached_tokens = ?9, tokens_per_sec = ?10, rate_source = ?11,
-                prompt_per_sec = ?12, model_switched = ?13, cost_usd = ?14
+                prompt_per_sec = ?12, model_switched = ?13, cost_usd = ?14,
+                result_path = COALESCE(?16, result_path)
              WHERE id = ?15 AND status = 'running'",
             params![
                 status.as_str(),
@@ -139,7 +225,8 @@ impl Tx<'_> {
                 bench.prompt_per_sec,
                 bench.model_switched,
                 bench.cost_usd,
-                c.id
+                c.id,
+                result_path.map(|p| p.to_string_lossy().into_owned())
             ],
         )?;
         if changed == 1 {
@@ -154,24 +241,6 @@ impl Tx<'_> {
                     output.chars().count() as i64,
                     (!reasoning.is_empty()).then(|| packed::pack_for(self.db(), reasoning))
                 ],
-            )?;
-            self.emit(
-                &c.battle_id,
-                Some(&c.id),
-                at,
-                EventKind::Benchmark {
-                    benchmark: bench.clone(),
-                },
-            )?;
-            self.emit(
-                &c.battle_id,
-                Some(&c.id),
-                at,
-                EventKind::ContestantStatus {
-                    status,
-                    error: error.map(str::to_string),
-                    attempt: c.attempts,
-                },
             )?;
         }
         Ok(changed == 1)

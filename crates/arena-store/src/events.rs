@@ -8,6 +8,7 @@ use tokio::sync::broadcast;
 use arena_domain::battle::Contestant;
 use arena_domain::event::{BattleEvent, EventKind};
 
+use crate::contestants::AnswerEnd;
 use crate::error::Result;
 use crate::rows::{self, ms, FROM_ROW};
 use crate::{Store, Tx};
@@ -58,49 +59,74 @@ impl Tx<'_> {
         self.emit_as(battle_id, contestant_id, at, kind, None, true)
     }
 
-    /// Keeps a finished Q&A contestant once, in its row: its deltas
-    /// (`output`, `reasoning`) and its earlier statuses leave the journal
-    /// (what it waited for, its retries and resets stay: they are few and
-    /// tell what happened); its last status and its benchmark stay as
-    /// markers (see [`FROM_ROW`]); and one `folded` marker takes the next
-    /// sequence number. Reading the journal
-    /// fills the markers from the contestant's row, where the answer is
-    /// kept (so call this in the transaction that records the answer). A
-    /// viewer replaying from any `seq` still rebuilds the final answer.
-    pub fn fold_answer(
+    /// Records a Q&A answer's end (as [`Tx::finish_contestant`] does,
+    /// with its result file's path) and keeps it once, in its row, if it
+    /// is still running; whether it was. Its deltas (`output`,
+    /// `reasoning`, live benchmarks) and its earlier statuses leave the
+    /// journal (what it waited for, its retries and resets stay: they are
+    /// few and tell what happened). Its benchmark, its last status, its
+    /// `folded` text and its `result_written` take the next sequence
+    /// numbers, after every delta's, which viewers may have seen; they are
+    /// journaled as one marker row ([`rows::ANSWER_END`]) that reading the
+    /// journal fills from the row, so a viewer replaying from any `seq`
+    /// still rebuilds the final answer, and the text and figures are kept
+    /// once.
+    pub fn end_answer(
         &mut self,
         c: &Contestant,
-        output: &str,
-        reasoning: &str,
+        end: &AnswerEnd<'_>,
         at: DateTime<Utc>,
-    ) -> Result<()> {
-        self.require_lease(&c.battle_id)?;
-        // The fold takes a number after every delta's, which viewers may
-        // have seen: taken before they are deleted.
-        self.last_seq(&c.battle_id)?;
+    ) -> Result<bool> {
+        // Numbered after every delta, taken before they are deleted.
+        let last = self.last_seq(&c.battle_id)?;
+        if !self.record_end(c, end, at)? {
+            return Ok(false);
+        }
         self.run(
             "DELETE FROM events WHERE battle_id = ?1 AND contestant_id = ?2
-               AND (kind IN ('output', 'reasoning')
-                    OR (kind = 'contestant_status' AND seq < (
-                        SELECT MAX(seq) FROM events
-                        WHERE battle_id = ?1 AND contestant_id = ?2 AND kind = 'contestant_status')))",
+               AND kind IN ('output', 'reasoning', 'contestant_status', 'benchmark')",
             params![c.battle_id, c.id],
-        )?;
-        self.run(
-            "UPDATE events SET payload = ?3 WHERE battle_id = ?1 AND contestant_id = ?2
-               AND kind IN ('contestant_status', 'benchmark')",
-            params![c.battle_id, c.id, FROM_ROW],
         )?;
         self.run(
             "DELETE FROM live.events WHERE battle_id = ?1 AND contestant_id = ?2",
             params![c.battle_id, c.id],
         )?;
-        let kind = EventKind::Folded {
-            output: output.to_string(),
-            reasoning: reasoning.to_string(),
+        let path = end.result_path.map(|p| p.to_string_lossy().into_owned());
+        let mut kinds = vec![
+            EventKind::Benchmark {
+                benchmark: end.bench.clone(),
+            },
+            EventKind::ContestantStatus {
+                status: end.status,
+                error: end.error.map(str::to_string),
+                attempt: c.attempts,
+            },
+            EventKind::Folded {
+                output: end.output.to_string(),
+                reasoning: end.reasoning.to_string(),
+            },
+        ];
+        kinds.extend(path.map(|path| EventKind::ResultWritten { path }));
+        let marker = match kinds.len() {
+            4 => rows::ANSWER_END,
+            _ => rows::ANSWER_END_NO_FILE,
         };
-        self.emit_as(&c.battle_id, Some(&c.id), at, kind, Some(FROM_ROW), false)?;
-        Ok(())
+        let seq = last + kinds.len() as u64;
+        self.seqs.insert(c.battle_id.clone(), seq);
+        self.run(
+            "INSERT INTO events (battle_id, seq, contestant_id, at, kind, payload) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            params![c.battle_id, seq as i64, c.id, ms(at), marker, FROM_ROW],
+        )?;
+        for (i, kind) in kinds.into_iter().enumerate() {
+            self.pending.push(BattleEvent {
+                battle_id: c.battle_id.clone(),
+                seq: last + 1 + i as u64,
+                contestant_id: Some(c.id.clone()),
+                at,
+                kind,
+            });
+        }
+        Ok(true)
     }
 
     /// Journals `kind`, which the contestant's row also holds (its result

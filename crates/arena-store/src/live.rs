@@ -6,7 +6,7 @@
 //! database (in the data folder). Viewers in any process on the machine
 //! read both journals as one ([`crate::rows::events_since`]); in a desktop
 //! session the deltas never reach the disk. When the answer is recorded
-//! they are folded away ([`crate::Tx::fold_answer`]): the text is kept
+//! they are folded away ([`crate::Tx::end_answer`]): the text is kept
 //! once, in the database. (`/dev/shm` is not used: an agent confined by
 //! Landlock alone may write under `/dev`.)
 //!

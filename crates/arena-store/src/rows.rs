@@ -467,6 +467,24 @@ pub fn ranked_battles(c: Conn<'_>, filter: &RankFilter) -> Result<Vec<RankedBatt
 /// figures are kept once.
 pub(crate) const FROM_ROW: &str = "";
 
+/// The kinds a grouped marker stands for, in order: one journal row for
+/// the events a Q&A answer's end journals together (see
+/// `Tx::end_answer`), numbered with the row's `seq` as the last. Other
+/// kinds are one event each.
+pub(crate) fn marker_group(kind: &str) -> Option<&'static [&'static str]> {
+    match kind {
+        ANSWER_END => Some(&["benchmark", "contestant_status", "folded", "result_written"]),
+        ANSWER_END_NO_FILE => Some(&["benchmark", "contestant_status", "folded"]),
+        _ => None,
+    }
+}
+
+/// A Q&A answer's end: its benchmark, its last status, its folded text
+/// and its result file, all filled from its row.
+pub(crate) const ANSWER_END: &str = "answer_end";
+/// [`ANSWER_END`] for an answer whose file could not be written.
+pub(crate) const ANSWER_END_NO_FILE: &str = "answer_end_no_file";
+
 /// A journal marker's event, from its contestant's row (see [`FROM_ROW`]).
 fn from_row(kind: &str, c: &Contestant) -> Result<EventKind> {
     Ok(match kind {
@@ -525,25 +543,39 @@ pub fn events_since(
     // The rows markers are filled from, read once each.
     let mut rows_read: HashMap<String, Contestant> = HashMap::new();
     for (seq, contestant_id, at, name, payload) in rows {
-        let kind = match (&contestant_id, payload == FROM_ROW) {
-            (Some(id), true) => {
-                if !rows_read.contains_key(id) {
-                    let row = contestant(c, id)?
-                        .ok_or_else(|| Error::not_found("contestant", id.clone()))?;
-                    rows_read.insert(id.clone(), row);
-                }
-                from_row(&name, &rows_read[id])?
-            }
-            _ => serde_json::from_str(&payload)?,
-        };
-        events.push(BattleEvent {
+        let at = time(Some(at)).unwrap_or_default();
+        let event = |seq: i64, kind| BattleEvent {
             battle_id: battle_id.to_string(),
             seq: seq as u64,
-            contestant_id,
-            at: time(Some(at)).unwrap_or_default(),
+            contestant_id: contestant_id.clone(),
+            at,
             kind,
-        });
+        };
+        let Some(id) = contestant_id.as_ref().filter(|_| payload == FROM_ROW) else {
+            events.push(event(seq, serde_json::from_str(&payload)?));
+            continue;
+        };
+        if !rows_read.contains_key(id) {
+            let row =
+                contestant(c, id)?.ok_or_else(|| Error::not_found("contestant", id.clone()))?;
+            rows_read.insert(id.clone(), row);
+        }
+        let row = &rows_read[id];
+        match marker_group(&name) {
+            // Only the group's events a viewer has not seen yet.
+            Some(kinds) => {
+                let first = seq - kinds.len() as i64 + 1;
+                for (i, kind) in kinds.iter().enumerate() {
+                    let seq = first + i as i64;
+                    if seq > since_seq as i64 {
+                        events.push(event(seq, from_row(kind, row)?));
+                    }
+                }
+            }
+            None => events.push(event(seq, from_row(&name, row)?)),
+        }
     }
+    events.truncate(limit);
     Ok(events)
 }
 

@@ -167,16 +167,53 @@ fn the_live_journal_is_shared_then_folded_by_the_driver() {
     assert!(matches!(&seen[3].kind, EventKind::Output { text } if text == "lo"));
 
     let c = store.battle("b1").unwrap().contestants[0].clone();
+    assert!(a.transact(|tx| tx.start_answer(&c, now)).unwrap());
+    let started = elsewhere.events_since("b1", 4, 100).unwrap();
+    assert!(
+        matches!(&started[..], [e] if e.kind.name() == "contestant_status" && e.seq == 5),
+        "the start is journaled live, with the deltas: {started:?}"
+    );
+    let c = store.battle("b1").unwrap().contestants[0].clone();
+    let bench = arena_domain::battle::Benchmark::default();
+    let end = arena_store::AnswerEnd {
+        status: arena_domain::battle::ContestantStatus::Done,
+        error: None,
+        output: "hello",
+        reasoning: "",
+        truncated: false,
+        bench: &bench,
+        result_path: None,
+    };
     let b = store.clone().acting_as("b");
-    assert!(b
-        .transact(|tx| tx.fold_answer(&c, "hello", "", now))
-        .is_err());
-    a.transact(|tx| tx.fold_answer(&c, "hello", "", now))
-        .unwrap();
+    assert!(b.transact(|tx| tx.end_answer(&c, &end, now)).is_err());
+    assert!(a.transact(|tx| tx.end_answer(&c, &end, now)).unwrap());
     let after = elsewhere.events_since("b1", 0, 100).unwrap();
     let kinds: Vec<&str> = after.iter().map(|e| e.kind.name()).collect();
-    assert_eq!(kinds, ["battle_status", "reset", "folded"]);
-    assert_eq!(after[2].seq, 5, "the fold follows every delta");
+    assert_eq!(
+        kinds,
+        [
+            "battle_status",
+            "reset",
+            "benchmark",
+            "contestant_status",
+            "folded"
+        ]
+    );
+    let seqs: Vec<u64> = after.iter().map(|e| e.seq).collect();
+    assert_eq!(seqs, [1, 2, 6, 7, 8], "the end follows every delta");
+    assert!(matches!(&after[4].kind, EventKind::Folded { output, .. } if output == "hello"));
+    // A viewer that saw part of the end gets the rest, and paging stops
+    // at the limit inside the end's one row.
+    let rest = elsewhere.events_since("b1", 6, 100).unwrap();
+    assert_eq!(rest.iter().map(|e| e.seq).collect::<Vec<_>>(), [7, 8]);
+    let page = elsewhere.events_since("b1", 2, 2).unwrap();
+    assert_eq!(page.iter().map(|e| e.seq).collect::<Vec<_>>(), [6, 7]);
+    assert!(
+        a.transact(|tx| tx.end_answer(&c, &end, now))
+            .map(|ended| !ended)
+            .unwrap(),
+        "an answer ends once"
+    );
 
     let live = |dir: &Path| {
         std::fs::read_dir(dir)

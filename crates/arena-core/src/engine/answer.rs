@@ -10,6 +10,7 @@ use crate::benchmark;
 use crate::catalog::Resolved;
 use crate::error::{Error, Result};
 use crate::provider::{ChatRequest, Exchange};
+use crate::store::AnswerEnd;
 
 use super::journal::Sink;
 use super::lane::{self, LaneSlot};
@@ -64,7 +65,10 @@ pub(super) async fn run(
     }
 }
 
-/// Records the end of a run with its benchmark and writes its result file.
+/// Records the end of a run with its benchmark and its result file: the
+/// file is written first, from the answer in hand, so that its end, its
+/// text and the file's path are one transaction (a run killed before it
+/// commits runs again and writes the file again).
 async fn record(engine: &Engine, battle: &Battle, c: &Contestant, s: Streamed) -> Result<()> {
     let mut bench: Benchmark = benchmark::compute(&s.measurement());
     bench.model_switched = s.model_switched;
@@ -76,37 +80,69 @@ async fn record(engine: &Engine, battle: &Battle, c: &Contestant, s: Streamed) -
         _ => ContestantStatus::Error,
     };
     let error = s.ending.message(&c.provider);
+    let ended = Contestant {
+        status,
+        error: error.clone(),
+        finished_at: Some(s.finished_at),
+        output: Some(s.got.content.clone()),
+        reasoning: Some(s.got.reasoning.clone()),
+        truncated: s.got.truncated,
+        benchmark: bench.clone(),
+        ..c.clone()
+    };
+    let written = files::write_result_file(battle, &ended).await;
+    let path = written.as_ref().ok().cloned();
     let (c2, at, got, slot) = (c.clone(), s.finished_at, s.got, s.slot);
     // Answers that end together are recorded in one transaction.
     let recorded = engine
         .grouped(move |tx| {
-            let recorded = tx.finish_contestant(
-                &c2,
+            let end = AnswerEnd {
                 status,
-                error.as_deref(),
-                &got.content,
-                &got.reasoning,
-                got.truncated,
-                &bench,
-                at,
-            )?;
+                error: error.as_deref(),
+                output: &got.content,
+                reasoning: &got.reasoning,
+                truncated: got.truncated,
+                bench: &bench,
+                result_path: path.as_deref(),
+            };
             // Its text is kept once: in its row, not as deltas too.
-            if recorded {
-                tx.fold_answer(&c2, &got.content, &got.reasoning, at)?;
+            if !tx.end_answer(&c2, &end, at)? {
+                return Ok(None);
             }
-            Ok(recorded)
+            Ok(Some(tx.is_masked(&c2.battle_id)?))
         })
         .await;
     // Its end is recorded: the lane's next holder may start.
     drop(slot);
-    if recorded? {
-        tracing::info!(contestant = %c.id, %status, "contestant finished");
-        let battle = engine.battle(&battle.id).await?;
-        if let Some(c) = battle.contestants.iter().find(|x| x.id == c.id) {
-            files::write_result(engine, &battle, c).await?;
+    let rendered_masked = battle.is_masked();
+    match recorded {
+        Ok(Some(masked)) => {
+            tracing::info!(contestant = %c.id, %status, "contestant finished");
+            // The file was refused, or a reveal came in between: written
+            // again from what is recorded.
+            if written.is_err() || masked != rendered_masked {
+                rewrite_result(engine, battle, c).await?;
+            }
+            Ok(())
+        }
+        // Someone else ended it (a cancel); the file says what it recorded.
+        Ok(None) => rewrite_result(engine, battle, c).await,
+        Err(e) => {
+            if let Ok(path) = &written {
+                let _ = std::fs::remove_file(path);
+            }
+            Err(e)
         }
     }
-    Ok(())
+}
+
+/// Writes a terminal contestant's result file again from its row.
+async fn rewrite_result(engine: &Engine, battle: &Battle, c: &Contestant) -> Result<()> {
+    let battle = engine.battle(&battle.id).await?;
+    match battle.contestants.iter().find(|x| x.id == c.id) {
+        Some(c) if c.status.is_terminal() => files::write_result(engine, &battle, c).await,
+        _ => Ok(()),
+    }
 }
 
 /// A Q&A contestant's conversation so far, as exchanges: the battle's

@@ -260,10 +260,11 @@ async fn take_part(
             return;
         }
     };
-    if !matches!(
-        engine.move_contestant(&c, Queued, Running, None).await,
-        Ok(true)
-    ) {
+    let started = match battle.battle_type {
+        BattleType::Qa => engine.start_answer(&c).await,
+        BattleType::Coding => engine.move_contestant(&c, Queued, Running, None).await,
+    };
+    if !matches!(started, Ok(true)) {
         return;
     }
     c.status = ContestantStatus::Running;

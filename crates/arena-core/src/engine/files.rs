@@ -23,6 +23,13 @@ pub(super) async fn write_result(engine: &Engine, battle: &Battle, c: &Contestan
         .await
 }
 
+/// Writes `result.md` for `c` as given (its end not recorded yet); the
+/// file's path.
+pub(super) async fn write_result_file(battle: &Battle, c: &Contestant) -> Result<PathBuf> {
+    let (b, c) = (battle.clone(), c.clone());
+    tokio::task::spawn_blocking(move || results::write_result(&b, &c)).await?
+}
+
 /// Writes the battle's `manifest.json` as it stands.
 pub(super) async fn write_manifest(battle: &Battle) -> Result<()> {
     let battle = battle.clone();

@@ -739,6 +739,12 @@ impl Engine {
             .await
     }
 
+    /// Starts a Q&A answer (see `Tx::start_answer`); whether it started.
+    async fn start_answer(&self, c: &crate::Contestant) -> Result<bool> {
+        let (c, at) = (c.clone(), self.now());
+        self.grouped(move |tx| tx.start_answer(&c, at)).await
+    }
+
     fn live(&self, battle_id: &str) -> Option<Arc<Live>> {
         let map = self.inner.live.lock().unwrap_or_else(|p| p.into_inner());
         map.get(battle_id).cloned()
