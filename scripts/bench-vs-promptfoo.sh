@@ -9,6 +9,8 @@
 # its data folder and results, counted both as file lengths and as blocks).
 #
 # Usage: scripts/bench-vs-promptfoo.sh [RUNS] [RATE]   (default 20 200)
+#   ARENA_BENCH_ROUNDS: rounds of both tools in turn (default 1); the
+#   figures are medians, and each round's ratios are printed too.
 #   RATE 0: each answer arrives at once (unpaced).
 #   ARENA_PROMPTFOO: a promptfoo command to use; else promptfoo 0.121 is
 #   installed with npm into ~/.cache/arena-bench/promptfoo once.
@@ -18,6 +20,9 @@ set -euo pipefail
 
 RUNS=${1:-20}
 RATE=${2:-200}
+# Rounds of both tools, in turn; the figures are their medians (this
+# machine's writes and CPU vary from run to run).
+ROUNDS=${ARENA_BENCH_ROUNDS:-1}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 
@@ -109,40 +114,59 @@ kept() {
   echo "$len $blocks"
 }
 
-sync
-read -r A_USER A_SYS A_WALL A_RSS A_WROTE < <(
-  BENCH_LOG="$WORK/arena.log" ARENA_CONFIG="$WORK/arena/arena.toml" \
+# One round: Arena then promptfoo, each on fresh folders; appends one line
+# of figures per tool to $WORK/rounds.
+round() {
+  rm -rf "$WORK/arena/data" "$WORK/arena/project" "$WORK/pf/config"
+  mkdir -p "$WORK/arena/project" "$WORK/arena/data" "$WORK/pf/config"
+  sync
+  local a p
+  a=$(BENCH_LOG="$WORK/arena.log" ARENA_CONFIG="$WORK/arena/arena.toml" \
     ARENA_DATA_DIR="$WORK/arena/data" XDG_RUNTIME_DIR="$RUNTIME" \
     measure "$ARENA" "${ARENA_ARGS[@]}")
-read -r A_LEN A_BLOCKS < <(kept "$WORK/arena/data" "$WORK/arena/project/Arena")
-
-sync
-read -r P_USER P_SYS P_WALL P_RSS P_WROTE < <(
-  cd "$WORK/pf" && BENCH_LOG="$WORK/pf.log" PROMPTFOO_CONFIG_DIR="$WORK/pf/config" \
+  echo "arena $a $(kept "$WORK/arena/data" "$WORK/arena/project/Arena")" >>"$WORK/rounds"
+  sync
+  p=$(cd "$WORK/pf" && BENCH_LOG="$WORK/pf.log" PROMPTFOO_CONFIG_DIR="$WORK/pf/config" \
     PROMPTFOO_DISABLE_TELEMETRY=1 PROMPTFOO_DISABLE_UPDATE=1 OPENAI_API_KEY=none \
     measure "$PROMPTFOO" eval --no-cache --repeat "$RUNS" --max-concurrency 6 --no-progress-bar --no-table \
     -c "$WORK/pf/promptfooconfig.yaml")
-read -r P_LEN P_BLOCKS < <(kept "$WORK/pf/config")
+  echo "promptfoo $p $(kept "$WORK/pf/config")" >>"$WORK/rounds"
+}
 
-python3 - "$RUNS" "$RATE" "$A_USER" "$A_SYS" "$A_WALL" "$A_RSS" "$A_WROTE" "$A_LEN" "$A_BLOCKS" \
-  "$P_USER" "$P_SYS" "$P_WALL" "$P_RSS" "$P_WROTE" "$P_LEN" "$P_BLOCKS" <<'PY'
-import sys
+for _ in $(seq "$ROUNDS"); do round; done
+
+python3 - "$RUNS" "$RATE" "$WORK/rounds" <<'PY'
+import statistics, sys
 runs, rate = int(sys.argv[1]), sys.argv[2]
-a = [float(x) for x in sys.argv[3:10]]
-p = [float(x) for x in sys.argv[10:17]]
+rounds = {"arena": [], "promptfoo": []}
+for line in open(sys.argv[3]):
+    tool, *figs = line.split()
+    rounds[tool].append([float(x) for x in figs])
 names = ["user CPU s", "system CPU s", "wall s", "peak RSS MiB", "written KiB/battle",
          "kept KiB/battle (lengths)", "kept KiB/battle (blocks)"]
 def fig(v, i):
     if i == 3: return v / 1024
     if i >= 4: return v / 1024 / runs
     return v
-print(f"{runs} runs × 6 models × 200 tokens at {rate} tok/s")
-print(f"| figure | Arena | promptfoo | Arena ÷ promptfoo |")
-print(f"|---|---|---|---|")
-for i, n in enumerate(names):
-    x, y = fig(a[i], i), fig(p[i], i)
-    print(f"| {n} | {x:.2f} | {y:.2f} | {x / y if y else float('nan'):.2f} |")
-print(f"| total CPU s | {a[0]+a[1]:.2f} | {p[0]+p[1]:.2f} | {(a[0]+a[1])/(p[0]+p[1]):.2f} |")
-print(f"Arena written ÷ kept: {a[4]/a[5]:.2f} (lengths), {a[4]/a[6]:.2f} (blocks); "
-      f"promptfoo: {p[4]/p[5]:.2f}, {p[4]/p[6]:.2f}")
+def med(tool, f):
+    return statistics.median(f(r) for r in rounds[tool])
+n = len(rounds["arena"])
+print(f"{runs} runs × 6 models × 200 tokens at {rate} tok/s; "
+      f"{n} round{'s' if n > 1 else ''} (medians)")
+print("| figure | Arena | promptfoo | Arena ÷ promptfoo |")
+print("|---|---|---|---|")
+for i, name in enumerate(names):
+    x, y = med("arena", lambda r: fig(r[i], i)), med("promptfoo", lambda r: fig(r[i], i))
+    print(f"| {name} | {x:.2f} | {y:.2f} | {x / y if y else float('nan'):.2f} |")
+a_cpu, p_cpu = med("arena", lambda r: r[0] + r[1]), med("promptfoo", lambda r: r[0] + r[1])
+print(f"| total CPU s | {a_cpu:.2f} | {p_cpu:.2f} | {a_cpu / p_cpu:.2f} |")
+for tool in rounds:
+    by_len = [r[4] / r[5] for r in rounds[tool]]
+    by_blocks = [r[4] / r[6] for r in rounds[tool]]
+    print(f"{tool} written ÷ kept, each round: lengths "
+          + ", ".join(f"{x:.2f}" for x in by_len) + "; blocks "
+          + ", ".join(f"{x:.2f}" for x in by_blocks))
+if n > 1:
+    ratios = [(a[0] + a[1]) / (p[0] + p[1]) for a, p in zip(rounds["arena"], rounds["promptfoo"])]
+    print("total CPU Arena ÷ promptfoo, each round: " + ", ".join(f"{x:.2f}" for x in ratios))
 PY

@@ -50,7 +50,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use rusqlite::{Connection, Transaction, TransactionBehavior};
+use rusqlite::Connection;
 
 use crate::sql::params;
 use rusqlite_migration::{Migrations, SchemaVersion, M};
@@ -304,9 +304,6 @@ fn migrate_postgres(pg: &sql::Pg, url: &str) -> Result<()> {
 /// change (issue 22: BENCHMARKS.md, "Journal writes").
 const PAGE_SIZE: i64 = 1024;
 
-/// Log pages between checkpoints: 4 MiB, SQLite's default in bytes.
-const CHECKPOINT_PAGES: i64 = 4096;
-
 impl Store {
     /// Opens (creating) the database file and brings its schema up to date.
     pub fn open(path: &Path) -> Result<Store> {
@@ -331,7 +328,6 @@ impl Store {
         conn.pragma_update(None, "page_size", PAGE_SIZE)?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
-        conn.pragma_update(None, "wal_autocheckpoint", CHECKPOINT_PAGES)?;
         // Every statement the store runs, prepared once (see `Tx::run`).
         conn.set_prepared_statement_cache_capacity(STATEMENTS);
         register_functions(&conn)?;
@@ -547,7 +543,7 @@ impl Store {
         let (conn, xid) = match &mut locked {
             Locked::Sqlite(conn) => (
                 TxConn::Sqlite(
-                    conn.transaction_with_behavior(TransactionBehavior::Immediate)
+                    sql::SqliteTx::begin(conn, "BEGIN IMMEDIATE")
                         .map_err(|e| Undone::Failed(e.into()))?,
                 ),
                 None,
@@ -666,8 +662,8 @@ impl Store {
     pub(crate) fn snapshot<T>(&self, f: impl FnOnce(sql::Conn<'_>) -> Result<T>) -> Result<T> {
         match &mut self.connected()? {
             Locked::Sqlite(conn) => {
-                let tx = conn.transaction()?;
-                let value = f(sql::Conn::Sqlite(&tx))?;
+                let tx = sql::SqliteTx::begin(conn, "BEGIN")?;
+                let value = f(sql::Conn::Sqlite(tx.conn()))?;
                 tx.commit()?;
                 Ok(value)
             }
@@ -750,7 +746,7 @@ pub struct Tx<'c> {
 /// A transaction's connection: SQLite's transaction, or PostgreSQL's
 /// connection between its `BEGIN` and `COMMIT`.
 enum TxConn<'c> {
-    Sqlite(Transaction<'c>),
+    Sqlite(sql::SqliteTx<'c>),
     Postgres(&'c sql::Pg),
 }
 
@@ -793,7 +789,7 @@ impl Tx<'_> {
     /// The transaction's connection, for its reads.
     pub(crate) fn db(&self) -> sql::Conn<'_> {
         match &self.conn {
-            TxConn::Sqlite(tx) => sql::Conn::Sqlite(tx),
+            TxConn::Sqlite(tx) => sql::Conn::Sqlite(tx.conn()),
             TxConn::Postgres(pg) => sql::Conn::Postgres(pg),
         }
     }
@@ -804,14 +800,15 @@ impl Tx<'_> {
     /// transaction carries the writes of many pieces of work.
     pub fn apart<T>(&mut self, f: impl FnOnce(&mut Tx<'_>) -> Result<T>) -> Result<T> {
         let (pending, seqs) = (self.pending.len(), self.seqs.clone());
-        self.db().batch("SAVEPOINT apart")?;
+        self.db().control("SAVEPOINT apart")?;
         match f(self) {
             Ok(value) => {
-                self.db().batch("RELEASE apart")?;
+                self.db().control("RELEASE apart")?;
                 Ok(value)
             }
             Err(e) => {
-                self.db().batch("ROLLBACK TO apart; RELEASE apart")?;
+                self.db().control("ROLLBACK TO apart")?;
+                self.db().control("RELEASE apart")?;
                 self.pending.truncate(pending);
                 self.seqs = seqs;
                 Err(e)

@@ -45,6 +45,10 @@ const UNWATCHED_GROUP: Duration = Duration::from_millis(100);
 /// How long the writer gathers when a grouped write waits for it: long
 /// enough for the rest of a burst to join, short beside a model's turn.
 const JOB_GROUP: Duration = Duration::from_millis(5);
+/// The same with no live viewer in this process: answers that end within
+/// a few tens of milliseconds of each other (a battle's contestants on
+/// equally fast models) are one transaction rather than two or three.
+const UNWATCHED_JOB_GROUP: Duration = Duration::from_millis(25);
 
 /// This process's side of the journal: streamed events waiting to be
 /// written, and whether its writer runs.
@@ -173,8 +177,9 @@ impl Journal {
 }
 
 /// Waits while the writer gathers what to write next: [`GROUP`] or
-/// [`UNWATCHED_GROUP`] from now, cut to [`JOB_GROUP`] after a grouped
-/// write comes, and to nothing when a sync waits.
+/// [`UNWATCHED_GROUP`] from now, cut to [`JOB_GROUP`] (or
+/// [`UNWATCHED_JOB_GROUP`]) after a grouped write comes, and to nothing
+/// when a sync waits.
 async fn gather(queue: &Mutex<Queue>, hurry: &Notify, watched: bool) {
     use tokio::time::Instant;
     let mut until = Instant::now() + if watched { GROUP } else { UNWATCHED_GROUP };
@@ -187,7 +192,12 @@ async fn gather(queue: &Mutex<Queue>, hurry: &Notify, watched: bool) {
             }
             if !job_seen && q.items.iter().any(|i| matches!(i, Item::Job(_))) {
                 job_seen = true;
-                until = until.min(Instant::now() + JOB_GROUP);
+                let wait = if watched {
+                    JOB_GROUP
+                } else {
+                    UNWATCHED_JOB_GROUP
+                };
+                until = until.min(Instant::now() + wait);
             }
         }
         tokio::select! {
@@ -288,6 +298,12 @@ impl Engine {
             .map_err(|_| Error::Task("the journal writer stopped".into()))?
     }
 }
+
+/// How often an answer's text is flushed to the journal while nobody in
+/// this process watches live: each flush is a timer and a wake-up, which
+/// at one token every 5 ms was most of what a streamed token cost beyond
+/// reading it (BENCHMARKS.md, "Against promptfoo").
+const UNWATCHED_COALESCE: Duration = Duration::from_millis(25);
 
 /// How often text that is not a contestant's first answer is flushed.
 const SIDE_FLUSH: Duration = Duration::from_millis(100);
@@ -420,15 +436,32 @@ impl Sink {
         matches!(self.kind, SinkKind::Answer { .. }).then_some(EventKind::Reasoning { text })
     }
 
+    /// Whether this turn's end is recorded by a grouped write (a Q&A
+    /// answer's, see `answer::record`), which the journal writes after
+    /// everything the sink queued before it.
+    pub fn ends_in_queue(&self) -> bool {
+        matches!(self.kind, SinkKind::Answer { folds: true, .. })
+    }
+
     /// Whether viewers follow this turn's speed live and see its retries.
     pub fn is_answer(&self) -> bool {
         matches!(self.kind, SinkKind::Answer { .. })
     }
 
-    /// How long text waits to be written with what follows it.
-    pub fn coalesce(&self, limits: &Limits) -> Duration {
+    /// How long text waits to be written with what follows it: an
+    /// answer's `coalesce_ms` while someone in this process watches live;
+    /// else at least [`UNWATCHED_COALESCE`] (the journal writer gathers
+    /// for [`UNWATCHED_GROUP`] then anyway).
+    pub fn coalesce(&self, limits: &Limits, watched: bool) -> Duration {
         match self.kind {
-            SinkKind::Answer { .. } => Duration::from_millis(limits.coalesce_ms.max(1)),
+            SinkKind::Answer { .. } => {
+                let set = Duration::from_millis(limits.coalesce_ms.max(1));
+                if watched {
+                    set
+                } else {
+                    set.max(UNWATCHED_COALESCE)
+                }
+            }
             _ => SIDE_FLUSH,
         }
     }
@@ -509,7 +542,7 @@ impl Sink {
         tokio::task::JoinHandle<String>,
     ) {
         let (tx, mut rx) = mpsc::unbounded_channel::<Piece>();
-        let coalesce = self.coalesce(&engine.config().limits);
+        let coalesce = self.coalesce(&engine.config().limits, true);
         let (engine, sink) = (engine.clone(), self.clone());
         let task = tokio::spawn(async move {
             let mut all = String::new();

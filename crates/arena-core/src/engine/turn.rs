@@ -154,8 +154,16 @@ pub(super) async fn run(engine: &Engine, turn: &Turn<'_>, slot: Option<LaneSlot>
     // never follows the next one's `started_at`).
     let finished_at = engine.now();
     let model_switched = slot.model_switched;
-    // Its events are journaled before its end is recorded.
-    let ending = match (turn.sink.sync(engine).await, ending) {
+    // Its events are journaled before its end is recorded: written now,
+    // or, when its end is itself a grouped write (a Q&A answer's), queued
+    // before it, so that the answers of a battle ending together are one
+    // transaction (a sync would cut the journal's gathering short).
+    let journaled = if turn.sink.ends_in_queue() {
+        turn.sink.write(engine, Vec::new()).await
+    } else {
+        turn.sink.sync(engine).await
+    };
+    let ending = match (journaled, ending) {
         (Err(e), Ending::Done | Ending::Cancelled) => Ending::Internal(e),
         (_, ending) => ending,
     };
@@ -308,7 +316,7 @@ async fn stream_once(
     got: &mut Collected,
 ) -> std::result::Result<(), Stop> {
     let stall = limits.stall_timeout();
-    let coalesce = turn.sink.coalesce(limits);
+    let coalesce = turn.sink.coalesce(limits, engine.inner.store.watched());
     let mut cancelled = pin!(turn.token.cancelled());
     let mut too_long = pin!(tokio::time::sleep_until(deadline));
 
