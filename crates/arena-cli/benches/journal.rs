@@ -35,18 +35,26 @@ fn written() -> u64 {
         .unwrap_or(0)
 }
 
-/// Bytes of the files under `dir`, all the way down.
-fn tree_bytes(dir: &Path) -> u64 {
+/// Bytes under `dir`, all the way down: the files' lengths, and the disk
+/// blocks the files and folders take (as `du` counts them).
+fn tree_bytes(dir: &Path) -> (u64, u64) {
+    use std::os::unix::fs::MetadataExt;
+    let own = std::fs::metadata(dir)
+        .map(|m| m.blocks() * 512)
+        .unwrap_or(0);
     let Ok(entries) = std::fs::read_dir(dir) else {
-        return 0;
+        return (0, own);
     };
     entries
         .flatten()
         .map(|e| match e.file_type() {
             Ok(t) if t.is_dir() => tree_bytes(&e.path()),
-            _ => e.metadata().map(|m| m.len()).unwrap_or(0),
+            _ => e
+                .metadata()
+                .map(|m| (m.len(), m.blocks() * 512))
+                .unwrap_or((0, 0)),
         })
-        .sum()
+        .fold((0, own), |(l, b), (l2, b2)| (l + l2, b + b2))
 }
 
 #[tokio::main]
@@ -135,8 +143,15 @@ async fn main() {
                 .collect::<rusqlite::Result<Vec<_>>>()
         })
         .unwrap_or_default();
-    let results = tree_bytes(&bench.project().join("Arena"));
+    let (results, results_blocks) = tree_bytes(&bench.project().join("Arena"));
     let kept = database + results;
+    let database_blocks = {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(&db_path)
+            .map(|m| m.blocks() * 512)
+            .unwrap_or(0)
+    };
+    let kept_blocks = database_blocks + results_blocks;
     let per = |bytes: u64| bytes as f64 / runs as f64 / 1024.0;
     println!(
         "{runs} battles × {CONTESTANTS} contestants × {TOKENS} tokens at 200 tok/s, {:.1} s",
@@ -149,6 +164,13 @@ async fn main() {
         per(database),
         per(results),
         wrote as f64 / kept.max(1) as f64
+    );
+    println!(
+        "  kept as disk blocks: {:.0} KiB per battle (database {:.0}, results {:.0}); written ÷ kept: {:.2}",
+        per(kept_blocks),
+        per(database_blocks),
+        per(results_blocks),
+        wrote as f64 / kept_blocks.max(1) as f64
     );
     println!(
         "  streamed events journaled in {:.1} transactions per battle",

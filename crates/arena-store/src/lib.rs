@@ -299,10 +299,11 @@ fn migrate_postgres(pg: &sql::Pg, url: &str) -> Result<()> {
 /// The page size of a new database. A transaction writes every page it
 /// touches to the write-ahead log, and then again to the database at the
 /// checkpoint; most of Arena's transactions change a row or two in each of
-/// a few tables (a contestant's end, a battle's status), so a page of 1 KiB
-/// writes a quarter of what SQLite's 4 KiB default does for the same
-/// change (issue 22: BENCHMARKS.md, "Journal writes").
-const PAGE_SIZE: i64 = 1024;
+/// a few tables (a contestant's end, a battle's status), so smaller pages
+/// write less for the same change. 2 KiB rather than 1 KiB: an answer of
+/// a few hundred words, deflated, then still shares its page with others
+/// instead of taking one to itself (BENCHMARKS.md, "Journal writes").
+const PAGE_SIZE: i64 = 2048;
 
 impl Store {
     /// Opens (creating) the database file and brings its schema up to date.

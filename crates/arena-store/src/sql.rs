@@ -546,27 +546,6 @@ impl Col for Option<u32> {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::translate;
-
-    #[test]
-    fn placeholders_become_postgres_ones_outside_quotes() {
-        assert_eq!(
-            translate("SELECT a FROM t WHERE b = ?1 AND c = ?12 OR d = '?1'"),
-            "SELECT a FROM t WHERE b = $1 AND c = $12 OR d = '?1'"
-        );
-        assert_eq!(
-            translate("x LIKE ? ESCAPE '\\' AND y IN (?, ?) LIMIT ? OFFSET ?"),
-            "x ILIKE $1 ESCAPE '\\' AND y IN ($2, $3) LIMIT $4 OFFSET $5"
-        );
-        assert_eq!(
-            translate("a = ' LIKE ' AND b LIKE ?1"),
-            "a = ' LIKE ' AND b ILIKE $1"
-        );
-    }
-}
-
 /// A SQLite transaction on a connection, begun and committed with
 /// statements prepared once per connection (rusqlite's `Transaction`
 /// parses `BEGIN` and `COMMIT` every time); rolled back when dropped
@@ -604,5 +583,26 @@ impl Drop for SqliteTx<'_> {
                 tracing::warn!(error = %e, "could not roll back a transaction");
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::translate;
+
+    #[test]
+    fn placeholders_become_postgres_ones_outside_quotes() {
+        assert_eq!(
+            translate("SELECT a FROM t WHERE b = ?1 AND c = ?12 OR d = '?1'"),
+            "SELECT a FROM t WHERE b = $1 AND c = $12 OR d = '?1'"
+        );
+        assert_eq!(
+            translate("x LIKE ? ESCAPE '\\' AND y IN (?, ?) LIMIT ? OFFSET ?"),
+            "x ILIKE $1 ESCAPE '\\' AND y IN ($2, $3) LIMIT $4 OFFSET $5"
+        );
+        assert_eq!(
+            translate("a = ' LIKE ' AND b LIKE ?1"),
+            "a = ' LIKE ' AND b ILIKE $1"
+        );
     }
 }
