@@ -128,56 +128,20 @@ impl Store {
     }
 
     pub fn series_progress(&self, id: &str) -> Result<(u64, u64, Option<f64>)> {
-        self.query(|c| {
-            let (done, running): (i64, i64) = c.row(
-                "SELECT COUNT(*) FILTER (WHERE status <> 'running'), COUNT(*) FILTER (WHERE status = 'running')
-                 FROM battles WHERE series_id = ?1",
-                &[&id],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )?;
-            let (spent, unknown): (f64, i64) = c.row(
-                "WITH b AS (SELECT id FROM battles WHERE series_id = ?1),
-                      k AS (SELECT id FROM contestants WHERE battle_id IN (SELECT id FROM b)),
-                      costs(cost, known) AS (
-                        SELECT cost_usd, cost_usd IS NOT NULL OR status IN ('queued', 'running')
-                          FROM contestants WHERE id IN (SELECT id FROM k)
-                        UNION ALL SELECT cost_usd, cost_usd IS NOT NULL OR status = 'running'
-                          FROM analyses WHERE battle_id IN (SELECT id FROM b)
-                        UNION ALL SELECT cost_usd, cost_usd IS NOT NULL FROM goal_checks WHERE contestant_id IN (SELECT id FROM k)
-                        UNION ALL SELECT cost_usd, cost_usd IS NOT NULL OR status != 'done'
-                          FROM rounds WHERE contestant_id IN (SELECT id FROM k))
-                 SELECT COALESCE(SUM(cost), 0.0), COUNT(*) FILTER (WHERE NOT known) FROM costs",
-                &[&id],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )?;
-            Ok((
-                done.max(0) as u64,
-                running.max(0) as u64,
-                (unknown == 0).then_some(spent),
-            ))
-        })
+        self.query(|c| progress_in(c, id))
     }
 
-    /// A series' pace: how long each of its ended battles took (ms), and
-    /// when each running one started (ms since the epoch).
-    pub fn series_pace(&self, id: &str) -> Result<(Vec<i64>, Vec<i64>)> {
-        self.query(|c| {
-            let mut ended = Vec::new();
-            let mut running = Vec::new();
-            let rows = c.rows(
-                "SELECT status = 'running', created_at, finished_at FROM battles WHERE series_id = ?1",
-                &[&id],
-                |r| Ok((r.get::<bool>(0)?, r.get::<i64>(1)?, r.get::<Option<i64>>(2)?)),
-            )?;
-            for (is_running, created, finished) in rows {
-                match (is_running, finished) {
-                    (true, _) => running.push(created),
-                    (false, Some(finished)) => ended.push((finished - created).max(0)),
-                    (false, None) => {}
-                }
-            }
-            Ok((ended, running))
-        })
+    /// [`Store::series_progress`] and the series' pace — how long each of
+    /// its ended battles took (ms), and when each running one started (ms
+    /// since the epoch) — as of one moment (a battle ending between two
+    /// reads would give an estimate from a battle the count does not have
+    /// yet).
+    #[allow(clippy::type_complexity)]
+    pub fn series_progress_and_pace(
+        &self,
+        id: &str,
+    ) -> Result<((u64, u64, Option<f64>), (Vec<i64>, Vec<i64>))> {
+        self.snapshot(|c| Ok((progress_in(c, id)?, pace_in(c, id)?)))
     }
 
     pub fn series_cancel_requested(&self, id: &str) -> Result<bool> {
@@ -397,4 +361,60 @@ impl Tx<'_> {
         )?;
         Ok(())
     }
+}
+
+/// A series' battles ended and running, and what it has spent (`None`
+/// while some cost is unknown).
+fn progress_in(c: crate::sql::Conn<'_>, id: &str) -> Result<(u64, u64, Option<f64>)> {
+    let (done, running): (i64, i64) = c.row(
+        "SELECT COUNT(*) FILTER (WHERE status <> 'running'), COUNT(*) FILTER (WHERE status = 'running')
+         FROM battles WHERE series_id = ?1",
+        &[&id],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )?;
+    let (spent, unknown): (f64, i64) = c.row(
+        "WITH b AS (SELECT id FROM battles WHERE series_id = ?1),
+              k AS (SELECT id FROM contestants WHERE battle_id IN (SELECT id FROM b)),
+              costs(cost, known) AS (
+                SELECT cost_usd, cost_usd IS NOT NULL OR status IN ('queued', 'running')
+                  FROM contestants WHERE id IN (SELECT id FROM k)
+                UNION ALL SELECT cost_usd, cost_usd IS NOT NULL OR status = 'running'
+                  FROM analyses WHERE battle_id IN (SELECT id FROM b)
+                UNION ALL SELECT cost_usd, cost_usd IS NOT NULL FROM goal_checks WHERE contestant_id IN (SELECT id FROM k)
+                UNION ALL SELECT cost_usd, cost_usd IS NOT NULL OR status != 'done'
+                  FROM rounds WHERE contestant_id IN (SELECT id FROM k))
+         SELECT COALESCE(SUM(cost), 0.0), COUNT(*) FILTER (WHERE NOT known) FROM costs",
+        &[&id],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )?;
+    Ok((
+        done.max(0) as u64,
+        running.max(0) as u64,
+        (unknown == 0).then_some(spent),
+    ))
+}
+
+/// A series' pace (see [`Store::series_progress_and_pace`]).
+fn pace_in(c: crate::sql::Conn<'_>, id: &str) -> Result<(Vec<i64>, Vec<i64>)> {
+    let mut ended = Vec::new();
+    let mut running = Vec::new();
+    let rows = c.rows(
+        "SELECT status = 'running', created_at, finished_at FROM battles WHERE series_id = ?1",
+        &[&id],
+        |r| {
+            Ok((
+                r.get::<bool>(0)?,
+                r.get::<i64>(1)?,
+                r.get::<Option<i64>>(2)?,
+            ))
+        },
+    )?;
+    for (is_running, created, finished) in rows {
+        match (is_running, finished) {
+            (true, _) => running.push(created),
+            (false, Some(finished)) => ended.push((finished - created).max(0)),
+            (false, None) => {}
+        }
+    }
+    Ok((ended, running))
 }

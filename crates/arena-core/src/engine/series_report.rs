@@ -21,10 +21,9 @@ impl Engine {
     pub async fn series_progress(&self, id: &str) -> Result<SeriesProgress> {
         let series = self.series(id).await?;
         let i = series.id.clone();
-        let (done, running, spent_usd) = self.db(move |s| s.series_progress(&i)).await?;
+        let ((done, running, spent_usd), (ended, started)) =
+            self.db(move |s| s.series_progress_and_pace(&i)).await?;
         let time_left_ms = if series.status == SeriesStatus::Running {
-            let i = series.id.clone();
-            let (ended, started) = self.db(move |s| s.series_pace(&i)).await?;
             let now = crate::store::ms(self.now());
             let ended: Vec<f64> = ended.into_iter().map(|d| d as f64).collect();
             let elapsed: Vec<f64> = started
