@@ -89,7 +89,7 @@ impl Tx<'_> {
 
     /// Starts a Q&A answer (`queued` → `running`), its status event in the
     /// live journal with the answer's deltas: the answer's end keeps only
-    /// its last status (see [`Tx::fold_answer`]), so its start is never
+    /// its last status (see [`Tx::end_answer`]), so its start is never
     /// written to the kept journal at all.
     pub fn start_answer(&mut self, c: &Contestant, at: DateTime<Utc>) -> Result<bool> {
         let (queued, running) = (ContestantStatus::Queued, ContestantStatus::Running);

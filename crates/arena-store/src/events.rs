@@ -48,7 +48,7 @@ impl Tx<'_> {
     }
 
     /// [`Tx::emit`] into the live journal (see [`crate::live`]): for an
-    /// answer's deltas, which [`Tx::fold_answer`] removes when it ends.
+    /// answer's deltas, which [`Tx::end_answer`] removes when it ends.
     pub fn emit_live(
         &mut self,
         battle_id: &str,
