@@ -128,8 +128,9 @@ async fn record(engine: &Engine, battle: &Battle, c: &Contestant, s: Streamed) -
         // Someone else ended it (a cancel); the file says what it recorded.
         Ok(None) => rewrite_result(engine, battle, c).await,
         Err(e) => {
+            // Not recorded: it runs again, and writes its file again.
             if let Ok(path) = &written {
-                let _ = std::fs::remove_file(path);
+                let _ = tokio::fs::remove_file(path).await;
             }
             Err(e)
         }
