@@ -518,6 +518,12 @@ impl Sink {
         Ok(())
     }
 
+    /// Fails when this sink's earlier events could not be written (as
+    /// [`Sink::write`] does), without waiting for anything.
+    pub fn check(&self, engine: &Engine) -> Result<()> {
+        engine.inner.journal.failure(&self.battle_id)
+    }
+
     /// Waits until everything queued so far is written; fails as
     /// [`Sink::write`] does.
     pub async fn sync(&self, engine: &Engine) -> Result<()> {

@@ -159,7 +159,7 @@ pub(super) async fn run(engine: &Engine, turn: &Turn<'_>, slot: Option<LaneSlot>
     // before it, so that the answers of a battle ending together are one
     // transaction (a sync would cut the journal's gathering short).
     let journaled = if turn.sink.ends_in_queue() {
-        turn.sink.write(engine, Vec::new()).await
+        turn.sink.check(engine)
     } else {
         turn.sink.sync(engine).await
     };
