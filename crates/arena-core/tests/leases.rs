@@ -149,10 +149,12 @@ async fn a_driver_that_lost_its_lease_writes_nothing_more() {
                         "UPDATE leases SET owner = 'the-new-driver', expires_at = ?1 WHERE battle_id = ?2",
                         &[SqlValue::Int(i64::MAX), SqlValue::Text(battle.id.clone())],
                     )?;
-                    // Both journals: the kept one and the live one.
+                    // Both journals, the kept one and the live one, and
+                    // the answers' ends numbered on their rows.
                     let seq = tx.query_i64(
                         "SELECT MAX(m) FROM (SELECT MAX(seq) AS m FROM events WHERE battle_id = ?1
-                         UNION ALL SELECT MAX(seq) FROM live.events WHERE battle_id = ?1) AS both_journals",
+                         UNION ALL SELECT MAX(seq) FROM live.events WHERE battle_id = ?1
+                         UNION ALL SELECT MAX(end_seq) FROM contestants WHERE battle_id = ?1) AS both_journals",
                         &[SqlValue::Text(battle.id.clone())],
                     )?;
                     Ok(seq.unwrap_or(0) as u64)

@@ -10,9 +10,11 @@ use crate::sql::params;
 
 use arena_domain::analysis::Analysis;
 use arena_domain::battle::{
-    Battle, BattleQuery, BattleStatus, Lane, Round, RunSpec, UserVerdict, Winner, WinnerSource,
+    Battle, BattleQuery, BattleStatus, ContestantStatus, Lane, Round, RunSpec, UserVerdict, Winner,
+    WinnerSource,
 };
 use arena_domain::cross_exam::CrossExamination;
+use arena_domain::decisions;
 use arena_domain::event::EventKind;
 
 use crate::error::{Error, Result};
@@ -246,6 +248,34 @@ impl Tx<'_> {
             self.emit(battle_id, None, at, EventKind::BattleStatus { status })?;
         }
         Ok(changed == 1)
+    }
+
+    /// Ends the battle if every contestant has ended, with the status
+    /// they make (as the engine's drive would once its tasks are done),
+    /// in this transaction: a Q&A battle's last answer and the battle's
+    /// end are then one write. The status it ended with, if it did.
+    pub fn finish_if_over(
+        &mut self,
+        battle_id: &str,
+        at: DateTime<Utc>,
+    ) -> Result<Option<BattleStatus>> {
+        let statuses = self.db().rows(
+            "SELECT status FROM contestants WHERE battle_id = ?1",
+            params![battle_id],
+            |r| rows::parse::<ContestantStatus>(0, r.get(0)?),
+        )?;
+        let cancel_requested = self
+            .db()
+            .opt_row(
+                "SELECT cancel_requested = TRUE FROM battles WHERE id = ?1",
+                params![battle_id],
+                |r| r.get::<bool>(0),
+            )?
+            .ok_or_else(|| Error::not_found("battle", battle_id))?;
+        let Some(status) = decisions::battle_outcome(&statuses, cancel_requested) else {
+            return Ok(None);
+        };
+        Ok(self.finish_battle(battle_id, status, at)?.then_some(status))
     }
 
     /// Sets (or clears) the winner; the user's tie or "all bad" stays.

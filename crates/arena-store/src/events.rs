@@ -66,11 +66,12 @@ impl Tx<'_> {
     /// journal (what it waited for, its retries and resets stay: they are
     /// few and tell what happened). Its benchmark, its last status, its
     /// `folded` text and its `result_written` take the next sequence
-    /// numbers, after every delta's, which viewers may have seen; they are
-    /// journaled as one marker row ([`rows::ANSWER_END`]) that reading the
-    /// journal fills from the row, so a viewer replaying from any `seq`
-    /// still rebuilds the final answer, and the text and figures are kept
-    /// once.
+    /// numbers, after every delta's, which viewers may have seen; the last
+    /// of them is kept on the contestant's row (`end_seq`), and reading
+    /// the journal fills the group from the row ([`rows::ANSWER_END`]), so
+    /// a viewer replaying from any `seq` still rebuilds the final answer,
+    /// the text and figures are kept once, and the end adds no row to the
+    /// journal.
     pub fn end_answer(
         &mut self,
         c: &Contestant,
@@ -107,15 +108,11 @@ impl Tx<'_> {
             },
         ];
         kinds.extend(path.map(|path| EventKind::ResultWritten { path }));
-        let marker = match kinds.len() {
-            4 => rows::ANSWER_END,
-            _ => rows::ANSWER_END_NO_FILE,
-        };
         let seq = last + kinds.len() as u64;
         self.seqs.insert(c.battle_id.clone(), seq);
         self.run(
-            "INSERT INTO events (battle_id, seq, contestant_id, at, kind, payload) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            params![c.battle_id, seq as i64, c.id, ms(at), marker, FROM_ROW],
+            "UPDATE contestants SET end_seq = ?1, end_kinds = ?2 WHERE id = ?3",
+            params![seq as i64, kinds.len() as i64, c.id],
         )?;
         for (i, kind) in kinds.into_iter().enumerate() {
             self.pending.push(BattleEvent {

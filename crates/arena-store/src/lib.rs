@@ -110,6 +110,7 @@ fn migration_list() -> Vec<M<'static>> {
         M::up(include_str!("../migrations/017_series_places.sql")),
         M::up(include_str!("../migrations/018_patches.sql")),
         M::up(include_str!("../migrations/019_series_remote.sql")),
+        M::up(include_str!("../migrations/020_fewer_indexes.sql")),
     ]
 }
 
@@ -215,6 +216,7 @@ pub(crate) const POSTGRES_MIGRATIONS: &[&str] = &[
     include_str!("../migrations/postgres/004_patches.sql"),
     include_str!("../migrations/postgres/005_machines.sql"),
     include_str!("../migrations/postgres/006_series_remote.sql"),
+    include_str!("../migrations/postgres/007_fewer_indexes.sql"),
 ];
 
 /// The key of the advisory lock under which processes migrate a team

@@ -93,7 +93,9 @@ async fn record(engine: &Engine, battle: &Battle, c: &Contestant, s: Streamed) -
     let written = files::write_result_file(battle, &ended).await;
     let path = written.as_ref().ok().cloned();
     let (c2, at, got, slot) = (c.clone(), s.finished_at, s.got, s.slot);
-    // Answers that end together are recorded in one transaction.
+    let now = engine.now();
+    // Answers that end together are recorded in one transaction, and with
+    // the last of them the battle's end (its drive then finds it ended).
     let recorded = engine
         .grouped(move |tx| {
             let end = AnswerEnd {
@@ -109,6 +111,7 @@ async fn record(engine: &Engine, battle: &Battle, c: &Contestant, s: Streamed) -
             if !tx.end_answer(&c2, &end, at)? {
                 return Ok(None);
             }
+            tx.finish_if_over(&c2.battle_id, now)?;
             Ok(Some(tx.is_masked(&c2.battle_id)?))
         })
         .await;

@@ -185,6 +185,8 @@ pub(super) async fn serve(
     let mut left: HashMap<String, Left> = HashMap::new();
     let mut failures: HashMap<(String, u64), u32> = HashMap::new();
     let mut driving: JoinSet<()> = JoinSet::new();
+    // Places that ended, recorded with the next claim.
+    let mut ends: Vec<PlaceEnd> = Vec::new();
     let mut watch = tokio::time::interval(RENEW);
     watch.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut look = tokio::time::interval(IDLE_POLL);
@@ -203,7 +205,8 @@ pub(super) async fn serve(
             _ = look.tick(), if !stop.is_cancelled() && (running.len() as u32) < places => {
                 let room = places as usize - running.len();
                 let known = (&mut served, &mut left);
-                match claim(engine, &scope, room, known, refused.as_ref()).await {
+                let ending = std::mem::take(&mut ends);
+                match claim(engine, &scope, room, known, refused.as_ref(), ending.clone()).await {
                     Ok(claimed) => {
                         for (series_id, slot) in claimed {
                             let Some(s) = served.get(&series_id) else { continue };
@@ -212,7 +215,10 @@ pub(super) async fn serve(
                             tasks.insert(task.id(), (series_id, slot));
                         }
                     }
-                    Err(e) => tracing::warn!(error = %e, "a worker could not claim places"),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "a worker could not claim places");
+                        record_ends(engine, ending).await;
+                    }
                 }
             }
             Some(joined) = running.join_next_with_id() => {
@@ -231,11 +237,15 @@ pub(super) async fn serve(
                 let place = (series_id.clone(), slot);
                 lock(&held).retain(|p| *p != place);
                 let ended = Ended { series_id: &series_id, slot, outcome };
-                settle(engine, ended, &mut left, &mut failures, refused.as_ref()).await;
-                // Room again: look for more at once.
+                ends.push(settle(engine, ended, &mut left, &mut failures, refused.as_ref()).await);
+                // Room again: look for more at once (recording this end with that claim).
                 look.reset_immediately();
             }
             Some(_) = driving.join_next() => {}
+        }
+        if stop.is_cancelled() {
+            // No claim follows.
+            record_ends(engine, std::mem::take(&mut ends)).await;
         }
         if stop.is_cancelled() && running.is_empty() {
             break;
@@ -362,6 +372,7 @@ async fn claim(
     room: usize,
     (served, left): (&mut HashMap<String, Served>, &mut HashMap<String, Left>),
     refused: Option<&mpsc::UnboundedSender<Refused>>,
+    ends: Vec<PlaceEnd>,
 ) -> Result<Vec<(String, u64)>> {
     let candidates = match scope {
         Scope::One(id) => vec![id.clone()],
@@ -399,12 +410,66 @@ async fn claim(
         ids.push(id);
     }
     if ids.is_empty() {
+        record_ends(engine, ends).await;
         return Ok(Vec::new());
     }
-    let (me, now_ms) = (engine.lease_for_now(), engine.lease_ms());
+    let (me, now_ms, owner) = (
+        engine.lease_for_now(),
+        engine.lease_ms(),
+        engine.inner.me.owner.clone(),
+    );
     engine
-        .db(move |s| s.transact(|tx| tx.claim_places(&me, &ids, room, now_ms, pid_alive)))
+        .db(move |s| {
+            s.transact(|tx| {
+                for end in &ends {
+                    end.record(tx, &owner)?;
+                }
+                tx.claim_places(&me, &ids, room, now_ms, pid_alive)
+            })
+        })
         .await
+}
+
+/// How a place this worker ran ended: done, or given back (see
+/// [`settle`]). Recorded with the worker's next claim, in its transaction
+/// (a place's end and the next place's claim are one write), or alone
+/// when no claim follows.
+#[derive(Debug, Clone)]
+struct PlaceEnd {
+    series_id: String,
+    slot: u64,
+    done: bool,
+}
+
+impl PlaceEnd {
+    fn record(&self, tx: &mut crate::store::Tx<'_>, owner: &str) -> crate::store::Result<bool> {
+        match self.done {
+            true => tx.finish_place(&self.series_id, self.slot, owner),
+            false => tx.leave_place(&self.series_id, self.slot, owner),
+        }
+    }
+}
+
+/// Records places' ends in a transaction of their own.
+async fn record_ends(engine: &Engine, ends: Vec<PlaceEnd>) {
+    if ends.is_empty() {
+        return;
+    }
+    let owner = engine.inner.me.owner.clone();
+    let kept = engine
+        .db(move |s| {
+            s.transact(|tx| {
+                for end in &ends {
+                    end.record(tx, &owner)?;
+                }
+                Ok(())
+            })
+        })
+        .await;
+    if let Err(e) = kept {
+        // Their claims lapse and the places are taken again.
+        tracing::warn!(error = %e, "could not record places' ends");
+    }
 }
 
 /// Loads a series and checks that this worker can serve it: its
@@ -572,16 +637,17 @@ const PAUSE_AFTER_FAILURE: Duration = Duration::from_secs(5);
 /// …and this long after another process still held its battle.
 const PAUSE_AFTER_CONFLICT: Duration = Duration::from_secs(2);
 
-/// Records how a place ended: done; given back (to this worker's next
+/// Decides how a place ended: done; given back (to this worker's next
 /// look, after a pause, or another's) with why when it cannot be served
-/// here; or, failing again and again, given up as done.
+/// here; or, failing again and again, given up as done. The end is for
+/// the caller to record.
 async fn settle(
     engine: &Engine,
     ended: Ended<'_>,
     left: &mut HashMap<String, Left>,
     failures: &mut HashMap<(String, u64), u32>,
     refused: Option<&mpsc::UnboundedSender<Refused>>,
-) {
+) -> PlaceEnd {
     let Ended {
         series_id,
         slot,
@@ -614,19 +680,6 @@ async fn settle(
     if done {
         failures.remove(&key);
     }
-    let (i, o) = (series_id.to_string(), engine.inner.me.owner.clone());
-    let kept = engine
-        .db(move |s| {
-            s.transact(|tx| match done {
-                true => tx.finish_place(&i, slot, &o),
-                false => tx.leave_place(&i, slot, &o),
-            })
-        })
-        .await;
-    if let Err(e) = kept {
-        // Its claim lapses and the place is taken again.
-        tracing::warn!(series = %series_id, slot, error = %e, "could not record a place's end");
-    }
     if let Err(e @ (Error::Invalid(_) | Error::Config { .. })) = outcome {
         refuse(engine, series_id, &e, left).await;
         if let Some(tx) = refused {
@@ -635,5 +688,10 @@ async fn settle(
                 error: e,
             });
         }
+    }
+    PlaceEnd {
+        series_id: series_id.to_string(),
+        slot,
+        done,
     }
 }
