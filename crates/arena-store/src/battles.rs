@@ -154,10 +154,13 @@ impl Tx<'_> {
             .ok_or_else(|| Error::not_found("battle", battle_id))
     }
 
+    /// Records a new battle, `running`, and its contestants, `queued`. Its
+    /// first event (its status) is numbered on its row (`start_seq`).
     pub fn insert_battle(&mut self, b: &NewBattle) -> Result<()> {
+        let seq = self.next_seq(&b.id)?;
         self.run(
-            "INSERT INTO battles (id, battle_type, status, prompt, project_path, results_path, created_at, base_commit, check_command, series_id, series_slot, blind, machine, user_name)
-             VALUES (?1, ?2, 'running', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+            "INSERT INTO battles (id, battle_type, status, prompt, project_path, results_path, created_at, base_commit, check_command, series_id, series_slot, blind, machine, user_name, start_seq)
+             VALUES (?1, ?2, 'running', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
             params![
                 b.id,
                 b.battle_type.as_str(),
@@ -171,9 +174,18 @@ impl Tx<'_> {
                 b.series.as_ref().map(|(_, slot)| *slot as i64),
                 b.blind,
                 b.machine,
-                b.user_name
+                b.user_name,
+                seq as i64
             ],
         )?;
+        self.numbered_on_row(
+            &b.id,
+            seq,
+            b.created_at,
+            EventKind::BattleStatus {
+                status: BattleStatus::Running,
+            },
+        );
         self.write_tags(&b.id, &b.tags)?;
         for (position, c) in b.contestants.iter().enumerate() {
             let spec = serde_json::to_string(&c.run)?;
@@ -197,14 +209,6 @@ impl Tx<'_> {
                 ],
             )?;
         }
-        self.emit(
-            &b.id,
-            None,
-            b.created_at,
-            EventKind::BattleStatus {
-                status: BattleStatus::Running,
-            },
-        )?;
         Ok(())
     }
 
@@ -232,7 +236,8 @@ impl Tx<'_> {
         Ok(n == 1)
     }
 
-    /// Marks the battle finished (if it is still running).
+    /// Marks the battle finished (if it is still running). Its status
+    /// event is numbered on its row (`end_seq`).
     pub fn finish_battle(
         &mut self,
         battle_id: &str,
@@ -240,12 +245,14 @@ impl Tx<'_> {
         at: DateTime<Utc>,
     ) -> Result<bool> {
         self.require_lease(battle_id)?;
+        let seq = self.next_seq(battle_id)?;
         let changed = self.run(
-            "UPDATE battles SET status = ?1, finished_at = ?2 WHERE id = ?3 AND status = 'running'",
-            params![status.as_str(), ms(at), battle_id],
+            "UPDATE battles SET status = ?1, finished_at = ?2, end_seq = ?4
+             WHERE id = ?3 AND status = 'running'",
+            params![status.as_str(), ms(at), battle_id, seq as i64],
         )?;
         if changed == 1 {
-            self.emit(battle_id, None, at, EventKind::BattleStatus { status })?;
+            self.numbered_on_row(battle_id, seq, at, EventKind::BattleStatus { status });
         }
         Ok(changed == 1)
     }

@@ -189,6 +189,32 @@ impl Tx<'_> {
         Ok(event)
     }
 
+    /// The battle's next `seq`, for an event its own row keeps (see
+    /// [`Tx::numbered_on_row`]); nothing is taken yet.
+    pub(crate) fn next_seq(&mut self, battle_id: &str) -> Result<u64> {
+        Ok(self.last_seq(battle_id)? + 1)
+    }
+
+    /// Takes `seq` (from [`Tx::next_seq`]) for `kind`, which a row now
+    /// keeps instead of the journal: numbered and broadcast like any other
+    /// event, filled from that row on reading.
+    pub(crate) fn numbered_on_row(
+        &mut self,
+        battle_id: &str,
+        seq: u64,
+        at: DateTime<Utc>,
+        kind: EventKind,
+    ) {
+        self.seqs.insert(battle_id.to_string(), seq);
+        self.pending.push(BattleEvent {
+            battle_id: battle_id.to_string(),
+            seq,
+            contestant_id: None,
+            at,
+            kind,
+        });
+    }
+
     /// The battle's last `seq` as this transaction numbers its events. The
     /// first time, it is read from the journal, with the battle's row locked
     /// on PostgreSQL, so that two processes numbering the same battle take

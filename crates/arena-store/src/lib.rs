@@ -329,7 +329,14 @@ impl Store {
         // A new database's pages (an existing one keeps its own): see
         // PAGE_SIZE.
         conn.pragma_update(None, "page_size", PAGE_SIZE)?;
-        conn.pragma_update(None, "journal_mode", "WAL")?;
+        // A new database is laid out straight in its file, and only then
+        // goes over to the write-ahead log: through the log its schema (a
+        // page per table and index) would be written twice, and a rollback
+        // journal holds nothing for pages the file did not have yet.
+        let fresh = matches!(migrations().current_version(&conn)?, SchemaVersion::NoneSet);
+        if !fresh {
+            conn.pragma_update(None, "journal_mode", "WAL")?;
+        }
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         // Every statement the store runs, prepared once (see `Tx::run`).
         conn.set_prepared_statement_cache_capacity(STATEMENTS);
@@ -344,6 +351,9 @@ impl Store {
         }
         migrations().to_latest(&mut conn)?;
         remember_version(&conn)?;
+        if fresh {
+            conn.pragma_update(None, "journal_mode", "WAL")?;
+        }
         conn.pragma_update(None, "foreign_keys", "ON")?;
         if matches!(before, SchemaVersion::Inside(v) if v.get() < ANSWERS_APART) {
             tracing::info!(path = %path.display(), "compressing the kept answers and compacting the database, once");
@@ -1027,6 +1037,78 @@ mod tests {
                 Ok(())
             })
             .unwrap();
+    }
+
+    /// Migration 020 numbers a battle's first and last status and its
+    /// answers' ends on their rows: a battle journaled before keeps its
+    /// journal rows, which replay as they did, and its new events number
+    /// on after them.
+    #[test]
+    fn a_battle_journaled_before_020_replays_as_it_did() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.db");
+        {
+            let mut conn = Connection::open(&path).unwrap();
+            conn.pragma_update(None, "foreign_keys", "OFF").unwrap();
+            migrations().to_version(&mut conn, 19).unwrap();
+            conn.execute_batch(
+                r#"INSERT INTO battles (id, battle_type, status, prompt, project_path, results_path,
+                                      created_at, finished_at)
+                     VALUES ('b1', 'qa', 'done', 'p', '/p', '/p/Arena/b1', 1000, 9000);
+                 INSERT INTO contestants (id, battle_id, position, identity, model, provider, lane,
+                                          status, attempts, finished_at, result_path)
+                     VALUES ('c1', 'b1', 0, 'Debugger', 'm1', 'cloud', 'cloud', 'done', 1, 8000,
+                             '/p/Arena/b1/01-debugger-m1/result.md');
+                 INSERT INTO answers (contestant_id, output, output_chars) VALUES ('c1', 'Hi.', 3);
+                 INSERT INTO events (battle_id, seq, contestant_id, at, kind, payload) VALUES
+                     ('b1', 1, NULL, 1000, 'battle_status', '{"type":"battle_status","status":"running"}'),
+                     ('b1', 7, 'c1', 8000, 'answer_end', ''),
+                     ('b1', 8, NULL, 9000, 'battle_status', '{"type":"battle_status","status":"done"}');"#,
+            )
+            .unwrap();
+        }
+        let store = Store::open(&path).unwrap();
+        let seqs = |since| {
+            store
+                .events_since("b1", since, 100)
+                .unwrap()
+                .into_iter()
+                .map(|e| (e.seq, e.kind.name().to_string()))
+                .collect::<Vec<_>>()
+        };
+        let all = seqs(0);
+        let names: Vec<_> = all.iter().map(|(s, n)| format!("{s} {n}")).collect();
+        assert_eq!(
+            names,
+            [
+                "1 battle_status",
+                "4 benchmark",
+                "5 contestant_status",
+                "6 folded",
+                "7 result_written",
+                "8 battle_status"
+            ]
+        );
+        assert_eq!(seqs(5).len(), 3, "{:?}", seqs(5));
+        let folded = store.events_since("b1", 5, 1).unwrap();
+        assert!(
+            matches!(&folded[0].kind, arena_domain::event::EventKind::Folded { output, .. } if output == "Hi."),
+            "{folded:?}"
+        );
+        // A new event numbers on after the journal's last.
+        let reveal = store
+            .transact(|tx| {
+                tx.emit(
+                    "b1",
+                    None,
+                    chrono::Utc::now(),
+                    arena_domain::event::EventKind::BattleStatus {
+                        status: arena_domain::battle::BattleStatus::Done,
+                    },
+                )
+            })
+            .unwrap();
+        assert_eq!(reveal.seq, 9);
     }
 
     /// Migration 016 adds where a battle ran and who started and judged

@@ -264,7 +264,12 @@ pub(super) async fn record(
         let (battle, project, root) = (battle.clone(), project.clone(), results_root.clone());
         tokio::task::spawn_blocking(move || {
             let root_existed = root.exists();
-            let written = results::write_manifest(&battle)
+            // Its manifest is written when it ends (and again as its
+            // verdict changes): written now too, it would be a file
+            // written twice per battle for a folder nobody reads yet.
+            let dir = &battle.results_path;
+            let written = std::fs::create_dir_all(dir)
+                .map_err(|e| crate::error::Error::io(dir, e))
                 .and_then(|()| results::ensure_gitignored(&project));
             (root_existed, written)
         })

@@ -30,6 +30,9 @@ use super::{pid_alive, Engine};
 /// How often a worker renews its claims, says it is alive and looks for
 /// cancelled series.
 const RENEW: Duration = Duration::from_secs(2);
+/// A worker renews its claims once they have less than this left (of
+/// the lease's 15 s; at most [`RENEW`] less by the time it looks).
+const RENEW_WITHIN: Duration = Duration::from_secs(10);
 /// How often an idle worker looks for places.
 const IDLE_POLL: Duration = Duration::from_millis(500);
 /// How long a worker leaves alone a series it could not serve.
@@ -281,13 +284,23 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 async fn renew(engine: Engine, held: Arc<Mutex<Vec<(String, u64)>>>, mut beat: WorkerBeat) {
     let mut tick = tokio::time::interval(RENEW);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // Until when every claim held is known to last: a claim lasts
+    // from when it was made or last renewed, never from before this.
+    let mut renewed_until = 0;
     loop {
         tick.tick().await;
-        let places = lock(&held).clone();
+        let mut places = lock(&held).clone();
         beat.taken = places.len() as u64;
         beat.seen_at_ms = engine.lease_ms();
+        // Claims are renewed once they have less than RENEW_WITHIN left
+        // (each renewal is a page of the database written), the beat
+        // (in the live journal) every time.
+        if beat.seen_at_ms + RENEW_WITHIN.as_millis() as i64 <= renewed_until {
+            places.clear();
+        }
         let (b, expires) = (beat.clone(), engine.lease_for_now().expires_at_ms);
         let owner = engine.inner.me.owner.clone();
+        let renewing = !places.is_empty();
         let renewed = engine
             .db(move |s| {
                 s.transact(|tx| {
@@ -298,8 +311,14 @@ async fn renew(engine: Engine, held: Arc<Mutex<Vec<(String, u64)>>>, mut beat: W
             })
             .await;
         match renewed {
-            Ok(true) => tracing::warn!("a place this worker runs was taken over by another"),
-            Ok(false) => {}
+            Ok(lost) => {
+                if renewing {
+                    renewed_until = expires;
+                }
+                if lost {
+                    tracing::warn!("a place this worker runs was taken over by another");
+                }
+            }
             Err(e) => tracing::warn!(error = %e, "a worker's renewal failed"),
         }
     }
