@@ -6,7 +6,8 @@
 //! and the time to open it (in this process). Then, as whole
 //! processes of the release `arena` binary over that data directory,
 //! several runs each, interleaved: `arena --version` (process start-up, the
-//! baseline), the first page of `battle list --json`, two searches, and
+//! baseline), the first page of `battle list --json`, searches, a status
+//! no battle has (`--status error`: every row read), and
 //! `leaderboard --json`. Prints median and p95 per command and the ratio to
 //! the baseline's median.
 //!
@@ -365,6 +366,12 @@ async fn main() {
         Case {
             name: "battle list --search no-such-word --json",
             args: &["battle", "list", "--search", "no-such-word", "--json"],
+            target_ms: Some(200.0),
+        },
+        Case {
+            // No battle has it: every row is read (no index on status).
+            name: "battle list --status error --json",
+            args: &["battle", "list", "--status", "error", "--json"],
             target_ms: Some(200.0),
         },
         Case {
