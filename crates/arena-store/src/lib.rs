@@ -302,10 +302,12 @@ fn migrate_postgres(pg: &sql::Pg, url: &str) -> Result<()> {
 /// touches to the write-ahead log, and then again to the database at the
 /// checkpoint; most of Arena's transactions change a row or two in each of
 /// a few tables (a contestant's end, a battle's status), so smaller pages
-/// write less for the same change. 2 KiB rather than 1 KiB: an answer of
-/// a few hundred words, deflated, then still shares its page with others
-/// instead of taking one to itself (BENCHMARKS.md, "Journal writes").
-const PAGE_SIZE: i64 = 2048;
+/// write less for the same change. 1 KiB: SQLite's smallest that still
+/// holds a deflated answer of a few hundred words in its row; with a
+/// battle's status and answers' ends kept on their rows (migration 020)
+/// the database stays within 1.3× the text it holds (BENCHMARKS.md,
+/// "Journal writes"), where 2 KiB pages wrote a fifth more.
+const PAGE_SIZE: i64 = 1024;
 
 impl Store {
     /// Opens (creating) the database file and brings its schema up to date.
