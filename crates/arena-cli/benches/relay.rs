@@ -72,16 +72,24 @@ async fn engine_round(bench: &common::Bench, engine: &arena_core::Engine, round:
     let sink = {
         let (engine, id) = (engine.clone(), battle.id.clone());
         tokio::spawn(async move {
-            let mut bytes = 0usize;
+            // Each contestant's text as a viewer rebuilds it: its deltas,
+            // or its folded answer when the viewer replays the journal
+            // after the answer ended (it fell behind the live stream).
+            let mut bytes: std::collections::HashMap<String, usize> = Default::default();
             let mut events = pin!(engine.subscribe(&id, 0));
             while let Some(event) = events.next().await {
-                match event.expect("event").kind {
-                    EventKind::Output { text } => bytes += text.len(),
+                let event = event.expect("event");
+                let who = event.contestant_id.unwrap_or_default();
+                match event.kind {
+                    EventKind::Output { text } => *bytes.entry(who).or_default() += text.len(),
+                    EventKind::Folded { output, .. } => {
+                        bytes.insert(who, output.len());
+                    }
                     EventKind::BattleStatus { status } if status.is_terminal() => break,
                     _ => {}
                 }
             }
-            bytes
+            bytes.values().sum::<usize>()
         })
     };
     let started = Instant::now();
