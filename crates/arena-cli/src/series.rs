@@ -290,10 +290,12 @@ async fn follow(engine: &Engine, id: &str, show: bool) -> Result<(), Error> {
     tokio::pin!(run);
     let mut tick = tokio::time::interval(Duration::from_millis(500));
     let mut interrupted = false;
+    // Nothing to show (not a terminal): the progress is not read either.
+    let shown = !bar.is_hidden();
     let result = loop {
         tokio::select! {
             done = &mut run => break done,
-            _ = tick.tick() => {
+            _ = tick.tick(), if shown => {
                 if let Ok(p) = engine.series_progress(id).await {
                     let eta = p
                         .time_left_ms

@@ -399,6 +399,40 @@ async fn the_journal_writes_less_often_when_nobody_in_the_process_watches() {
     );
 }
 
+/// A battle's contestants join their lanes' queues in one transaction,
+/// take their turns and start in one grouped write, and record their ends
+/// and give their lane tickets back in another: a battle of six costs
+/// about the write transactions of a battle of two (each contestant used
+/// to add seven: its ticket, its turn, its start, its end, its ticket
+/// given back, and two reads of the battle in write transactions).
+#[tokio::test]
+async fn more_contestants_are_not_more_write_transactions() {
+    let h = Harness::new().await;
+    for i in 0..6 {
+        h.cloud.set_model(&format!("m{i}"), script(20, 200.0));
+    }
+    let writes_of = |n: usize| {
+        let h = &h;
+        async move {
+            let roster: Vec<String> = (0..n).map(|i| format!("debugger@m{i}")).collect();
+            let roster: Vec<&str> = roster.iter().map(String::as_str).collect();
+            let before = h.engine.write_transactions();
+            let battle = h.run(&roster).await;
+            assert!(battle
+                .contestants
+                .iter()
+                .all(|c| c.status == ContestantStatus::Done));
+            h.engine.write_transactions() - before
+        }
+    };
+    let two = writes_of(2).await;
+    let six = writes_of(6).await;
+    assert!(
+        six < two + 8,
+        "a battle of two made {two} write transactions, one of six {six}"
+    );
+}
+
 #[tokio::test]
 async fn events_replay_from_any_seq_then_follow_live() {
     let h = Harness::new().await;

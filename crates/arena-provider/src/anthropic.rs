@@ -1,11 +1,9 @@
 //! The Anthropic Messages API, streaming (`POST /messages`).
 
-use eventsource_stream::Eventsource;
-use futures::StreamExt;
 use serde_json::json;
 
 use super::openai::preview;
-use super::{send, ChatRequest, Chunk, ChunkStream, Provider, ProviderError, Usage};
+use super::{send, sse, ChatRequest, Chunk, ChunkStream, Provider, ProviderError, Usage};
 
 /// The Messages API requires `max_tokens`; used when the persona sets none.
 const DEFAULT_MAX_TOKENS: u64 = 8192;
@@ -42,67 +40,67 @@ pub(super) async fn stream_chat(
     let url = provider.url("messages");
     let request = provider.client.post(&url).json(&request_body(req));
     let response = send(provider.authorise(request).await, &url).await?;
-    let mut events = response.bytes_stream().eventsource();
-
-    let stream = async_stream::try_stream! {
-        let mut usage = Usage::default();
-        let mut finished = false;
-        while let Some(event) = events.next().await {
-            let event = event.map_err(|e| ProviderError::Dropped(e.to_string()))?;
-            if event.data.trim().is_empty() {
-                continue;
+    let mut usage = Usage::default();
+    let on_event = move |event: sse::Event<'_>, out: &mut sse::Out| {
+        if event.data.trim().is_empty() {
+            return Ok(());
+        }
+        let value: serde_json::Value = serde_json::from_str(event.data)
+            .map_err(|e| ProviderError::Malformed(format!("{e} in `{}`", preview(event.data))))?;
+        let kind = value
+            .get("type")
+            .and_then(|t| t.as_str())
+            .unwrap_or(event.event);
+        match kind {
+            "message_start" => {
+                usage.prompt_tokens = value
+                    .pointer("/message/usage/input_tokens")
+                    .and_then(|v| v.as_u64());
             }
-            let value: serde_json::Value = serde_json::from_str(&event.data).map_err(|e| {
-                ProviderError::Malformed(format!("{e} in `{}`", preview(&event.data)))
-            })?;
-            let kind = value.get("type").and_then(|t| t.as_str()).unwrap_or(event.event.as_str());
-            match kind {
-                "message_start" => {
-                    usage.prompt_tokens = value.pointer("/message/usage/input_tokens").and_then(|v| v.as_u64());
-                }
-                "content_block_delta" => {
-                    let delta = &value["delta"];
+            "content_block_delta" => {
+                let delta = &value["delta"];
+                let (chunk, field): (fn(String) -> Chunk, _) =
                     match delta.get("type").and_then(|t| t.as_str()) {
-                        Some("text_delta") => {
-                            if let Some(t) = delta["text"].as_str().filter(|t| !t.is_empty()) {
-                                yield Chunk::Content(t.to_string());
-                            }
-                        }
-                        Some("thinking_delta") => {
-                            if let Some(t) = delta["thinking"].as_str().filter(|t| !t.is_empty()) {
-                                yield Chunk::Reasoning(t.to_string());
-                            }
-                        }
-                        _ => {}
-                    }
+                        Some("text_delta") => (Chunk::Content, "text"),
+                        Some("thinking_delta") => (Chunk::Reasoning, "thinking"),
+                        _ => return Ok(()),
+                    };
+                if let Some(t) = delta[field].as_str().filter(|t| !t.is_empty()) {
+                    out.chunks.push_back(chunk(t.to_string()));
                 }
-                "message_delta" => {
-                    if let Some(n) = value.pointer("/usage/output_tokens").and_then(|v| v.as_u64()) {
-                        usage.completion_tokens = Some(n);
-                    }
-                }
-                "message_stop" => {
-                    finished = true;
-                    break;
-                }
-                "error" => {
-                    let message = value.pointer("/error/message").and_then(|m| m.as_str())
-                        .unwrap_or("unknown error").to_string();
-                    let overloaded = value.pointer("/error/type").and_then(|t| t.as_str()) == Some("overloaded_error");
-                    if overloaded {
-                        Err(ProviderError::Dropped(format!("overloaded: {message}")))?;
-                    }
-                    Err(ProviderError::Api(message))?;
-                }
-                _ => {}
             }
+            "message_delta" => {
+                if let Some(n) = value
+                    .pointer("/usage/output_tokens")
+                    .and_then(|v| v.as_u64())
+                {
+                    usage.completion_tokens = Some(n);
+                }
+            }
+            "message_stop" => {
+                out.finished = true;
+                out.stop = true;
+                out.chunks.push_back(Chunk::Usage(usage));
+            }
+            "error" => {
+                let message = value
+                    .pointer("/error/message")
+                    .and_then(|m| m.as_str())
+                    .unwrap_or("unknown error")
+                    .to_string();
+                let overloaded = value.pointer("/error/type").and_then(|t| t.as_str())
+                    == Some("overloaded_error");
+                if overloaded {
+                    return Err(ProviderError::Dropped(format!("overloaded: {message}")));
+                }
+                return Err(ProviderError::Api(message));
+            }
+            _ => {}
         }
-        if !finished {
-            Err(ProviderError::Dropped("the server closed the stream before message_stop".into()))?;
-        }
-        yield Chunk::Usage(usage);
+        Ok(())
     };
-    Ok(Box::pin(stream))
+    let unfinished = "the server closed the stream before message_stop";
+    Ok(sse::chunks(response.bytes_stream(), unfinished, on_event))
 }
 
 #[cfg(test)]

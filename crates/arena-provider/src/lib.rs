@@ -8,6 +8,7 @@ mod anthropic;
 pub mod catalog;
 pub mod keychain;
 mod openai;
+mod sse;
 
 use std::pin::Pin;
 use std::sync::Arc;

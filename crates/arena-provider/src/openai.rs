@@ -3,36 +3,42 @@
 //! `delta.reasoning` (Ollama, OpenRouter), the final `usage` chunk, and
 //! llama.cpp's `timings` when present.
 
-use eventsource_stream::Eventsource;
-use futures::StreamExt;
+use std::borrow::Cow;
+
 use serde::Deserialize;
 use serde_json::json;
 
 use super::{
-    send, ChatRequest, Chunk, ChunkStream, Conversation, Message, Provider, ProviderError, Timings,
-    Usage,
+    send, sse, ChatRequest, Chunk, ChunkStream, Conversation, Message, Provider, ProviderError,
+    Timings, Usage,
 };
 
+/// One streamed chunk, read in place: its text is borrowed from the event
+/// (copied only when it has escapes).
 #[derive(Deserialize)]
-struct ChunkJson {
-    #[serde(default)]
-    choices: Vec<Choice>,
+struct ChunkJson<'a> {
+    #[serde(default, borrow)]
+    choices: Vec<Choice<'a>>,
     usage: Option<UsageJson>,
     timings: Option<Timings>,
     error: Option<serde_json::Value>,
 }
 
 #[derive(Deserialize)]
-struct Choice {
-    delta: Option<Delta>,
-    finish_reason: Option<String>,
+struct Choice<'a> {
+    #[serde(borrow)]
+    delta: Option<Delta<'a>>,
+    finish_reason: Option<serde::de::IgnoredAny>,
 }
 
 #[derive(Deserialize)]
-struct Delta {
-    content: Option<String>,
-    reasoning_content: Option<String>,
-    reasoning: Option<String>,
+struct Delta<'a> {
+    #[serde(borrow)]
+    content: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    reasoning_content: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    reasoning: Option<Cow<'a, str>>,
     tool_calls: Option<Vec<ToolCallDelta>>,
 }
 
@@ -159,70 +165,73 @@ pub(super) async fn stream_body(
         .header(reqwest::header::ACCEPT, "text/event-stream")
         .json(body);
     let response = send(provider.authorise(request).await, &url).await?;
-    let mut events = response.bytes_stream().eventsource();
+    let unfinished = "the server closed the stream before the answer was complete";
+    Ok(sse::chunks(response.bytes_stream(), unfinished, on_event))
+}
 
-    let stream = async_stream::try_stream! {
-        let mut finished = false;
-        while let Some(event) = events.next().await {
-            let event = event.map_err(|e| ProviderError::Dropped(e.to_string()))?;
-            let data = event.data.trim();
-            if data.is_empty() {
-                continue;
-            }
-            if data == "[DONE]" {
-                finished = true;
-                break;
-            }
-            let chunk: ChunkJson = serde_json::from_str(data).map_err(|e| {
-                ProviderError::Malformed(format!("{e} in `{}`", preview(data)))
-            })?;
-            if let Some(error) = chunk.error {
-                Err(ProviderError::Api(
-                    error.get("message").and_then(|m| m.as_str()).map(str::to_string)
-                        .unwrap_or_else(|| error.to_string()),
-                ))?;
-            }
-            for choice in chunk.choices {
-                if let Some(delta) = choice.delta {
-                    if let Some(r) = delta.reasoning_content.or(delta.reasoning) {
-                        if !r.is_empty() {
-                            yield Chunk::Reasoning(r);
-                        }
-                    }
-                    if let Some(c) = delta.content {
-                        if !c.is_empty() {
-                            yield Chunk::Content(c);
-                        }
-                    }
-                    for call in delta.tool_calls.unwrap_or_default() {
-                        let (name, arguments) = match call.function {
-                            Some(f) => (f.name, f.arguments.unwrap_or_default()),
-                            None => (None, String::new()),
-                        };
-                        yield Chunk::ToolCall { index: call.index, id: call.id, name, arguments };
-                    }
-                }
-                if choice.finish_reason.is_some() {
-                    finished = true;
+/// What one event of the stream adds.
+fn on_event(event: sse::Event<'_>, out: &mut sse::Out) -> Result<(), ProviderError> {
+    let data = event.data.trim();
+    if data.is_empty() {
+        return Ok(());
+    }
+    if data == "[DONE]" {
+        out.finished = true;
+        out.stop = true;
+        return Ok(());
+    }
+    let chunk: ChunkJson<'_> = serde_json::from_str(data)
+        .map_err(|e| ProviderError::Malformed(format!("{e} in `{}`", preview(data))))?;
+    if let Some(error) = chunk.error {
+        return Err(ProviderError::Api(
+            error
+                .get("message")
+                .and_then(|m| m.as_str())
+                .map(str::to_string)
+                .unwrap_or_else(|| error.to_string()),
+        ));
+    }
+    for choice in chunk.choices {
+        if let Some(delta) = choice.delta {
+            if let Some(r) = delta.reasoning_content.or(delta.reasoning) {
+                if !r.is_empty() {
+                    out.chunks.push_back(Chunk::Reasoning(r.into_owned()));
                 }
             }
-            if let Some(u) = chunk.usage {
-                yield Chunk::Usage(Usage {
-                    prompt_tokens: u.prompt_tokens,
-                    completion_tokens: u.completion_tokens,
-                    cached_tokens: u.prompt_tokens_details.and_then(|d| d.cached_tokens),
-                    cost: u.cost,
+            if let Some(c) = delta.content {
+                if !c.is_empty() {
+                    out.chunks.push_back(Chunk::Content(c.into_owned()));
+                }
+            }
+            for call in delta.tool_calls.unwrap_or_default() {
+                let (name, arguments) = match call.function {
+                    Some(f) => (f.name, f.arguments.unwrap_or_default()),
+                    None => (None, String::new()),
+                };
+                out.chunks.push_back(Chunk::ToolCall {
+                    index: call.index,
+                    id: call.id,
+                    name,
+                    arguments,
                 });
             }
-            if let Some(t) = chunk.timings {
-                yield Chunk::Timings(t);
-            }
         }
-        if !finished {
-            Err(ProviderError::Dropped("the server closed the stream before the answer was complete".into()))?;
+        if choice.finish_reason.is_some() {
+            out.finished = true;
         }
-    };
-    Ok(Box::pin(stream))
+    }
+    if let Some(u) = chunk.usage {
+        out.chunks.push_back(Chunk::Usage(Usage {
+            prompt_tokens: u.prompt_tokens,
+            completion_tokens: u.completion_tokens,
+            cached_tokens: u.prompt_tokens_details.and_then(|d| d.cached_tokens),
+            cost: u.cost,
+        }));
+    }
+    if let Some(t) = chunk.timings {
+        out.chunks.push_back(Chunk::Timings(t));
+    }
+    Ok(())
 }
 
 pub(super) fn preview(data: &str) -> String {

@@ -177,6 +177,8 @@ pub struct Store {
     _live: Option<Arc<live::Live>>,
     /// A team database's notices, listened to from the first ask on.
     listener: Arc<std::sync::OnceLock<Listener>>,
+    /// Write transactions begun through this store and its clones.
+    writes: Arc<std::sync::atomic::AtomicU64>,
 }
 
 /// The database behind a store: one connection behind a mutex.
@@ -371,6 +373,7 @@ impl Store {
             owner: None,
             _live: Some(Arc::new(live)),
             listener: Arc::default(),
+            writes: Arc::default(),
         })
     }
 
@@ -397,6 +400,7 @@ impl Store {
             owner: None,
             _live: None,
             listener: Arc::default(),
+            writes: Arc::default(),
         })
     }
 
@@ -532,6 +536,8 @@ impl Store {
     /// once it is back, whether that commit was kept (`txid_status`), so a
     /// kept one is not written twice.
     pub fn transact<T>(&self, mut f: impl FnMut(&mut Tx<'_>) -> Result<T>) -> Result<T> {
+        self.writes
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         self.through_outages(|| self.transact_once(&mut f))
     }
 
@@ -655,6 +661,13 @@ impl Store {
                 }
             }
         }
+    }
+
+    /// How many write transactions this store and its clones have run
+    /// (each [`Store::transact`] once, however often it was tried; for
+    /// tests and benchmarks).
+    pub fn write_transactions(&self) -> u64 {
+        self.writes.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Runs read-only queries: every module's reads go through this.

@@ -4,7 +4,7 @@
 
 use chrono::{DateTime, Utc};
 
-use crate::sql::params;
+use crate::sql::{params, Conn};
 
 use arena_domain::analysis::AnalysisStatus;
 use arena_domain::battle::ContestantStatus;
@@ -60,6 +60,12 @@ impl Store {
         })
     }
 
+    /// [`Tx::cancel_requests`], read without the write lock (a driver's
+    /// heartbeat between renewals of its lease).
+    pub fn cancel_requests(&self, battle_id: &str) -> Result<(bool, Vec<String>)> {
+        self.query(|c| cancel_requests(c, battle_id))
+    }
+
     /// Whether a piece of work was asked to stop.
     pub fn work_cancel_requested(&self, work: Work, id: &str) -> Result<bool> {
         self.query(|c| {
@@ -74,6 +80,21 @@ impl Store {
             .unwrap_or(false))
         })
     }
+}
+
+/// Whether the battle, and which of its contestants, were asked to stop.
+fn cancel_requests(c: Conn<'_>, battle_id: &str) -> Result<(bool, Vec<String>)> {
+    let battle: bool = c.row(
+        "SELECT cancel_requested FROM battles WHERE id = ?1",
+        params![battle_id],
+        |r| r.get(0),
+    )?;
+    let ids = c.rows(
+        "SELECT id FROM contestants WHERE battle_id = ?1 AND cancel_requested = TRUE",
+        params![battle_id],
+        |r| r.get(0),
+    )?;
+    Ok((battle, ids))
 }
 
 impl Tx<'_> {
@@ -249,16 +270,6 @@ impl Tx<'_> {
 
     /// Cancellation requests recorded by other processes, for a battle we drive.
     pub fn cancel_requests(&self, battle_id: &str) -> Result<(bool, Vec<String>)> {
-        let battle: bool = self.db().row(
-            "SELECT cancel_requested FROM battles WHERE id = ?1",
-            params![battle_id],
-            |r| r.get(0),
-        )?;
-        let ids = self.db().rows(
-            "SELECT id FROM contestants WHERE battle_id = ?1 AND cancel_requested = TRUE",
-            params![battle_id],
-            |r| r.get(0),
-        )?;
-        Ok((battle, ids))
+        cancel_requests(self.db(), battle_id)
     }
 }

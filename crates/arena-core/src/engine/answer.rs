@@ -93,11 +93,16 @@ async fn record(engine: &Engine, battle: &Battle, c: &Contestant, s: Streamed) -
     let written = files::write_result_file(battle, &ended).await;
     let path = written.as_ref().ok().cloned();
     let (c2, at, got, slot) = (c.clone(), s.finished_at, s.got, s.slot);
+    let ticket = slot.as_ref().and_then(LaneSlot::ticket);
     let now = engine.now();
     // Answers that end together are recorded in one transaction, and with
-    // the last of them the battle's end (its drive then finds it ended).
+    // the last of them the battle's end (its drive then finds it ended);
+    // each gives its lane's ticket back in it too.
     let recorded = engine
         .grouped(move |tx| {
+            if let Some(ticket) = ticket {
+                tx.release_ticket(ticket)?;
+            }
             let end = AnswerEnd {
                 status,
                 error: error.as_deref(),
@@ -115,8 +120,13 @@ async fn record(engine: &Engine, battle: &Battle, c: &Contestant, s: Streamed) -
             Ok(Some(tx.is_masked(&c2.battle_id)?))
         })
         .await;
-    // Its end is recorded: the lane's next holder may start.
-    drop(slot);
+    // Its end is recorded, and its ticket given back with it: the lane's
+    // next holder may start. Not recorded, the slot gives its ticket back
+    // alone.
+    match (&recorded, slot) {
+        (Ok(_), Some(slot)) => slot.given_back(),
+        (_, slot) => drop(slot),
+    }
     let rendered_masked = battle.is_masked();
     match recorded {
         Ok(Some(masked)) => {

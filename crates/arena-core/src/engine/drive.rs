@@ -1,7 +1,6 @@
 //! Driving a battle: the lease, the two-lane schedule, cancellation from
 //! other processes, resume after a crash, and the final write-out.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use tokio::task::JoinSet;
@@ -11,8 +10,9 @@ use crate::battle::{Battle, BattleType, Contestant, ContestantStatus};
 use crate::decisions::{self, ResumeAction};
 use crate::error::{Error, Result};
 use crate::event::EventKind;
+use crate::store::Tx;
 
-use super::{answer, files, lane, pid_alive, Engine, Live, HEARTBEAT};
+use super::{answer, files, lane, pid_alive, Engine, Live, HEARTBEAT, RENEW_WITHIN};
 
 /// Holds a battle's lease and its live handles; gives both back on drop.
 pub(super) struct Held {
@@ -94,16 +94,27 @@ pub(super) async fn hold(engine: &Engine, battle_id: &str) -> Result<Held> {
     })
 }
 
-/// Renews the lease and applies cancellations requested by other processes.
+/// Applies cancellations requested by other processes (a read every
+/// [`HEARTBEAT`]) and renews the lease once less than [`RENEW_WITHIN`] of
+/// it is left: a write every few seconds, not every beat. A lease found
+/// taken by another process (this one stood still past its expiry)
+/// stops the battle here.
 async fn heartbeat(engine: Engine, battle_id: String, live: Arc<Live>) {
-    let mut tick = tokio::time::interval(HEARTBEAT);
+    // The lease was just taken: it lasts until about then.
+    let mut renewed_until = engine.lease_for_now().expires_at_ms;
+    let start = tokio::time::Instant::now() + HEARTBEAT;
+    let mut tick = tokio::time::interval_at(start, HEARTBEAT);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tick.tick().await;
         let (id, owner) = (battle_id.clone(), engine.inner.me.owner.clone());
         let expires = engine.lease_for_now().expires_at_ms;
+        let renew = engine.lease_ms() + RENEW_WITHIN.as_millis() as i64 > renewed_until;
         let polled = engine
             .db(move |s| {
+                if !renew {
+                    return Ok((true, s.cancel_requests(&id)?));
+                }
                 s.transact(|tx| {
                     let ours = tx.renew_lease(&id, &owner, expires)?;
                     Ok((ours, tx.cancel_requests(&id)?))
@@ -112,6 +123,9 @@ async fn heartbeat(engine: Engine, battle_id: String, live: Arc<Live>) {
             .await;
         match polled {
             Ok((ours, (battle, contestants))) => {
+                if renew && ours {
+                    renewed_until = expires;
+                }
                 if !ours {
                     tracing::error!(battle = %battle_id, "lost the battle's lease; stopping");
                     live.cancel.cancel();
@@ -145,59 +159,39 @@ pub(super) async fn drive(engine: &Engine, battle_id: &str) -> Result<Battle> {
     finish(engine, battle_id, held.live.cancel.is_cancelled()).await
 }
 
-/// Starts every queued contestant: each waits for its lane (machine-wide,
-/// see `lane::take`), runs, and gives the lane back; returns when every one
-/// is terminal.
+/// Starts every queued contestant of `battle` (as read just before): each
+/// waits for its lane (machine-wide, see `lane::take`), runs, and gives
+/// the lane back; returns when every one has ended. What a contestant's
+/// task could not record (it panicked; the database failed) [`finish`]
+/// settles.
 async fn schedule(engine: &Engine, battle: &Battle, live: &Arc<Live>) -> Result<()> {
+    // Everyone queued now became ready now; battle order breaks the tie.
+    let ready_at = engine.now();
+    let mut waiting: Vec<&Contestant> = battle
+        .contestants
+        .iter()
+        .filter(|c| c.status == ContestantStatus::Queued)
+        .collect();
+    // They join their lanes' queues in roster order (a blind battle's in
+    // label order), together, before any of them can be served, so a
+    // battle's contestants go, and start, in that order.
+    waiting.sort_by_key(|c| crate::blind::queue_place(battle, c));
+    let wants = waiting.iter().map(|c| want(battle, c, ready_at)).collect();
+    let places = lane::join_all(engine, wants).await;
     let mut running: JoinSet<()> = JoinSet::new();
-    // Task id → contestant id, for the contestants started here.
-    let mut in_flight: HashMap<tokio::task::Id, String> = HashMap::new();
-    loop {
-        let id = battle.id.clone();
-        let contestants = engine
-            .db(move |s| s.transact(|tx| tx.contestants(&id)))
-            .await?;
-        // Everyone queued now became ready now; battle order breaks the tie.
-        let ready_at = engine.now();
-        let mut waiting: Vec<Contestant> = contestants
-            .into_iter()
-            .filter(|c| {
-                c.status == ContestantStatus::Queued && !in_flight.values().any(|id| id == &c.id)
-            })
-            .collect();
-        // They join their lanes' queues in roster order (a blind battle's in
-        // label order) before any of them can be served, so a battle's
-        // contestants go, and start, in that order.
-        waiting.sort_by_key(|c| crate::blind::queue_place(battle, c));
-        for c in waiting {
-            let token = live.contestant_token(&c.id);
-            let place = lane::join(engine, want(battle, &c, ready_at)).await;
-            let (engine, battle, id) = (engine.clone(), battle.clone(), c.id.clone());
-            let handle = running.spawn(async move {
-                take_part(&engine, &battle, c, token, place).await;
-            });
-            in_flight.insert(handle.id(), id);
-        }
-        if running.is_empty() {
-            return Ok(());
-        }
-        tokio::select! {
-            joined = running.join_next_with_id() => {
-                let task = match joined {
-                    Some(Ok((task, ()))) => Some(task),
-                    Some(Err(e)) => {
-                        tracing::error!(battle = %battle.id, error = %e, "contestant task failed");
-                        Some(e.id())
-                    }
-                    None => None,
-                };
-                if let Some(contestant) = task.and_then(|t| in_flight.remove(&t)) {
-                    settle_lost(engine, &contestant).await?;
-                }
-            }
-            _ = live.wake.notified() => {}
+    for (c, place) in waiting.into_iter().zip(places) {
+        let token = live.contestant_token(&c.id);
+        let (engine, battle, c) = (engine.clone(), battle.clone(), c.clone());
+        running.spawn(async move {
+            take_part(&engine, &battle, c, token, place).await;
+        });
+    }
+    while let Some(joined) = running.join_next().await {
+        if let Err(e) = joined {
+            tracing::error!(battle = %battle.id, error = %e, "contestant task failed");
         }
     }
+    Ok(())
 }
 
 /// What a contestant asks of its lane.
@@ -219,7 +213,8 @@ fn want(battle: &Battle, c: &Contestant, ready_at: chrono::DateTime<chrono::Utc>
 
 /// One contestant's part: wait for its turn at its place in the lane's
 /// queue (`queued`, with the reason shown), then run (`running`) while
-/// holding the slot. Cancelled while waiting, it never starts.
+/// holding the slot; it starts in the transaction that takes its turn.
+/// Cancelled while waiting, it never starts.
 async fn take_part(
     engine: &Engine,
     battle: &Battle,
@@ -228,12 +223,29 @@ async fn take_part(
     place: Result<lane::Place>,
 ) {
     use ContestantStatus::{Cancelled, Queued, Running};
+    let start = {
+        let (engine, c, qa) = (
+            engine.clone(),
+            c.clone(),
+            battle.battle_type == BattleType::Qa,
+        );
+        move |tx: &mut Tx<'_>| {
+            let at = engine.now();
+            if qa {
+                tx.start_answer(&c, at)
+            } else {
+                tx.move_contestant(&c, Queued, Running, None, at)
+            }
+        }
+    };
     let waited = match place {
-        Ok(place) => place.turn(engine, &token).await,
+        Ok(place) => place.turn_and(engine, &token, start).await,
         Err(e) => Err(e),
     };
     let slot = match waited {
-        Ok(Some(slot)) => slot,
+        Ok(Some((slot, true))) => slot,
+        // Someone else ended it first (a cancel).
+        Ok(Some((_, false))) => return,
         // Cancelled while waiting: it never starts.
         Ok(None) => {
             match engine.move_contestant(&c, Queued, Cancelled, None).await {
@@ -252,21 +264,14 @@ async fn take_part(
             return;
         }
         Err(e) => {
-            tracing::error!(contestant = %c.id, error = %e, "could not wait for the lane");
-            let message = format!("internal error while waiting for the lane: {e}");
+            tracing::error!(contestant = %c.id, error = %e, "could not wait for the lane or start");
+            let message = format!("internal error before it started: {e}");
             let _ = engine
                 .move_contestant(&c, Queued, ContestantStatus::Error, Some(message))
                 .await;
             return;
         }
     };
-    let started = match battle.battle_type {
-        BattleType::Qa => engine.start_answer(&c).await,
-        BattleType::Coding => engine.move_contestant(&c, Queued, Running, None).await,
-    };
-    if !matches!(started, Ok(true)) {
-        return;
-    }
     c.status = ContestantStatus::Running;
     c.attempts += 1;
     match battle.battle_type {
@@ -275,44 +280,37 @@ async fn take_part(
     }
 }
 
-/// A contestant task that ended without recording a terminal status (it
-/// panicked) is marked failed, so the battle can finish.
-async fn settle_lost(engine: &Engine, contestant_id: &str) -> Result<()> {
-    let (id, at) = (contestant_id.to_string(), engine.now());
-    engine
-        .db(move |s| {
-            s.transact(|tx| {
-                let c = tx.contestant(&id)?;
-                if c.status == ContestantStatus::Running {
-                    tx.move_contestant(
-                        &c,
-                        ContestantStatus::Running,
-                        ContestantStatus::Error,
-                        Some("internal error while running this contestant"),
-                        at,
-                    )?;
-                }
-                Ok(())
-            })
-        })
-        .await
-}
-
-/// Records the battle's final status and writes its manifest.
+/// Records the battle's final status, unless its last contestant's end
+/// already did, and writes its manifest. A contestant still queued or
+/// running has no task left here: its task ended without recording its
+/// end (it panicked, or the database failed), and it is marked failed, so
+/// that the battle can finish.
 async fn finish(engine: &Engine, battle_id: &str, cancel_requested: bool) -> Result<Battle> {
-    let id = battle_id.to_string();
-    let contestants = engine
-        .db(move |s| s.transact(|tx| tx.contestants(&id)))
-        .await?;
-    let statuses: Vec<_> = contestants.iter().map(|c| c.status).collect();
-    if let Some(status) = decisions::battle_outcome(&statuses, cancel_requested) {
+    let mut battle = engine.battle(battle_id).await?;
+    if !battle.status.is_terminal() {
         let (id, at) = (battle_id.to_string(), engine.now());
-        engine
-            .db(move |s| s.transact(|tx| tx.finish_battle(&id, status, at)))
+        let ended = engine
+            .db(move |s| {
+                s.transact(|tx| {
+                    for c in tx.contestants(&id)? {
+                        if !c.status.is_terminal() {
+                            let why = "internal error: this contestant's run ended without recording its end";
+                            tx.move_contestant(&c, c.status, ContestantStatus::Error, Some(why), at)?;
+                        }
+                    }
+                    let statuses: Vec<_> = tx.contestants(&id)?.iter().map(|c| c.status).collect();
+                    match decisions::battle_outcome(&statuses, cancel_requested) {
+                        Some(status) => Ok(tx.finish_battle(&id, status, at)?.then_some(status)),
+                        None => Ok(None),
+                    }
+                })
+            })
             .await?;
-        tracing::info!(battle = %battle_id, %status, "battle finished");
+        if let Some(status) = ended {
+            tracing::info!(battle = %battle_id, %status, "battle finished");
+        }
+        battle = engine.battle(battle_id).await?;
     }
-    let battle = engine.battle(battle_id).await?;
     files::write_manifest(&battle).await?;
     Ok(battle)
 }

@@ -16,8 +16,8 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use crate::decisions::{self, LaneSpec, LaneVerdict, Turn};
-use crate::error::Result;
-use crate::store::{self, NewTicket, TakeTurn};
+use crate::error::{Error, Result};
+use crate::store::{self, NewTicket, TakeTurn, Tx};
 
 use super::{pid_alive, Engine, Inner, LEASE_TTL};
 
@@ -111,8 +111,18 @@ impl LaneSlot {
         }
     }
 
-    fn ticket(&self) -> Option<i64> {
+    /// Its ticket, for a caller that gives it back in a transaction of
+    /// its own (then [`LaneSlot::given_back`]).
+    pub(super) fn ticket(&self) -> Option<i64> {
         self.held.as_ref().map(|(_, _, ticket)| *ticket)
+    }
+
+    /// Its ticket was given back in a caller's committed transaction
+    /// (with a contestant's end): wakes this process's waiters for it.
+    pub(super) fn given_back(mut self) {
+        if let Some((engine, key, _)) = self.held.take() {
+            engine.inner.lanes.wake(&key).notify_waiters();
+        }
     }
 }
 
@@ -162,26 +172,68 @@ pub(super) struct Place {
 
 /// Joins the queue of the lane that serves `want.provider`.
 pub(super) async fn join(engine: &Engine, want: Want) -> Result<Place> {
-    let Some(spec) = engine
-        .provider(&want.provider)
-        .map(|p| decisions::lane_of(&p.config, engine.team_machine()))
-    else {
-        return Ok(Place {
-            spec: None,
-            want,
-            ticket: LaneSlot::free(),
-        });
+    let mut places = join_all(engine, vec![want]).await;
+    places
+        .pop()
+        .unwrap_or_else(|| Err(Error::Task("no place was made".into())))
+}
+
+/// Joins the queues of the lanes that serve each of `wants`, in that
+/// order and in one transaction (a battle's contestants, which would
+/// otherwise cost one each): each one's place, or why it has none.
+pub(super) async fn join_all(engine: &Engine, wants: Vec<Want>) -> Vec<Result<Place>> {
+    let specs: Vec<Option<LaneSpec>> = wants
+        .iter()
+        .map(|w| {
+            engine
+                .provider(&w.provider)
+                .map(|p| decisions::lane_of(&p.config, engine.team_machine()))
+        })
+        .collect();
+    let queued: Vec<(&LaneSpec, &Want)> = specs
+        .iter()
+        .zip(&wants)
+        .filter_map(|(spec, want)| Some((spec.as_ref()?, want)))
+        .collect();
+    let tickets = if queued.is_empty() {
+        Ok(Vec::new())
+    } else {
+        start_renewing(engine);
+        enqueue(engine, &queued).await
     };
-    start_renewing(engine);
-    let ticket = enqueue(engine, &spec, &want).await?;
-    Ok(Place {
-        ticket: LaneSlot {
-            held: Some((engine.clone(), spec.key.clone(), ticket)),
-            model_switched: false,
-        },
-        spec: Some(spec),
-        want,
-    })
+    let mut tickets = match tickets {
+        Ok(tickets) => tickets.into_iter(),
+        Err(e) => {
+            let why = e.to_string();
+            return wants
+                .iter()
+                .map(|_| {
+                    Err(Error::Task(format!(
+                        "could not join the lane's queue: {why}"
+                    )))
+                })
+                .collect();
+        }
+    };
+    specs
+        .into_iter()
+        .zip(wants)
+        .map(|(spec, want)| {
+            let ticket = match &spec {
+                None => LaneSlot::free(),
+                Some(spec) => {
+                    let ticket = tickets
+                        .next()
+                        .ok_or_else(|| Error::Task("a lane ticket is missing".into()))?;
+                    LaneSlot {
+                        held: Some((engine.clone(), spec.key.clone(), ticket)),
+                        model_switched: false,
+                    }
+                }
+            };
+            Ok(Place { spec, want, ticket })
+        })
+        .collect()
 }
 
 impl Place {
@@ -192,13 +244,50 @@ impl Place {
         engine: &Engine,
         token: &CancellationToken,
     ) -> Result<Option<LaneSlot>> {
+        let none: Option<fn(&mut Tx<'_>) -> store::Result<()>> = None;
+        Ok(self.wait(engine, token, none).await?.map(|(slot, _)| slot))
+    }
+
+    /// [`Place::turn`], and `then` in the transaction that takes the turn
+    /// (a contestant's start): the turns and starts of a battle's
+    /// contestants are then one grouped write (see `Engine::grouped`),
+    /// not a transaction each. `then` runs apart when there is no lane.
+    pub(super) async fn turn_and<T, F>(
+        self,
+        engine: &Engine,
+        token: &CancellationToken,
+        then: F,
+    ) -> Result<Option<(LaneSlot, T)>>
+    where
+        T: Send + 'static,
+        F: FnMut(&mut Tx<'_>) -> store::Result<T> + Clone + Send + 'static,
+    {
+        match self.wait(engine, token, Some(then.clone())).await? {
+            None => Ok(None),
+            Some((slot, Some(value))) => Ok(Some((slot, value))),
+            Some((slot, None)) => Ok(Some((slot, engine.grouped(then).await?))),
+        }
+    }
+
+    /// Waits for the turn; with `then`, takes it in a grouped write that
+    /// runs `then` too once it is granted (its value).
+    async fn wait<T, F>(
+        self,
+        engine: &Engine,
+        token: &CancellationToken,
+        then: Option<F>,
+    ) -> Result<Option<(LaneSlot, Option<T>)>>
+    where
+        T: Send + 'static,
+        F: FnMut(&mut Tx<'_>) -> store::Result<T> + Clone + Send + 'static,
+    {
         let Place {
             spec,
             want,
             ticket: mut guard,
         } = self;
         let (Some(spec), Some(mut ticket)) = (spec, guard.ticket()) else {
-            return Ok(Some(guard));
+            return Ok(Some((guard, None)));
         };
         if token.is_cancelled() {
             return Ok(None);
@@ -212,24 +301,29 @@ impl Place {
             notified.as_mut().enable();
             let now = engine.lease_ms();
             let turn = match peek(engine, &spec, ticket, now).await? {
-                Peek::MayGo => match try_take(engine, &spec, ticket, &want.model, now).await? {
-                    TakeTurn::Granted { previous_model } => {
-                        guard.model_switched =
-                            spec.local && previous_model.is_some_and(|m| m != want.model);
-                        if let (Some((b, c)), Some(_)) = (shows, &shown) {
-                            show_waiting(engine, b, c, None).await?;
+                Peek::MayGo => {
+                    match try_take(engine, &spec, ticket, &want.model, now, then.clone()).await? {
+                        (TakeTurn::Granted { previous_model }, value) => {
+                            guard.model_switched =
+                                spec.local && previous_model.is_some_and(|m| m != want.model);
+                            if let (Some((b, c)), Some(_)) = (shows, &shown) {
+                                show_waiting(engine, b, c, None).await?;
+                            }
+                            return Ok(Some((guard, value)));
                         }
-                        return Ok(Some(guard));
+                        (TakeTurn::Wait(turn), _) => turn,
+                        (TakeTurn::Lost, _) => {
+                            tracing::warn!(lane = %spec.key, "lane ticket expired while waiting; queueing again");
+                            guard.held = None;
+                            ticket = enqueue(engine, &[(&spec, &want)])
+                                .await?
+                                .pop()
+                                .ok_or_else(|| Error::Task("no lane ticket was made".into()))?;
+                            guard.held = Some((engine.clone(), spec.key.clone(), ticket));
+                            continue;
+                        }
                     }
-                    TakeTurn::Wait(turn) => turn,
-                    TakeTurn::Lost => {
-                        tracing::warn!(lane = %spec.key, "lane ticket expired while waiting; queueing again");
-                        guard.held = None;
-                        ticket = enqueue(engine, &spec, &want).await?;
-                        guard.held = Some((engine.clone(), spec.key.clone(), ticket));
-                        continue;
-                    }
-                },
+                }
                 Peek::Wait(turn) => turn,
             };
             let reason = decisions::waiting_reason(&spec, &turn, now);
@@ -263,27 +357,46 @@ impl Place {
     }
 }
 
-async fn enqueue(engine: &Engine, spec: &LaneSpec, want: &Want) -> Result<i64> {
+/// Takes a ticket in the queue of each lane, in one transaction.
+async fn enqueue(engine: &Engine, wants: &[(&LaneSpec, &Want)]) -> Result<Vec<i64>> {
     let lease = engine.lease_for_now();
-    let (lane, holder, model) = (spec.key.clone(), want.holder.clone(), want.model.clone());
-    let (battle_id, contestant_id) = (want.battle_id.clone(), want.contestant_id.clone());
     // Readiness on the lease clock too: first come, first served across
     // machines whose clocks disagree.
-    let ready_at_ms = store::ms(want.ready_at) + engine.clock_offset_ms();
-    let position = want.position;
+    let offset = engine.clock_offset_ms();
+    let owned: Vec<_> = wants
+        .iter()
+        .map(|(spec, want)| {
+            (
+                spec.key.clone(),
+                want.holder.clone(),
+                want.model.clone(),
+                want.battle_id.clone(),
+                want.contestant_id.clone(),
+                store::ms(want.ready_at) + offset,
+                want.position,
+            )
+        })
+        .collect();
     engine
         .db(move |s| {
             s.transact(|tx| {
-                tx.enqueue_ticket(&NewTicket {
-                    lane: &lane,
-                    ready_at_ms,
-                    position,
-                    holder: &holder,
-                    battle_id: battle_id.as_deref(),
-                    contestant_id: contestant_id.as_deref(),
-                    model: &model,
-                    lease: &lease,
-                })
+                owned
+                    .iter()
+                    .map(
+                        |(lane, holder, model, battle, contestant, ready_at_ms, position)| {
+                            tx.enqueue_ticket(&NewTicket {
+                                lane,
+                                ready_at_ms: *ready_at_ms,
+                                position: *position,
+                                holder,
+                                battle_id: battle.as_deref(),
+                                contestant_id: contestant.as_deref(),
+                                model,
+                                lease: &lease,
+                            })
+                        },
+                    )
+                    .collect()
             })
         })
         .await
@@ -312,21 +425,41 @@ async fn peek(engine: &Engine, spec: &LaneSpec, ticket: i64, now: i64) -> Result
     })
 }
 
-async fn try_take(
+/// Takes the turn if it has come: in a transaction of its own, or with
+/// `then` (run once it is granted) in the journal's next grouped write.
+async fn try_take<T, F>(
     engine: &Engine,
     spec: &LaneSpec,
     ticket: i64,
     model: &str,
     now: i64,
-) -> Result<TakeTurn> {
+    then: Option<F>,
+) -> Result<(TakeTurn, Option<T>)>
+where
+    T: Send + 'static,
+    F: FnMut(&mut Tx<'_>) -> store::Result<T> + Send + 'static,
+{
     let (spec, model, host) = (
         spec.clone(),
         model.to_string(),
         engine.inner.me.host.clone(),
     );
-    engine
-        .db(move |s| s.transact(|tx| tx.take_turn(ticket, &spec, &model, now, &host, pid_alive)))
-        .await
+    let take = move |tx: &mut Tx<'_>| tx.take_turn(ticket, &spec, &model, now, &host, pid_alive);
+    match then {
+        None => Ok((engine.db(move |s| s.transact(take)).await?, None)),
+        Some(mut then) => {
+            engine
+                .grouped(move |tx| {
+                    let turn = take(tx)?;
+                    let value = match turn {
+                        TakeTurn::Granted { .. } => Some(then(tx)?),
+                        _ => None,
+                    };
+                    Ok((turn, value))
+                })
+                .await
+        }
+    }
 }
 
 async fn show_waiting(

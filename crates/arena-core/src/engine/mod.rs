@@ -56,9 +56,13 @@ pub use verdict::LeaderboardQuery;
 pub use work::Recovered;
 pub use worker::{Activity, WorkerOptions};
 
-/// How long a lease lasts without renewal, and how often it is renewed (the
-/// renewal also picks up cancellations requested by other processes).
+/// How long a lease lasts without renewal.
 const LEASE_TTL: Duration = Duration::from_secs(15);
+/// A lease (a battle's, a series place's claim) is renewed once it has
+/// less than this left: each renewal is a write transaction.
+const RENEW_WITHIN: Duration = Duration::from_secs(10);
+/// How often a battle's driver looks for cancellations requested by other
+/// processes (a read), renewing its lease when it is due.
 const HEARTBEAT: Duration = Duration::from_millis(500);
 /// How often a subscriber re-reads the journal for events written by
 /// another process: with the journal's 25 ms group commit, a viewer in
@@ -527,6 +531,12 @@ impl Engine {
         self.inner.journal.commits()
     }
 
+    /// How many write transactions this engine's database has run (for
+    /// tests and benchmarks).
+    pub fn write_transactions(&self) -> u64 {
+        self.inner.store.write_transactions()
+    }
+
     /// The battles still `running` (to resume), oldest first.
     pub async fn running_battles(&self) -> Result<Vec<String>> {
         self.db(|s| s.running_battles()).await
@@ -737,12 +747,6 @@ impl Engine {
         // Contestants that start or stop together move in one transaction.
         self.grouped(move |tx| tx.move_contestant(&c, from, to, error.as_deref(), at))
             .await
-    }
-
-    /// Starts a Q&A answer (see `Tx::start_answer`); whether it started.
-    async fn start_answer(&self, c: &crate::Contestant) -> Result<bool> {
-        let (c, at) = (c.clone(), self.now());
-        self.grouped(move |tx| tx.start_answer(&c, at)).await
     }
 
     fn live(&self, battle_id: &str) -> Option<Arc<Live>> {

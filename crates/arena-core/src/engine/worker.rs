@@ -25,14 +25,11 @@ use crate::store::WorkerBeat;
 
 use super::goals::Judges;
 use super::validate::{self, Plan};
-use super::{pid_alive, Engine};
+use super::{pid_alive, Engine, RENEW_WITHIN};
 
 /// How often a worker renews its claims, says it is alive and looks for
 /// cancelled series.
 const RENEW: Duration = Duration::from_secs(2);
-/// A worker renews its claims once they have less than this left (of
-/// the lease's 15 s; at most [`RENEW`] less by the time it looks).
-const RENEW_WITHIN: Duration = Duration::from_secs(10);
 /// How often an idle worker looks for places.
 const IDLE_POLL: Duration = Duration::from_millis(500);
 /// How long a worker leaves alone a series it could not serve.
