@@ -182,6 +182,40 @@ async fn two_battles_share_one_local_lane_first_come_first_served() {
     assert!(reasons.first().is_some_and(|r| r.is_some()), "{reasons:?}");
 }
 
+/// Two drivers (on a team database, two machines) whose battles want the
+/// same two local lanes in opposite orders: each joins both queues in one
+/// transaction, and takes its turns in its journal's grouped write. The
+/// lanes are locked first and in one order, so neither waits for the
+/// other in a circle, and every battle ends done.
+#[tokio::test]
+async fn battles_wanting_two_lanes_in_opposite_orders_both_run() {
+    let mut h = Harness::new().await;
+    let other = TestServer::start().await.unwrap();
+    h.local.set_model("x", script(5, 1000.0));
+    other.set_model("y", script(5, 1000.0));
+    h.reconfigure(|c| {
+        let gpu2 = provider("gpu2", ProviderKind::Openai, other.base_url(), Lane::Local);
+        c.providers.push(gpu2);
+    });
+    let second = h.second_engine();
+    for round in 0..5 {
+        let a = create(&h, "battle A", &["debugger@x", "explainer@y"]).await;
+        let b = second
+            .create_battle(h.request("battle B", &["debugger@y", "explainer@x"]))
+            .await
+            .unwrap();
+        let (ran_a, ran_b) = tokio::join!(h.engine.run_battle(&a.id), second.run_battle(&b.id));
+        for battle in [ran_a.unwrap(), ran_b.unwrap()] {
+            let errors: Vec<_> = battle.contestants.iter().map(|c| c.error.clone()).collect();
+            assert_eq!(
+                battle.status,
+                BattleStatus::Done,
+                "round {round}: {errors:?}"
+            );
+        }
+    }
+}
+
 #[tokio::test]
 async fn two_local_servers_are_two_lanes_and_one_server_by_two_names_is_one() {
     let one = TestServer::start().await.unwrap();

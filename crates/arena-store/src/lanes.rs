@@ -47,6 +47,21 @@ impl Store {
 }
 
 impl Tx<'_> {
+    /// Locks the lanes `lanes` for the rest of the transaction, in one
+    /// order (sorted): a transaction that decides on several lanes (a
+    /// battle's contestants joining, the journal's grouped turns) takes
+    /// their locks first, so that two machines never wait for each other
+    /// in a circle (PostgreSQL; nothing on SQLite).
+    pub fn lock_lanes(&mut self, lanes: &[&str]) -> Result<()> {
+        let mut lanes = lanes.to_vec();
+        lanes.sort_unstable();
+        lanes.dedup();
+        for lane in lanes {
+            self.db().lock_name(lane)?;
+        }
+        Ok(())
+    }
+
     /// Joins a lane's queue; returns the ticket's id.
     pub fn enqueue_ticket(&mut self, t: &NewTicket<'_>) -> Result<i64> {
         // A grant being decided finishes first, and the next one sees this

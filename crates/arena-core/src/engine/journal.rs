@@ -85,12 +85,15 @@ enum Item {
 type Job = Box<dyn GroupedWrite>;
 
 trait GroupedWrite: Send {
+    /// The lanes it decides on (see [`Tx::lock_lanes`]).
+    fn lanes(&self) -> &[String];
     fn run(&mut self, tx: &mut Tx<'_>);
     fn deliver(self: Box<Self>, failure: Option<&str>);
 }
 
 /// A caller's write `f`, the value its last run gave, and its caller.
 struct Grouped<T, F> {
+    lanes: Vec<String>,
     f: F,
     value: Option<Result<T>>,
     send: oneshot::Sender<Result<T>>,
@@ -101,6 +104,10 @@ where
     T: Send,
     F: FnMut(&mut Tx<'_>) -> crate::store::Result<T> + Send,
 {
+    fn lanes(&self) -> &[String] {
+        &self.lanes
+    }
+
     fn run(&mut self, tx: &mut Tx<'_>) {
         self.value = Some(tx.apart(&mut self.f).map_err(Error::from));
     }
@@ -222,8 +229,20 @@ async fn write_all(store: &Store, items: Vec<Item>) -> Vec<(String, String)> {
     let store = store.clone();
     let mut items = items;
     let written = tokio::task::spawn_blocking(move || {
+        // The lanes its grouped writes decide on, locked first in one
+        // order: another machine's writer never holds one of them while
+        // waiting for another this one holds.
+        let lanes: Vec<String> = items
+            .iter()
+            .filter_map(|i| match i {
+                Item::Job(job) => Some(job.lanes().to_vec()),
+                Item::Events(_) => None,
+            })
+            .flatten()
+            .collect();
         // Run again whole when the team database went away mid-way.
         let written = store.transact(|tx| {
+            tx.lock_lanes(&lanes.iter().map(String::as_str).collect::<Vec<_>>())?;
             let mut leases: HashMap<String, Option<String>> = HashMap::new();
             for item in items.iter_mut() {
                 let w = match item {
@@ -283,8 +302,20 @@ impl Engine {
         &self,
         f: impl FnMut(&mut Tx<'_>) -> crate::store::Result<T> + Send + 'static,
     ) -> Result<T> {
+        self.grouped_on_lanes(Vec::new(), f).await
+    }
+
+    /// [`Engine::grouped`] for a write that decides on `lanes` (takes a
+    /// turn): the writer's transaction locks every grouped write's lanes
+    /// first, in one order.
+    pub(super) async fn grouped_on_lanes<T: Send + 'static>(
+        &self,
+        lanes: Vec<String>,
+        f: impl FnMut(&mut Tx<'_>) -> crate::store::Result<T> + Send + 'static,
+    ) -> Result<T> {
         let (send, got) = oneshot::channel::<Result<T>>();
         let job: Job = Box::new(Grouped {
+            lanes,
             f,
             value: None,
             send,

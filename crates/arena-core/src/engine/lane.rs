@@ -380,6 +380,8 @@ async fn enqueue(engine: &Engine, wants: &[(&LaneSpec, &Want)]) -> Result<Vec<i6
     engine
         .db(move |s| {
             s.transact(|tx| {
+                // Several lanes: locked first, in one order.
+                tx.lock_lanes(&owned.iter().map(|o| o.0.as_str()).collect::<Vec<_>>())?;
                 owned
                     .iter()
                     .map(
@@ -444,12 +446,13 @@ where
         model.to_string(),
         engine.inner.me.host.clone(),
     );
+    let lanes = vec![spec.key.clone()];
     let take = move |tx: &mut Tx<'_>| tx.take_turn(ticket, &spec, &model, now, &host, pid_alive);
     match then {
         None => Ok((engine.db(move |s| s.transact(take)).await?, None)),
         Some(mut then) => {
             engine
-                .grouped(move |tx| {
+                .grouped_on_lanes(lanes, move |tx| {
                     let turn = take(tx)?;
                     let value = match turn {
                         TakeTurn::Granted { .. } => Some(then(tx)?),
