@@ -71,9 +71,14 @@ async fn resume_keeps_finished_work_and_reruns_what_was_lost() {
         tokio::spawn(async move { engine.run_battle(&id).await })
     };
     h.local.set_model("b", script(1000, 20.0)); // b will still be running
+                                                // `b` is recorded running a moment before its request leaves; under
+                                                // load that moment is long enough for the abort to come first, and
+                                                // then nothing was lost. Both, then.
     loop {
         let b = h.engine.battle(&battle.id).await.unwrap();
-        if b.contestants[1].status == ContestantStatus::Running {
+        if b.contestants[1].status == ContestantStatus::Running
+            && h.local.requests_for("b").len() == 1
+        {
             break;
         }
         tokio::time::sleep(Duration::from_millis(10)).await;

@@ -302,11 +302,16 @@ impl Place {
             let now = engine.lease_ms();
             let turn = match peek(engine, &spec, ticket, now).await? {
                 Peek::MayGo => {
-                    match try_take(engine, &spec, ticket, &want.model, now, then.clone()).await? {
+                    // The reason it waited is cleared as it goes: in the
+                    // same grouped write as its start, before it shows as
+                    // running.
+                    let shown_by = shows.filter(|_| shown.is_some());
+                    let grouped = then.clone().map(|then| (then, shown_by, engine.now()));
+                    match try_take(engine, &spec, ticket, &want.model, now, grouped).await? {
                         (TakeTurn::Granted { previous_model }, value) => {
                             guard.model_switched =
                                 spec.local && previous_model.is_some_and(|m| m != want.model);
-                            if let (Some((b, c)), Some(_)) = (shows, &shown) {
+                            if let (Some((b, c)), None) = (shown_by, &then) {
                                 show_waiting(engine, b, c, None).await?;
                             }
                             return Ok(Some((guard, value)));
@@ -428,14 +433,16 @@ async fn peek(engine: &Engine, spec: &LaneSpec, ticket: i64, now: i64) -> Result
 }
 
 /// Takes the turn if it has come: in a transaction of its own, or with
-/// `then` (run once it is granted) in the journal's next grouped write.
+/// `then` (run once it is granted, after clearing the waiting reason the
+/// contestant shows, if any, as of `at`) in the journal's next grouped
+/// write.
 async fn try_take<T, F>(
     engine: &Engine,
     spec: &LaneSpec,
     ticket: i64,
     model: &str,
     now: i64,
-    then: Option<F>,
+    then: Option<(F, Option<(&str, &str)>, DateTime<Utc>)>,
 ) -> Result<(TakeTurn, Option<T>)>
 where
     T: Send + 'static,
@@ -450,12 +457,18 @@ where
     let take = move |tx: &mut Tx<'_>| tx.take_turn(ticket, &spec, &model, now, &host, pid_alive);
     match then {
         None => Ok((engine.db(move |s| s.transact(take)).await?, None)),
-        Some(mut then) => {
+        Some((mut then, shown_by, at)) => {
+            let shown_by = shown_by.map(|(b, c)| (b.to_string(), c.to_string()));
             engine
                 .grouped_on_lanes(lanes, move |tx| {
                     let turn = take(tx)?;
                     let value = match turn {
-                        TakeTurn::Granted { .. } => Some(then(tx)?),
+                        TakeTurn::Granted { .. } => {
+                            if let Some((b, c)) = &shown_by {
+                                tx.set_waiting(b, c, None, at)?;
+                            }
+                            Some(then(tx)?)
+                        }
                         _ => None,
                     };
                     Ok((turn, value))
