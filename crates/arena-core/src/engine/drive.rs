@@ -73,7 +73,6 @@ pub(super) async fn hold(engine: &Engine, battle_id: &str) -> Result<Held> {
     let live = Arc::new(Live {
         cancel: CancellationToken::new(),
         contestants: Default::default(),
-        wake: tokio::sync::Notify::new(),
     });
     engine
         .inner
@@ -132,13 +131,11 @@ async fn heartbeat(engine: Engine, battle_id: String, live: Arc<Live>) {
                 }
                 if battle && !live.cancel.is_cancelled() {
                     live.cancel.cancel();
-                    live.wake.notify_one();
                 }
                 for cid in contestants {
                     let token = live.contestant_token(&cid);
                     if !token.is_cancelled() {
                         token.cancel();
-                        live.wake.notify_one();
                     }
                 }
             }

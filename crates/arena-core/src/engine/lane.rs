@@ -306,7 +306,11 @@ impl Place {
                     // same grouped write as its start, before it shows as
                     // running.
                     let shown_by = shows.filter(|_| shown.is_some());
-                    let grouped = then.clone().map(|then| (then, shown_by, engine.now()));
+                    let grouped = then.clone().map(|then| Start {
+                        then,
+                        shown_by: shown_by.map(|(b, c)| (b.to_string(), c.to_string())),
+                        at: engine.now(),
+                    });
                     match try_take(engine, &spec, ticket, &want.model, now, grouped).await? {
                         (TakeTurn::Granted { previous_model }, value) => {
                             guard.model_switched =
@@ -432,17 +436,23 @@ async fn peek(engine: &Engine, spec: &LaneSpec, ticket: i64, now: i64) -> Result
     })
 }
 
-/// Takes the turn if it has come: in a transaction of its own, or with
-/// `then` (run once it is granted, after clearing the waiting reason the
-/// contestant shows, if any, as of `at`) in the journal's next grouped
-/// write.
+/// What goes with a turn taken in a grouped write: the waiting reason a
+/// contestant shows (battle, contestant), cleared as of `at`, then `then`.
+struct Start<F> {
+    then: F,
+    shown_by: Option<(String, String)>,
+    at: DateTime<Utc>,
+}
+
+/// Takes the turn if it has come: in a transaction of its own, or with a
+/// [`Start`] (run once it is granted) in the journal's next grouped write.
 async fn try_take<T, F>(
     engine: &Engine,
     spec: &LaneSpec,
     ticket: i64,
     model: &str,
     now: i64,
-    then: Option<(F, Option<(&str, &str)>, DateTime<Utc>)>,
+    start: Option<Start<F>>,
 ) -> Result<(TakeTurn, Option<T>)>
 where
     T: Send + 'static,
@@ -455,10 +465,13 @@ where
     );
     let lanes = vec![spec.key.clone()];
     let take = move |tx: &mut Tx<'_>| tx.take_turn(ticket, &spec, &model, now, &host, pid_alive);
-    match then {
+    match start {
         None => Ok((engine.db(move |s| s.transact(take)).await?, None)),
-        Some((mut then, shown_by, at)) => {
-            let shown_by = shown_by.map(|(b, c)| (b.to_string(), c.to_string()));
+        Some(Start {
+            mut then,
+            shown_by,
+            at,
+        }) => {
             engine
                 .grouped_on_lanes(lanes, move |tx| {
                     let turn = take(tx)?;

@@ -35,7 +35,6 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
-use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use crate::battle::{Battle, BattleRequest, ContestantStatus};
@@ -187,7 +186,6 @@ struct Me {
 struct Live {
     cancel: CancellationToken,
     contestants: Mutex<HashMap<String, CancellationToken>>,
-    wake: Notify,
 }
 
 impl Live {
@@ -615,7 +613,6 @@ impl Engine {
                 Some(cid) => live.contestant_token(cid).cancel(),
                 None => live.cancel.cancel(),
             }
-            live.wake.notify_one();
             return self.wait_terminal(battle_id, contestant_id).await;
         }
         // Not driven here: if nobody drives it, settle it ourselves (the lease
