@@ -52,8 +52,8 @@ impl Tx<'_> {
     /// battle's contestants joining, the journal's grouped turns) takes
     /// their locks first, so that two machines never wait for each other
     /// in a circle (PostgreSQL; nothing on SQLite).
-    pub fn lock_lanes(&mut self, lanes: &[&str]) -> Result<()> {
-        let mut lanes = lanes.to_vec();
+    pub fn lock_lanes<'l>(&mut self, lanes: impl IntoIterator<Item = &'l str>) -> Result<()> {
+        let mut lanes: Vec<&str> = lanes.into_iter().collect();
         lanes.sort_unstable();
         lanes.dedup();
         for lane in lanes {

@@ -242,7 +242,7 @@ async fn write_all(store: &Store, items: Vec<Item>) -> Vec<(String, String)> {
             .collect();
         // Run again whole when the team database went away mid-way.
         let written = store.transact(|tx| {
-            tx.lock_lanes(&lanes.iter().map(String::as_str).collect::<Vec<_>>())?;
+            tx.lock_lanes(lanes.iter().map(String::as_str))?;
             let mut leases: HashMap<String, Option<String>> = HashMap::new();
             for item in items.iter_mut() {
                 let w = match item {

@@ -390,7 +390,7 @@ async fn enqueue(engine: &Engine, wants: &[(&LaneSpec, &Want)]) -> Result<Vec<i6
         .db(move |s| {
             s.transact(|tx| {
                 // Several lanes: locked first, in one order.
-                tx.lock_lanes(&owned.iter().map(|o| o.0.as_str()).collect::<Vec<_>>())?;
+                tx.lock_lanes(owned.iter().map(|o| o.0.as_str()))?;
                 owned
                     .iter()
                     .map(
