@@ -7,6 +7,7 @@ import {
   lengthNote,
   ratingLc,
   settle,
+  type Shown,
   SOURCES,
   toLeaderboardQuery,
 } from './leaderboard';
@@ -93,6 +94,7 @@ describe('length control', () => {
 
 describe('the Project filter while typing', () => {
   const ready: Load<string> = { state: 'ready', value: 'last board' };
+  const shown: Shown<string> = { board: ready, projectNote: null };
   const failed = (code: string, message: string): Load<string> => ({
     state: 'error',
     error: toIpcError({ code, message }),
@@ -100,25 +102,42 @@ describe('the Project filter while typing', () => {
   const refused = failed('invalid_input', 'project folder /srv/re does not exist');
 
   it('keeps the last board when the folder is refused, and says why at the field', () => {
-    expect(settle(ready, refused, '/srv/re')).toEqual({
+    expect(settle(shown, refused, '/srv/re', '/srv/re')).toEqual({
       board: ready,
       projectNote: 'project folder /srv/re does not exist',
     });
   });
 
   it('shows the refusal when there is no board yet', () => {
-    expect(settle({ state: 'loading' }, refused, '/srv/re').board).toBe(refused);
+    const loading: Shown<string> = { board: { state: 'loading' }, projectNote: null };
+    expect(settle(loading, refused, '/srv/re', '/srv/re').board).toBe(refused);
   });
 
   it('shows a new board and clears the note once the folder is good', () => {
     const next: Load<string> = { state: 'ready', value: 'filtered board' };
-    expect(settle(ready, next, '/srv/repo')).toEqual({ board: next, projectNote: null });
+    const noted: Shown<string> = { board: ready, projectNote: 'project folder /srv/re does not exist' };
+    expect(settle(noted, next, '/srv/repo', '/srv/repo')).toEqual({ board: next, projectNote: null });
   });
 
   it('shows other failures as they are', () => {
     const broken = failed('store', 'database is locked');
-    expect(settle(ready, broken, '/srv/repo')).toEqual({ board: broken, projectNote: null });
+    expect(settle(shown, broken, '/srv/repo', '/srv/repo')).toEqual({
+      board: broken,
+      projectNote: null,
+    });
     // Without a Project filter, invalid input is not the field's.
-    expect(settle(ready, refused, '')).toEqual({ board: refused, projectNote: null });
+    expect(settle(shown, refused, '', '')).toEqual({ board: refused, projectNote: null });
+  });
+
+  it('leaves the note of text typed since the query alone', () => {
+    // Asked with the field blank; a relative path was typed before the answer.
+    const relative: Shown<string> = { board: ready, projectNote: 'Give the folder’s full path.' };
+    const next: Load<string> = { state: 'ready', value: 'unfiltered board' };
+    expect(settle(relative, next, '', 'projects/arena')).toEqual({
+      board: next,
+      projectNote: 'Give the folder’s full path.',
+    });
+    // A refusal of a folder since typed over does not show either.
+    expect(settle(shown, refused, '/srv/re', '/srv/repo')).toEqual({ board: ready, projectNote: null });
   });
 });

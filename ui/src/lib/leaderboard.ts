@@ -117,17 +117,27 @@ export interface Shown<T> {
 }
 
 /**
- * The screen after an answer. When the engine refuses the Project field's
- * folder (it does not exist, or is not a folder), the last board stays
- * and the reason is said at the field, so typing a path never replaces
- * the board with an error; any other answer is shown as it is.
+ * The screen after an answer to a query made while the Project field held
+ * `asked`; it holds `inField` now. When the engine refuses the folder (it
+ * does not exist, or is not a folder), the last board stays and the reason
+ * is said at the field, so typing a path never replaces the board with an
+ * error; any other answer is shown as it is. The note belongs to the text
+ * it was asked about: once that was typed over, the field keeps the note
+ * it has (a relative path's, or none while the next query is on its way).
  */
-export function settle<T>(shown: Load<T>, answer: Load<T>, project: string): Shown<T> {
-  if (answer.state === 'error' && answer.error.code === 'invalid_input' && project.trim() !== '') {
+export function settle<T>(
+  shown: Shown<T>,
+  answer: Load<T>,
+  asked: string,
+  inField: string,
+): Shown<T> {
+  const current = asked.trim() === inField.trim();
+  const note = (said: string | null): string | null => (current ? said : shown.projectNote);
+  if (answer.state === 'error' && answer.error.code === 'invalid_input' && asked.trim() !== '') {
     return {
-      board: shown.state === 'ready' ? shown : answer,
-      projectNote: answer.error.message,
+      board: shown.board.state === 'ready' ? shown.board : answer,
+      projectNote: note(answer.error.message),
     };
   }
-  return { board: answer, projectNote: null };
+  return { board: answer, projectNote: note(null) };
 }
