@@ -13,6 +13,12 @@
 //! the HTTP layer; a `MutationObserver` in the page records when each marker
 //! first appears in an `[data-testid=output-body]` (epoch milliseconds,
 //! `performance.timeOrigin + performance.now()`). Same machine, same clock.
+//!
+//! `ARENA_BENCH_JSC_PROFILE=<dir>` also takes a profile of the page's
+//! JavaScript for the length of the battle: JavaScriptCore's sampling
+//! profiler, switched on through its `JSC_*` options in the app's
+//! environment, writes its samples to a JSON file in `<dir>`
+//! (`scripts/jsc-profile.py <file>` sums them by function).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -155,7 +161,18 @@ async fn bench_dom_latency() -> Result<()> {
         None,
     ))?;
 
-    let app = h.launch().await?;
+    let profile_dir = std::env::var("ARENA_BENCH_JSC_PROFILE").ok();
+    let app = match &profile_dir {
+        Some(dir) => {
+            h.launch_with_env(&[
+                ("JSC_useSamplingProfiler", "1"),
+                ("JSC_exposeProfilersOnGlobalObject", "1"),
+                ("JSC_samplingProfilerPath", dir.as_str()),
+            ])
+            .await?
+        }
+        None => h.launch().await?,
+    };
     let project = h.project_dir();
     let contestants: Vec<(&str, &str)> = models.iter().map(|m| ("Debugger", m.as_str())).collect();
     app.open_launcher().await?;
@@ -180,6 +197,16 @@ async fn bench_dom_latency() -> Result<()> {
             samples
         })
     };
+    if profile_dir.is_some() {
+        let on: bool = app
+            .js(
+                "if (typeof __enableSamplingProfiler !== 'function') return false;
+                 __enableSamplingProfiler(); return true;",
+                Vec::new(),
+            )
+            .await?;
+        ensure!(on, "the page has no sampling profiler (JSC_exposeProfilersOnGlobalObject)");
+    }
     app.press_start().await?;
     // The engine's output events, followed as another process sees them
     // (the journal keeps only the folded answers once they end).
@@ -198,6 +225,17 @@ async fn bench_dom_latency() -> Result<()> {
     stop.store(true, Ordering::Relaxed);
     let samples = sampler.await.context("the memory sampler failed")?;
     done?;
+    if let Some(dir) = &profile_dir {
+        // The samples go to a new file in `dir`; the page gets no path back.
+        let _: serde_json::Value = app
+            .js(
+                "__dumpAndClearSamplingProfilerSamples(); __disableSamplingProfiler(); return null;",
+                Vec::new(),
+            )
+            .await
+            .context("dumping the JavaScript profile")?;
+        println!("JavaScript profile written to {dir}");
+    }
     app.screenshot("bench-six-streams").await?;
 
     let marks: HashMap<String, f64> = app
