@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """Sums a JavaScriptCore sampling-profiler dump by function.
 
-Usage: scripts/jsc-profile.py <dump.json>
+Usage: scripts/jsc-profile.py <dump>
 
-The dump is what `__dumpAndClearSamplingProfilerSamples()` writes when the
-web process runs with `JSC_useSamplingProfiler=1`,
-`JSC_exposeProfilersOnGlobalObject=1` and `JSC_samplingProfilerPath=<dir>`
-(the DOM-latency bench does this with `ARENA_BENCH_JSC_PROFILE=<dir>`).
+The dump is the JSON that `__dumpAndClearSamplingProfilerSamples(prefix)`
+writes to the web process's TMPDIR when it runs with
+`JSC_exposeProfilersOnGlobalObject=true` (the DOM-latency bench does this
+with `ARENA_BENCH_JSC_PROFILE=<dir>`: `<dir>/arena-page-*`). One sample
+per millisecond the page's JavaScript ran.
 Prints the functions by samples taken in them (self), by samples with them
 anywhere on the stack (total), and the commonest stack tops.
 """

@@ -16,9 +16,10 @@
 //!
 //! `ARENA_BENCH_JSC_PROFILE=<dir>` also takes a profile of the page's
 //! JavaScript for the length of the battle: JavaScriptCore's sampling
-//! profiler, switched on through its `JSC_*` options in the app's
-//! environment, writes its samples to a JSON file in `<dir>`
-//! (`scripts/jsc-profile.py <file>` sums them by function).
+//! profiler, which its `JSC_exposeProfilersOnGlobalObject` option lets the
+//! page switch on and off, writes its samples to `<dir>/arena-page-*.json`
+//! (the web process's `TMPDIR`); `scripts/jsc-profile.py <file>` sums them
+//! by function.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -165,9 +166,10 @@ async fn bench_dom_latency() -> Result<()> {
     let app = match &profile_dir {
         Some(dir) => {
             h.launch_with_env(&[
-                ("JSC_useSamplingProfiler", "1"),
-                ("JSC_exposeProfilersOnGlobalObject", "1"),
-                ("JSC_samplingProfilerPath", dir.as_str()),
+                ("JSC_exposeProfilersOnGlobalObject", "true"),
+                ("JSC_useSamplingProfiler", "false"),
+                ("JSC_sampleInterval", "1000"),
+                ("TMPDIR", dir.as_str()),
             ])
             .await?
         }
@@ -205,7 +207,10 @@ async fn bench_dom_latency() -> Result<()> {
                 Vec::new(),
             )
             .await?;
-        ensure!(on, "the page has no sampling profiler (JSC_exposeProfilersOnGlobalObject)");
+        ensure!(
+            on,
+            "the page has no sampling profiler (JSC_exposeProfilersOnGlobalObject)"
+        );
     }
     app.press_start().await?;
     // The engine's output events, followed as another process sees them
@@ -229,7 +234,9 @@ async fn bench_dom_latency() -> Result<()> {
         // The samples go to a new file in `dir`; the page gets no path back.
         let _: serde_json::Value = app
             .js(
-                "__dumpAndClearSamplingProfilerSamples(); __disableSamplingProfiler(); return null;",
+                "__disableSamplingProfiler();
+                 __dumpAndClearSamplingProfilerSamples('arena-page-');
+                 return null;",
                 Vec::new(),
             )
             .await
