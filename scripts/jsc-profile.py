@@ -11,34 +11,47 @@ per millisecond the page's JavaScript ran.
 Prints the functions by samples taken in them (self), by samples with them
 anywhere on the stack (total), and the commonest stack tops.
 """
-import json, sys, collections
-data = json.load(open(sys.argv[1]))
-traces = data.get('traces', data if isinstance(data, list) else [])
-selfc = collections.Counter(); total = collections.Counter(); n = 0
-stacks = collections.Counter()
-def name(f):
-    nm = f.get('name') or '(anonymous)'
-    loc = f.get('location') or ''
-    loc = loc.split('/')[-1] if loc else ''
-    cat = f.get('category', '')
-    return f"{nm} [{cat}] {loc}".strip()
-for t in traces:
-    frames = t.get('frames', [])
-    if not frames:
-        continue
-    n += 1
-    names = [name(f) for f in frames]
-    selfc[names[0]] += 1
-    for x in set(names):
-        total[x] += 1
-    stacks[' < '.join(names[:6])] += 1
-print(f"{n} samples; keys: {list(data.keys()) if isinstance(data, dict) else 'list'}")
-print("== self")
-for k, v in selfc.most_common(40):
-    print(f"{v:6d} {100*v/n:5.1f}%  {k}")
-print("== total")
-for k, v in total.most_common(40):
-    print(f"{v:6d} {100*v/n:5.1f}%  {k}")
-print("== stacks")
-for k, v in stacks.most_common(30):
-    print(f"{v:6d} {100*v/n:5.1f}%  {k}")
+import collections
+import json
+import sys
+
+WIDTH = 110
+
+
+def key(frame, urls):
+    """A function: its name and where it starts, whatever tier ran it."""
+    name = frame.get("name") or "(anonymous)"
+    category = frame.get("category", "")
+    if category in ("RegExp", "Host") or frame.get("line", 0) >= 2**32 - 1:
+        where = category
+    else:
+        url = urls.get(frame.get("sourceID"), "")
+        where = f"{url.rsplit('/', 1)[-1] or 'source ' + str(frame.get('sourceID'))}:{frame.get('line')}:{frame.get('column')}"
+    text = f"{name}  ({where})"
+    return text if len(text) <= WIDTH else text[: WIDTH - 1] + "…"
+
+
+def main():
+    data = json.load(open(sys.argv[1]))
+    urls = {s.get("sourceID"): s.get("url", "") for s in data.get("sources", [])}
+    interval_ms = data.get("interval", 0.001) * 1000
+    own = collections.Counter()
+    anywhere = collections.Counter()
+    n = 0
+    for trace in data.get("traces", []):
+        frames = [key(f, urls) for f in trace.get("frames", [])]
+        if not frames:
+            continue
+        n += 1
+        own[frames[0]] += 1
+        for f in set(frames):
+            anywhere[f] += 1
+    print(f"{n} samples, one every {interval_ms:g} ms: ~{n * interval_ms:.0f} ms of JavaScript")
+    for title, counts in (("self", own), ("total (anywhere on the stack)", anywhere)):
+        print(f"== {title}")
+        for k, v in counts.most_common(30):
+            print(f"{v:6d} {100 * v / max(n, 1):5.1f}%  {k}")
+
+
+if __name__ == "__main__":
+    main()
