@@ -153,7 +153,7 @@ fn own_peak_mb() -> f64 {
     status
         .lines()
         .find_map(|line| line.strip_prefix("VmHWM:"))
-        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        .and_then(|rest| rest.split_whitespace().next()?.parse::<f64>().ok())
         .map_or(f64::NAN, |kib| kib / 1024.0)
 }
 

@@ -17,7 +17,7 @@
 //! `ARENA_BENCH_JSC_PROFILE=<dir>` also takes a profile of the page's
 //! JavaScript for the length of the battle: JavaScriptCore's sampling
 //! profiler, which its `JSC_exposeProfilersOnGlobalObject` option lets the
-//! page switch on and off, writes its samples to `<dir>/arena-page-*.json`
+//! page switch on and off, writes its samples as JSON to `<dir>/arena-page-*`
 //! (the web process's `TMPDIR`); `scripts/jsc-profile.py <file>` sums them
 //! by function.
 
