@@ -99,8 +99,8 @@ impl App {
     }
 
     /// Polls `check` until it gives `Some`, for at most `timeout`. Errors
-    /// from `check` count as "not yet"; the last one is reported on timeout,
-    /// with the tail of the log.
+    /// from `check` count as "not yet"; on timeout the last check's error,
+    /// if it gave one, is reported with the tail of the log.
     pub async fn wait_until<T, F, Fut>(&self, what: &str, timeout: Duration, check: F) -> Result<T>
     where
         F: Fn() -> Fut,
@@ -185,6 +185,18 @@ impl App {
                 }
             }
         }
+    }
+
+    /// The `textContent` of the first element matching `css` as the page is
+    /// now, or `None` when nothing matches: no waiting, for the checks of
+    /// [`App::wait_until`] (whose own timeout then holds).
+    pub async fn text_now(&self, css: &str) -> Result<Option<String>> {
+        self.js(
+            "const element = document.querySelector(arguments[0]);
+             return element ? element.textContent : null;",
+            vec![css.into()],
+        )
+        .await
     }
 
     /// The `textContent` of the element matching `css`, waiting for it.
@@ -482,16 +494,17 @@ where
     Fut: Future<Output = Result<Option<T>>>,
 {
     let deadline = Instant::now() + timeout;
-    let mut last_error = None;
     loop {
-        match check().await {
+        // Only the last check's error is reported: one that an earlier
+        // check gave, before a clean "not yet", is stale.
+        let error = match check().await {
             Ok(Some(value)) => return Ok(value),
-            Ok(None) => {}
-            Err(err) => last_error = Some(err),
-        }
+            Ok(None) => None,
+            Err(err) => Some(err),
+        };
         if Instant::now() >= deadline {
             let timed_out = format!("timed out after {timeout:?} waiting for {what}");
-            return Err(match last_error {
+            return Err(match error {
                 Some(err) => err.context(timed_out),
                 None => anyhow!(timed_out),
             });

@@ -326,11 +326,8 @@ async fn leaderboard_ranks_decided_battles() -> Result<()> {
             &format!("a note at the Project field for {typed:?}"),
             Duration::from_secs(10),
             || async {
-                if app.count(note).await? == 0 {
-                    return Ok(None);
-                }
-                let text = app.text_of(note).await?;
-                Ok(text.contains(says).then_some(()))
+                let text = app.text_now(note).await?;
+                Ok(text.filter(|t| t.contains(says)).map(|_| ()))
             },
         )
         .await?;
