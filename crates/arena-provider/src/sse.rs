@@ -40,6 +40,9 @@ pub(crate) struct Parser {
     buf: Vec<u8>,
     /// Where the unread part of `buf` starts.
     start: usize,
+    /// How many unread bytes are known to hold no line end: a line that
+    /// arrives in many reads is searched once, not once per read.
+    scanned: usize,
     data: String,
     event: String,
     /// The last event was handed out: its fields are cleared first.
@@ -60,10 +63,11 @@ impl Parser {
             self.begun = true;
             if self.buf.starts_with("\u{feff}".as_bytes()) {
                 self.start = 3;
+                self.scanned = 0;
             }
         }
         if self.buf.len() - self.start > MAX_LINE
-            && !self.buf[self.start..]
+            && !self.buf[self.start + self.scanned..]
                 .iter()
                 .any(|&b| b == b'\n' || b == b'\r')
         {
@@ -85,9 +89,16 @@ impl Parser {
         }
         loop {
             let rest = &self.buf[self.start..];
-            let (line, used) = match rest.iter().position(|&b| b == b'\n' || b == b'\r') {
+            let end = rest[self.scanned..]
+                .iter()
+                .position(|&b| b == b'\n' || b == b'\r')
+                .map(|i| i + self.scanned);
+            let (line, used) = match end {
                 // A `\r` last in what has arrived may be half of `\r\n`.
-                Some(i) if rest[i] == b'\r' && i + 1 == rest.len() && !at_end => return Ok(None),
+                Some(i) if rest[i] == b'\r' && i + 1 == rest.len() && !at_end => {
+                    self.scanned = i;
+                    return Ok(None);
+                }
                 Some(i) if rest[i] == b'\r' && rest.get(i + 1) == Some(&b'\n') => {
                     (&rest[..i], i + 2)
                 }
@@ -96,9 +107,13 @@ impl Parser {
                 None if at_end && !self.data.is_empty() => {
                     return Ok(Some(self.dispatch()));
                 }
-                None => return Ok(None),
+                None => {
+                    self.scanned = rest.len();
+                    return Ok(None);
+                }
             };
             self.start += used;
+            self.scanned = 0;
             if line.is_empty() {
                 if self.data.is_empty() {
                     self.event.clear();
@@ -288,6 +303,26 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn a_byte_order_mark_and_a_long_line_may_come_a_byte_at_a_time() {
+        let body = "\u{feff}data: héllo\r\n\r\ndata: [DONE]\n\n".as_bytes();
+        let parts: Vec<&[u8]> = body.chunks(1).collect();
+        assert_eq!(events(&parts), vec![pair("", "héllo"), pair("", "[DONE]")]);
+        // Searched once: what has been searched is not searched again.
+        let mut p = Parser::default();
+        p.feed(b"data: ").unwrap();
+        for _ in 0..1000 {
+            p.feed(b"xxxxxxxx").unwrap();
+            assert!(p.next_event(false).unwrap().is_none());
+            assert_eq!(p.scanned, p.buf.len() - p.start);
+        }
+        p.feed(b"\n\n").unwrap();
+        assert_eq!(
+            p.next_event(false).unwrap().map(|e| e.data.len()),
+            Some(8000)
+        );
     }
 
     #[test]
