@@ -60,7 +60,12 @@ done
 MAINTAINER="Arena developers <maintainers@arena.invalid>"
 ARCH=$(dpkg --print-architecture)
 OUT=$ROOT/dist
-WORK=$ROOT/target/package
+# Where cargo builds: CARGO_TARGET_DIR, a `build.target-dir` in a cargo
+# config, or target/ (cargo itself says which).
+TARGET_DIR=$(cargo metadata --format-version 1 --no-deps --locked |
+  python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])') ||
+  die "cargo metadata failed: cannot tell where cargo builds"
+WORK=$TARGET_DIR/package
 start=$SECONDS
 
 if [[ "${ARENA_PACKAGE_SKIP_SETUP:-0}" != 1 ]]; then
@@ -76,7 +81,7 @@ BUILT_AT=${SOURCE_DATE_EPOCH:-$(date +%s)}
 # own, which they say anyway).
 PROFILE=${ARENA_PACKAGE_PROFILE:-dist}
 [[ $PROFILE =~ ^[a-z][a-z0-9_-]*$ ]] || die "ARENA_PACKAGE_PROFILE \"$PROFILE\" is not a cargo profile name"
-BIN=$ROOT/target/$PROFILE
+BIN=$TARGET_DIR/$PROFILE
 if [[ $VERSION != "$WORKSPACE_VERSION" ]]; then
   export ARENA_VERSION=$VERSION
 else

@@ -73,6 +73,8 @@ say "arena --version: $version"
   fail "arena --version says \"$version\", expected version $V1 and commit $COMMIT"
 
 cargo build --release --locked -q -p arena-testserver
+TARGET_DIR=$(cargo metadata --format-version 1 --no-deps --locked |
+  python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
 
 # The user: a fresh HOME, nothing of Arena's set.
 unset ARENA_DATA_DIR ARENA_CONFIG XDG_DATA_HOME XDG_CONFIG_HOME XDG_RUNTIME_DIR
@@ -81,7 +83,7 @@ DATA=$HOME/.local/share/dev.arena.desktop
 CONFIG=$HOME/.config/dev.arena.desktop/arena.toml
 mkdir -p "$HOME" "$(dirname "$CONFIG")" "$T/project"
 
-target/release/arena-testserver --model m1:40:0 --model m2:40:0 >"$T/server.out" 2>&1 &
+"$TARGET_DIR"/release/arena-testserver --model m1:40:0 --model m2:40:0 >"$T/server.out" 2>&1 &
 SERVER_PID=$!
 for _ in $(seq 100); do
   grep -q "listening on" "$T/server.out" 2>/dev/null && break
