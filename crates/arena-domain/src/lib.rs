@@ -6,6 +6,7 @@
 //! (`tests/no_io.rs` checks the dependency tree.)
 
 pub mod analysis;
+pub mod autorun;
 pub mod backend;
 pub mod battle;
 pub mod benchmark;
