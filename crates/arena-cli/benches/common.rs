@@ -86,6 +86,7 @@ impl Bench {
             backends: Vec::new(),
             prices: Vec::new(),
             database_url: None,
+            team: Default::default(),
         };
         Engine::open(EngineOptions::local(self.data(), config)).expect("engine")
     }

@@ -44,6 +44,7 @@ async fn battle_on(
             backends: Vec::new(),
             prices: Vec::new(),
             database_url: None,
+            team: Default::default(),
         },
         clock: Arc::new(SystemClock),
         database_password: None,

@@ -128,6 +128,22 @@ pub struct Limits {
     /// Coding: how long Arena may take to read a finished agent's work
     /// (its diff); longer is a contestant error.
     pub diff_timeout_secs: u64,
+    /// Coding: the memory of all the processes of one agent's jail (or its
+    /// check's) together, tmpfs files included; over it, the run is
+    /// stopped, a contestant error. 0: no bound.
+    pub jail_memory_bytes: u64,
+    /// Coding: processes and threads at once in one jail; a fork over it
+    /// stops the run, a contestant error. 0: no bound.
+    pub jail_max_processes: u64,
+    /// Coding: the size of each of a jail's own `/tmp` and `/dev/shm`.
+    pub jail_tmp_bytes: u64,
+    /// Coding: how much an agent's run (or its check's) may add to its
+    /// worktree and scratch folder; over it, the run is stopped, a
+    /// contestant error. 0: no bound.
+    pub contestant_write_bytes: u64,
+    /// Coding: runs are stopped (and not started) while the disk they
+    /// write to has less free space than this. 0: no floor.
+    pub min_free_disk_bytes: u64,
 }
 
 /// `[limits] sandbox`: whether agents run sandboxed.
@@ -168,6 +184,11 @@ impl Default for Limits {
             diff_file_bytes: 1024 * 1024,
             diff_total_bytes: 20 * 1024 * 1024,
             diff_timeout_secs: 120,
+            jail_memory_bytes: 8 * 1024 * 1024 * 1024,
+            jail_max_processes: 2048,
+            jail_tmp_bytes: 512 * 1024 * 1024,
+            contestant_write_bytes: 20 * 1024 * 1024 * 1024,
+            min_free_disk_bytes: 1024 * 1024 * 1024,
         }
     }
 }
@@ -202,6 +223,132 @@ pub struct Config {
     /// password in it; none: the embedded SQLite in the data directory.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub database_url: Option<String>,
+    /// What this machine's workers take from a team database (`[team]`).
+    #[serde(default, skip_serializing_if = "TeamConfig::is_empty")]
+    pub team: TeamConfig,
+}
+
+/// `[team]`: what a team database's rows may make this machine do. A row
+/// is data, never a command or a credential: a worker runs a series'
+/// check command only when it is one of `checks` (or approved on this
+/// machine, `arena team approve`), and fetches a series' git remote only
+/// when it matches `remotes` (with this machine's git credentials) or
+/// `public_remotes` (with none).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TeamConfig {
+    /// Check commands run for any project, by their exact text.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<String>,
+    /// Remote URL patterns fetched with this machine's credentials
+    /// (`*` within one `/`-separated part, `**` across them).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub remotes: Vec<String>,
+    /// Remote URL patterns fetched anonymously: no credential helper, no
+    /// SSH key or agent.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub public_remotes: Vec<String>,
+}
+
+/// How a worker may fetch a team's remote.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RemoteAccess {
+    /// With this machine's git credentials (its helper, SSH agent, keys).
+    Credentials,
+    /// With none: only what anyone may read.
+    Anonymous,
+}
+
+impl TeamConfig {
+    pub fn is_empty(&self) -> bool {
+        self.checks.is_empty() && self.remotes.is_empty() && self.public_remotes.is_empty()
+    }
+
+    /// Whether `command` is one of `checks` (surrounding blanks aside).
+    pub fn allows_check(&self, command: &str) -> bool {
+        let command = command.trim();
+        self.checks.iter().any(|c| c.trim() == command)
+    }
+
+    /// How `url` may be fetched, if at all; `remotes` before
+    /// `public_remotes`. A URL with a `..` part matches no pattern (it
+    /// could name another repository than the one the pattern shows).
+    pub fn remote_access(&self, url: &str) -> Option<RemoteAccess> {
+        if url.split(['/', '\\', ':']).any(|part| part == "..") {
+            return None;
+        }
+        let matches = |patterns: &[String]| patterns.iter().any(|p| glob_matches(p.trim(), url));
+        if matches(&self.remotes) {
+            Some(RemoteAccess::Credentials)
+        } else if matches(&self.public_remotes) {
+            Some(RemoteAccess::Anonymous)
+        } else {
+            None
+        }
+    }
+}
+
+/// Whether `text` matches `pattern`, where `*` is any run of characters
+/// but `/` and `**` any run at all; every other character is itself.
+pub fn glob_matches(pattern: &str, text: &str) -> bool {
+    let (p, t): (Vec<char>, Vec<char>) = (pattern.chars().collect(), text.chars().collect());
+    // matched[j]: pattern so far matches text[..j].
+    let mut matched = vec![false; t.len() + 1];
+    matched[0] = true;
+    let mut i = 0;
+    while i < p.len() {
+        let mut next = vec![false; t.len() + 1];
+        if p[i] == '*' {
+            let any = p.get(i + 1) == Some(&'*');
+            let mut on = false;
+            for j in 0..=t.len() {
+                // A star extends a match over the characters it may take.
+                on = matched[j] || (on && j > 0 && (any || t[j - 1] != '/'));
+                next[j] = on;
+            }
+            i += if any { 2 } else { 1 };
+        } else {
+            for j in 1..=t.len() {
+                next[j] = matched[j - 1] && t[j - 1] == p[i];
+            }
+            i += 1;
+        }
+        matched = next;
+    }
+    matched[t.len()]
+}
+
+#[cfg(test)]
+mod team_tests {
+    use super::*;
+
+    #[test]
+    fn remote_patterns_match_within_their_parts() {
+        assert!(glob_matches("git@github.com:acme/*", "git@github.com:acme/app.git"));
+        assert!(!glob_matches("git@github.com:acme/*", "git@github.com:acme/x/y.git"));
+        assert!(glob_matches("https://github.com/**", "https://github.com/a/b.git"));
+        assert!(!glob_matches("git@github.com:acme/*", "git@github.com:acmeevil/app"));
+        assert!(glob_matches("exact", "exact") && !glob_matches("exact", "exactly"));
+        let team = TeamConfig {
+            remotes: vec!["https://git.acme.test/team/*".into()],
+            public_remotes: vec!["https://**".into()],
+            ..TeamConfig::default()
+        };
+        let own = team.remote_access("https://git.acme.test/team/app.git");
+        assert_eq!(own, Some(RemoteAccess::Credentials));
+        let other = team.remote_access("https://git.acme.test/other/app.git");
+        assert_eq!(other, Some(RemoteAccess::Anonymous));
+        assert_eq!(team.remote_access("https://git.acme.test/team/../x/app"), None);
+        assert_eq!(team.remote_access("git@git.acme.test:team/app"), None);
+    }
+
+    #[test]
+    fn team_checks_are_read_from_the_file() {
+        let config = Config::parse("[team]\nchecks = [\"cargo test\"]\n").unwrap();
+        assert!(config.team.allows_check(" cargo test "));
+        assert!(!config.team.allows_check("cargo test; cat ~/.cargo/credentials.toml"));
+        assert!(Config::parse("[team]\nrun = [\"x\"]\n").is_err());
+    }
 }
 
 /// Checks a team database's URL: `postgres://` or `postgresql://`, a user
@@ -307,6 +454,7 @@ impl Default for Config {
             backends: Vec::new(),
             prices: Vec::new(),
             database_url: None,
+            team: TeamConfig::default(),
         }
     }
 }

@@ -113,6 +113,7 @@ impl Harness {
             backends: Vec::new(),
             prices: Vec::new(),
             database_url: team.as_ref().map(TeamDb::url),
+            team: Default::default(),
         };
         let database_password = team.as_ref().map(|t| t.password().to_string());
         let data = tempfile::tempdir().expect("data dir");
