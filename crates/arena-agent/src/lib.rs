@@ -5,6 +5,7 @@
 pub mod apply;
 pub mod backend;
 pub mod backends;
+pub mod bounds;
 pub mod diff;
 pub mod jail;
 pub mod mirror;

@@ -328,6 +328,7 @@ impl NativeAgent<'_> {
             bounds: super::process::Bounds {
                 output_bytes: OUTPUT_CAP * 2,
                 file_bytes: self.max_file_bytes,
+                ..Default::default()
             },
             door: None,
         };

@@ -83,6 +83,10 @@ pub struct Bounds {
     /// The largest file it may write (`RLIMIT_FSIZE`, for it and all it
     /// starts); `None`: the inherited limit.
     pub file_bytes: Option<u64>,
+    /// What all its processes together may consume: memory, processes,
+    /// bytes written to its write folders, the disk's free-space floor
+    /// ([`crate::bounds`]).
+    pub consumption: crate::bounds::Consumption,
 }
 
 impl Default for Bounds {
@@ -90,6 +94,7 @@ impl Default for Bounds {
         Bounds {
             output_bytes: usize::MAX,
             file_bytes: None,
+            consumption: crate::bounds::Consumption::default(),
         }
     }
 }
@@ -129,11 +134,13 @@ pub struct Exit {
     pub pid: u32,
     /// Output bytes past [`Bounds::output_bytes`], read and dropped.
     pub output_dropped: u64,
+    /// The limit of [`Bounds::consumption`] it reached, which stopped it.
+    pub limit: Option<crate::bounds::Limit>,
 }
 
 impl Exit {
     pub fn success(&self) -> bool {
-        self.code == Some(0) && !self.timed_out && !self.cancelled
+        self.code == Some(0) && !self.timed_out && !self.cancelled && self.limit.is_none()
     }
 
     /// Whether it was stopped for writing a file over [`Bounds::file_bytes`].
@@ -150,7 +157,9 @@ impl Exit {
 
     /// A one-paragraph reason for a failed run.
     pub fn describe(&self, program: &str) -> String {
-        let what = if self.timed_out {
+        let what = if let Some(limit) = &self.limit {
+            limit.to_string()
+        } else if self.timed_out {
             "timed out and was stopped".to_string()
         } else if self.cancelled {
             "was cancelled".to_string()
@@ -243,15 +252,80 @@ pub async fn run(
         _ => None,
     };
     let file_bytes = launch.bounds.file_bytes;
+    // Its memory and processes: a cgroup of its own, joined before bwrap
+    // runs, or per-process limits where the machine gives no cgroup.
+    let consumption = launch.bounds.consumption;
+    let group = crate::bounds::Group::create(consumption)
+        .map_err(|e| {
+            spawn_error(std::io::Error::other(format!(
+                "cannot make the cgroup that bounds its memory and processes: {e}"
+            )))
+        })?
+        .map(std::sync::Arc::new);
+    let cgroup_procs = group.as_ref().map(|g| g.procs_fds()).unwrap_or_default();
+    let (data_bytes, processes) = crate::bounds::rlimits(consumption);
+    let folders = match &launch.sandbox {
+        // Its own `/dev` holds no files of its writing.
+        Some(sandbox) => sandbox
+            .write
+            .iter()
+            .filter(|p| !p.starts_with("/dev"))
+            .cloned()
+            .collect(),
+        None => vec![launch.cwd.clone()],
+    };
+    let mut watch = crate::bounds::Watch::start(group.clone(), folders, consumption).await;
+    if let Some(limit) = watch.check_now() {
+        // Under the disk's floor already: it does not start.
+        return Err(spawn_error(std::io::Error::other(format!(
+            "{} {limit}",
+            launch.program.display()
+        ))));
+    }
     let mut keep_seccomp = jailed.as_ref().map(|j| j.pre_exec());
     let inherited = door.as_ref().map(DoorPipes::child_fds);
-    // SAFETY: between fork and exec this makes only system calls
-    // (setrlimit; fcntl and lseek to keep the jail's descriptors open;
-    // no_new_privs and landlock_restrict_self in `apply`) and takes the
-    // prepared ruleset; it does not allocate when it succeeds.
+    // SAFETY: between fork and exec this makes only system calls (write
+    // to the cgroup's open `cgroup.procs`; open, write and close of
+    // `/proc/self/oom_score_adj`; setrlimit; fcntl and lseek to keep the
+    // jail's descriptors open; no_new_privs and landlock_restrict_self in
+    // `apply`) and takes the prepared ruleset; it does not allocate when
+    // it succeeds.
     #[cfg(unix)]
     unsafe {
         cmd.pre_exec(move || {
+            // "0": this process. Everything it starts stays in the cgroup.
+            for fd in &cgroup_procs {
+                if libc::write(*fd, b"0".as_ptr().cast(), 1) != 1 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            // The kernel's first choice under memory pressure (raising it
+            // needs no privilege; nothing it starts can lower it).
+            let adj = libc::open(
+                c"/proc/self/oom_score_adj".as_ptr(),
+                libc::O_WRONLY | libc::O_CLOEXEC,
+            );
+            if adj >= 0 {
+                let written = libc::write(adj, b"1000".as_ptr().cast(), 4);
+                libc::close(adj);
+                if written != 4 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            for (resource, limit) in [
+                (libc::RLIMIT_DATA, data_bytes),
+                (libc::RLIMIT_NPROC, processes),
+            ] {
+                if let Some(limit) = limit {
+                    let limit = libc::rlimit {
+                        rlim_cur: limit as libc::rlim_t,
+                        rlim_max: limit as libc::rlim_t,
+                    };
+                    if libc::setrlimit(resource, &limit) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                }
+            }
             if let Some(limit) = file_bytes {
                 let limit = libc::rlimit {
                     rlim_cur: limit as libc::rlim_t,
@@ -276,7 +350,15 @@ pub async fn run(
         });
     }
     #[cfg(not(unix))]
-    let _ = (prepared, file_bytes, &mut keep_seccomp, inherited);
+    let _ = (
+        prepared,
+        file_bytes,
+        &mut keep_seccomp,
+        inherited,
+        cgroup_procs,
+        data_bytes,
+        processes,
+    );
     let mut child = cmd.spawn().map_err(spawn_error)?;
     let jailed_run = jailed.is_some();
     drop(jailed);
@@ -313,6 +395,7 @@ pub async fn run(
     let deadline = tokio::time::sleep(launch.timeout);
     tokio::pin!(deadline);
     let (mut timed_out, mut cancelled) = (false, false);
+    let mut limit: Option<crate::bounds::Limit> = None;
     let mut leader: Option<std::process::ExitStatus> = None;
     let drain = tokio::time::sleep(Duration::MAX / 4);
     tokio::pin!(drain);
@@ -361,7 +444,22 @@ pub async fn run(
                 leader = stop_group(&mut child, pid).await;
                 break;
             }
+            reached = watch.reached(), if leader.is_none() => {
+                tracing::info!(program = %launch.program.display(), limit = %reached, "a run reached a limit");
+                limit = Some(reached);
+                leader = stop_group(&mut child, pid).await;
+                break;
+            }
         }
+    }
+    // An OOM kill or a refused fork that ended it before the watch saw it.
+    if limit.is_none() && !cancelled && !timed_out {
+        limit = group.as_ref().and_then(|g| g.reached());
+    }
+    drop(watch);
+    if let Some(group) = group {
+        // Removing it waits for its last processes to exit.
+        let _ = tokio::task::spawn_blocking(move || drop(group)).await;
     }
     let status = leader;
     // Make sure nothing the agent started lingers.
@@ -390,6 +488,7 @@ pub async fn run(
         stderr_tail: String::from_utf8_lossy(tail.make_contiguous()).into_owned(),
         pid,
         output_dropped: budget.dropped,
+        limit,
     })
 }
 
@@ -405,7 +504,7 @@ fn jail_command(launch: &Launch) -> std::io::Result<Option<crate::jail::Prepared
     else {
         return Ok(None);
     };
-    let mut jail = sandbox.jail(&launch.cwd, launch.door.is_some());
+    let jail = sandbox.jail(&launch.cwd, launch.door.is_some());
     let program = super::sandbox::lexical(&launch.program);
     let (program, args) = match crate::jail::confiner() {
         Some(confiner) if super::sandbox::abi_version() >= 1 => {
@@ -569,7 +668,9 @@ impl DoorPipes {
         .map_err(|_| std::io::Error::other("the jail did not start within 20 s"))?
         .map_err(std::io::Error::other)??;
         tokio::spawn(async move {
-            if let Err(error) = crate::relay::serve(listener, upstream, stop).await {
+            if let Err(error) =
+                crate::relay::serve(listener, upstream, Default::default(), stop).await
+            {
                 tracing::warn!(%error, "the relay stopped");
             }
         });

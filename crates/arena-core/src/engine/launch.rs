@@ -263,6 +263,20 @@ pub(super) fn bounds(engine: &Engine) -> process::Bounds {
     process::Bounds {
         output_bytes: limits.max_output_bytes,
         file_bytes: Some(limits.max_file_bytes),
+        consumption: consumption(limits),
+    }
+}
+
+/// What all of one run's processes may consume, from `[limits]` (0: no
+/// bound).
+pub(super) fn consumption(limits: &crate::config::Limits) -> crate::agent::bounds::Consumption {
+    let some = |n: u64| (n > 0).then_some(n);
+    crate::agent::bounds::Consumption {
+        memory_bytes: some(limits.jail_memory_bytes),
+        processes: some(limits.jail_max_processes),
+        write_bytes: some(limits.contestant_write_bytes),
+        min_free_disk_bytes: some(limits.min_free_disk_bytes),
+        tmp_bytes: some(limits.jail_tmp_bytes),
     }
 }
 
