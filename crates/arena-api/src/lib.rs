@@ -1229,9 +1229,13 @@ pub enum EventKindDto {
         status: Option<ContestantStatusDto>,
         feedback: Option<String>,
     },
-    /// Coding: the files the agent has touched so far.
+    /// Coding: files the agent touched since the previous such event of
+    /// its round (each named once, the first 1,000 only), and `total`, how
+    /// many distinct files it touched so far (up to 100,000). Without
+    /// `total` (an event an older Arena wrote), `files` is the whole list.
     ChangedFiles {
         files: Vec<String>,
+        total: Option<u64>,
     },
     /// Discard this contestant's output and reasoning so far: it runs again.
     Reset {
@@ -1318,7 +1322,7 @@ impl From<core::EventKind> for EventKindDto {
                 status: status.map(Into::into),
                 feedback,
             },
-            K::ChangedFiles { files } => EventKindDto::ChangedFiles { files },
+            K::ChangedFiles { files, total } => EventKindDto::ChangedFiles { files, total },
             K::Reset { reason } => EventKindDto::Reset { reason },
             K::Folded { output, reasoning } => EventKindDto::Folded { output, reasoning },
             K::Waiting { reason } => EventKindDto::Waiting { reason },

@@ -10,6 +10,56 @@ use serde::{Deserialize, Serialize};
 use crate::analysis::{AnalysisStatus, Outcome};
 use crate::battle::{BattleStatus, Benchmark, ContestantStatus, Winner};
 
+/// How many of the files an agent touches are named in its live
+/// `changed_files` events; past them the events carry only the count. Each
+/// path is sent once, so what a battle keeps of these events grows with
+/// the files named, never with the square of the files touched.
+pub const CHANGED_FILES_LISTED: usize = 1_000;
+
+/// How many distinct touched files are counted; past this the count stays
+/// here (a viewer shows "100000+").
+pub const CHANGED_FILES_COUNTED: usize = 100_000;
+
+/// The live list of the files one agent touched, as `changed_files`
+/// events: each path is named once (the first [`CHANGED_FILES_LISTED`]),
+/// and the count goes on (up to [`CHANGED_FILES_COUNTED`]).
+#[derive(Debug, Default)]
+pub struct ChangedFilesTally {
+    seen: std::collections::HashSet<String>,
+    listed: usize,
+    new: Vec<String>,
+    reported: Option<u64>,
+}
+
+impl ChangedFilesTally {
+    /// A path the agent touched (again, perhaps).
+    pub fn touch(&mut self, path: String) {
+        if self.seen.len() >= CHANGED_FILES_COUNTED || self.seen.contains(&path) {
+            return;
+        }
+        if self.listed < CHANGED_FILES_LISTED {
+            self.listed += 1;
+            self.new.push(path.clone());
+        }
+        self.seen.insert(path);
+    }
+
+    /// The event that tells what changed since the last one, if anything did.
+    pub fn event(&mut self) -> Option<EventKind> {
+        let total = self.seen.len() as u64;
+        if self.reported == Some(total) {
+            return None;
+        }
+        self.reported = Some(total);
+        let mut files = std::mem::take(&mut self.new);
+        files.sort();
+        Some(EventKind::ChangedFiles {
+            files,
+            total: Some(total),
+        })
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BattleEvent {
     pub battle_id: String,
@@ -53,9 +103,16 @@ pub enum EventKind {
         status: Option<ContestantStatus>,
         feedback: Option<String>,
     },
-    /// Coding: the files the agent has touched so far (relative to its worktree).
+    /// Coding: files the agent touched (relative to its worktree) since the
+    /// previous `changed_files` event of its round, among the first
+    /// [`CHANGED_FILES_LISTED`] it touched; `total` is how many distinct
+    /// files it has touched so far (counted up to
+    /// [`CHANGED_FILES_COUNTED`]). An event of an older Arena has no
+    /// `total`: its `files` is the whole list so far.
     ChangedFiles {
         files: Vec<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        total: Option<u64>,
     },
     /// Discard this contestant's output so far: it is being run again.
     Reset {
@@ -138,5 +195,46 @@ impl EventKind {
             EventKind::CrossExamStatus { .. } => "cross_exam_status",
             EventKind::CrossExamOutput { .. } => "cross_exam_output",
         }
+    }
+}
+
+#[cfg(test)]
+mod changed_files_tests {
+    use super::*;
+
+    fn files(kind: Option<EventKind>) -> (Vec<String>, u64) {
+        match kind {
+            Some(EventKind::ChangedFiles { files, total }) => (files, total.unwrap_or(0)),
+            other => panic!("not a changed_files event: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn each_path_is_named_once_and_the_count_goes_on() {
+        let mut tally = ChangedFilesTally::default();
+        tally.touch("b.rs".into());
+        tally.touch("a.rs".into());
+        tally.touch("b.rs".into());
+        assert_eq!(files(tally.event()), (vec!["a.rs".into(), "b.rs".into()], 2));
+        assert_eq!(tally.event(), None, "nothing new, nothing sent");
+        tally.touch("a.rs".into());
+        assert_eq!(tally.event(), None);
+        tally.touch("c.rs".into());
+        assert_eq!(files(tally.event()), (vec!["c.rs".into()], 3));
+    }
+
+    #[test]
+    fn past_the_listed_files_only_the_count_is_sent_and_it_stops_at_its_cap() {
+        let mut tally = ChangedFilesTally::default();
+        let mut named = 0;
+        for i in 0..CHANGED_FILES_COUNTED + 50 {
+            tally.touch(format!("f{i}"));
+            if i % 10_000 == 0 && i < CHANGED_FILES_COUNTED {
+                named += files(tally.event()).0.len();
+            }
+        }
+        let (last, total) = files(tally.event());
+        assert_eq!(named + last.len(), CHANGED_FILES_LISTED);
+        assert_eq!(total, CHANGED_FILES_COUNTED as u64);
     }
 }

@@ -89,7 +89,10 @@ export interface ContestantLive {
   /** The latest live figures. */
   benchmark: BenchmarkDto | null;
   tools: ToolCall[];
+  /** The files it touched in this round, each once (the first 1,000). */
   changedFiles: string[];
+  /** How many distinct files it touched in this round (up to 100,000). */
+  changedTotal: number;
   /** The refinement round streaming now. */
   round: number | null;
   rounds: Record<number, RoundLive>;
@@ -217,6 +220,7 @@ function contestantFrom(c: ContestantDto, seq: number): ContestantLive {
     benchmark: null,
     tools: [],
     changedFiles: [],
+    changedTotal: 0,
     round: null,
     rounds: {},
   };
@@ -358,7 +362,14 @@ export function applyEvent(live: Live, event: BattleEventDto): Followup {
       return { refetch: false };
     case 'changed_files':
       if (c) {
-        c.changedFiles = event.files;
+        if (event.total === null) {
+          // An older Arena's event: the whole list so far.
+          c.changedFiles = event.files;
+          c.changedTotal = event.files.length;
+        } else {
+          c.changedFiles.push(...event.files);
+          c.changedTotal = event.total;
+        }
       }
       return { refetch: false };
     case 'round':
@@ -367,6 +378,7 @@ export function applyEvent(live: Live, event: BattleEventDto): Followup {
           c.rounds[event.number] = { status: null, feedback: event.feedback, output: '' };
           c.round = event.number;
           c.changedFiles = [];
+          c.changedTotal = 0;
         } else {
           const round = c.rounds[event.number];
           if (round) {

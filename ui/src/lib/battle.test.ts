@@ -290,8 +290,8 @@ describe('applyEvent: streamed text', () => {
       ev(3, 'a', { type: 'benchmark', benchmark: benchmark({ completion_tokens: 25 }) }),
       ev(4, 'a', { type: 'tool', name: 'read_file', summary: 'src/main.rs', ok: true }),
       ev(5, 'a', { type: 'tool', name: 'shell', summary: 'cargo test', ok: false }),
-      ev(6, 'a', { type: 'changed_files', files: ['a.rs'] }),
-      ev(7, 'a', { type: 'changed_files', files: ['a.rs', 'b.rs'] }),
+      ev(6, 'a', { type: 'changed_files', files: ['a.rs'], total: 1 }),
+      ev(7, 'a', { type: 'changed_files', files: ['b.rs'], total: 2 }),
     ]);
     const a = get(live, 'a');
     expect(a.retry).toEqual({ attempt: 2, delayMs: 500, reason: 'HTTP 503' });
@@ -301,6 +301,20 @@ describe('applyEvent: streamed text', () => {
       { name: 'shell', summary: 'cargo test', ok: false, round: 1 },
     ]);
     expect(a.changedFiles).toEqual(['a.rs', 'b.rs']);
+    expect(a.changedTotal).toBe(2);
+  });
+
+  it('adds each changed-files event to the list, and takes an older whole list as it is', () => {
+    const live = liveFrom(detail({ lastSeq: 0 }));
+    applyAll(live, [
+      ev(1, 'a', { type: 'changed_files', files: ['a.rs', 'b.rs'], total: 2 }),
+      ev(2, 'a', { type: 'changed_files', files: [], total: 5000 }),
+      ev(3, 'b', { type: 'changed_files', files: ['x.rs', 'y.rs'], total: null }),
+    ]);
+    expect(get(live, 'a').changedFiles).toEqual(['a.rs', 'b.rs']);
+    expect(get(live, 'a').changedTotal).toBe(5000);
+    expect(get(live, 'b').changedFiles).toEqual(['x.rs', 'y.rs']);
+    expect(get(live, 'b').changedTotal).toBe(2);
   });
 });
 
@@ -486,7 +500,7 @@ describe('applyEvent: refinement rounds', () => {
     const live = liveFrom(detail({ lastSeq: 0 }));
     applyAll(live, [
       output(1, 'a', 'first run'),
-      ev(2, 'a', { type: 'changed_files', files: ['lib.rs'] }),
+      ev(2, 'a', { type: 'changed_files', files: ['lib.rs'], total: 1 }),
       ev(3, 'a', { type: 'round', number: 2, status: null, feedback: 'add tests' }),
     ]);
     let a = get(live, 'a');
@@ -649,7 +663,7 @@ describe('applyEvent: which events ask for a refetch', () => {
     ['retry', false, ev(1, 'a', { type: 'retry', attempt: 2, delay_ms: 1, reason: 'x' })],
     ['benchmark', false, ev(1, 'a', { type: 'benchmark', benchmark: benchmark() })],
     ['tool', false, ev(1, 'a', { type: 'tool', name: 't', summary: 's', ok: true })],
-    ['changed_files', false, ev(1, 'a', { type: 'changed_files', files: [] })],
+    ['changed_files', false, ev(1, 'a', { type: 'changed_files', files: [], total: 0 })],
     ['contestant running', false, status(1, 'a', 'running')],
     ['contestant queued', false, status(1, 'a', 'queued')],
     ['contestant done', true, status(1, 'a', 'done')],

@@ -225,13 +225,12 @@ pub(super) fn watch_changes(engine: &Engine, c: &Contestant, root: &Path) -> Opt
         stop.clone(),
     );
     let task = tokio::spawn(async move {
-        let mut files = std::collections::BTreeSet::new();
-        let mut reported = 0usize;
+        let mut tally = crate::event::ChangedFilesTally::default();
         loop {
             let stopping = tokio::select! {
                 f = rx.recv() => match f {
                     Some(first) => {
-                        files.insert(first);
+                        tally.touch(first);
                         tokio::time::sleep(DEBOUNCE).await;
                         false
                     }
@@ -240,14 +239,10 @@ pub(super) fn watch_changes(engine: &Engine, c: &Contestant, root: &Path) -> Opt
                 _ = stop2.cancelled() => true,
             };
             while let Ok(more) = rx.try_recv() {
-                files.insert(more);
+                tally.touch(more);
             }
-            if files.len() != reported {
-                reported = files.len();
-                let list = files.iter().cloned().collect();
-                let _ = sink
-                    .write(&engine, vec![EventKind::ChangedFiles { files: list }])
-                    .await;
+            if let Some(event) = tally.event() {
+                let _ = sink.write(&engine, vec![event]).await;
             }
             if stopping {
                 break;
