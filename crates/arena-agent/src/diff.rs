@@ -132,6 +132,12 @@ pub enum DiffError {
     },
     #[error(transparent)]
     Worktree(#[from] worktree::WorktreeError),
+    #[error("could not {what}: {source}")]
+    Io {
+        what: String,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("git could not {what}: {}", .source.message())]
     Git {
         what: String,
@@ -168,25 +174,100 @@ impl Default for DiffLimits {
 }
 
 /// Everything the contestant changed in `worktree` relative to
-/// `base_commit`: commits made on top of it, staged and unstaged changes,
-/// and untracked files that are not ignored, i.e. the base tree against
-/// the working directory (through the index). Renames are detected
+/// `base_commit`: the files in the working tree now against the base tree,
+/// with untracked files that are not ignored. Renames are detected
 /// (similarity ≥ 50%, untracked files included); binary files come as
 /// `GIT binary patch` data, so `git apply` can apply them.
 ///
-/// The worktree is the agent's: its repository is opened by its path only
-/// ([`worktree::open`]; run [`worktree::restore`] first), links are diffed
-/// as links (never followed), FIFOs, sockets and devices are never opened,
-/// and no file over `limits.file_bytes` is read whole (see [`DiffLimits`]).
+/// Nothing of the agent's repository is used: not its index (whose stat
+/// data an agent can forge, and whose entries can point at any object),
+/// not its HEAD, refs, `info/exclude` or objects. The diff is made in a
+/// private repository of its own (in a temporary folder) that reads the
+/// project's object stores `objects` (where the base commit is) and has
+/// the worktree as its working folder. So every file is read and hashed,
+/// links are diffed as links (never followed), FIFOs, sockets and devices
+/// are never opened, and no file over `limits.file_bytes` is read whole
+/// (see [`DiffLimits`]).
+pub fn diff_files(
+    worktree: &Path,
+    base_commit: &str,
+    objects: &[PathBuf],
+    limits: DiffLimits,
+) -> Result<Diff, DiffError> {
+    if !worktree.is_dir() {
+        return Err(DiffError::NotARepository(worktree.to_path_buf()));
+    }
+    let private = tempfile::Builder::new()
+        .prefix("arena-diff-")
+        .tempdir()
+        .map_err(|source| DiffError::Io {
+            what: "make a private repository to diff in".into(),
+            source,
+        })?;
+    let repo = private_repository(private.path(), worktree, objects)?;
+    diff_in(&repo, worktree, base_commit, limits)
+}
+
+/// [`diff_files`] of a contestant's worktree with the object stores its
+/// repository borrows, as Arena wrote them (`objects/info/alternates`,
+/// put back by [`worktree::restore`]: call it first); of a repository
+/// without alternates (a project), with its own object store.
 pub fn diff_worktree(
     worktree: &Path,
     base_commit: &str,
     limits: DiffLimits,
 ) -> Result<Diff, DiffError> {
-    let repo = worktree::open(worktree).map_err(|error| match error {
-        worktree::WorktreeError::Unknown(path) => DiffError::NotARepository(path),
-        other => other.into(),
+    let own = worktree.join(".git/objects");
+    if !own.is_dir() {
+        return Err(DiffError::NotARepository(worktree.to_path_buf()));
+    }
+    let objects: Vec<PathBuf> = match std::fs::read_to_string(own.join("info/alternates")) {
+        Ok(text) => text
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.starts_with('#'))
+            .map(PathBuf::from)
+            .collect(),
+        Err(_) => vec![own],
+    };
+    diff_files(worktree, base_commit, &objects, limits)
+}
+
+/// A bare repository in `dir` that reads `objects` (as alternates) and has
+/// `worktree` as its working folder: nothing in it comes from an agent.
+fn private_repository(
+    dir: &Path,
+    worktree: &Path,
+    objects: &[PathBuf],
+) -> Result<Repository, DiffError> {
+    let what = || format!("make a private repository in {}", dir.display());
+    let mut options = git2::RepositoryInitOptions::new();
+    options.bare(true).no_reinit(true).external_template(false);
+    let repo = Repository::init_opts(dir, &options).map_err(DiffError::git(what()))?;
+    let mut list = String::new();
+    for dir in objects {
+        list.push_str(&dir.to_string_lossy());
+        list.push('\n');
+    }
+    std::fs::write(dir.join("objects/info/alternates"), list).map_err(|source| DiffError::Io {
+        what: what(),
+        source,
     })?;
+    drop(repo);
+    let repo = Repository::open_bare(dir).map_err(DiffError::git(what()))?;
+    repo.set_workdir(worktree, false)
+        .map_err(DiffError::git(what()))?;
+    Ok(repo)
+}
+
+/// The diff of `worktree` (the working folder of `repo`) against
+/// `base_commit`.
+fn diff_in(
+    repo: &Repository,
+    worktree: &Path,
+    base_commit: &str,
+    limits: DiffLimits,
+) -> Result<Diff, DiffError> {
     let base = repo
         .revparse_single(base_commit)
         .and_then(|object| object.peel_to_tree())
@@ -196,8 +277,8 @@ pub fn diff_worktree(
         })?;
     let what = || format!("diff {} against {base_commit}", worktree.display());
 
-    let big = big_files(&repo, &base, worktree, limits.file_bytes)?;
-    let diff = workdir_diff(&repo, &base, false, &big).map_err(DiffError::git(what()))?;
+    let big = big_files(repo, &base, worktree, limits.file_bytes)?;
+    let diff = workdir_diff(repo, &base, false, &big).map_err(DiffError::git(what()))?;
     // Built only if some text file is not UTF-8: the same diff with every
     // file as binary, whose patch text is plain ASCII.
     let mut as_binary: Option<git2::Diff<'_>> = None;
@@ -227,7 +308,7 @@ pub fn diff_worktree(
                 binary = true;
                 if as_binary.is_none() {
                     as_binary = Some(
-                        workdir_diff(&repo, &base, true, &big).map_err(DiffError::git(what()))?,
+                        workdir_diff(repo, &base, true, &big).map_err(DiffError::git(what()))?,
                     );
                 }
                 match as_binary.as_ref() {
@@ -463,8 +544,8 @@ pub(crate) fn open(path: &Path) -> Result<Repository, DiffError> {
     Ok(repo)
 }
 
-/// The base tree against the working directory (through the index), with
-/// untracked files' contents, binary data and renames.
+/// The base tree against the working directory (no index: every file is
+/// read), with untracked files' contents, binary data and renames.
 fn workdir_diff<'r>(
     repo: &'r Repository,
     base: &git2::Tree<'_>,
@@ -488,7 +569,7 @@ fn workdir_diff<'r>(
         }
         options.pathspec("*");
     }
-    let mut diff = repo.diff_tree_to_workdir_with_index(Some(base), Some(&mut options))?;
+    let mut diff = repo.diff_tree_to_workdir(Some(base), Some(&mut options))?;
     let mut find = DiffFindOptions::new();
     find.renames(true)
         .for_untracked(true)

@@ -91,9 +91,9 @@ impl Workspace {
             file_bytes: limits.diff_file_bytes,
             total_bytes: limits.diff_total_bytes,
         };
-        let (path, base) = (self.path.clone(), self.base.clone());
+        let (path, base, objects) = (self.path.clone(), self.base.clone(), self.objects.clone());
         confined_read(engine, "the agent's changes", move || {
-            diff::diff_worktree(&path, &base, bounds)
+            diff::diff_files(&path, &base, &objects, bounds)
                 .map_err(|e| Error::Git(format!("diff of {}: {e}", path.display())))
         })
         .await
