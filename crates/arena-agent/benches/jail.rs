@@ -45,6 +45,7 @@ fn main() -> Result<()> {
                 protect: Vec::new(),
                 cwd: work.clone(),
                 network,
+                tmp_bytes: jail::TMP_BYTES,
             },
         )
     });

@@ -241,48 +241,152 @@ impl Prepared {
     }
 }
 
-/// The folders a program needs beyond the system's: its own installation
-/// (for a script, its interpreter's too). The folder it is found in (a
-/// `bin` on `PATH`, often a folder of links); for the file a link leads to,
-/// or an interpreter, the folder above its `bin` (a virtualenv, a prefix);
-/// for a file in a `node_modules` tree, the folder holding `node_modules`.
+/// The folders a program needs beyond the system's: what it is and what
+/// it really loads from, never the whole prefix it is installed in (a
+/// `~/.cargo`, `~/.local`, `~/go` or `~/.bun` holds the user's tokens and
+/// sign-ins beside its `bin`).
+///
+/// - The folder it is found in (a `bin` on `PATH`, often a folder of
+///   links); in a `node_modules/.bin`, that `node_modules`.
+/// - For the file it really is (links followed), and for a script's
+///   interpreter: in a `X/bin`, that `X/bin` and the folders beside it a
+///   program loads from, `X/lib`, `X/lib64`, `X/libexec` and
+///   `X/share/NAME` (its own data, not all of `X/share`: under a home
+///   that is `~/.local/share`, with keyrings and agents' sign-ins);
+///   elsewhere, its own folder. In a `node_modules` tree, that
+///   `node_modules` folder (a package's dependencies may be hoisted
+///   beside it).
+/// - A virtualenv's `bin/python` links out of the virtualenv, which is
+///   found by its `pyvenv.cfg` (and holds its packages): the virtualenv.
+/// - A rustup proxy (`cargo`, `rustc`, … beside `rustup` in its `bin`):
+///   rustup's `settings.toml` and toolchains (`RUSTUP_HOME`).
 pub fn installation(program: &Path) -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = Vec::new();
-    let mut add = |root: Option<&Path>| {
-        if let Some(root) = root.filter(|r| *r != Path::new("/")) {
-            if !out.iter().any(|o| o == root) {
-                out.push(root.to_path_buf());
+    // The system folders are readable anyway.
+    let system = |dir: &Path| SYSTEM_READ.iter().any(|s| dir.starts_with(s));
+    let mut add = |dirs: Vec<PathBuf>| {
+        for dir in dirs {
+            if dir != Path::new("/") && !system(&dir) && !out.contains(&dir) {
+                out.push(dir);
             }
         }
     };
-    let node_root = |p: &Path| {
-        p.ancestors()
-            .find(|a| a.file_name().is_some_and(|n| n == "node_modules"))
-            .and_then(Path::parent)
-            .map(Path::to_path_buf)
-    };
-    let prefix = |p: &Path| {
-        node_root(p).or_else(|| p.parent().and_then(Path::parent).map(Path::to_path_buf))
-    };
-    add(node_root(program).as_deref().or(program.parent()));
-    // A virtualenv's `bin/python` links out of the virtualenv, which is
-    // found by its `pyvenv.cfg` (and holds its packages).
+    add(node_modules(program)
+        .or_else(|| program.parent().map(Path::to_path_buf))
+        .into_iter()
+        .collect());
     let venv = program
         .parent()
         .filter(|bin| bin.file_name().is_some_and(|n| n == "bin"))
         .and_then(Path::parent)
         .filter(|root| root.join("pyvenv.cfg").is_file());
-    add(venv);
+    add(venv.map(Path::to_path_buf).into_iter().collect());
+    if is_rustup_proxy(program) {
+        add(rustup_home()
+            .map(|h| vec![h.join("settings.toml"), h.join("toolchains")])
+            .unwrap_or_default());
+    }
     if let Ok(real) = program.canonicalize() {
-        add(prefix(&real).as_deref());
+        add(loads_from(&real));
         if let Some(interpreter) = shebang(&real) {
-            add(prefix(&interpreter).as_deref());
+            add(loads_from(&interpreter));
             if let Ok(real) = interpreter.canonicalize() {
-                add(prefix(&real).as_deref());
+                add(loads_from(&real));
             }
         }
     }
     out
+}
+
+/// The `node_modules` folder `path` is in (the outermost).
+fn node_modules(path: &Path) -> Option<PathBuf> {
+    path.ancestors()
+        .filter(|a| a.file_name().is_some_and(|n| n == "node_modules"))
+        .last()
+        .map(Path::to_path_buf)
+}
+
+/// What a program file (links followed) loads from: see [`installation`].
+fn loads_from(real: &Path) -> Vec<PathBuf> {
+    if let Some(tree) = node_modules(real) {
+        return vec![tree];
+    }
+    let Some(dir) = real.parent() else {
+        return Vec::new();
+    };
+    let mut out = vec![dir.to_path_buf()];
+    let prefix = dir
+        .parent()
+        .filter(|_| dir.file_name().is_some_and(|n| n == "bin"));
+    if let Some(prefix) = prefix {
+        if prefix.join("pyvenv.cfg").is_file() {
+            out.push(prefix.to_path_buf());
+        }
+        for sub in ["lib", "lib64", "libexec"] {
+            let lib = prefix.join(sub);
+            if lib.is_dir() {
+                out.push(lib);
+            }
+        }
+        if let Some(name) = real.file_name() {
+            let share = prefix.join("share").join(name);
+            if share.is_dir() {
+                out.push(share);
+            }
+        }
+    }
+    out
+}
+
+/// rustup's proxies: the names it installs as links to itself.
+const RUSTUP_PROXIES: &[&str] = &[
+    "cargo",
+    "cargo-clippy",
+    "cargo-fmt",
+    "cargo-miri",
+    "clippy-driver",
+    "rls",
+    "rust-analyzer",
+    "rust-gdb",
+    "rust-gdbgui",
+    "rust-lldb",
+    "rustc",
+    "rustdoc",
+    "rustfmt",
+    "rustup",
+];
+
+/// Whether `program` is rustup (or one of its proxies): named as one, and
+/// the same file as the `rustup` beside it (a symbolic or a hard link).
+fn is_rustup_proxy(program: &Path) -> bool {
+    let named = program
+        .file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| RUSTUP_PROXIES.contains(&n));
+    let Some(rustup) = program.parent().map(|bin| bin.join("rustup")) else {
+        return false;
+    };
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let same = match (std::fs::metadata(program), std::fs::metadata(&rustup)) {
+            (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+            _ => false,
+        };
+        named && same
+    }
+    #[cfg(not(unix))]
+    {
+        named && rustup.is_file()
+    }
+}
+
+/// rustup's home: `RUSTUP_HOME`, else `~/.rustup`.
+fn rustup_home() -> Option<PathBuf> {
+    std::env::var_os("RUSTUP_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".rustup")))
+        .filter(|h| h.is_absolute() && h.is_dir())
 }
 
 /// Leaves out of `read` what would open too much: the file system's root,
@@ -353,7 +457,10 @@ pub fn toolchains(
     let under_home = |name: &str, rel: &str| var(name).or_else(|| real_home.map(|h| h.join(rel)));
     if let Some(rustup) = under_home("RUSTUP_HOME", ".rustup").filter(|d| d.is_dir()) {
         env.push(("RUSTUP_HOME".into(), rustup.to_string_lossy().into_owned()));
-        read.push(rustup);
+        // What its proxies read: which toolchain, and the toolchains (not
+        // its downloads or its temporary files).
+        read.push(rustup.join("settings.toml"));
+        read.push(rustup.join("toolchains"));
     }
     if let Some(cargo) = under_home("CARGO_HOME", ".cargo").filter(|d| d.is_dir()) {
         let own = scratch.join("cargo-home");
@@ -425,6 +532,7 @@ mod tests {
         let venv = root.join("share/venvs/tool");
         std::fs::create_dir_all(venv.join("bin")).unwrap();
         std::fs::create_dir_all(root.join("bin")).unwrap();
+        std::fs::write(venv.join("pyvenv.cfg"), "home = /usr/bin\n").unwrap();
         std::fs::write(venv.join("bin/tool"), "#!/bin/sh\n").unwrap();
         #[cfg(unix)]
         std::os::unix::fs::symlink(venv.join("bin/tool"), root.join("bin/tool")).unwrap();
@@ -435,6 +543,56 @@ mod tests {
         assert!(!found.contains(&root), "{found:?}");
         let npm = root.join("npm/node_modules/.bin");
         std::fs::create_dir_all(&npm).unwrap();
-        assert_eq!(installation(&npm.join("agent"))[0], root.join("npm"));
+        assert_eq!(
+            installation(&npm.join("agent"))[0],
+            root.join("npm/node_modules")
+        );
+    }
+
+    #[test]
+    fn a_prefix_gives_its_bin_and_lib_never_itself_or_its_share() {
+        let dir = tempfile::tempdir().unwrap();
+        let local = dir.path().canonicalize().unwrap().join(".local");
+        for sub in ["bin", "lib/python3", "share/keyrings", "share/tool"] {
+            std::fs::create_dir_all(local.join(sub)).unwrap();
+        }
+        std::fs::write(local.join("bin/tool"), "#!/bin/sh\n").unwrap();
+        let found = installation(&local.join("bin/tool"));
+        assert_eq!(
+            found,
+            vec![
+                local.join("bin"),
+                local.join("lib"),
+                local.join("share/tool")
+            ]
+        );
+        // A program elsewhere than in a `bin`: its own folder only.
+        let versions = local.join("share/claude/versions");
+        std::fs::create_dir_all(&versions).unwrap();
+        std::fs::write(versions.join("2.0.1"), "").unwrap();
+        #[cfg(unix)]
+        std::os::unix::fs::symlink(versions.join("2.0.1"), local.join("bin/claude")).unwrap();
+        let found = installation(&local.join("bin/claude"));
+        assert_eq!(found, vec![local.join("bin"), versions.clone()]);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_rustup_proxy_gives_rustups_toolchains_not_the_cargo_home() {
+        let dir = tempfile::tempdir().unwrap();
+        let cargo = dir.path().canonicalize().unwrap().join(".cargo");
+        std::fs::create_dir_all(cargo.join("bin")).unwrap();
+        std::fs::write(cargo.join("credentials.toml"), "token").unwrap();
+        std::fs::write(cargo.join("bin/rustup"), "").unwrap();
+        std::fs::hard_link(cargo.join("bin/rustup"), cargo.join("bin/cargo")).unwrap();
+        std::fs::write(cargo.join("bin/other"), "").unwrap();
+        assert!(is_rustup_proxy(&cargo.join("bin/cargo")));
+        assert!(!is_rustup_proxy(&cargo.join("bin/other")));
+        let found = installation(&cargo.join("bin/cargo"));
+        assert_eq!(found[0], cargo.join("bin"));
+        assert!(!found.contains(&cargo), "{found:?}");
+        if let Some(home) = rustup_home() {
+            assert!(found.contains(&home.join("toolchains")), "{found:?}");
+        }
     }
 }

@@ -36,6 +36,7 @@ fn jail_of(read: &[&Path], write: &[&Path], cwd: &Path, network: Network) -> Jai
         protect: Vec::new(),
         cwd: cwd.to_path_buf(),
         network,
+        tmp_bytes: jail::TMP_BYTES,
     }
 }
 
@@ -850,6 +851,7 @@ fn writes_stay_in_the_write_folders_and_protected_paths_stay_put() {
         protect: vec![inside.w.join(".git/config"), inside.w.join(".git/hooks")],
         cwd: inside.w.clone(),
         network: Network::None,
+        tmp_bytes: jail::TMP_BYTES,
     };
     let out = run(jailed(&jail, "/bin/sh", &["-c", &attacks(&inside)]).0);
     let said = text(&out);
@@ -1031,6 +1033,295 @@ fn the_filter_refuses_tracing_keys_and_new_namespaces() {
             "Operation not permitted",
             "{call} inside: {inside}"
         );
+    }
+}
+
+// Socket families (issue 37) ---------------------------------------------------
+
+const FAMILIES_PY: &str = r#"
+import socket
+AF_VSOCK = getattr(socket, "AF_VSOCK", 40)
+tries = [
+    ("vsock", AF_VSOCK, socket.SOCK_STREAM, 0),
+    ("packet", socket.AF_PACKET, socket.SOCK_DGRAM, 0),
+    ("alg", 38, socket.SOCK_SEQPACKET, 0),
+    ("netlink-audit", socket.AF_NETLINK, socket.SOCK_RAW, 9),
+    ("netlink-uevent", socket.AF_NETLINK, socket.SOCK_DGRAM, 15),
+    ("unix", socket.AF_UNIX, socket.SOCK_STREAM, 0),
+    ("inet", socket.AF_INET, socket.SOCK_STREAM, 0),
+    ("inet6", socket.AF_INET6, socket.SOCK_DGRAM, 0),
+    ("netlink-route", socket.AF_NETLINK, socket.SOCK_RAW, 0),
+]
+for name, family, kind, proto in tries:
+    try:
+        socket.socket(family, kind, proto).close(); print(name + ":ok")
+    except OSError as e:
+        print(name + ":" + e.strerror)
+try:
+    socket.socketpair(AF_VSOCK, socket.SOCK_STREAM); print("vsock-pair:ok")
+except OSError as e:
+    print("vsock-pair:" + e.strerror)
+a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+a.send(b"x"); print("unix-pair:" + ("ok" if b.recv(1) == b"x" else "lost"))
+print("if_nameindex:" + ",".join(n for _, n in socket.if_nameindex()))
+print("getaddrinfo:" + str(len(socket.getaddrinfo("localhost", 80, flags=socket.AI_ADDRCONFIG)) > 0))
+"#;
+
+const NOT_SUPPORTED: &str = "Address family not supported by protocol";
+
+/// AF_VSOCK is in no network namespace: in a VM (a cloud machine, WSL2) a
+/// jail would reach the hypervisor's host. The filter refuses every family
+/// but local sockets, IP and netlink's route protocol (which the C
+/// library, Python and Node read interfaces through).
+#[test]
+fn socket_families_beyond_local_and_ip_are_refused() {
+    if !have_bwrap("families") {
+        return;
+    }
+    if jail::seccomp_filter().is_none() {
+        eprintln!("families: skipped: no filter on this architecture");
+        return;
+    }
+    let (_dir, dir) = tempdir();
+    let outside = text(&run(plain(PYTHON, &["-c", FAMILIES_PY], &dir)));
+    if field(&outside, "vsock") != "ok" {
+        eprintln!("families: AF_VSOCK is not available outside the jail here either: {outside}");
+    }
+    for jail in [
+        jail_of(&[], &[&dir], &dir, Network::None),
+        jail_of(&[], &[&dir], &dir, Network::Host),
+    ] {
+        let out = run(jailed(&jail, PYTHON, &["-c", FAMILIES_PY]).0);
+        let inside = text(&out);
+        assert!(out.status.success(), "{inside}");
+        for refused in [
+            "vsock",
+            "vsock-pair",
+            "packet",
+            "alg",
+            "netlink-audit",
+            "netlink-uevent",
+        ] {
+            assert_eq!(
+                field(&inside, refused),
+                NOT_SUPPORTED,
+                "{refused}: {inside}"
+            );
+        }
+        for works in ["unix", "inet", "inet6", "netlink-route", "unix-pair"] {
+            assert_eq!(field(&inside, works), "ok", "{works}: {inside}");
+        }
+        assert!(field(&inside, "if_nameindex").contains("lo"), "{inside}");
+        assert_eq!(field(&inside, "getaddrinfo"), "True", "{inside}");
+    }
+    // Node reads the interfaces through netlink too.
+    let node = Path::new("/usr/bin/node");
+    if node.exists() {
+        let jail = jail_of(&[], &[&dir], &dir, Network::None);
+        let js = "console.log('node:' + Object.keys(require('os').networkInterfaces()).join(','))";
+        let inside = text(&run(jailed(&jail, "/usr/bin/node", &["-e", js]).0));
+        assert!(field(&inside, "node").contains("lo"), "{inside}");
+    }
+}
+
+// What a jail may hold in memory (issue 37) ------------------------------------
+
+const FILL_PY: &str = r#"
+import os, sys
+mib = int(sys.argv[1])
+def fill(path):
+    try:
+        with open(path, "wb") as f:
+            for _ in range(mib):
+                f.write(b"\0" * (1 << 20))
+                f.flush()
+        return "wrote"
+    except OSError as e:
+        return e.strerror
+    finally:
+        try: os.unlink(path)
+        except OSError: pass
+print("tmp:" + fill("/tmp/balloon"))
+print("shm:" + fill("/dev/shm/balloon"))
+for path in ("/dev/balloon", "/dev/shm/../balloon2"):
+    try:
+        open(path, "wb").close(); print("dev:created")
+    except OSError as e:
+        print("dev:" + e.strerror)
+with open("/tmp/small", "wb") as f:
+    f.write(b"\0" * (1 << 20))
+print("small:ok")
+with open("/dev/null", "wb") as f:
+    f.write(b"still a sink")
+print("null:ok")
+"#;
+
+/// The jail's `/tmp` and `/dev/shm` are memory: unsized, each could hold
+/// half the machine's RAM, pinned where the OOM killer does not look. They
+/// are sized ([`Jail::tmp_bytes`]), and `/dev` itself holds nothing.
+#[test]
+fn tmp_and_dev_shm_are_sized_and_dev_holds_nothing() {
+    if !have_bwrap("tmpfs") {
+        return;
+    }
+    let (_dir, dir) = tempdir();
+    let mut jail = jail_of(&[], &[&dir], &dir, Network::None);
+    jail.tmp_bytes = 8 << 20;
+    let out = run(jailed(&jail, PYTHON, &["-c", FILL_PY, "16"]).0);
+    let inside = text(&out);
+    assert!(out.status.success(), "{inside}");
+    assert_eq!(field(&inside, "tmp"), "No space left on device", "{inside}");
+    assert_eq!(field(&inside, "shm"), "No space left on device", "{inside}");
+    assert!(
+        inside
+            .lines()
+            .filter(|l| l.starts_with("dev:"))
+            .all(|l| l == "dev:Read-only file system"),
+        "{inside}"
+    );
+    assert_eq!(field(&inside, "small"), "ok", "{inside}");
+    assert_eq!(field(&inside, "null"), "ok", "{inside}");
+}
+
+// Credentials in what a jail reads (issue 37) ---------------------------------
+
+/// Files in the host's /etc, removed at the end.
+struct EtcFiles(Vec<PathBuf>);
+
+impl Drop for EtcFiles {
+    fn drop(&mut self) {
+        for f in &self.0 {
+            let _ = std::fs::remove_dir_all(f).or_else(|_| std::fs::remove_file(f));
+        }
+    }
+}
+
+/// Run as root (CI is), a jail's uid 0 is the real root's: a file of
+/// root's that only its owner may read (a WireGuard key, a TLS key) was
+/// readable in the jail. Every file and folder of /etc that not everyone
+/// may read is hidden.
+#[test]
+fn root_only_files_of_etc_are_hidden_from_a_jail_of_roots() {
+    if !have_bwrap("etc") {
+        return;
+    }
+    if !is_root() {
+        eprintln!("etc: skipped: not root (only root's jail owns root's files)");
+        return;
+    }
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let tag = format!(
+        "{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .subsec_nanos()
+    );
+    let file = PathBuf::from(format!("/etc/arena-test-secret-{tag}"));
+    let folder = PathBuf::from(format!("/etc/arena-test-store-{tag}"));
+    let open_file = PathBuf::from(format!("/etc/arena-test-public-{tag}"));
+    let _cleanup = EtcFiles(vec![file.clone(), folder.clone(), open_file.clone()]);
+    let write = |path: &Path, text: &str, mode: u32| {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(mode)
+            .open(path)
+            .and_then(|mut f| std::io::Write::write_all(&mut f, text.as_bytes()))
+            .unwrap();
+    };
+    write(&file, "wg-private-key-1\n", 0o600);
+    std::fs::create_dir(&folder).unwrap();
+    std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o700)).unwrap();
+    write(&folder.join("wg0.conf"), "wg-private-key-2\n", 0o644);
+    write(&open_file, "public-config\n", 0o644);
+    let script = format!(
+        "cat {} {} {} 2>&1; echo \"listing:$(ls {} 2>&1 | tr '\\n' ' ')\"",
+        file.display(),
+        folder.join("wg0.conf").display(),
+        open_file.display(),
+        folder.display()
+    );
+    let (_dir, dir) = tempdir();
+    let outside = text(&run(plain("/bin/sh", &["-c", &script], &dir)));
+    assert!(outside.contains("wg-private-key-1") && outside.contains("wg-private-key-2"));
+    let jail = jail_of(&[], &[&dir], &dir, Network::None);
+    let inside = text(&run(jailed(&jail, "/bin/sh", &["-c", &script]).0));
+    assert!(!inside.contains("wg-private-key"), "{inside}");
+    assert!(inside.contains("public-config"), "{inside}");
+    assert_eq!(field(&outside, "listing").trim(), "wg0.conf", "{outside}");
+    assert_eq!(
+        field(&inside, "listing"),
+        "",
+        "the folder is empty: {inside}"
+    );
+    let info = jail::probe().unwrap();
+    assert!(
+        info.to_string()
+            .contains("root-only files and folders of /etc masked"),
+        "{info}"
+    );
+}
+
+/// A folder a jail reads (an installation, a toolchain) may hold the
+/// user's tokens and keys beside what the program needs: they are hidden,
+/// by name (`credentials.toml`, `.npmrc`, `.git-credentials`, `auth.json`,
+/// `.ssh/`, `keyrings/`, …) and by content (a `*.pem` or `id_*` that holds a
+/// private key), at any depth the walk reaches. A file given to the jail by
+/// name (an agent's own sign-in) stays.
+#[test]
+fn credentials_in_a_read_folder_are_hidden() {
+    if !have_bwrap("credentials") {
+        return;
+    }
+    let (_dir, dir) = tempdir();
+    let tool = dir.join("tool");
+    let files: &[(&str, &str)] = &[
+        ("credentials.toml", "SECRET-registry-token"),
+        ("lib/node/.npmrc", "//host/:_authToken=SECRET-npm"),
+        ("lib/.git-credentials", "https://u:SECRET-git@host"),
+        ("lib/deep/er/.netrc", "machine host password SECRET-netrc"),
+        (
+            ".ssh/id_ed25519",
+            "-----BEGIN OPENSSH PRIVATE KEY-----\nSECRET-ssh",
+        ),
+        ("share/keyrings/login.keyring", "SECRET-keyring"),
+        ("lib/server.pem", "-----BEGIN PRIVATE KEY-----\nSECRET-pem"),
+        (
+            "lib/certifi/cacert.pem",
+            "-----BEGIN CERTIFICATE-----\nPUBLIC-ca",
+        ),
+        ("lib/id_generator.js", "PUBLIC-module"),
+        ("bin/tool", "PUBLIC-program"),
+        ("own/auth.json", "GIVEN-sign-in"),
+    ];
+    for (path, content) in files {
+        let path = tool.join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, content).unwrap();
+    }
+    let paths: Vec<String> = files
+        .iter()
+        .map(|(p, _)| tool.join(p).display().to_string())
+        .collect();
+    let script = format!(
+        "for f in {}; do cat \"$f\"; echo; done 2>&1",
+        paths.join(" ")
+    );
+    let outside = text(&run(plain("/bin/sh", &["-c", &script], &dir)));
+    assert_eq!(outside.matches("SECRET").count(), 7, "{outside}");
+    let given = tool.join("own/auth.json");
+    let jail = jail_of(&[&tool, &given], &[], &tool, Network::None);
+    let inside = text(&run(jailed(&jail, "/bin/sh", &["-c", &script]).0));
+    assert!(!inside.contains("SECRET"), "{inside}");
+    for public in [
+        "PUBLIC-ca",
+        "PUBLIC-module",
+        "PUBLIC-program",
+        "GIVEN-sign-in",
+    ] {
+        assert!(inside.contains(public), "{public}: {inside}");
     }
 }
 
