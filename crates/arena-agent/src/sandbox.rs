@@ -282,9 +282,7 @@ pub fn installation(program: &Path) -> Vec<PathBuf> {
         .filter(|root| root.join("pyvenv.cfg").is_file());
     add(venv.map(Path::to_path_buf).into_iter().collect());
     if is_rustup_proxy(program) {
-        add(rustup_home()
-            .map(|h| vec![h.join("settings.toml"), h.join("toolchains")])
-            .unwrap_or_default());
+        add(rustup_home().map(|h| rustup_reads(&h)).unwrap_or_default());
     }
     if let Ok(real) = program.canonicalize() {
         add(loads_from(&real));
@@ -381,6 +379,17 @@ fn is_rustup_proxy(program: &Path) -> bool {
     }
 }
 
+/// What rustup's proxies read of its home: which toolchain
+/// (`settings.toml`), the toolchains, and the channels' hashes (a proxy
+/// stops if it cannot find that folder); not its downloads or its
+/// temporary files.
+fn rustup_reads(home: &Path) -> Vec<PathBuf> {
+    ["settings.toml", "toolchains", "update-hashes"]
+        .iter()
+        .map(|p| home.join(p))
+        .collect()
+}
+
 /// rustup's home: `RUSTUP_HOME`, else `~/.rustup`.
 fn rustup_home() -> Option<PathBuf> {
     std::env::var_os("RUSTUP_HOME")
@@ -457,10 +466,7 @@ pub fn toolchains(
     let under_home = |name: &str, rel: &str| var(name).or_else(|| real_home.map(|h| h.join(rel)));
     if let Some(rustup) = under_home("RUSTUP_HOME", ".rustup").filter(|d| d.is_dir()) {
         env.push(("RUSTUP_HOME".into(), rustup.to_string_lossy().into_owned()));
-        // What its proxies read: which toolchain, and the toolchains (not
-        // its downloads or its temporary files).
-        read.push(rustup.join("settings.toml"));
-        read.push(rustup.join("toolchains"));
+        read.extend(rustup_reads(&rustup));
     }
     if let Some(cargo) = under_home("CARGO_HOME", ".cargo").filter(|d| d.is_dir()) {
         let own = scratch.join("cargo-home");

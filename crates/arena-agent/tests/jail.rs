@@ -1325,6 +1325,43 @@ fn credentials_in_a_read_folder_are_hidden() {
     }
 }
 
+/// A check's toolchains: cargo's `registry/` and `config.toml` (linked
+/// into a cargo home of its own), not the `credentials.toml` beside them.
+#[test]
+fn a_checks_cargo_home_has_the_registry_and_config_not_the_token() {
+    if !have_bwrap("cargo-home") {
+        return;
+    }
+    let (_dir, dir) = tempdir();
+    let home = dir.join("home");
+    let scratch = dir.join("scratch");
+    for (rel, text) in [
+        (".cargo/credentials.toml", "SECRET-token"),
+        (".cargo/config.toml", "PUBLIC-config"),
+        (".cargo/registry/index/marker", "PUBLIC-registry"),
+        (".cargo/bin/tool", "PUBLIC-bin"),
+    ] {
+        let path = home.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    std::fs::create_dir_all(&scratch).unwrap();
+    let tools = arena_agent::sandbox::toolchains(Some(&home), |_| None, &scratch).unwrap();
+    let cargo_home = &tools.env.iter().find(|(k, _)| k == "CARGO_HOME").unwrap().1;
+    let script = format!(
+        "for f in config.toml registry/index/marker bin/tool credentials.toml; do \
+         cat {cargo_home}/$f; echo; done; cat {home}/.cargo/credentials.toml; true",
+        home = home.display()
+    );
+    let read: Vec<&Path> = tools.read.iter().map(PathBuf::as_path).collect();
+    let jail = jail_of(&read, &[&scratch], &scratch, Network::None);
+    let inside = text(&run(jailed(&jail, "/bin/sh", &["-c", &script]).0));
+    for public in ["PUBLIC-config", "PUBLIC-registry", "PUBLIC-bin"] {
+        assert!(inside.contains(public), "{public}: {inside}");
+    }
+    assert!(!inside.contains("SECRET"), "{inside}");
+}
+
 // The probe ------------------------------------------------------------------
 
 #[test]

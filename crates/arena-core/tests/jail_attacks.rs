@@ -310,3 +310,191 @@ echo "key: [${{OPENAI_API_KEY:-}}]"
     assert!(out.contains("reached its own service"), "{out}");
     assert!(!out.contains(KEY), "{out}");
 }
+
+/// The real rustup binary behind `cargo` on `PATH` (`~/.cargo/bin/cargo`
+/// is a link to it), if there is one.
+fn real_rustup() -> Option<std::path::PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join("cargo"))
+        .find(|c| c.is_file())
+        .and_then(|c| c.canonicalize().ok())
+        .filter(|r| r.file_name().is_some_and(|n| n == "rustup"))
+}
+
+/// A user's home in a temporary folder, the shape of a real one: `HOME`
+/// then the folders under it.
+struct FakeHome {
+    _dir: tempfile::TempDir,
+    path: std::path::PathBuf,
+}
+
+impl FakeHome {
+    fn new() -> FakeHome {
+        // Not under /tmp, where a jail would see its own /tmp instead.
+        let base = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("fake-homes");
+        std::fs::create_dir_all(&base).unwrap();
+        let dir = tempfile::tempdir_in(&base).unwrap();
+        let path = dir.path().canonicalize().unwrap();
+        FakeHome { _dir: dir, path }
+    }
+
+    fn write(&self, rel: &str, text: &str) -> std::path::PathBuf {
+        let path = self.path.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+}
+
+/// Issue 37: for a check `cargo test`, `cargo` lives in `~/.cargo/bin`,
+/// and the jail bound "the folder above `bin`", all of `~/.cargo`: the
+/// agent's code, run by the check, printed the registry token from
+/// `credentials.toml`. Through a real `~/.cargo/bin/cargo` (rustup's
+/// proxy, hard-linked as rustup installs it) the check builds and tests,
+/// and the token beside it is out of reach.
+#[tokio::test]
+async fn a_check_through_cargo_in_a_cargo_home_cannot_read_the_registry_token() {
+    if !jail_ready() {
+        return;
+    }
+    let Some(rustup) = real_rustup() else {
+        eprintln!("skipped: no rustup behind `cargo` on PATH");
+        return;
+    };
+    let home = FakeHome::new();
+    let bin = home.path.join(".cargo/bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    if std::fs::hard_link(&rustup, bin.join("rustup")).is_err() {
+        std::fs::copy(&rustup, bin.join("rustup")).unwrap();
+    }
+    std::fs::hard_link(bin.join("rustup"), bin.join("cargo")).unwrap();
+    let token = home.write(
+        ".cargo/credentials.toml",
+        "[registry]\ntoken = \"SECRET-cargo-registry-token\"\n",
+    );
+    home.write(".cargo/config.toml", "[net]\noffline = true\n");
+    home.write(".git-credentials", "https://u:SECRET-git@example.invalid\n");
+
+    let mut h = Harness::new().await;
+    configure(&mut h, "echo 'edited' >> NOTES.md; echo done");
+    let project = repo();
+    let p = project.path();
+    std::fs::write(
+        p.join("Cargo.toml"),
+        "[package]\nname = \"demo\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(p.join("src")).unwrap();
+    // The agent's code, run by the check: it prints whatever it can read.
+    std::fs::write(
+        p.join("src/lib.rs"),
+        format!(
+            r#"#[test]
+fn steal() {{
+    for path in [{token:?}, {git:?}] {{
+        match std::fs::read_to_string(path) {{
+            Ok(text) => println!("STOLEN {{text}}"),
+            Err(e) => println!("refused {{path}}: {{e}}"),
+        }}
+    }}
+}}
+"#,
+            token = token.display().to_string(),
+            git = home.path.join(".git-credentials").display().to_string(),
+        ),
+    )
+    .unwrap();
+    git(p, &["add", "."]);
+    git(p, &["commit", "-q", "-m", "a crate"]);
+    let check = format!(
+        "{cargo} test --offline -q -- --nocapture 2>&1 && echo TESTED; cat {token} 2>&1; \
+         ls {home}/.cargo 2>&1",
+        cargo = bin.join("cargo").display(),
+        token = token.display(),
+        home = home.path.display(),
+    );
+    let b = battle(&h, p, Some(&check)).await;
+    for c in &b.contestants {
+        assert_eq!(c.status, ContestantStatus::Done, "{:?}", c.error);
+        let out = &c.check.as_ref().expect("the check ran").output_tail;
+        assert!(
+            out.contains("TESTED"),
+            "cargo test ran through the proxy: {out}"
+        );
+        assert!(out.contains("refused"), "{out}");
+        assert!(!out.contains("SECRET"), "{out}");
+        assert!(!out.contains("credentials.toml\n"), "{out}");
+    }
+}
+
+/// The same for a program in `~/.local/bin`: the jail bound all of
+/// `~/.local`, with `share/keyrings` (the desktop's key ring) and
+/// whatever tokens lie there. It gets its `bin` and the `lib` it loads
+/// from; a token file in that `lib` is hidden; a virtualenv's Python
+/// still runs with its own packages.
+#[tokio::test]
+async fn a_check_through_a_program_in_local_bin_reads_its_lib_not_the_keyring() {
+    if !jail_ready() {
+        return;
+    }
+    let home = FakeHome::new();
+    let keyring = home.write(".local/share/keyrings/login.keyring", "SECRET-keyring");
+    let creds = home.write(
+        ".local/lib/tool/.git-credentials",
+        "https://u:SECRET-git@example.invalid",
+    );
+    let module = home.write(".local/lib/tool/module.txt", "PUBLIC-module");
+    let prog = home.write(
+        ".local/bin/tool",
+        &format!(
+            "#!/bin/sh\nfor f in {} {} {}; do cat \"$f\" 2>&1; echo; done\necho tool-ran\n",
+            keyring.display(),
+            creds.display(),
+            module.display()
+        ),
+    );
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&prog, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let venv = home.path.join("venv");
+    let has_venv = std::process::Command::new("/usr/bin/python3")
+        .args(["-m", "venv", "--without-pip"])
+        .arg(&venv)
+        .status()
+        .is_ok_and(|s| s.success());
+    if has_venv {
+        let site = std::fs::read_dir(venv.join("lib"))
+            .unwrap()
+            .flatten()
+            .next()
+            .unwrap()
+            .path()
+            .join("site-packages");
+        std::fs::write(site.join("venvmod.py"), "WHERE = 'from-the-venv'\n").unwrap();
+    }
+    let mut h = Harness::new().await;
+    configure(&mut h, "echo 'edited' >> NOTES.md; echo done");
+    let project = repo();
+    let mut check = format!("{}", prog.display());
+    if has_venv {
+        check.push_str(&format!(
+            " && {}/bin/python -c 'import venvmod; print(venvmod.WHERE)'",
+            venv.display()
+        ));
+    }
+    let b = battle(&h, project.path(), Some(&check)).await;
+    for c in &b.contestants {
+        assert_eq!(c.status, ContestantStatus::Done, "{:?}", c.error);
+        let out = &c.check.as_ref().expect("the check ran").output_tail;
+        assert!(
+            out.contains("tool-ran") && out.contains("PUBLIC-module"),
+            "{out}"
+        );
+        assert!(!out.contains("SECRET"), "{out}");
+        if has_venv {
+            assert!(out.contains("from-the-venv"), "{out}");
+        }
+    }
+}
