@@ -78,7 +78,12 @@ async fn main() -> Result<()> {
     };
     let inside = relay::inside_url(&upstream, port)?;
     let stop = CancellationToken::new();
-    tokio::spawn(relay::serve(listener, upstream, stop.clone()));
+    tokio::spawn(relay::serve(
+        listener,
+        upstream,
+        Default::default(),
+        stop.clone(),
+    ));
     let client = reqwest::Client::new();
 
     let (mut direct, mut door) = ((Vec::new(), Vec::new()), (Vec::new(), Vec::new()));
