@@ -277,8 +277,10 @@ pub struct DiffSummary {
     pub omitted: Vec<String>,
 }
 
-/// The check command's result in one worktree.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// The check command's result on a contestant's change: run in a fresh
+/// tree of the base commit with the change applied, never in the agent's
+/// own worktree.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CheckResult {
     pub command: String,
     /// `None` when it timed out or was killed.
@@ -288,6 +290,27 @@ pub struct CheckResult {
     pub duration_ms: u64,
     /// The last lines of its output.
     pub output_tail: String,
+    /// What the agent's worktree held that its change does not carry, so
+    /// the check did not see it (a nested git repository, an ignored or
+    /// excluded path, a FIFO): the first [`NOT_IN_CHANGE_LISTED`], a
+    /// folder by its name once (`calc/`, `target/`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_in_change: Vec<String>,
+    /// How many entries there were in all (more than listed past the bound).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub not_in_change_count: usize,
+    /// Files the change touches that decide what the check runs or how
+    /// (tests, test configuration, build files;
+    /// [`crate::check_files::runs_the_check`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub touches_check: Vec<String>,
+}
+
+/// How many entries "not part of the change" a check result names.
+pub const NOT_IN_CHANGE_LISTED: usize = 20;
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// The winner and who chose it.

@@ -11,6 +11,7 @@ pub mod backend;
 pub mod battle;
 pub mod benchmark;
 pub mod blind;
+pub mod check_files;
 pub mod config;
 pub mod cross_exam;
 pub mod decisions;
