@@ -1,17 +1,21 @@
 //! A team's project fetched from its git remote, for a worker on a
-//! machine that does not have it: a clone without working files under
-//! Arena's data folder, made on first use and fetched after, from which
-//! contestants' worktrees are made as from any project.
+//! machine that does not have it: a repository without working files under
+//! Arena's data folder, from which contestants' worktrees are made as from
+//! any project.
 //!
-//! The URL comes from the team database, so it is handled as untrusted:
-//! one that could be read as an option of git's is refused; git may use
-//! only network transports (no `ext::` commands, and no local paths — which
-//! would let a row in the database copy any repository this machine can
-//! read into a contestant's reach — unless this machine allows them); it
-//! runs in a session of its own, without a terminal, so neither git nor
-//! ssh can ask for a password (the machine's SSH agent or credential
-//! helper serve); and it gives up after [`FETCH_TIMEOUT`]. One process at
-//! a time updates a clone (a lock file beside it).
+//! The URL and the commit come from the team database, so they are
+//! handled as untrusted: a URL that could be read as an option of git's is
+//! refused; git may use only network transports (no `ext::` commands, and
+//! no local paths — which would let a row in the database copy any
+//! repository this machine can read into a contestant's reach — unless this
+//! machine allows them); it runs in a session of its own, without a
+//! terminal, so neither git nor ssh can ask for a password; and it gives
+//! up after [`FETCH_TIMEOUT`]. Only the one commit a series starts from is
+//! fetched (`fetch --depth 1 URL COMMIT`), never the remote's branches.
+//! Whether this machine's git credentials (credential helpers, SSH agent
+//! and keys, `.netrc`, its git configuration) serve the fetch is the
+//! caller's [`Credentials`]: a worker lends them only to remotes its user
+//! named. One process at a time updates a folder (a lock file beside it).
 
 use std::io::Read;
 use std::os::unix::process::CommandExt;
@@ -79,6 +83,24 @@ pub fn shareable(url: &str) -> String {
     }
 }
 
+/// Whether the git repository at `project` (that folder itself) has a
+/// remote whose URL, as it would be shared, is `url`: a project this
+/// machine already has.
+pub fn is_remote_of(project: &Path, url: &str) -> bool {
+    let Ok(repo) = git2::Repository::open(project) else {
+        return false;
+    };
+    let Ok(names) = repo.remotes() else {
+        return false;
+    };
+    names.iter().flatten().any(|name| {
+        repo.find_remote(name)
+            .ok()
+            .and_then(|r| r.url().map(shareable))
+            .is_some_and(|u| u == url)
+    })
+}
+
 /// The folder (under `root`) that holds the clone of `url`: one per URL.
 pub fn folder(root: &Path, url: &str) -> PathBuf {
     // FNV-1a: a stable name from the URL (not a secret, not a key).
@@ -88,10 +110,28 @@ pub fn folder(root: &Path, url: &str) -> PathBuf {
     root.join(format!("{hash:016x}"))
 }
 
-/// Makes `dir` a clone of `url` holding `commit` (cloning it the first
-/// time, fetching after), its HEAD at `commit`. A local `url` only with
-/// `allow_local`.
-pub fn update(url: &str, dir: &Path, commit: &str, allow_local: bool) -> Result<(), MirrorError> {
+/// Whose git credentials serve a fetch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Credentials {
+    /// This machine's: its git configuration, credential helpers, SSH
+    /// agent and keys (never a terminal prompt).
+    Machine,
+    /// None: git reads no configuration but the repository's own, no
+    /// credential helper runs, ssh gets no agent and no key, and curl no
+    /// `.netrc`. Only what anyone may read can be fetched.
+    Anonymous,
+}
+
+/// Makes `dir` a repository holding `commit` (created the first time),
+/// its HEAD at `commit`: only that commit is fetched from `url`, at depth
+/// 1, and only when `dir` lacks it. A local `url` only with `allow_local`.
+pub fn update(
+    url: &str,
+    dir: &Path,
+    commit: &str,
+    allow_local: bool,
+    credentials: Credentials,
+) -> Result<(), MirrorError> {
     if url.is_empty() || url.starts_with('-') || url.chars().any(char::is_control) {
         return Err(MirrorError::BadUrl(url.to_string()));
     }
@@ -99,7 +139,7 @@ pub fn update(url: &str, dir: &Path, commit: &str, allow_local: bool) -> Result<
     if local && !allow_local {
         return Err(MirrorError::Local(url.to_string()));
     }
-    if !commit.chars().all(|c| c.is_ascii_hexdigit()) || commit.len() < 7 {
+    if !commit.chars().all(|c| c.is_ascii_hexdigit()) || !matches!(commit.len(), 40 | 64) {
         return Err(MirrorError::MissingCommit {
             commit: commit.to_string(),
             url: url.to_string(),
@@ -114,35 +154,52 @@ pub fn update(url: &str, dir: &Path, commit: &str, allow_local: bool) -> Result<
     let lock_path = dir.with_extension("lock");
     let lock = std::fs::File::create(&lock_path).map_err(io(&lock_path))?;
     lock.lock().map_err(io(&lock_path))?;
-    let git = Git { url, local };
-    if dir.join(".git").is_dir() {
-        git.run(
-            "fetch from",
-            dir,
-            &["fetch", "--quiet", "--prune", "origin"],
-        )?;
-    } else {
-        // A clone cut off half-way is made again from nothing.
+    let git = Git {
+        url,
+        local,
+        credentials,
+    };
+    if !dir.join(".git").is_dir() {
+        // A folder left half-made is made again from nothing.
         if dir.exists() {
             std::fs::remove_dir_all(dir).map_err(io(dir))?;
         }
         let target = dir.to_string_lossy().into_owned();
         git.run(
-            "clone",
+            "make a repository for",
             parent,
-            &["clone", "--quiet", "--no-checkout", "--", url, &target],
+            &["init", "--quiet", "--", &target],
         )?;
     }
     let object = format!("{commit}^{{commit}}");
-    git.run("look up the commit in", dir, &["cat-file", "-e", &object])
-        .map_err(|_| MirrorError::MissingCommit {
+    let has = |git: &Git<'_>| git.run("look up the commit in", dir, &["cat-file", "-e", &object]);
+    if has(&git).is_err() {
+        git.run(
+            "fetch from",
+            dir,
+            &[
+                "fetch",
+                "--quiet",
+                "--depth",
+                "1",
+                "--no-tags",
+                "--no-write-fetch-head",
+                "--",
+                url,
+                commit,
+            ],
+        )?;
+        has(&git).map_err(|_| MirrorError::MissingCommit {
             commit: commit.to_string(),
             url: url.to_string(),
         })?;
-    // The clone's HEAD at the commit (whatever the remote's HEAD names,
-    // even a branch it lacks): where a battle starts.
+    }
+    // Kept by a ref of its own (another series' base may move HEAD), and
+    // HEAD at it: where a battle starts.
+    let kept = format!("refs/arena/bases/{commit}");
+    git.run("keep the commit in", dir, &["update-ref", &kept, commit])?;
     git.run(
-        "point the clone at the commit of",
+        "point the repository at the commit of",
         dir,
         &["update-ref", "--no-deref", "HEAD", commit],
     )
@@ -153,6 +210,7 @@ struct Git<'u> {
     url: &'u str,
     /// Local transports allowed (the URL is a path here).
     local: bool,
+    credentials: Credentials,
 }
 
 impl Git<'_> {
@@ -170,8 +228,11 @@ impl Git<'_> {
             "git:http:https:ssh"
         };
         let mut command = Command::new("git");
+        command.args(["-c", "credential.interactive=never"]);
+        if self.credentials == Credentials::Anonymous {
+            anonymous(&mut command);
+        }
         command
-            .args(["-c", "credential.interactive=never"])
             .args(args)
             .current_dir(dir)
             .env("GIT_TERMINAL_PROMPT", "0")
@@ -229,6 +290,36 @@ impl Git<'_> {
     }
 }
 
+/// `command` without this machine's git credentials: no configuration
+/// but the repository's own (no `credential.helper`, `http.extraHeader`,
+/// `url.*.insteadOf`), no helper named on the command line either, no
+/// home folder (`.netrc`, `.ssh`), and ssh with no agent, no key and no
+/// configuration of its own.
+fn anonymous(command: &mut Command) {
+    const NOWHERE: &str = "/nonexistent";
+    command
+        .args(["-c", "credential.helper=", "-c", "core.askPass="])
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("HOME", NOWHERE)
+        .env("XDG_CONFIG_HOME", NOWHERE)
+        .env("GIT_ASKPASS", "")
+        .env("SSH_ASKPASS", "")
+        .env(
+            "GIT_SSH_COMMAND",
+            "ssh -F /dev/null -o BatchMode=yes -o IdentitiesOnly=yes -o IdentityFile=/dev/null \
+             -o IdentityAgent=none -o PasswordAuthentication=no \
+             -o KbdInteractiveAuthentication=no",
+        )
+        .env_remove("SSH_AUTH_SOCK")
+        .env_remove("GIT_SSH")
+        .env_remove("GIT_SSH_VARIANT")
+        .env_remove("GIT_CONFIG_PARAMETERS")
+        .env_remove("GIT_CONFIG_COUNT")
+        .env_remove("GIT_CONFIG")
+        .env_remove("GIT_PROXY_COMMAND");
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -270,29 +361,92 @@ mod tests {
         );
     }
 
+    const COMMIT: &str = "abcdef0123456789abcdef0123456789abcdef01";
+
     #[test]
     fn hostile_urls_and_commits_are_refused_before_git_runs() {
         let dir = tempfile::tempdir().unwrap();
         let clone = dir.path().join("clone");
         for url in ["--upload-pack=touch /tmp/x", "", "https://a\nb"] {
             assert!(matches!(
-                update(url, &clone, "abcdef0", false),
+                update(url, &clone, COMMIT, false, Credentials::Machine),
                 Err(MirrorError::BadUrl(_))
             ));
         }
         assert!(matches!(
-            update("/srv/repo.git", &clone, "abcdef0", false),
+            update("/srv/repo.git", &clone, COMMIT, false, Credentials::Machine),
             Err(MirrorError::Local(_))
         ));
         // `ext::` runs a command: not a transport git may use here.
         let marker = dir.path().join("ran");
         let url = format!("ext::sh -c touch% {}", marker.display());
-        let e = update(&url, &clone, "abcdef0", true).unwrap_err();
+        let e = update(&url, &clone, COMMIT, true, Credentials::Machine).unwrap_err();
         assert!(matches!(e, MirrorError::Git { .. }), "{e}");
         assert!(!marker.exists());
         assert!(matches!(
-            update("https://example.invalid/r.git", &clone, "HEAD; rm", false),
+            update(
+                "https://example.invalid/r.git",
+                &clone,
+                "HEAD; rm",
+                false,
+                Credentials::Machine
+            ),
             Err(MirrorError::MissingCommit { .. })
         ));
+    }
+
+    fn git(dir: &Path, args: &[&str]) -> String {
+        let out = Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@example.invalid"])
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
+    #[test]
+    fn only_the_base_commit_is_fetched_never_another_branch() {
+        let dir = tempfile::tempdir().unwrap();
+        let project = dir.path().join("project");
+        std::fs::create_dir(&project).unwrap();
+        git(&project, &["init", "-q", "-b", "main"]);
+        std::fs::write(project.join("a"), "one\n").unwrap();
+        git(&project, &["add", "."]);
+        git(&project, &["commit", "-q", "-m", "one"]);
+        std::fs::write(project.join("a"), "two\n").unwrap();
+        git(&project, &["commit", "-q", "-am", "two"]);
+        let base = git(&project, &["rev-parse", "HEAD"]);
+        let first = git(&project, &["rev-parse", "HEAD~1"]);
+        git(&project, &["checkout", "-q", "-b", "secret"]);
+        std::fs::write(project.join("secret"), "the team's secret\n").unwrap();
+        git(&project, &["add", "."]);
+        git(&project, &["commit", "-q", "-m", "secret"]);
+        let secret = git(&project, &["rev-parse", "HEAD"]);
+        let blob = git(&project, &["rev-parse", "HEAD:secret"]);
+        let url = project.to_string_lossy().into_owned();
+        let clone = dir.path().join("mirror");
+        // Twice: the second finds the commit there and fetches nothing.
+        for _ in 0..2 {
+            update(&url, &clone, &base, true, Credentials::Anonymous).unwrap();
+        }
+        assert_eq!(git(&clone, &["rev-parse", "HEAD"]), base);
+        for absent in [&secret, &blob, &first] {
+            let found = Command::new("git")
+                .args(["cat-file", "-e", absent])
+                .current_dir(&clone)
+                .status()
+                .unwrap();
+            assert!(!found.success(), "{absent} was fetched");
+        }
+        assert_eq!(
+            git(&clone, &["for-each-ref", "--format=%(refname)"]),
+            format!("refs/arena/bases/{base}")
+        );
     }
 }

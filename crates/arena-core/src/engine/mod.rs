@@ -6,6 +6,7 @@
 
 mod analyze;
 mod answer;
+mod approvals;
 mod changes;
 mod check;
 mod coding;
@@ -13,6 +14,7 @@ mod cross_exam;
 mod drive;
 mod export;
 mod files;
+mod fresh;
 mod goals;
 mod journal;
 mod lane;

@@ -148,7 +148,13 @@ impl Engine {
             .db(move |s| s.transact(|tx| tx.insert_series(&row)))
             .await;
         match inserted {
-            Ok(()) => Ok(SeriesStart::Created(series)),
+            Ok(()) => {
+                // Its check commands are this user's: approved here.
+                if let Err(e) = super::approvals::remember_started(self, &series) {
+                    tracing::warn!(error = %e, "could not remember a series' check commands");
+                }
+                Ok(SeriesStart::Created(series))
+            }
             // Two starts with one key at once: the other one won.
             Err(Error::Store(_)) if series.key.is_some() => {
                 let k = series.key.clone().unwrap_or_default();

@@ -8,7 +8,11 @@
 //!
 //! A series a worker cannot serve (a provider, model, persona or agent it
 //! lacks; a Coding series whose project is on another machine) is left to
-//! others, with the reason recorded for the series screen.
+//! others, with the reason recorded for the series screen. On a team
+//! database a series' row is data, never a command or a credential: a
+//! worker runs its check commands and fetches its remote only as this
+//! machine's user allowed (see `approvals`), and only the commit it
+//! starts from.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -23,6 +27,7 @@ use crate::error::{Error, Result};
 use crate::series::Series;
 use crate::store::WorkerBeat;
 
+use super::approvals;
 use super::goals::Judges;
 use super::validate::{self, Plan};
 use super::{pid_alive, Engine, RENEW_WITHIN};
@@ -34,6 +39,9 @@ const RENEW: Duration = Duration::from_secs(2);
 const IDLE_POLL: Duration = Duration::from_millis(500);
 /// How long a worker leaves alone a series it could not serve.
 const REFUSED_FOR: Duration = Duration::from_secs(300);
+/// …and one that waits for its user's approval (`arena team approve`):
+/// looked at again soon, so an approval is taken up at once.
+const APPROVAL_RECHECK: Duration = Duration::from_secs(3);
 /// Seen within this long, a worker counts as connected.
 pub(crate) const SEEN_WITHIN_MS: i64 = 60_000;
 
@@ -101,7 +109,31 @@ pub struct Activity {
     pub now_ms: i64,
 }
 
+/// A machine's latest word that it cannot serve a series.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Refusal {
+    pub machine: String,
+    pub reason: String,
+    /// When (ms, the lease clock).
+    pub at_ms: i64,
+}
+
 impl Engine {
+    /// Why machines left series `id` (each one's latest reason; it may be
+    /// serving it since).
+    pub async fn series_refusals(&self, id: &str) -> Result<Vec<Refusal>> {
+        let id = self.series(id).await?.id;
+        let rows = self.db(move |s| s.series_refusals(&id)).await?;
+        Ok(rows
+            .into_iter()
+            .map(|(machine, reason, at_ms)| Refusal {
+                machine,
+                reason,
+                at_ms,
+            })
+            .collect())
+    }
+
     /// Who is at work on this database now (see [`Activity`]).
     pub async fn activity(&self) -> Result<Activity> {
         let now_ms = self.lease_ms();
@@ -493,6 +525,10 @@ async fn record_ends(engine: &Engine, ends: Vec<PlaceEnd>) {
 /// machine its project is on.
 async fn take_up(engine: &Engine, id: &str) -> Result<Served> {
     let series = engine.series(id).await?;
+    if engine.inner.store.is_team() {
+        let (e, s) = (engine.clone(), series.clone());
+        tokio::task::spawn_blocking(move || approvals::check_commands(&e, &s)).await??;
+    }
     let mut request = super::place::first_battle(&series.request);
     let here = engine.machine();
     let elsewhere = series.machine.as_deref().filter(|m| *m != here);
@@ -530,22 +566,32 @@ async fn fetch_project(
         ))
         .into());
     };
+    let credentials = {
+        let (e, s, u) = (engine.clone(), series.clone(), url.clone());
+        tokio::task::spawn_blocking(move || approvals::remote(&e, &s, &u)).await??
+    };
     let dir = crate::agent::mirror::folder(&engine.data_dir().join("mirrors"), &url);
     let d = dir.clone();
     let local = crate::config::allow_local_remotes();
-    tokio::task::spawn_blocking(move || crate::agent::mirror::update(&url, &d, &base, local))
-        .await?
-        .map_err(|e| crate::error::Invalid::Other(format!("cannot fetch its project: {e}")))?;
+    tokio::task::spawn_blocking(move || {
+        crate::agent::mirror::update(&url, &d, &base, local, credentials)
+    })
+    .await?
+    .map_err(|e| crate::error::Invalid::Other(format!("cannot fetch its project: {e}")))?;
     Ok(dir)
 }
 
 /// Leaves a series alone for a while and records why.
 async fn refuse(engine: &Engine, id: &str, why: &Error, left: &mut HashMap<String, Left>) {
     tracing::info!(series = %id, reason = %why, "leaving a series this worker cannot serve");
+    let wait = match approvals::awaits_approval(why) {
+        true => APPROVAL_RECHECK,
+        false => REFUSED_FOR,
+    };
     left.insert(
         id.to_string(),
         Left {
-            until: Instant::now() + REFUSED_FOR,
+            until: Instant::now() + wait,
         },
     );
     let (i, machine, reason, at) = (
@@ -579,6 +625,16 @@ fn run_claimed(
         let id = series.id.clone();
         let i = id.clone();
         let existing = engine.db(move |s| s.place_battle(&i, slot)).await;
+        // A battle left by another process runs its own check command:
+        // only when it is one its series asked for (and this machine allowed).
+        let existing = match existing {
+            Ok(Some(battle)) if engine.inner.store.is_team() => engine
+                .battle(&battle)
+                .await
+                .and_then(|b| approvals::battle_check(&series, b.check_command.as_deref()))
+                .map(|()| Some(battle)),
+            other => other,
+        };
         let existing = match existing {
             Ok(Some(battle)) if series.request.battle_type == BattleType::Coding => {
                 take_over_coding(&engine, &plan, &battle)
