@@ -438,6 +438,7 @@ fn push_work(md: &mut String, battle: &Battle, c: &Contestant, with_error: bool)
             check.duration_ms as f64 / 1000.0,
             check.output_tail.trim_end()
         ));
+        md.push_str(&check_notes(check));
     }
     if let Some(reasoning) = c.reasoning.as_deref().filter(|r| !r.is_empty()) {
         md.push_str("<details><summary>Reasoning</summary>\n\n");
@@ -450,6 +451,51 @@ fn push_work(md: &mut String, battle: &Battle, c: &Contestant, with_error: bool)
     if c.truncated {
         md.push_str("\n_(output truncated at the size cap, limits.max_output_bytes)_\n");
     }
+}
+
+/// The check's notes: the files of the check the change touches, and what
+/// the agent's worktree held that the change does not carry (the check ran
+/// on the change applied to a fresh tree of the base, without them).
+fn check_notes(check: &crate::battle::CheckResult) -> String {
+    // Paths are the agent's: no backtick or line break of theirs reaches
+    // the Markdown.
+    let quoted = |path: &str| {
+        let clean: String = path
+            .chars()
+            .map(|ch| {
+                if ch == '`' || ch.is_control() {
+                    '?'
+                } else {
+                    ch
+                }
+            })
+            .collect();
+        format!("`{clean}`")
+    };
+    let mut md = String::new();
+    if !check.touches_check.is_empty() {
+        md.push_str(&format!(
+            "The change touches the check's own files (tests, test configuration, build files): {}.\n\n",
+            check.touches_check.iter().map(|p| quoted(p)).collect::<Vec<_>>().join(", ")
+        ));
+    }
+    if !check.not_in_change.is_empty() {
+        md.push_str(
+            "Not part of the change (in the agent's worktree, but not in its diff; the check ran \
+             without them, as `apply` would leave you):\n\n",
+        );
+        for path in &check.not_in_change {
+            md.push_str(&format!("- {}\n", quoted(path)));
+        }
+        let more = check
+            .not_in_change_count
+            .saturating_sub(check.not_in_change.len());
+        if more > 0 {
+            md.push_str(&format!("- … and {more} more\n"));
+        }
+        md.push('\n');
+    }
+    md
 }
 
 /// `round-<n>/result.md` of a contestant's later turn (Q&A) or refinement
@@ -486,6 +532,7 @@ pub fn render_round(battle: &Battle, c: &Contestant, r: &crate::battle::Round) -
             if check.passed { "passed" } else { "failed" },
             check.output_tail.trim_end()
         ));
+        md.push_str(&check_notes(check));
     }
     md.push_str("## Explanation\n\n");
     md.push_str(r.output.trim_end());

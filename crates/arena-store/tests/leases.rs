@@ -101,6 +101,7 @@ fn a_stale_owner_cannot_record_a_diff_or_check(store: &Store) {
         timed_out: false,
         duration_ms: 10,
         output_tail: "ok".into(),
+        ..Default::default()
     };
     let refused = store.clone().acting_as("b").transact(|tx| {
         let c = tx.contestant("c1")?;

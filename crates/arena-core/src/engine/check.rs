@@ -33,6 +33,7 @@ pub(super) async fn run_check(
         timed_out: false,
         duration_ms: 0,
         output_tail: reason,
+        ..Default::default()
     };
     let scratch_path = engine
         .data_dir()
@@ -108,6 +109,7 @@ pub(super) async fn run_check(
             timed_out: exit.timed_out,
             duration_ms,
             output_tail: tail,
+            ..Default::default()
         },
         Err(e) => CheckResult {
             duration_ms,

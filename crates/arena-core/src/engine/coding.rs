@@ -20,7 +20,7 @@ use crate::event::EventKind;
 use crate::provider::Usage;
 use crate::{diff, results};
 
-use super::check::run_check;
+use super::fresh::check_change;
 use super::journal::{Piece, Sink};
 use super::lane::{self, LaneSlot};
 use super::launch::{self, Reach, Scratch};
@@ -164,11 +164,11 @@ async fn work(
     let run = run?;
     workspace.restore(engine).await?;
     let diff = workspace.diff(engine).await?;
+    // The verdict is computed on what would be applied: the check runs on
+    // the change applied to a fresh tree of the base, never here.
     let check = match (&battle.check_command, run.error.is_none() && !run.cancelled) {
         (Some(command), true) => {
-            let check = run_check(engine, c, command, &workspace, token).await;
-            workspace.restore(engine).await?;
-            Some(check)
+            Some(check_change(engine, battle, c, &workspace, &diff, command, token).await)
         }
         _ => None,
     };

@@ -1,0 +1,279 @@
+//! The verdict is computed on what would be applied: a contestant's check
+//! runs on its change (the patch Arena took) applied with Arena's own
+//! apply rules to a fresh tree of the base commit, never in the agent's
+//! working tree. What the agent's tree held that the change does not carry
+//! (a nested git repository, an ignored or excluded path, a FIFO) is not
+//! there, and the result names it ("not part of the change"); the files of
+//! the check the change touches are named too.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::agent::apply::{self, Consent};
+use crate::battle::{Battle, CheckResult, Contestant, NOT_IN_CHANGE_LISTED};
+use crate::error::{Error, Result};
+use crate::{diff, results, worktree};
+
+use super::check::run_check;
+use super::workspace::Workspace;
+use super::Engine;
+
+/// Runs `command` on `change` (the contestant's diff against the base)
+/// applied to a fresh tree of the base, made next to the contestant's
+/// worktree (`<name>-check`) and removed after. A check that cannot run
+/// there fails with the reason.
+pub(super) async fn check_change(
+    engine: &Engine,
+    battle: &Battle,
+    c: &Contestant,
+    workspace: &Workspace,
+    change: &diff::Diff,
+    command: &str,
+    token: &CancellationToken,
+) -> CheckResult {
+    let touches_check = arena_domain::check_files::touched(
+        change
+            .files
+            .iter()
+            .flat_map(|f| std::iter::once(f.path.as_str()).chain(f.old_path.as_deref())),
+    );
+    let check = match on_fresh_tree(engine, battle, c, workspace, change, command, token).await {
+        Ok(check) => check,
+        Err(e) => CheckResult {
+            command: command.to_string(),
+            output_tail: format!("the check could not run on a fresh tree of the base: {e}"),
+            ..Default::default()
+        },
+    };
+    CheckResult {
+        touches_check,
+        ..check
+    }
+}
+
+async fn on_fresh_tree(
+    engine: &Engine,
+    battle: &Battle,
+    c: &Contestant,
+    workspace: &Workspace,
+    change: &diff::Diff,
+    command: &str,
+    token: &CancellationToken,
+) -> Result<CheckResult> {
+    let base = battle
+        .base_commit
+        .clone()
+        .ok_or_else(|| Error::Task(format!("battle {} has no base commit", battle.id)))?;
+    let root = engine.data_dir().join("worktrees").join(&battle.id);
+    let name = format!(
+        "{}-{}-check",
+        crate::battle::short_id(&battle.id),
+        results::contestant_dir(c)
+    );
+    let started = Instant::now();
+    let (project, patch) = (battle.project.clone(), change.patch.clone());
+    let made =
+        tokio::task::spawn_blocking(move || fresh_tree(&project, &root, &name, &base, &patch))
+            .await?;
+    let (path, applied) = match made {
+        Ok(made) => made,
+        Err(e) => return Err(Error::Git(format!("making a fresh tree of the base: {e}"))),
+    };
+    tracing::info!(
+        contestant = %c.id,
+        ms = started.elapsed().as_millis() as u64,
+        files = change.files.len(),
+        "fresh tree of the base made and the change applied"
+    );
+    let result = match applied {
+        Err(reason) => Ok(CheckResult {
+            command: command.to_string(),
+            passed: false,
+            output_tail: format!(
+                "the change could not be applied to a fresh tree of the base: {reason}"
+            ),
+            ..Default::default()
+        }),
+        Ok(()) => match workspace.left_out(engine, &path).await {
+            Err(e) => Err(e),
+            Ok(left) => {
+                let fresh = workspace.at(&path);
+                let check = run_check(engine, c, command, &fresh, token).await;
+                Ok(CheckResult {
+                    not_in_change: left.listed,
+                    not_in_change_count: left.count,
+                    ..check
+                })
+            }
+        },
+    };
+    let (project, gone) = (battle.project.clone(), path.clone());
+    let removed =
+        tokio::task::spawn_blocking(move || worktree::remove(&project, &gone, true)).await?;
+    if let Err(e) = removed {
+        tracing::warn!(path = %path.display(), error = %e, "could not remove the check's fresh tree");
+    }
+    result
+}
+
+/// Makes the fresh tree `root/name` at `base` (one a crash left behind is
+/// removed first) and applies `patch` there with Arena's apply rules,
+/// everything written (nothing there reaches the user). The outer error is
+/// Arena's; the inner one is why the change does not apply.
+fn fresh_tree(
+    project: &Path,
+    root: &Path,
+    name: &str,
+    base: &str,
+    patch: &str,
+) -> std::result::Result<(PathBuf, std::result::Result<(), String>), String> {
+    let leftover = root.join(name);
+    if leftover.symlink_metadata().is_ok() {
+        worktree::remove(project, &leftover, true).map_err(|e| e.to_string())?;
+    }
+    let tree = worktree::create(project, root, name, base).map_err(|e| e.to_string())?;
+    let applied = apply::apply(&tree.path, patch, Consent::Given)
+        .map(|_| ())
+        .map_err(|e| e.to_string());
+    Ok((tree.path, applied))
+}
+
+/// What the agent's worktree holds that the fresh tree (with the change
+/// applied) does not: the first [`NOT_IN_CHANGE_LISTED`], and how many.
+#[derive(Debug, Default)]
+pub(super) struct LeftOut {
+    pub listed: Vec<String>,
+    pub count: usize,
+}
+
+/// Folders of build output and caches: listed by their name once, however
+/// many there are and wherever they are.
+const NOISE: &[&str] = &[
+    "target",
+    "node_modules",
+    "__pycache__",
+    ".pytest_cache",
+    ".mypy_cache",
+    ".ruff_cache",
+    ".tox",
+    ".nox",
+    ".venv",
+    "venv",
+    "dist",
+    "build",
+    ".next",
+    ".cache",
+    ".gradle",
+    ".eggs",
+];
+
+/// The walk stops after this many entries of the agent's tree.
+const MOST_ENTRIES: usize = 200_000;
+
+/// [`LeftOut`] of the agent's worktree `agent` against the fresh tree
+/// `fresh`. Only names and kinds are read (`lstat`): no link is followed,
+/// no file opened, so a FIFO or a device is only named. A folder the fresh
+/// tree lacks is named once, not walked; so is a git repository of its own
+/// (a folder with a `.git`), whose files no diff carries.
+pub(super) fn left_out(agent: &Path, fresh: &Path) -> LeftOut {
+    let mut found: Vec<String> = Vec::new();
+    let mut noise: BTreeMap<String, usize> = BTreeMap::new();
+    let mut seen = 0usize;
+    let mut folders: Vec<PathBuf> = vec![PathBuf::new()];
+    'walk: while let Some(folder) = folders.pop() {
+        let Ok(entries) = std::fs::read_dir(agent.join(&folder)) else {
+            continue;
+        };
+        let mut entries: Vec<_> = entries.flatten().collect();
+        entries.sort_by_key(|e| e.file_name());
+        let mut below = Vec::new();
+        for entry in entries {
+            seen += 1;
+            if seen > MOST_ENTRIES {
+                found.push(format!(
+                    "(the rest: the worktree has over {MOST_ENTRIES} entries)"
+                ));
+                break 'walk;
+            }
+            let name = entry.file_name();
+            if folder.as_os_str().is_empty() && name == ".git" {
+                continue;
+            }
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            let relative = folder.join(&name);
+            let shown = shown(&relative);
+            let there = fresh.join(&relative).symlink_metadata().ok();
+            if kind.is_dir() {
+                if agent
+                    .join(&relative)
+                    .join(".git")
+                    .symlink_metadata()
+                    .is_ok()
+                {
+                    found.push(format!("{shown}/ (a git repository of its own)"));
+                } else if there.as_ref().is_some_and(|m| m.is_dir()) {
+                    below.push(relative);
+                } else if NOISE.iter().any(|n| name == *n) {
+                    *noise
+                        .entry(format!("{}/", name.to_string_lossy()))
+                        .or_default() += 1;
+                } else {
+                    found.push(format!("{shown}/"));
+                }
+                continue;
+            }
+            if there.is_some() {
+                continue;
+            }
+            found.push(match odd_kind(&kind) {
+                Some(what) => format!("{shown} ({what})"),
+                None => shown,
+            });
+        }
+        // Depth first, in name order.
+        folders.extend(below.into_iter().rev());
+    }
+    let noise = noise.into_iter().map(|(name, n)| match n {
+        1 => format!("{name} (build output or a cache)"),
+        n => format!("{name} (build output or a cache, {n} folders)"),
+    });
+    let mut all: Vec<String> = found.into_iter().chain(noise).collect();
+    let count = all.len();
+    all.truncate(NOT_IN_CHANGE_LISTED);
+    LeftOut { listed: all, count }
+}
+
+/// `path` as the result shows it: `/`-separated, with no control character
+/// or backtick of the agent's.
+fn shown(path: &Path) -> String {
+    path.to_string_lossy()
+        .chars()
+        .map(|ch| {
+            if ch.is_control() || ch == '`' {
+                '?'
+            } else {
+                ch
+            }
+        })
+        .collect()
+}
+
+fn odd_kind(kind: &std::fs::FileType) -> Option<&'static str> {
+    use std::os::unix::fs::FileTypeExt;
+    if kind.is_fifo() {
+        Some("a FIFO")
+    } else if kind.is_socket() {
+        Some("a socket")
+    } else if kind.is_block_device() || kind.is_char_device() {
+        Some("a device")
+    } else if kind.is_symlink() {
+        Some("a symbolic link")
+    } else {
+        None
+    }
+}
