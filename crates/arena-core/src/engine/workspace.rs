@@ -84,6 +84,30 @@ impl Workspace {
         }
     }
 
+    /// The same project, base and object stores around another tree
+    /// (the fresh tree a check runs in, [`super::fresh`]).
+    pub fn at(&self, path: &Path) -> Workspace {
+        Workspace {
+            path: path.to_path_buf(),
+            project: self.project.clone(),
+            base: self.base.clone(),
+            objects: self.objects.clone(),
+        }
+    }
+
+    /// What this worktree holds that the tree `fresh` (its change applied
+    /// to the base) does not ([`super::fresh::left_out`]), read with the
+    /// deadline of every read of agent-made files.
+    pub async fn left_out(&self, engine: &Engine, fresh: &Path) -> Result<super::fresh::LeftOut> {
+        let (agent, fresh) = (self.path.clone(), fresh.to_path_buf());
+        confined_read(
+            engine,
+            "what the worktree holds beyond its change",
+            move || Ok(super::fresh::left_out(&agent, &fresh)),
+        )
+        .await
+    }
+
     /// The changes against the base commit, within `[limits]`.
     pub async fn diff(&self, engine: &Engine) -> Result<diff::Diff> {
         let limits = &engine.config().limits;
