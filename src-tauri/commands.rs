@@ -379,23 +379,29 @@ pub async fn cross_examine(
 }
 
 /// Brings a Coding contestant's diff (by default the winner's) into the
-/// project. Refuses on a dirty project, changing nothing.
+/// project, listing every file it writes. Refuses on a dirty project or an
+/// unsafe patch, changing nothing. With files that run by themselves it
+/// writes nothing (`applied: false`, those files flagged) unless `confirmed`
+/// (the user's "Apply anyway").
 #[tauri::command]
 pub async fn apply_diff(
     state: State<'_, AppState>,
     battle_id: String,
     contestant_id: Option<String>,
+    confirmed: Option<bool>,
 ) -> Result<ApplyResultDto, Error> {
+    use arena_core::agent::apply::Consent;
     let contestant_id = non_blank(contestant_id);
-    let (contestant_id, stats) = state
+    let consent = if confirmed == Some(true) {
+        Consent::Given
+    } else {
+        Consent::Ask
+    };
+    let (contestant_id, applied) = state
         .engine()?
-        .apply(&battle_id, contestant_id.as_deref())
+        .apply(&battle_id, contestant_id.as_deref(), consent)
         .await?;
-    Ok(ApplyResultDto {
-        battle_id,
-        contestant_id,
-        stats: (&stats).into(),
-    })
+    Ok(ApplyResultDto::new(battle_id, contestant_id, &applied))
 }
 
 /// A finished Coding contestant's latest diff (its last finished

@@ -20,20 +20,94 @@
 //!   not a regular file in the project (libgit2 would read through it);
 //! - uses a mode other than 100644, 100755 and 120000 (a gitlink, 160000,
 //!   is a submodule), or turns a file into a link, or back, in place;
-//! - changes one path in two sections (libgit2 would stack them).
+//! - changes one path in two sections (libgit2 would stack them);
+//! - touches the folder git runs hooks from when the project's effective
+//!   `core.hooksPath` (local, global or system configuration, as git
+//!   resolves it) names one inside the project (husky's `.husky/_`, a
+//!   `.githooks`), or a path on the way to it.
 //!
 //! The working tree must be clean; the index and the refs are left alone.
+//!
+//! It names every file it writes ([`Changes::files`]), and flags those that
+//! run without the user running the project ([`Autorun`]: CI workflows,
+//! editor tasks and settings, `.envrc`, hook managers' configurations,
+//! `.gitattributes`, …). A patch with any of them is held back, nothing
+//! written, unless the user has seen them and said yes ([`Consent`]).
 //!
 //! Synchronous (libgit2 through `git2`); callers run it in `spawn_blocking`.
 
 use std::collections::HashSet;
 use std::fs;
 use std::path::{Component, Path, PathBuf};
+use std::process::{Command, Stdio};
 
 use git2::{ApplyLocation, ApplyOptions, Delta, DiffDelta, FileMode, Odb, Repository};
 
+pub use arena_domain::autorun::Autorun;
+use arena_domain::patch::ChangeStatus;
+
 use crate::diff::{open, path_of, DiffError, DiffStats};
 use crate::worktree::changed_files;
+
+/// Whether files that run by themselves ([`Autorun`]) may be written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Consent {
+    /// Hold the whole patch back, writing nothing, when it carries any.
+    Ask,
+    /// The user has seen them and said yes (`--yes`, "Apply anyway").
+    Given,
+}
+
+/// One file a patch writes (creates, changes, deletes or moves).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AppliedFile {
+    /// Its path (the new one for a rename, the old one for a deletion),
+    /// relative to the project's top folder, as the patch spells it.
+    pub path: String,
+    /// The path a renamed file had.
+    pub old_path: Option<String>,
+    pub status: ChangeStatus,
+    /// Why it runs without the user running the project, if it does.
+    pub autorun: Option<Autorun>,
+}
+
+/// Every file a patch writes, in the patch's order, and its line counts.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Changes {
+    pub files: Vec<AppliedFile>,
+    pub stats: DiffStats,
+}
+
+impl Changes {
+    /// The files that run without the user running the project.
+    pub fn autorun(&self) -> impl Iterator<Item = &AppliedFile> {
+        self.files.iter().filter(|file| file.autorun.is_some())
+    }
+}
+
+/// What [`apply`] did with a patch that passed every check.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[must_use]
+pub enum Applied {
+    /// Every file listed was written.
+    Written(Changes),
+    /// Nothing was written: some files run by themselves and the user has
+    /// not said yes ([`Consent::Ask`]). Every file is listed, as it would
+    /// be written.
+    Held(Changes),
+}
+
+impl Applied {
+    pub fn changes(&self) -> &Changes {
+        match self {
+            Applied::Written(changes) | Applied::Held(changes) => changes,
+        }
+    }
+
+    pub fn is_written(&self) -> bool {
+        matches!(self, Applied::Written(_))
+    }
+}
 
 /// Applies `patch` (in `git diff` format) to the working tree of the
 /// project (the index is left alone, as `git apply` does). Refuses, and
@@ -41,10 +115,11 @@ use crate::worktree::changed_files;
 /// the project has uncommitted changes to tracked files, when the patch
 /// would create a file that already exists, or when it does not apply
 /// cleanly. Untracked files elsewhere do not matter. An empty patch changes
-/// nothing.
-pub fn apply(project: &Path, patch: &str) -> Result<DiffStats, DiffError> {
+/// nothing. A patch that passes all of that but carries files that run by
+/// themselves is [`Applied::Held`] unless `consent` is given.
+pub fn apply(project: &Path, patch: &str, consent: Consent) -> Result<Applied, DiffError> {
     if patch.trim().is_empty() {
-        return Ok(DiffStats::default());
+        return Ok(Applied::Written(Changes::default()));
     }
     // Before anything asks `DiffFile::mode`, which panics on a mode it
     // does not know.
@@ -76,6 +151,12 @@ pub fn apply(project: &Path, patch: &str) -> Result<DiffStats, DiffError> {
         .workdir()
         .ok_or_else(|| DiffError::Bare(project.to_path_buf()))?
         .to_path_buf();
+    let hooks = hooks_folders(&repo, &workdir);
+    for change in &changes {
+        for path in change.touched() {
+            check_hooks(path, &hooks)?;
+        }
+    }
     for change in &changes {
         check_on_disk(change, &workdir, project)?;
     }
@@ -137,23 +218,292 @@ pub fn apply(project: &Path, patch: &str) -> Result<DiffStats, DiffError> {
 
     // A dry run first, so a refusal can name the file. (libgit2 computes
     // every result before it writes anything, so even a failure in the
-    // real run below would leave the files as they were.)
+    // real run below would leave the files as they were.) libgit2 stores
+    // the patched files' blobs even in a dry run: this one's go to memory,
+    // so a patch refused or held back leaves the project's `.git` as it was.
+    let probe = open(project)?;
+    probe
+        .odb()
+        .and_then(|odb| odb.add_new_mempack_backend(1000).map(drop))
+        .map_err(DiffError::git("prepare a dry run in memory"))?;
     let mut check = ApplyOptions::new();
     check.check(true);
-    if let Err(error) = repo.apply(&diff, ApplyLocation::WorkDir, Some(&mut check)) {
-        return Err(conflict(&repo, &diff, project, error));
+    if let Err(error) = probe.apply(&diff, ApplyLocation::WorkDir, Some(&mut check)) {
+        return Err(conflict(&probe, &diff, project, error));
     }
-    repo.apply(&diff, ApplyLocation::WorkDir, None)
-        .map_err(|error| conflict(&repo, &diff, project, error))?;
 
     let stats = diff
         .stats()
         .map_err(DiffError::git("count the patch's changes"))?;
-    Ok(DiffStats {
-        files: stats.files_changed(),
-        insertions: stats.insertions(),
-        deletions: stats.deletions(),
-    })
+    let listed = Changes {
+        files: listed(&diff, &workdir)?,
+        stats: DiffStats {
+            files: stats.files_changed(),
+            insertions: stats.insertions(),
+            deletions: stats.deletions(),
+        },
+    };
+    if consent == Consent::Ask && listed.autorun().next().is_some() {
+        return Ok(Applied::Held(listed));
+    }
+    repo.apply(&diff, ApplyLocation::WorkDir, None)
+        .map_err(|error| conflict(&repo, &diff, project, error))?;
+    Ok(Applied::Written(listed))
+}
+
+/// Every file the patch writes, with what runs by itself flagged. Only
+/// after [`check_on_disk`] has passed every path: a `package.json` the
+/// patch changes is read from the project as a regular file.
+fn listed(diff: &git2::Diff<'_>, workdir: &Path) -> Result<Vec<AppliedFile>, DiffError> {
+    let mut files = Vec::new();
+    for (index, delta) in diff.deltas().enumerate() {
+        let (old, new) = (path_of(&delta.old_file()), path_of(&delta.new_file()));
+        let status = match delta.status() {
+            Delta::Added | Delta::Copied => ChangeStatus::Added,
+            Delta::Deleted => ChangeStatus::Deleted,
+            Delta::Renamed => ChangeStatus::Renamed,
+            _ => ChangeStatus::Modified,
+        };
+        let touched: Vec<&str> = match status {
+            ChangeStatus::Added => vec![&new],
+            ChangeStatus::Deleted => vec![&old],
+            ChangeStatus::Renamed => vec![&new, &old],
+            ChangeStatus::Modified => vec![&new],
+        };
+        let mut autorun = touched.iter().find_map(|path| autorun_of(path));
+        if autorun.is_none() && touched.iter().any(|path| is_package_json(path)) {
+            let names_hooks = package_json_names_hooks(diff, index, &delta, workdir)?;
+            autorun = names_hooks.then_some(Autorun::HookManager);
+        }
+        files.push(AppliedFile {
+            path: if status == ChangeStatus::Deleted {
+                old.clone()
+            } else {
+                new.clone()
+            },
+            old_path: (status == ChangeStatus::Renamed).then_some(old),
+            status,
+            autorun,
+        });
+    }
+    Ok(files)
+}
+
+/// [`arena_domain::autorun::classify`] of `path` as a filesystem git
+/// guards may read each of its names ([`as_git_sees`]).
+fn autorun_of(path: &str) -> Option<Autorun> {
+    arena_domain::autorun::classify(&seen_path(path))
+}
+
+fn is_package_json(path: &str) -> bool {
+    seen_path(path).rsplit('/').next() == Some("package.json")
+}
+
+/// `path` with each name as git sees it, joined with `/`.
+fn seen_path(path: &str) -> String {
+    path.split(['/', '\\'])
+        .map(|name| as_git_sees(name.as_bytes()))
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+/// Whether the patch's section `index` (a `package.json`) can change what
+/// a hook manager runs: the file in the project configures one, or a line
+/// the section adds names one; a binary section, whose lines cannot be
+/// read, is taken as one that can.
+fn package_json_names_hooks(
+    diff: &git2::Diff<'_>,
+    index: usize,
+    delta: &DiffDelta<'_>,
+    workdir: &Path,
+) -> Result<bool, DiffError> {
+    let section = git2::Patch::from_diff(diff, index)
+        .map_err(DiffError::git("read the patch's `package.json` section"))?;
+    let Some(section) = section.filter(|_| !delta.flags().is_binary()) else {
+        return Ok(true);
+    };
+    let mut added = Vec::new();
+    for hunk in 0..section.num_hunks() {
+        let lines = section
+            .num_lines_in_hunk(hunk)
+            .map_err(DiffError::git("read the patch's `package.json` section"))?;
+        for line in 0..lines {
+            let line = section
+                .line_in_hunk(hunk, line)
+                .map_err(DiffError::git("read the patch's `package.json` section"))?;
+            if line.origin() == '+' {
+                added.push(String::from_utf8_lossy(line.content()).into_owned());
+            }
+        }
+    }
+    let old = match delta.status() {
+        Delta::Added => String::new(),
+        _ => match fs::read(workdir.join(path_of(&delta.old_file()))) {
+            Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => String::new(),
+            // Unread, it could configure anything.
+            Err(_) => return Ok(true),
+        },
+    };
+    Ok(arena_domain::autorun::package_json_names_hooks(
+        &old,
+        added.iter().map(String::as_str),
+    ))
+}
+
+/// The folders git runs hooks from, when `core.hooksPath` names one inside
+/// the project: relative to its top folder, each name as git sees it
+/// ([`as_git_sees`]); an empty path when the project itself is inside it.
+/// Asked of `git` itself (which reads every configuration file it would
+/// read to run a hook: the project's, the user's, `GIT_CONFIG_GLOBAL`, the
+/// system's, includes) and of libgit2 (a tool without `git` reads that),
+/// both; the default `.git/hooks` is refused as `.git` already.
+fn hooks_folders(repo: &Repository, workdir: &Path) -> Vec<Vec<String>> {
+    let mut values: Vec<PathBuf> = Vec::new();
+    if let Some(value) = hooks_path_from_git(workdir) {
+        values.push(value);
+    }
+    match repo.config().and_then(|mut config| config.snapshot()) {
+        Ok(config) => match config.get_path("core.hooksPath") {
+            Ok(value) => values.push(value),
+            Err(error) if error.code() == git2::ErrorCode::NotFound => {}
+            Err(error) => {
+                tracing::warn!(%error, "cannot read core.hooksPath with libgit2");
+            }
+        },
+        Err(error) => tracing::warn!(%error, "cannot read the project's git configuration"),
+    }
+    let Ok(top) = workdir.canonicalize() else {
+        return Vec::new();
+    };
+    let mut folders = Vec::new();
+    for value in values {
+        if value.as_os_str().is_empty() {
+            continue;
+        }
+        // Relative to the top folder, where git runs hooks from.
+        let resolved = resolve(&top.join(&value));
+        let inside = if let Ok(rest) = resolved.strip_prefix(&top) {
+            rest.components()
+                .map(|name| as_git_sees(name.as_os_str().as_encoded_bytes()))
+                .collect()
+        } else if top.starts_with(&resolved) {
+            Vec::new()
+        } else {
+            continue;
+        };
+        tracing::debug!(hooks = %resolved.display(), "core.hooksPath is inside the project");
+        folders.push(inside);
+    }
+    folders
+}
+
+/// `git config --type=path --get core.hooksPath` in the project (`~`
+/// expanded), with `git` found on the `PATH`'s absolute folders only (never
+/// in the project). `None` when unset, or when `git` cannot tell.
+fn hooks_path_from_git(workdir: &Path) -> Option<PathBuf> {
+    let git = std::env::var_os("PATH").and_then(|path| {
+        std::env::split_paths(&path)
+            .filter(|folder| folder.is_absolute())
+            .map(|folder| folder.join("git"))
+            .find(|candidate| candidate.is_file())
+    })?;
+    let output = Command::new(git)
+        .args(["config", "--type=path", "--get", "core.hooksPath"])
+        .current_dir(workdir)
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_WORK_TREE")
+        .env_remove("GIT_COMMON_DIR")
+        .env_remove("GIT_INDEX_FILE")
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .stdin(Stdio::null())
+        .output();
+    match output {
+        Ok(output) if output.status.success() => {
+            let text = String::from_utf8_lossy(&output.stdout);
+            let value = text.trim_end_matches(['\n', '\r']);
+            (!value.is_empty()).then(|| PathBuf::from(value))
+        }
+        // Exit 1: not set.
+        Ok(output) if output.status.code() == Some(1) => None,
+        Ok(output) => {
+            tracing::warn!(
+                status = %output.status,
+                stderr = %String::from_utf8_lossy(&output.stderr).trim(),
+                "git could not read core.hooksPath"
+            );
+            None
+        }
+        Err(error) => {
+            tracing::warn!(%error, "cannot run git to read core.hooksPath");
+            None
+        }
+    }
+}
+
+/// `path` with the links of its longest existing part followed (as the
+/// system follows them when git runs a hook) and the rest read lexically.
+fn resolve(path: &Path) -> PathBuf {
+    let mut existing = path.to_path_buf();
+    let mut rest: Vec<std::ffi::OsString> = Vec::new();
+    loop {
+        if let Ok(real) = existing.canonicalize() {
+            let mut out = real;
+            for name in rest.iter().rev() {
+                match Path::new(name).components().next() {
+                    Some(Component::ParentDir) => {
+                        out.pop();
+                    }
+                    Some(Component::CurDir) | None => {}
+                    Some(_) => out.push(name),
+                }
+            }
+            return out;
+        }
+        match (existing.file_name(), existing.parent()) {
+            (Some(name), Some(parent)) => {
+                rest.push(name.to_os_string());
+                existing = parent.to_path_buf();
+            }
+            // `..` or `.` at the end: read from its parent's real path.
+            (None, Some(parent)) if existing.ends_with("..") => {
+                rest.push("..".into());
+                existing = parent.to_path_buf();
+            }
+            _ => return path.to_path_buf(),
+        }
+    }
+}
+
+/// A path a patch may touch: not in a hooks folder ([`hooks_folders`]),
+/// nor on the way to one (a link there would move it).
+fn check_hooks(path: &Path, hooks: &[Vec<String>]) -> Result<(), DiffError> {
+    let names: Vec<String> = path
+        .components()
+        .filter_map(|component| match component {
+            Component::Normal(name) => Some(name.as_encoded_bytes()),
+            _ => None,
+        })
+        .flat_map(|name| name.split(|byte| *byte == b'\\'))
+        .map(as_git_sees)
+        .collect();
+    for folder in hooks {
+        let shared = names.iter().zip(folder).take_while(|(a, b)| a == b).count();
+        let what = if shared == folder.len() {
+            "which is in the folder git runs hooks from (the project's `core.hooksPath`): \
+             git would run it, unconfined, on the next commit, checkout, merge or push"
+        } else if shared == names.len() {
+            "which is on the way to the folder git runs hooks from (the project's \
+             `core.hooksPath`): a link or file there would change which hooks git runs"
+        } else {
+            continue;
+        };
+        return Err(DiffError::GitData {
+            file: path.to_string_lossy().into_owned(),
+            what,
+        });
+    }
+    Ok(())
 }
 
 /// One file section of the patch, as the checks see it.
@@ -275,7 +625,8 @@ fn is_dotgit(seen: &str) -> bool {
 /// `.git` (git's own history of submodule vulnerabilities); and a contestant
 /// has no business changing it.
 ///
-/// Allowed on purpose: `.gitattributes` (and `.gitignore`). Attributes only
+/// Allowed on purpose, though flagged for the user's yes ([`Autorun`]):
+/// `.gitattributes` (`.gitignore` is not even flagged). Attributes only
 /// name drivers (`filter=`, `diff=`, `merge=`); the commands behind a driver
 /// come from git's configuration (`.git/config`, the user's and the
 /// system's), which no patch can reach, and libgit2, which applies the
@@ -881,7 +1232,7 @@ mod tests {
         // And the same patch through `apply` is refused, not a panic.
         let dir = std::env::temp_dir();
         assert!(matches!(
-            apply(&dir, &added("100600")),
+            apply(&dir, &added("100600"), Consent::Given),
             Err(DiffError::Mode { .. })
         ));
     }
@@ -919,6 +1270,57 @@ mod tests {
     }
 
     #[test]
+    fn paths_in_or_on_the_way_to_a_hooks_folder_are_refused() {
+        let hooks = vec![
+            vec![".githooks".to_string()],
+            vec!["tools".to_string(), "hooks".to_string()],
+        ];
+        for refused in [
+            ".githooks/pre-commit",
+            ".githooks",
+            ".GitHooks./pre-push",
+            "tools/hooks/post-checkout",
+            "tools\\hooks\\post-merge",
+            "tools/Hooks/deeper/script",
+            "tools",
+        ] {
+            assert!(
+                matches!(
+                    check_hooks(Path::new(refused), &hooks),
+                    Err(DiffError::GitData { .. })
+                ),
+                "{refused}"
+            );
+        }
+        for fine in [".githooksx/pre-commit", "tools/other", "src/.githooks"] {
+            assert!(check_hooks(Path::new(fine), &hooks).is_ok(), "{fine}");
+        }
+        // A hooks path at or above the project: every path is in it.
+        assert!(check_hooks(Path::new("src/main.rs"), &[Vec::new()]).is_err());
+        assert!(check_hooks(Path::new("src/main.rs"), &[]).is_ok());
+    }
+
+    #[test]
+    fn a_hooks_path_is_resolved_as_the_system_follows_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let top = dir.path().canonicalize().unwrap();
+        fs::create_dir_all(top.join("scripts/hooks")).unwrap();
+        #[cfg(unix)]
+        std::os::unix::fs::symlink("scripts", top.join("link")).unwrap();
+        assert_eq!(
+            resolve(&top.join("scripts/./x/../hooks")),
+            top.join("scripts/hooks")
+        );
+        assert_eq!(resolve(&top.join("missing/a/../b")), top.join("missing/b"));
+        assert_eq!(resolve(&top.join("scripts/..")), top.clone());
+        #[cfg(unix)]
+        assert_eq!(
+            resolve(&top.join("link/hooks/new")),
+            top.join("scripts/hooks/new")
+        );
+    }
+
+    #[test]
     fn names_a_few_files() {
         let files: Vec<String> = ["a", "b", "c", "d", "e"].map(String::from).to_vec();
         assert_eq!(name_some(&files[..2], 3), "a, b");
@@ -928,10 +1330,13 @@ mod tests {
     #[test]
     fn garbage_is_not_a_patch() {
         let dir = std::env::temp_dir();
-        match apply(&dir, "hello, world\n") {
+        match apply(&dir, "hello, world\n", Consent::Given) {
             Err(DiffError::InvalidPatch(_)) => {}
             other => panic!("expected InvalidPatch, got {other:?}"),
         }
-        assert_eq!(apply(&dir, "  \n").ok(), Some(DiffStats::default()));
+        assert_eq!(
+            apply(&dir, "  \n", Consent::Ask).ok(),
+            Some(Applied::Written(Changes::default()))
+        );
     }
 }

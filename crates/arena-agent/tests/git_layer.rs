@@ -477,7 +477,7 @@ fn diff_shows_commits_edits_new_deleted_renamed_and_binary_files() {
     assert!(!fresh.join("old_name.txt").exists());
 
     // And our own apply does the same on the project.
-    let stats = apply::apply(&project, patch).unwrap();
+    let stats = written_stats(apply::apply(&project, patch, apply::Consent::Ask));
     assert_eq!(stats.files, 9);
     for f in &d.files {
         assert_eq!(
@@ -500,7 +500,7 @@ fn no_changes_is_an_empty_diff() {
     assert!(d.files.is_empty());
     assert_eq!(d.stats, DiffStats::default());
     assert_eq!(
-        apply::apply(&project, &d.patch).unwrap(),
+        written_stats(apply::apply(&project, &d.patch, apply::Consent::Ask)),
         DiffStats::default()
     );
 
@@ -511,6 +511,14 @@ fn no_changes_is_an_empty_diff() {
     );
     let error = diff_of(&dir.path().join("nowhere"), &base).unwrap_err();
     assert!(matches!(error, DiffError::NotARepository(_)), "{error:?}");
+}
+
+/// What an apply that wrote its patch counted.
+fn written_stats(applied: Result<apply::Applied, DiffError>) -> DiffStats {
+    match applied.unwrap() {
+        apply::Applied::Written(changes) => changes.stats,
+        held => panic!("held back: {held:?}"),
+    }
 }
 
 /// A worktree's patch touching `src/lib.rs` and `src/util.rs`, and adding
@@ -548,7 +556,7 @@ fn apply_refuses_a_dirty_project_and_changes_nothing() {
     );
     write(&project.join("src/util.rs"), numbered("util", 21));
     let before = snapshot(&project);
-    let error = apply::apply(&project, &patch).unwrap_err();
+    let error = apply::apply(&project, &patch, apply::Consent::Ask).unwrap_err();
     match &error {
         DiffError::Dirty { files, .. } => {
             assert!(
@@ -566,14 +574,14 @@ fn apply_refuses_a_dirty_project_and_changes_nothing() {
     write(&project.join("staged.txt"), "x\n");
     git(&project, &["add", "staged.txt"]);
     assert!(matches!(
-        apply::apply(&project, &patch),
+        apply::apply(&project, &patch, apply::Consent::Ask),
         Err(DiffError::Dirty { .. })
     ));
     git(&project, &["rm", "-q", "--cached", "staged.txt"]);
 
     // An untracked file elsewhere (say, Arena's results folder) does not.
     assert!(project.join("staged.txt").exists());
-    apply::apply(&project, &patch).unwrap();
+    written_stats(apply::apply(&project, &patch, apply::Consent::Ask));
 }
 
 #[test]
@@ -590,7 +598,7 @@ fn apply_refuses_a_conflicting_patch_and_changes_nothing() {
     git(&project, &["commit", "-q", "-am", "user change"]);
     let before = snapshot(&project);
 
-    let error = apply::apply(&project, &patch).unwrap_err();
+    let error = apply::apply(&project, &patch, apply::Consent::Ask).unwrap_err();
     match &error {
         DiffError::Conflict { file, others, .. } => {
             assert_eq!(file, "src/util.rs");
@@ -611,7 +619,7 @@ fn apply_refuses_a_conflicting_patch_and_changes_nothing() {
     git(&project, &["reset", "-q", "--hard", &base]);
     write(&project.join("src/new.rs"), "mine\n");
     let before = snapshot(&project);
-    let error = apply::apply(&project, &patch).unwrap_err();
+    let error = apply::apply(&project, &patch, apply::Consent::Ask).unwrap_err();
     assert!(matches!(error, DiffError::Exists { .. }), "{error:?}");
     assert_eq!(snapshot(&project), before);
 }
@@ -625,7 +633,7 @@ fn apply_applies_a_clean_patch() {
     write(&project.join("README.md"), "# Project\n\nNewer readme.\n");
     git(&project, &["commit", "-q", "-am", "unrelated"]);
 
-    let stats = apply::apply(&project, &patch).unwrap();
+    let stats = written_stats(apply::apply(&project, &patch, apply::Consent::Ask));
     assert_eq!(
         stats,
         DiffStats {
@@ -797,7 +805,7 @@ fn odd_files_make_patches_git_accepts() {
     }
 
     // Our own apply gives the same result in the project.
-    apply::apply(&project, &d.patch).unwrap();
+    written_stats(apply::apply(&project, &d.patch, apply::Consent::Ask));
     let (ok, err) = git_try(&project, &["diff", "--quiet", "--exit-code"]);
     assert!(!ok, "the project should now differ from HEAD: {err}");
     for f in &d.files {

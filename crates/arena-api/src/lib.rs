@@ -802,15 +802,84 @@ impl From<core::patch::ContestantDiff> for DiffViewDto {
     }
 }
 
-/// What `apply_diff` brought into the project.
+/// What `apply_diff` brought into the project, or would have: every file
+/// it writes, with those that run by themselves flagged.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct ApplyResultDto {
     pub battle_id: String,
     /// Whose diff was applied (the winner's when none was named).
     pub contestant_id: String,
+    /// Whether the files were written. `false`: nothing was, because some
+    /// run without the user running the project (their `autorun` is set)
+    /// and the user has not said yes; applying again with the user's yes
+    /// (`--yes`, "Apply anyway") writes them.
+    pub applied: bool,
     pub stats: DiffSummaryDto,
+    /// Every file it writes, in the patch's order.
+    pub files: Vec<AppliedFileDto>,
 }
+
+impl ApplyResultDto {
+    pub fn new(
+        battle_id: String,
+        contestant_id: String,
+        applied: &core::agent::apply::Applied,
+    ) -> Self {
+        let changes = applied.changes();
+        ApplyResultDto {
+            battle_id,
+            contestant_id,
+            applied: applied.is_written(),
+            stats: (&changes.stats).into(),
+            files: changes
+                .files
+                .iter()
+                .map(|f| AppliedFileDto {
+                    path: f.path.clone(),
+                    old_path: f.old_path.clone(),
+                    status: f.status.into(),
+                    autorun: f.autorun.map(|kind| AutorunDto {
+                        kind: kind.into(),
+                        why: kind.why().to_string(),
+                    }),
+                })
+                .collect(),
+        }
+    }
+}
+
+/// One file `apply_diff` writes (creates, changes, deletes or moves).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct AppliedFileDto {
+    /// The new path (the old one for a deleted file).
+    pub path: String,
+    /// The path a renamed file had.
+    pub old_path: Option<String>,
+    pub status: ChangeStatusDto,
+    /// Why it runs without the user running the project (`null` for an
+    /// ordinary file).
+    pub autorun: Option<AutorunDto>,
+}
+
+/// Why a file runs without the user running the project: its kind, and a
+/// sentence for the user.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct AutorunDto {
+    pub kind: AutorunKindDto,
+    pub why: String,
+}
+
+wire_enum!(
+    /// What kind of file runs by itself: a CI pipeline, an editor's or
+    /// coding assistant's settings, direnv's `.envrc`, a hook manager's
+    /// configuration, `.gitattributes`, `.gitmodules`, a dev container.
+    AutorunKindDto from core::agent::apply::Autorun {
+        Ci, Editor, Direnv, HookManager, GitAttributes, Submodules, DevContainer
+    }
+);
 
 /// One contestant's git worktree (`arena worktrees list`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

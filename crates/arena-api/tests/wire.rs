@@ -70,6 +70,9 @@ fn check() -> core::battle::CheckResult {
         timed_out: false,
         duration_ms: 900,
         output_tail: "test result: ok".into(),
+        not_in_change: vec!["calc/ (a git repository of its own)".into()],
+        not_in_change_count: 1,
+        touches_check: vec!["tests/test_calc.py".into()],
     }
 }
 
@@ -411,17 +414,30 @@ fn worktrees_and_pruning() {
             "uncommitted changes".into()
         )],
     ));
-    assert_json_snapshot!(ApplyResultDto {
-        battle_id: "b1".into(),
-        contestant_id: "c2".into(),
-        stats: (&core::battle::DiffSummary {
-            files: 1,
+    use core::agent::apply::{Applied, AppliedFile, Autorun, Changes};
+    use core::diff::{ChangeStatus, DiffStats};
+    let held = Applied::Held(Changes {
+        files: vec![
+            AppliedFile {
+                path: "src/new.rs".into(),
+                old_path: Some("src/old.rs".into()),
+                status: ChangeStatus::Renamed,
+                autorun: None,
+            },
+            AppliedFile {
+                path: ".envrc".into(),
+                old_path: None,
+                status: ChangeStatus::Added,
+                autorun: Some(Autorun::Direnv),
+            },
+        ],
+        stats: DiffStats {
+            files: 2,
             insertions: 2,
             deletions: 0,
-            omitted: Vec::new(),
-        })
-            .into(),
+        },
     });
+    assert_json_snapshot!(ApplyResultDto::new("b1".into(), "c2".into(), &held));
 }
 
 #[test]

@@ -279,10 +279,18 @@ enum BattleCommand {
         json: JsonFlag,
     },
     /// Bring a Coding contestant's diff (default: the winner's) into the project.
+    ///
+    /// Every file it writes is listed. Files that run without you running
+    /// the project (CI workflows, editor tasks and settings, `.envrc`, git
+    /// hook managers' configurations, `.gitattributes`, dev containers) are
+    /// flagged, and nothing is applied (exit 2) until you pass `--yes`.
     Apply {
         id: String,
         /// Contestant id, id prefix, or 1-based position.
         contestant: Option<String>,
+        /// Apply it even with files that run by themselves (after reviewing them).
+        #[arg(long)]
+        yes: bool,
         #[command(flatten)]
         json: JsonFlag,
     },
@@ -508,6 +516,68 @@ pub(crate) fn full_path(path: &std::path::Path) -> PathBuf {
     std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
+/// `arena battle apply`'s report: what it wrote (or would write), a line
+/// per file, those that run by themselves with why. Paths come from an
+/// agent: printed escaped, one line each.
+fn applied_text(result: &ApplyResultDto) -> String {
+    use arena_api::ChangeStatusDto as S;
+    let stats = &result.stats;
+    let mut text = if result.applied {
+        format!(
+            "Applied {}'s changes: {} files, +{} -{}\n",
+            result.contestant_id, stats.files, stats.insertions, stats.deletions
+        )
+    } else {
+        format!(
+            "Nothing applied. {}'s changes would write {} files, +{} -{}:\n",
+            result.contestant_id, stats.files, stats.insertions, stats.deletions
+        )
+    };
+    for file in &result.files {
+        let (mark, verb) = match file.status {
+            S::Added => ("A", "added"),
+            S::Modified => ("M", "modified"),
+            S::Deleted => ("D", "deleted"),
+            S::Renamed => ("R", "renamed"),
+        };
+        let mut line = format!("  {mark} {}", shown_path(&file.path));
+        if let Some(old) = &file.old_path {
+            line.push_str(&format!(" (from {})", shown_path(old)));
+        }
+        if let Some(autorun) = &file.autorun {
+            line.push_str(&format!("  ! runs by itself ({verb}): {}", autorun.why));
+        }
+        text.push_str(&line);
+        text.push('\n');
+    }
+    text
+}
+
+/// A path from an agent's patch, printable on one line.
+fn shown_path(path: &str) -> String {
+    view::shown(&path.escape_debug().to_string()).into_owned()
+}
+
+/// The refusal of a change with files that run by themselves, each named
+/// with why.
+fn held_back(result: &ApplyResultDto) -> Error {
+    let flagged: Vec<String> = result
+        .files
+        .iter()
+        .filter_map(|file| {
+            let autorun = file.autorun.as_ref()?;
+            Some(format!("{} ({})", shown_path(&file.path), autorun.why))
+        })
+        .collect();
+    Error::Conflict(format!(
+        "nothing was applied: {} of these files run without you running the project: {}. \
+         Review them (the contestant's diff.patch in the battle's results folder, or its \
+         worktree: `arena worktrees list`), then apply again with --yes",
+        flagged.len(),
+        flagged.join("; ")
+    ))
+}
+
 pub(crate) fn print_json(value: &impl serde::Serialize) {
     match serde_json::to_string_pretty(value) {
         Ok(text) => println!("{text}"),
@@ -705,22 +775,22 @@ async fn battle(engine: &Engine, command: BattleCommand) -> Result<(), Error> {
         BattleCommand::Apply {
             id,
             contestant,
+            yes,
             json,
         } => {
+            use arena_core::agent::apply::Consent;
             let id = resolve_battle(engine, &id).await?;
             let cid = contestant_arg(engine, &id, contestant.as_deref()).await?;
-            let (applied, stats) = engine.apply(&id, cid.as_deref()).await?;
+            let consent = if yes { Consent::Given } else { Consent::Ask };
+            let (whose, applied) = engine.apply(&id, cid.as_deref(), consent).await?;
+            let result = ApplyResultDto::new(id, whose, &applied);
             if json.json {
-                print_json(&ApplyResultDto {
-                    battle_id: id,
-                    contestant_id: applied,
-                    stats: (&stats).into(),
-                });
+                print_json(&result);
             } else {
-                println!(
-                    "Applied {applied}'s changes: {} files, +{} -{}",
-                    stats.files, stats.insertions, stats.deletions
-                );
+                print!("{}", applied_text(&result));
+            }
+            if !result.applied {
+                return Err(held_back(&result));
             }
         }
         BattleCommand::CrossExamine {

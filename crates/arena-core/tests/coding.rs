@@ -405,7 +405,12 @@ async fn refine_continues_in_the_same_worktree_as_a_new_round() {
     assert!(text.contains("Say it was refined.") && text.contains("Wrote a.txt."));
     assert_eq!(h.engine.rounds(&c.id).await.unwrap(), vec![round]);
     // Apply brings the latest round's work.
-    h.engine.apply(&b.id, Some(&c.id)).await.unwrap();
+    let (_, applied) = h
+        .engine
+        .apply(&b.id, Some(&c.id), arena_core::agent::apply::Consent::Ask)
+        .await
+        .unwrap();
+    assert!(applied.is_written(), "{applied:?}");
     assert_eq!(
         std::fs::read_to_string(project.path().join("a.txt")).unwrap(),
         "from a, refined\n"
@@ -721,9 +726,17 @@ async fn a_diff_is_there_the_moment_its_contestant_is_done() {
         diff.files.iter().any(|f| f.file.path == "a.txt"),
         "{diff:?}"
     );
-    let (applied, stats) = h.engine.apply(&done.id, Some(first)).await.unwrap();
+    let (applied, changes) = h
+        .engine
+        .apply(
+            &done.id,
+            Some(first),
+            arena_core::agent::apply::Consent::Ask,
+        )
+        .await
+        .unwrap();
     assert_eq!(&applied, first);
-    assert!(stats.files >= 1);
+    assert!(changes.is_written() && changes.changes().stats.files >= 1);
     assert_eq!(
         std::fs::read_to_string(project.path().join("a.txt")).unwrap(),
         "from a\n"

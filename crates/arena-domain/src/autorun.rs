@@ -25,7 +25,7 @@ pub enum Autorun {
     Direnv,
     /// A git hook manager's configuration (pre-commit, husky, lefthook,
     /// lint-staged, simple-git-hooks, overcommit; their keys in
-    /// `package.json`).
+    /// `package.json`), or a `.githooks` folder.
     HookManager,
     /// `.gitattributes`: which filter, diff and merge drivers git runs.
     GitAttributes,
@@ -131,7 +131,16 @@ pub fn classify(path: &str) -> Option<Autorun> {
     if name == ".envrc" {
         return Some(Autorun::Direnv);
     }
-    if in_folder(&[".husky", ".lefthook", ".lefthook-local"]) || is_hook_manager_config(name) {
+    // `.githooks` and `.git-hooks`: where projects keep hooks that a setup
+    // step points `core.hooksPath` at.
+    if in_folder(&[
+        ".husky",
+        ".lefthook",
+        ".lefthook-local",
+        ".githooks",
+        ".git-hooks",
+    ]) || is_hook_manager_config(name)
+    {
         return Some(Autorun::HookManager);
     }
     if name == ".gitattributes" {
@@ -248,6 +257,7 @@ mod tests {
             (".pre-commit-config.yaml", Autorun::HookManager),
             (".husky/pre-commit", Autorun::HookManager),
             (".husky/_/h", Autorun::HookManager),
+            (".githooks/pre-commit", Autorun::HookManager),
             ("lefthook.yml", Autorun::HookManager),
             (".lefthook.yml", Autorun::HookManager),
             (".lintstagedrc", Autorun::HookManager),
@@ -291,8 +301,14 @@ mod tests {
     #[test]
     fn package_json_hooks_are_read_from_the_file_and_the_change() {
         let plain = "{\n  \"name\": \"x\",\n  \"scripts\": { \"test\": \"vitest\" }\n}\n";
-        assert!(!package_json_names_hooks(plain, ["  \"version\": \"1.0.1\","]));
-        assert!(!package_json_names_hooks("", ["\"description\": \"husky\""]));
+        assert!(!package_json_names_hooks(
+            plain,
+            ["  \"version\": \"1.0.1\","]
+        ));
+        assert!(!package_json_names_hooks(
+            "",
+            ["\"description\": \"husky\""]
+        ));
         // A change anywhere in a file that configures hooks.
         let husky = "{ \"husky\": { \"hooks\": { \"pre-commit\": \"lint\" } } }";
         assert!(package_json_names_hooks(husky, ["  \"version\": \"2\","]));
@@ -307,6 +323,9 @@ mod tests {
             assert!(package_json_names_hooks(plain, [line]), "{line}");
         }
         // Not JSON: read line by line.
-        assert!(package_json_names_hooks("{\n \"husky\": {,\n", std::iter::empty()));
+        assert!(package_json_names_hooks(
+            "{\n \"husky\": {,\n",
+            std::iter::empty()
+        ));
     }
 }

@@ -70,13 +70,18 @@ impl Engine {
     }
 
     /// Brings a Coding contestant's diff (by default the winner's) into the
-    /// project's working tree. Refuses on a dirty project or a patch that
-    /// does not apply, changing nothing.
+    /// project's working tree; returns whose it was and every file it
+    /// writes. Refuses on a dirty project or a patch that does not apply or
+    /// is unsafe (a `.git` or hooks path, …), changing nothing. A patch with
+    /// files that run by themselves (CI workflows, editor tasks, `.envrc`,
+    /// …) is [`Applied::Held`](crate::agent::apply::Applied), nothing
+    /// written, unless `consent` is given.
     pub async fn apply(
         &self,
         battle_id: &str,
         contestant_id: Option<&str>,
-    ) -> Result<(String, crate::diff::DiffStats)> {
+        consent: crate::agent::apply::Consent,
+    ) -> Result<(String, crate::agent::apply::Applied)> {
         let battle = self
             .coding_battle(battle_id, "have a diff to apply")
             .await?;
@@ -97,11 +102,21 @@ impl Engine {
             ))
         })?;
         let project = self.apply_target(&battle).await?;
-        let stats = tokio::task::spawn_blocking(move || {
-            crate::agent::apply::apply(&project, &patch).map_err(|e| Error::Conflict(e.to_string()))
+        let applied = tokio::task::spawn_blocking(move || {
+            crate::agent::apply::apply(&project, &patch, consent)
+                .map_err(|e| Error::Conflict(e.to_string()))
         })
         .await??;
-        Ok((id, stats))
+        let changes = applied.changes();
+        tracing::info!(
+            battle = battle_id,
+            contestant = %id,
+            written = applied.is_written(),
+            files = changes.files.len(),
+            autorun = changes.autorun().count(),
+            "apply"
+        );
+        Ok((id, applied))
     }
 
     /// Where a battle's changes are applied: its project, or — for a
