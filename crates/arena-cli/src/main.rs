@@ -6,6 +6,7 @@
 
 mod progress;
 mod series;
+mod team;
 mod view;
 
 use std::path::PathBuf;
@@ -67,6 +68,10 @@ enum Command {
     /// A team's shared database (PostgreSQL): its password.
     #[command(subcommand)]
     Database(DatabaseCommand),
+    /// What a team's series may make this machine do: approve a series'
+    /// check commands and remote.
+    #[command(subcommand)]
+    Team(team::TeamCommand),
     /// Ratings with 95% intervals, wins, win rate, median speed per (identity, model).
     Leaderboard {
         /// Only battles of this type (qa or coding).
@@ -679,6 +684,7 @@ async fn run(cli: Cli) -> Result<(), Error> {
         Command::Battle(command) => battle(&engine, command).await?,
         Command::Series(command) => series::series(&engine, command).await?,
         Command::Worker { places, series } => series::worker(&engine, places, series).await?,
+        Command::Team(command) => team::team(&engine, command).await?,
         Command::Worktrees(WorktreesCommand::List(flags)) => {
             let list = engine.worktrees().await?;
             if flags.json {

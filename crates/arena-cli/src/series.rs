@@ -378,13 +378,32 @@ fn human(secs: f64) -> String {
 
 async fn show(engine: &Engine, id: &str, json: bool) -> Result<(), Error> {
     let summary = engine.series_summary(id).await?;
+    // Why machines left it (a team's workers), each one's latest reason.
+    let refusals = engine.series_refusals(&summary.series.id).await?;
     if json {
-        print_json(&SeriesDto::from(&summary));
+        let mut value = serde_json::to_value(SeriesDto::from(&summary))?;
+        if let Some(object) = value.as_object_mut() {
+            let rows: Vec<serde_json::Value> = refusals
+                .iter()
+                .map(|r| {
+                    serde_json::json!({ "machine": r.machine, "reason": r.reason, "at_ms": r.at_ms })
+                })
+                .collect();
+            object.insert("refusals".into(), rows.into());
+        }
+        print_json(&value);
     } else {
         let report = arena_core::series::report_markdown(&summary);
         print!("{}", crate::view::shown(&report));
         if let Some(why) = &summary.series.waiting {
             println!("\nWaiting: {}", crate::view::shown(why));
+        }
+        for r in &refusals {
+            println!(
+                "\nLeft by {}: {}",
+                crate::view::shown(&r.machine),
+                crate::view::shown(&r.reason)
+            );
         }
         if let Some(dir) = &summary.series.report_path {
             println!("\nReport: {}", dir.display());

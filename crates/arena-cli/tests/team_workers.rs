@@ -8,7 +8,7 @@
 
 mod common;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -56,8 +56,14 @@ impl Team {
     /// `arena ARGS` as `machine`.
     fn arena(&self, machine: &str, args: &[&str]) -> Command {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_arena"));
+        // A machine's own arena.toml when it has one (see `configure`).
+        let own = self.dir.path().join(format!("arena-{machine}.toml"));
+        let config = match own.exists() {
+            true => own,
+            false => self.dir.path().join("arena.toml"),
+        };
         cmd.args(args)
-            .env("ARENA_CONFIG", self.dir.path().join("arena.toml"))
+            .env("ARENA_CONFIG", config)
             .env(
                 "ARENA_DATA_DIR",
                 self.dir.path().join(format!("data-{machine}")),
@@ -75,30 +81,107 @@ impl Team {
     /// `arena worker --places N` on `machine`, running (killed when
     /// dropped, so a failing test leaves no worker behind).
     fn worker(&self, machine: &str, places: u32) -> Running {
+        self.worker_with(machine, places, &[])
+    }
+
+    /// [`Team::worker`] with more environment (its git configuration).
+    fn worker_with(&self, machine: &str, places: u32, env: &[(&str, &Path)]) -> Running {
+        let mut cmd = self.arena(machine, &["worker", "--places", &places.to_string()]);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
         Running(Some(
-            self.arena(machine, &["worker", "--places", &places.to_string()])
-                .stdout(Stdio::null())
+            cmd.stdout(Stdio::null())
                 .stderr(Stdio::null())
                 .spawn()
                 .unwrap(),
         ))
     }
 
+    /// Gives `machine` an arena.toml of its own: the team's, then `extra`.
+    fn configure(&self, machine: &str, extra: &str) {
+        let base = std::fs::read_to_string(self.dir.path().join("arena.toml")).unwrap();
+        std::fs::write(
+            self.dir.path().join(format!("arena-{machine}.toml")),
+            format!("{base}\n{extra}"),
+        )
+        .unwrap();
+    }
+
+    /// The one series in the database, once there is one.
+    async fn series_id(&self) -> String {
+        until(Duration::from_secs(30), "the series to start", || {
+            self.count_yet("SELECT COUNT(*) FROM series") >= 1
+        })
+        .await;
+        self.sql("SELECT id FROM series ORDER BY created_at DESC LIMIT 1")
+            .trim()
+            .to_string()
+    }
+
+    /// Waits for `machine`'s word that it left series `id`, and returns it.
+    async fn refusal(&self, id: &str, machine: &str) -> String {
+        let sql = format!(
+            "SELECT COUNT(*) FROM series_refusals WHERE series_id = '{id}' AND machine = '{machine}'"
+        );
+        until(
+            Duration::from_secs(30),
+            "the worker to leave the series",
+            || self.count_yet(&sql) == 1,
+        )
+        .await;
+        self.sql(&format!(
+            "SELECT reason FROM series_refusals WHERE series_id = '{id}' AND machine = '{machine}'"
+        ))
+    }
+
+    /// `arena series show ID --json` as `machine`.
+    fn show(&self, machine: &str, id: &str) -> serde_json::Value {
+        let out = self
+            .arena(machine, &["series", "show", id, "--json"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
+
     /// `arena series run` of `runs` battles on `machine`, running: Q&A
     /// (`explainer@m1`, `debugger@m2`).
     fn series(&self, machine: &str, runs: u32, parallel: u32) -> Running {
         let contestants = ["explainer@m1", "debugger@m2"];
-        self.series_of(machine, ("qa", "Say hello", contestants), runs, parallel)
+        self.series_of(
+            machine,
+            ("qa", "Say hello", contestants),
+            runs,
+            parallel,
+            &[],
+        )
     }
 
     /// The same for Coding: two native agents, `coder-a` and `coder-b`.
     fn coding_series(&self, machine: &str, runs: u32, parallel: u32) -> Running {
+        self.coding_series_checked(machine, runs, parallel, &[])
+    }
+
+    /// [`Team::coding_series`] with more arguments (`--check CMD`).
+    fn coding_series_checked(
+        &self,
+        machine: &str,
+        runs: u32,
+        parallel: u32,
+        more: &[&str],
+    ) -> Running {
         let contestants = ["native@coder-a", "native@coder-b"];
         self.series_of(
             machine,
             ("coding", "Add a file.", contestants),
             runs,
             parallel,
+            more,
         )
     }
 
@@ -108,6 +191,7 @@ impl Team {
         (kind, prompt, [first, second]): (&str, &str, [&str; 2]),
         runs: u32,
         parallel: u32,
+        more: &[&str],
     ) -> Running {
         let (project, runs, parallel) = (
             self.project().to_string_lossy().into_owned(),
@@ -136,7 +220,10 @@ impl Team {
                     &parallel,
                     "--no-analysis",
                     "--json",
-                ],
+                ]
+                .into_iter()
+                .chain(more.iter().copied())
+                .collect::<Vec<_>>(),
             )
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -459,9 +546,11 @@ async fn a_coding_series_runs_on_other_machines_from_the_projects_remote() {
     assert!(reason.contains("no git remote"), "{reason}");
 
     // Pushed to a remote, beta fetches the project and runs places too,
-    // each from the series' base commit.
+    // each from the series' base commit — and only that commit: the
+    // remote's other branch (a secret) never reaches beta.
     team.push_to_a_remote();
     let base = git(&project, &["rev-parse", "HEAD"]).trim().to_string();
+    let secret = secret_branch(&project);
     let shared = finished(team.coding_series("alpha", 6, 1)).await;
     drop(beta);
     assert_eq!(shared["status"], "done", "{shared}");
@@ -485,6 +574,7 @@ async fn a_coding_series_runs_on_other_machines_from_the_projects_remote() {
         assert_eq!(parts[2], base, "{line}");
     }
     each_coding_place_done(&team, id, 6);
+    assert_only_the_base_was_fetched(&mirrors, &base, &secret);
     // The user's project is as it was: the agents wrote in worktrees.
     assert!(!project.join("a.txt").exists() && !project.join("b.txt").exists());
 
@@ -519,6 +609,50 @@ async fn a_coding_series_runs_on_other_machines_from_the_projects_remote() {
             .map(|e| e.unwrap().file_name())
             .collect::<Vec<_>>()
     );
+}
+
+/// A branch `secret` pushed beside `main` (which stays checked out): its
+/// commit and the blob of its file.
+fn secret_branch(project: &Path) -> [String; 2] {
+    git(project, &["checkout", "-q", "-b", "secret"]);
+    std::fs::write(project.join("secret.txt"), "the team's secret\n").unwrap();
+    git(project, &["add", "secret.txt"]);
+    git(project, &["commit", "-q", "-m", "secret"]);
+    let commit = git(project, &["rev-parse", "HEAD"]).trim().to_string();
+    let blob = git(project, &["rev-parse", "HEAD:secret.txt"])
+        .trim()
+        .to_string();
+    git(project, &["push", "-q", "origin", "secret"]);
+    git(project, &["checkout", "-q", "main"]);
+    [commit, blob]
+}
+
+/// Each of a worker's fetched projects under `mirrors` holds `base` and
+/// none of `absent`, and is shallow (its history was not fetched).
+fn assert_only_the_base_was_fetched(mirrors: &Path, base: &str, absent: &[String]) {
+    let mut seen = 0;
+    for entry in std::fs::read_dir(mirrors).unwrap() {
+        let dir = entry.unwrap().path();
+        if !dir.join(".git").is_dir() {
+            continue;
+        }
+        seen += 1;
+        let has = |object: &str| {
+            Command::new("git")
+                .args(["cat-file", "-e", object])
+                .current_dir(&dir)
+                .status()
+                .unwrap()
+                .success()
+        };
+        assert!(has(base), "{} lacks the base commit", dir.display());
+        for object in absent {
+            assert!(!has(object), "{object} was fetched into {}", dir.display());
+        }
+        let shallow = git(&dir, &["rev-parse", "--is-shallow-repository"]);
+        assert_eq!(shallow.trim(), "true", "{}", dir.display());
+    }
+    assert_eq!(seen, 1, "one fetched project under {}", mirrors.display());
 }
 
 /// Every battle of Coding series `id` done with both contestants done
@@ -600,5 +734,247 @@ async fn a_coding_place_whose_worker_died_is_finished_on_another_machine() {
         team.server.requests_for("coder-b").len(),
         4,
         "two requests a battle"
+    );
+}
+
+/// A check command is a command: a worker runs a teammate's only once its
+/// user approved it (`arena team approve`) or listed it (`[team] checks`).
+/// Until then it leaves the series, and says why in `series show`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_worker_runs_a_teammates_check_only_once_its_user_approved_it() {
+    let Some(team) = Team::new("a_worker_runs_a_teammates_check_only_once").await else {
+        return;
+    };
+    // About a second a battle: alpha alone would take a while.
+    team.server.set_model(
+        "coder-a",
+        write_turns_each("a.txt", "from a\n").first_token_delay(Duration::from_millis(400)),
+    );
+    team.server.set_model(
+        "coder-b",
+        write_turns_each("b.txt", "from b\n").first_token_delay(Duration::from_millis(400)),
+    );
+    team.git_project();
+    team.push_to_a_remote();
+    let check = "test -f a.txt || test -f b.txt";
+    // Gamma lists the check in its arena.toml; beta has not allowed it.
+    team.configure("gamma", &format!("[team]\nchecks = [\"{check}\"]\n"));
+    let beta = team.worker("beta", 2);
+    let gamma = team.worker("gamma", 1);
+    team.serving("beta").await;
+    team.serving("gamma").await;
+    let alpha = team.coding_series_checked("alpha", 12, 1, &["--check", check]);
+    let id = team.series_id().await;
+    let short: String = id.chars().filter(char::is_ascii_alphanumeric).collect();
+    let short = &short[short.len() - 8..];
+
+    let reason = team.refusal(&id, "beta").await;
+    assert!(
+        reason.contains(&format!("check `{check}`"))
+            && reason.contains(&format!("arena team approve {short}")),
+        "{reason}"
+    );
+    let shown = team.show("alpha", &id);
+    let refusals = shown["refusals"].as_array().unwrap();
+    assert!(
+        refusals
+            .iter()
+            .any(|r| r["machine"] == "beta" && r["reason"].as_str() == Some(reason.trim())),
+        "{shown}"
+    );
+    let on_beta =
+        format!("SELECT COUNT(*) FROM battles WHERE series_id = '{id}' AND machine = 'beta'");
+    assert_eq!(team.count(&on_beta), 0, "beta ran an unapproved check");
+
+    // Beta's user approves: the exact command, the remote and the machine
+    // that started it are shown; the approval stays on beta.
+    let out = team
+        .arena("beta", &["team", "approve", &id, "--yes", "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let shown_to_user = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        shown_to_user.contains(check) && shown_to_user.contains("started on alpha"),
+        "{shown_to_user}"
+    );
+    let approved: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(approved["checks"], serde_json::json!([check]), "{approved}");
+    let kept =
+        std::fs::read_to_string(team.dir.path().join("data-beta/team-approvals.json")).unwrap();
+    assert!(kept.contains(check), "{kept}");
+
+    until(Duration::from_secs(60), "beta to run a place", || {
+        team.count_yet(&on_beta) >= 1
+    })
+    .await;
+    let series = finished(alpha).await;
+    drop((beta, gamma));
+    assert_eq!(series["status"], "done", "{series}");
+    each_coding_place_done(&team, &id, 12);
+    // Every machine ran the check it was given, and it passed.
+    for machine in ["alpha", "beta", "gamma"] {
+        let checked = team.count(&format!(
+            "SELECT COUNT(*) FROM contestants c JOIN battles b ON b.id = c.battle_id \
+             WHERE b.series_id = '{id}' AND b.machine = '{machine}' AND c.check_result LIKE '%\"passed\":true%'"
+        ));
+        assert!(checked >= 1, "{machine} ran no passing check");
+    }
+    // Gamma never had to be asked.
+    assert_eq!(
+        team.count(&format!(
+            "SELECT COUNT(*) FROM series_refusals WHERE series_id = '{id}' AND machine = 'gamma'"
+        )),
+        0
+    );
+}
+
+/// A loopback git server that asks for credentials on every request
+/// (HTTP 401, Basic) and counts the requests.
+struct PrivateRemote {
+    url: String,
+    asked: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl PrivateRemote {
+    fn start() -> PrivateRemote {
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/private.git", listener.local_addr().unwrap());
+        let asked = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counter = asked.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { return };
+                counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let mut buf = [0u8; 4096];
+                let _ = stream.read(&mut buf);
+                let _ = stream.write_all(
+                    b"HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Basic realm=\"private\"\r\n\
+                      Content-Length: 0\r\nConnection: close\r\n\r\n",
+                );
+            }
+        });
+        PrivateRemote { url, asked }
+    }
+
+    fn asked(&self) -> usize {
+        self.asked.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+/// Waits for the `n`-th series, then has the project forget its remote:
+/// beta is another computer, with no clone of the project at the path the
+/// series names (here both share one disk; else beta would fetch the
+/// remote as its own project's). The series has recorded it already.
+async fn started_elsewhere(team: &Team, n: i64) -> String {
+    until(Duration::from_secs(30), "the series to start", || {
+        team.count_yet("SELECT COUNT(*) FROM series") == n
+    })
+    .await;
+    git(&team.project(), &["remote", "remove", "origin"]);
+    team.series_id().await
+}
+
+/// A series' remote is the database's word, never a reason to lend this
+/// machine's credentials: a worker whose git has a credential helper is
+/// offered a series whose remote asks for credentials. Not allowed, it
+/// is never contacted; allowed as a public remote, it is fetched with no
+/// helper — which is never called either way — and the place is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_private_remote_is_never_fetched_with_the_workers_credentials() {
+    let Some(team) = Team::new("a_private_remote_is_never_fetched").await else {
+        return;
+    };
+    for model in ["coder-a", "coder-b"] {
+        team.server.set_model(
+            model,
+            write_turns_each("a.txt", "x\n").first_token_delay(Duration::from_millis(500)),
+        );
+    }
+    let remote = PrivateRemote::start();
+    let project = team.git_project();
+    git(&project, &["remote", "add", "origin", &remote.url]);
+    // As if pushed there: the series records the remote as holding HEAD.
+    git(
+        &project,
+        &["update-ref", "refs/remotes/origin/main", "HEAD"],
+    );
+    // Beta's git configuration lends a credential helper, which records
+    // each call.
+    let called = team.dir.path().join("helper-called");
+    let helper = team.dir.path().join("helper.sh");
+    std::fs::write(
+        &helper,
+        format!(
+            "#!/bin/sh\necho \"$@\" >> '{}'\necho username=beta\necho password=beta-secret\n",
+            called.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&helper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let gitconfig = team.dir.path().join("beta.gitconfig");
+    std::fs::write(
+        &gitconfig,
+        format!("[credential]\n\thelper = {}\n", helper.display()),
+    )
+    .unwrap();
+    let env = [("GIT_CONFIG_GLOBAL", gitconfig.as_path())];
+
+    // Not allowed: refused without a word to the remote.
+    let alpha = team.coding_series("alpha", 4, 1);
+    let id = started_elsewhere(&team, 1).await;
+    let beta = team.worker_with("beta", 1, &env);
+    let reason = team.refusal(&id, "beta").await;
+    assert!(
+        reason.contains("is not one this machine fetches") && reason.contains(&remote.url),
+        "{reason}"
+    );
+    let shown = team.show("beta", &id);
+    assert!(
+        shown["refusals"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["machine"] == "beta"),
+        "{shown}"
+    );
+    assert_eq!(remote.asked(), 0, "the remote was contacted");
+    assert!(!called.exists(), "the credential helper was called");
+    let series = finished(alpha).await;
+    assert_eq!(series["status"], "done", "{series}");
+    drop(beta);
+
+    // Allowed as a public remote: fetched with no credentials, so the
+    // private remote refuses it, and beta says so.
+    team.configure(
+        "beta",
+        "[team]\npublic_remotes = [\"http://127.0.0.1:*/**\"]\n",
+    );
+    git(&project, &["remote", "add", "origin", &remote.url]);
+    git(
+        &project,
+        &["update-ref", "refs/remotes/origin/main", "HEAD"],
+    );
+    let alpha = team.coding_series("alpha", 4, 1);
+    let id = started_elsewhere(&team, 2).await;
+    let beta = team.worker_with("beta", 1, &env);
+    let reason = team.refusal(&id, "beta").await;
+    assert!(reason.contains("cannot fetch its project"), "{reason}");
+    assert!(remote.asked() >= 1, "the public remote was not tried");
+    assert!(!called.exists(), "the credential helper was called");
+    let series = finished(alpha).await;
+    drop(beta);
+    assert_eq!(series["status"], "done", "{series}");
+    assert_eq!(
+        team.count(&format!(
+            "SELECT COUNT(*) FROM battles WHERE machine = 'beta'"
+        )),
+        0
     );
 }
