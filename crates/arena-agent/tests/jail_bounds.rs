@@ -72,7 +72,7 @@ struct StandIn(Child);
 
 impl StandIn {
     fn start() -> StandIn {
-        let child = Command::new("python3")
+        let child = Command::new("/usr/bin/python3")
             .args([
                 "-c",
                 "import time; b = bytearray(64 << 20); b[::4096] = b'x' * len(b[::4096]); time.sleep(120)",
@@ -130,7 +130,7 @@ async fn memory_across_processes_is_bounded_and_named() {
     // Six processes of 100 MB each under a 256 MiB jail: each alone fits.
     let script = r#"
 for i in 1 2 3 4 5 6; do
-  python3 -c 'import time; b = bytearray(100 << 20); b[::4096] = b"x" * len(b[::4096]); time.sleep(60)' &
+  /usr/bin/python3 -c 'import time; b = bytearray(100 << 20); b[::4096] = b"x" * len(b[::4096]); time.sleep(60)' &
 done
 wait
 "#;

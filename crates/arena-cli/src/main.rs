@@ -670,7 +670,11 @@ async fn run(cli: Cli) -> Result<(), Error> {
             if flags.json {
                 print_json(&rows);
             } else {
-                println!("sandbox: {}", engine.sandbox_state());
+                println!(
+                    "sandbox: {} · {}",
+                    engine.sandbox_state(),
+                    arena_core::agent::bounds::describe()
+                );
                 for r in &rows {
                     let status = match (&r.program, &r.path) {
                         (None, _) => "built in".to_string(),

@@ -152,8 +152,72 @@ pub(super) async fn drive(engine: &Engine, battle_id: &str) -> Result<Battle> {
         return Ok(battle);
     }
     let held = hold(engine, battle_id).await?;
+    reserve::keep(engine).await;
     schedule(engine, &battle, &held.live).await?;
     finish(engine, battle_id, held.live.cancel.is_cancelled()).await
+}
+
+/// Room kept on the disk of Arena's data for a battle's last writes: a
+/// file (`reserve`, 4 MiB) made when a battle starts and removed when a
+/// write of Arena's fails for a full disk, so that the ends of its
+/// contestants and of the battle can still be written, with the reason.
+pub(super) mod reserve {
+    use super::{Engine, Error};
+
+    const FILE: &str = "reserve";
+    const BYTES: usize = 4 * 1024 * 1024;
+
+    /// Makes the reserve if it is not there (and the disk has room).
+    pub(crate) async fn keep(engine: &Engine) {
+        let path = engine.data_dir().join(FILE);
+        let _ = tokio::task::spawn_blocking(move || {
+            if path.exists() {
+                return;
+            }
+            if let Err(e) = std::fs::write(&path, vec![0u8; BYTES]) {
+                tracing::warn!(error = %e, "could not keep room on the disk for Arena's last writes");
+                let _ = std::fs::remove_file(&path);
+            }
+        })
+        .await;
+    }
+
+    /// Gives the reserve's room back; whether there was one.
+    pub(crate) fn release(engine: &Engine) -> bool {
+        let released = std::fs::remove_file(engine.data_dir().join(FILE)).is_ok();
+        if released {
+            tracing::warn!("the disk of Arena's data is full; its reserve was released");
+        }
+        released
+    }
+
+    /// Whether the reserve was released since the battle started (a
+    /// write failed for a full disk).
+    pub(crate) fn released(engine: &Engine) -> bool {
+        !engine.data_dir().join(FILE).exists()
+    }
+
+    /// Whether `e` is a write that failed because the disk is full
+    /// (SQLite's `SQLITE_FULL`, PostgreSQL's `disk_full`, `ENOSPC`).
+    pub(crate) fn disk_full(e: &Error) -> bool {
+        let mut source: Option<&dyn std::error::Error> = Some(e);
+        while let Some(err) = source {
+            if let Some(io) = err.downcast_ref::<std::io::Error>() {
+                if io.raw_os_error() == Some(libc::ENOSPC) {
+                    return true;
+                }
+            }
+            let text = err.to_string();
+            if text.contains("database or disk is full")
+                || text.contains("No space left on device")
+                || text.contains("could not extend file")
+            {
+                return true;
+            }
+            source = err.source();
+        }
+        false
+    }
 }
 
 /// Starts every queued contestant of `battle` (as read just before): each
@@ -285,24 +349,14 @@ async fn take_part(
 async fn finish(engine: &Engine, battle_id: &str, cancel_requested: bool) -> Result<Battle> {
     let mut battle = engine.battle(battle_id).await?;
     if !battle.status.is_terminal() {
-        let (id, at) = (battle_id.to_string(), engine.now());
-        let ended = engine
-            .db(move |s| {
-                s.transact(|tx| {
-                    for c in tx.contestants(&id)? {
-                        if !c.status.is_terminal() {
-                            let why = "internal error: this contestant's run ended without recording its end";
-                            tx.move_contestant(&c, c.status, ContestantStatus::Error, Some(why), at)?;
-                        }
-                    }
-                    let statuses: Vec<_> = tx.contestants(&id)?.iter().map(|c| c.status).collect();
-                    match decisions::battle_outcome(&statuses, cancel_requested) {
-                        Some(status) => Ok(tx.finish_battle(&id, status, at)?.then_some(status)),
-                        None => Ok(None),
-                    }
-                })
-            })
-            .await?;
+        // A full disk (a write that failed, or fails now) never leaves the
+        // battle running: the reserve's room is given back for this write.
+        let ended = match settle(engine, battle_id, cancel_requested).await {
+            Err(e) if reserve::disk_full(&e) && reserve::release(engine) => {
+                settle(engine, battle_id, cancel_requested).await
+            }
+            ended => ended,
+        }?;
         if let Some(status) = ended {
             tracing::info!(battle = %battle_id, %status, "battle finished");
         }
@@ -310,6 +364,39 @@ async fn finish(engine: &Engine, battle_id: &str, cancel_requested: bool) -> Res
     }
     files::write_manifest(&battle).await?;
     Ok(battle)
+}
+
+/// Marks the contestants that did not record their end failed (with the
+/// full disk as the reason when a write failed for it) and records the
+/// battle's outcome, if it has one.
+async fn settle(
+    engine: &Engine,
+    battle_id: &str,
+    cancel_requested: bool,
+) -> Result<Option<crate::battle::BattleStatus>> {
+    let (id, at) = (battle_id.to_string(), engine.now());
+    let why = if reserve::released(engine) {
+        "Arena could not record this contestant's end: the disk it keeps its data on is full \
+         (database or disk is full); free some space"
+    } else {
+        "internal error: this contestant's run ended without recording its end"
+    };
+    engine
+        .db(move |s| {
+            s.transact(|tx| {
+                for c in tx.contestants(&id)? {
+                    if !c.status.is_terminal() {
+                        tx.move_contestant(&c, c.status, ContestantStatus::Error, Some(why), at)?;
+                    }
+                }
+                let statuses: Vec<_> = tx.contestants(&id)?.iter().map(|c| c.status).collect();
+                match decisions::battle_outcome(&statuses, cancel_requested) {
+                    Some(status) => Ok(tx.finish_battle(&id, status, at)?.then_some(status)),
+                    None => Ok(None),
+                }
+            })
+        })
+        .await
 }
 
 /// Resume for one battle: take the lease, reconcile each contestant, drive
@@ -389,6 +476,7 @@ pub(super) async fn resume_one(
         held.live.cancel.cancel();
     }
     let battle = engine.battle(battle_id).await?;
+    reserve::keep(engine).await;
     schedule(engine, &battle, &held.live).await?;
     let done = finish(engine, battle_id, held.live.cancel.is_cancelled()).await?;
     drop(held);
