@@ -222,9 +222,22 @@ export function crossExamine(
   });
 }
 
-/** Applies a Coding contestant's diff (by default the winner's) to the project. */
-export function applyDiff(battleId: string, contestantId?: string | null): Promise<ApplyResultDto> {
-  return call<ApplyResultDto>('apply_diff', { battleId, contestantId: contestantId ?? null });
+/**
+ * Applies a Coding contestant's diff (by default the winner's) to the
+ * project, listing every file it writes. With files that run by themselves
+ * it writes nothing (`applied: false`, those files flagged) unless
+ * `confirmed` (the user's second click, "Apply anyway").
+ */
+export function applyDiff(
+  battleId: string,
+  contestantId?: string | null,
+  confirmed = false,
+): Promise<ApplyResultDto> {
+  return call<ApplyResultDto>('apply_diff', {
+    battleId,
+    contestantId: contestantId ?? null,
+    confirmed,
+  });
 }
 
 /**
