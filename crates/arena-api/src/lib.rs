@@ -369,7 +369,8 @@ impl From<&core::diff::DiffStats> for DiffSummaryDto {
     }
 }
 
-/// The check command's result in one worktree.
+/// The check command's result on a contestant's change, applied to a fresh tree
+/// of the base commit (never run in the agent's own worktree).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct CheckResultDto {
@@ -381,6 +382,15 @@ pub struct CheckResultDto {
     pub duration_ms: u64,
     /// The last lines of its output.
     pub output_tail: String,
+    /// What the agent's worktree held that its change does not carry (the
+    /// check ran on the change applied to a fresh tree of the base, so it
+    /// did not see these): the first 20, a folder by its name once.
+    pub not_in_change: Vec<String>,
+    /// How many there were in all.
+    pub not_in_change_count: usize,
+    /// Files the change touches that decide what the check runs (tests,
+    /// test configuration, build files).
+    pub touches_check: Vec<String>,
 }
 
 impl From<&core::battle::CheckResult> for CheckResultDto {
@@ -392,6 +402,9 @@ impl From<&core::battle::CheckResult> for CheckResultDto {
             timed_out: c.timed_out,
             duration_ms: c.duration_ms,
             output_tail: c.output_tail.clone(),
+            not_in_change: c.not_in_change.clone(),
+            not_in_change_count: c.not_in_change_count,
+            touches_check: c.touches_check.clone(),
         }
     }
 }
@@ -2201,6 +2214,7 @@ mod tests {
                 timed_out: false,
                 duration_ms: 900,
                 output_tail: "ok".into(),
+                ..Default::default()
             }),
             waiting: None,
             label: None,
