@@ -6,6 +6,10 @@ fn main() {
     if let Some(code) = arena_core::agent::jail::confine_main() {
         std::process::exit(code);
     }
+    // Started as a reader of an agent's files (in its jail): answer.
+    if let Some(code) = arena_core::agent::reader::reader_main() {
+        std::process::exit(code);
+    }
     if let Ok(exe) = std::env::current_exe() {
         arena_core::agent::jail::set_confiner(exe);
     }

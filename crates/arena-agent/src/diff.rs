@@ -132,6 +132,12 @@ pub enum DiffError {
     },
     #[error(transparent)]
     Worktree(#[from] worktree::WorktreeError),
+    #[error(
+        "`{file}` in the worktree is {kind}, not a file; git reads that name for its rules \
+         (and would wait on it), so the contestant's change cannot be read. \
+         Agents must leave `.gitignore`, `.gitattributes` and `.gitmodules` as plain files"
+    )]
+    OddGitFile { file: String, kind: &'static str },
     #[error("could not {what}: {source}")]
     Io {
         what: String,
@@ -406,13 +412,17 @@ struct BigFile {
 /// diff (changed tracked files, untracked files that are not ignored),
 /// found by their metadata alone (no link followed, nothing but them read,
 /// and those only to hash them), sorted by path.
+///
+/// The walk also refuses what git would open and block on: a `.gitignore`
+/// or `.gitattributes` that is not a regular file (a FIFO, a socket, a
+/// device, or a link to one of them), before anything reads one.
 fn big_files(
     repo: &Repository,
     base: &git2::Tree<'_>,
     worktree: &Path,
     limit: u64,
 ) -> Result<Vec<BigFile>, DiffError> {
-    let mut found = Vec::new();
+    let mut large: Vec<(String, PathBuf, u64)> = Vec::new();
     let mut folders = vec![worktree.to_path_buf()];
     while let Some(folder) = folders.pop() {
         let Ok(entries) = std::fs::read_dir(&folder) else {
@@ -423,42 +433,76 @@ fn big_files(
                 continue;
             };
             let path = entry.path();
+            let name = entry.file_name();
             if kind.is_dir() {
-                if entry.file_name() != ".git" {
+                if name != ".git" {
                     folders.push(path);
                 }
                 continue;
             }
+            let relative = || {
+                path.strip_prefix(worktree)
+                    .map(|r| r.to_string_lossy().replace('\\', "/"))
+                    .unwrap_or_default()
+            };
             if !kind.is_file() {
+                // A link is fine when it leads to a file (a project may
+                // link its `.gitignore`): only what it leads to is asked.
+                let leads_to_file = kind.is_symlink()
+                    && std::fs::metadata(&path).is_ok_and(|m| m.file_type().is_file());
+                if GIT_READS.iter().any(|n| name == *n) && !leads_to_file {
+                    return Err(DiffError::OddGitFile {
+                        file: relative(),
+                        kind: odd_kind(&kind),
+                    });
+                }
                 continue;
             }
             let Ok(meta) = entry.metadata() else { continue };
-            if meta.len() <= limit {
-                continue;
+            if meta.len() > limit {
+                large.push((relative(), path, meta.len()));
             }
-            let Ok(relative) = path.strip_prefix(worktree) else {
-                continue;
-            };
-            let relative = relative.to_string_lossy().replace('\\', "/");
-            let in_base = base.get_path(Path::new(&relative)).ok().map(|e| e.id());
-            if in_base.is_none() && repo.is_path_ignored(&relative).unwrap_or(false) {
-                continue;
-            }
-            let oid = Oid::hash_file(git2::ObjectType::Blob, &path)
-                .map_err(DiffError::git(format!("hash {}", path.display())))?;
-            if in_base == Some(oid) {
-                continue;
-            }
-            found.push(BigFile {
-                path: relative,
-                size: meta.len(),
-                oid,
-                base: in_base,
-            });
         }
+    }
+    let mut found = Vec::new();
+    for (relative, path, size) in large {
+        let in_base = base.get_path(Path::new(&relative)).ok().map(|e| e.id());
+        if in_base.is_none() && repo.is_path_ignored(&relative).unwrap_or(false) {
+            continue;
+        }
+        let oid = Oid::hash_file(git2::ObjectType::Blob, &path)
+            .map_err(DiffError::git(format!("hash {}", path.display())))?;
+        if in_base == Some(oid) {
+            continue;
+        }
+        found.push(BigFile {
+            path: relative,
+            size,
+            oid,
+            base: in_base,
+        });
     }
     found.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(found)
+}
+
+/// Names in a working folder that git opens for its own rules.
+const GIT_READS: &[&str] = &[".gitignore", ".gitattributes", ".gitmodules"];
+
+/// What an entry that is neither a file nor a folder is, in words.
+fn odd_kind(kind: &std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if kind.is_symlink() {
+        "a symbolic link that does not lead to a file"
+    } else if kind.is_fifo() {
+        "a FIFO"
+    } else if kind.is_socket() {
+        "a socket"
+    } else if kind.is_block_device() || kind.is_char_device() {
+        "a device"
+    } else {
+        "not a regular file"
+    }
 }
 
 /// A patch section that names a file's change without its content, as

@@ -11,6 +11,7 @@ pub mod jail;
 pub mod mirror;
 pub mod native;
 pub mod process;
+pub mod reader;
 pub mod relay;
 pub mod sandbox;
 pub mod worktree;

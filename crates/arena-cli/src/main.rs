@@ -383,6 +383,10 @@ fn main() -> ExitCode {
     if let Some(code) = arena_core::agent::jail::confine_main() {
         return ExitCode::from(code as u8);
     }
+    // Started as a reader of an agent's files (in its jail): answer.
+    if let Some(code) = arena_core::agent::reader::reader_main() {
+        return ExitCode::from(code as u8);
+    }
     if let Ok(exe) = std::env::current_exe() {
         arena_core::agent::jail::set_confiner(exe);
     }

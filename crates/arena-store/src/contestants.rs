@@ -45,23 +45,31 @@ impl Store {
     /// their results folder).
     pub fn patch(&self, contestant_id: &str, round: u32) -> Result<Option<String>> {
         self.query(|c| {
-            c.opt_row(
+            let packed = c.opt_row(
                 "SELECT patch FROM patches WHERE contestant_id = ?1 AND round = ?2",
                 params![contestant_id, i64::from(round)],
-                |r| r.get(0),
-            )
+                |r| r.text_or_bytes(0),
+            )?;
+            packed::unpack(packed.flatten())
+                .map_err(|e| Error::Inconsistent(format!("the patch of {contestant_id}: {e}")))
         })
     }
 }
 
 impl Tx<'_> {
     /// Keeps a Coding contestant's diff of round `round` (a round run
-    /// again replaces it).
+    /// again replaces it), deflated when that pays, as answers are
+    /// ([`packed`]): a patch is code and its context, and a patch of many
+    /// files repeats its headers.
     pub fn put_patch(&mut self, contestant_id: &str, round: u32, patch: &str) -> Result<()> {
         self.run(
             "INSERT INTO patches (contestant_id, round, patch) VALUES (?1, ?2, ?3)
              ON CONFLICT (contestant_id, round) DO UPDATE SET patch = ?3",
-            params![contestant_id, i64::from(round), patch],
+            params![
+                contestant_id,
+                i64::from(round),
+                packed::pack_for(self.db(), patch)
+            ],
         )?;
         Ok(())
     }

@@ -1,7 +1,7 @@
-//! An answer's text as the database keeps it: deflated when that saves a
-//! worthwhile share (a `BLOB`), else as it is (a `TEXT`); both read the
-//! same way. An older database's answers are deflated once, on upgrade
-//! ([`repack_answers`]).
+//! An answer's text (and a Coding diff) as the database keeps it:
+//! deflated when that saves a worthwhile share (a `BLOB`), else as it is
+//! (a `TEXT`); both read the same way. An older database's answers are
+//! deflated once, on upgrade ([`repack_answers`]).
 //!
 //! Deflate (RFC 1951, raw) through `flate2`: the answers are read whole,
 //! rarely, and far outnumber everything else the database keeps; a few

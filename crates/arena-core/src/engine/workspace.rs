@@ -8,13 +8,14 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use crate::agent::process::{self, Launch};
+use crate::agent::reader;
 use crate::battle::{Battle, Contestant};
 use crate::error::{Error, Result};
-use crate::event::EventKind;
 use crate::{diff, results, worktree};
 
 use super::journal::Sink;
-use super::launch::Reach;
+use super::launch::{self, Reach, Scratch};
 use super::Engine;
 
 /// A contestant's worktree as Arena knows it from its records: the folder,
@@ -110,18 +111,117 @@ impl Workspace {
 
     /// The changes against the base commit, within `[limits]`.
     pub async fn diff(&self, engine: &Engine) -> Result<diff::Diff> {
+        self.diff_until(engine, &CancellationToken::new()).await
+    }
+
+    /// The changes against the base commit, within `[limits]`, read by a
+    /// reader process ([`read`]) that `token` stops.
+    pub async fn diff_until(
+        &self,
+        engine: &Engine,
+        token: &CancellationToken,
+    ) -> Result<diff::Diff> {
         let limits = &engine.config().limits;
-        let bounds = diff::DiffLimits {
+        let request = reader::Request::Diff {
+            worktree: self.path.clone(),
+            base: self.base.clone(),
+            objects: self.objects.clone(),
             file_bytes: limits.diff_file_bytes,
             total_bytes: limits.diff_total_bytes,
         };
-        let (path, base, objects) = (self.path.clone(), self.base.clone(), self.objects.clone());
-        confined_read(engine, "the agent's changes", move || {
-            diff::diff_files(&path, &base, &objects, bounds)
-                .map_err(|e| Error::Git(format!("diff of {}: {e}", path.display())))
-        })
-        .await
+        let what = "the agent's changes";
+        match read(engine, (&self.path, &self.objects), what, request, token).await? {
+            reader::Answer::Diff { diff } => Ok(diff),
+            reader::Answer::Failed { reason } => Err(Error::Git(format!(
+                "diff of {}: {reason}",
+                self.path.display()
+            ))),
+        }
     }
+}
+
+/// Answers `request` about agent-made files in a reader process
+/// ([`reader`]): Arena's own binary, in the contestant's jail (`worktree`
+/// and the project's object stores `objects` read-only, its own scratch folder, no
+/// network), within the jail's memory and process bounds, stopped at
+/// `limits.diff_timeout_secs` or when `token` is cancelled. Where no reader
+/// can be started (an embedder that registered no Arena binary, or
+/// `sandbox = "off"`), the read runs here, on a thread with the same
+/// deadline ([`confined_read`]).
+pub(super) async fn read(
+    engine: &Engine,
+    (worktree, objects): (&Path, &[PathBuf]),
+    what: &str,
+    request: reader::Request,
+    token: &CancellationToken,
+) -> Result<reader::Answer> {
+    let program = match (crate::agent::jail::confiner(), engine.sandbox_ready()) {
+        (Some(program), Ok(Some(_))) => program.to_path_buf(),
+        _ => return confined_read(engine, what, move || Ok(request.answer())).await,
+    };
+    static READS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = READS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let scratch = Scratch::create(
+        &engine
+            .data_dir()
+            .join("agents")
+            .join(format!("read-{}-{n}", std::process::id())),
+    )?;
+    let reach = Reach {
+        programs: std::slice::from_ref(&program),
+        workspace: worktree,
+        writable: false,
+        objects,
+        connect: Some(Vec::new()),
+        door: None,
+        own_config: &[],
+        toolchains: false,
+    };
+    let (env, sandbox) = match launch::agent_sandbox(engine, scratch.path(), reach)? {
+        Some(c) => (c.env, Some(c.sandbox)),
+        None => (Vec::new(), None),
+    };
+    let answer = scratch.path().join("tmp").join("answer.json");
+    let limit = request.answer_limit();
+    let seconds = engine.config().limits.diff_timeout_secs;
+    let mut bounds = launch::bounds(engine);
+    bounds.output_bytes = 64 * 1024;
+    bounds.file_bytes = Some(limit);
+    let run = Launch {
+        args: request.args(&answer),
+        program,
+        cwd: worktree.to_path_buf(),
+        env,
+        timeout: Duration::from_secs(seconds),
+        sandbox,
+        bounds,
+        door: None,
+    };
+    let exit = process::run(&run, token, |_| {})
+        .await
+        .map_err(|e| Error::Task(format!("reading {what}: {e}")))?;
+    if exit.cancelled {
+        return Err(Error::Cancelled);
+    }
+    if exit.timed_out {
+        return Err(Error::Task(format!(
+            "reading {what} took longer than {seconds} s (limits.diff_timeout_secs); \
+             something in the worktree does not let go"
+        )));
+    }
+    if !exit.success() {
+        return Err(Error::Task(format!(
+            "reading {what}: {}",
+            exit.describe("Arena's reader")
+        )));
+    }
+    tokio::task::spawn_blocking(move || {
+        let read = reader::read_answer(&answer, limit);
+        drop(scratch);
+        read
+    })
+    .await?
+    .map_err(|e| Error::Task(format!("reading {what}: {e}")))
 }
 
 /// Runs `read` (blocking work on agent-made files) with the deadline
