@@ -207,6 +207,9 @@ pub fn battle_text(view: &DetailView, with_output: bool) -> String {
         if let Some(e) = &c.error {
             out.push_str(&format!("      error: {e}\n"));
         }
+        if let Some(check) = &c.check {
+            out.push_str(&check_lines(check, "      "));
+        }
         if let Some(reason) = &c.waiting {
             out.push_str(&format!("      {reason}\n"));
         }
@@ -368,6 +371,44 @@ pub fn page_text(battles: &[Battle], offset: usize, total: u64, filtered: bool) 
     out
 }
 
+/// A check's verdict (it ran on the change applied to a fresh tree of the
+/// base), the check's own files the change touches, and what the agent's
+/// tree held that the change does not carry; each line after `indent`.
+fn check_lines(check: &arena_core::battle::CheckResult, indent: &str) -> String {
+    let verdict = if check.timed_out {
+        "timed out".to_string()
+    } else if check.passed {
+        "passed".to_string()
+    } else {
+        match check.exit_code {
+            Some(code) => format!("failed (exit {code})"),
+            None => "failed".to_string(),
+        }
+    };
+    let mut out = format!("{indent}check {verdict}: {}\n", check.command);
+    if !check.touches_check.is_empty() {
+        out.push_str(&format!(
+            "{indent}  the change touches the check's own files: {}\n",
+            check.touches_check.join(", ")
+        ));
+    }
+    if !check.not_in_change.is_empty() {
+        let more = check
+            .not_in_change_count
+            .saturating_sub(check.not_in_change.len());
+        out.push_str(&format!(
+            "{indent}  not part of the change (the check ran without them): {}{}\n",
+            check.not_in_change.join(", "),
+            if more > 0 {
+                format!(" and {more} more")
+            } else {
+                String::new()
+            }
+        ));
+    }
+    out
+}
+
 pub fn round_text(r: &Round) -> String {
     let status = r.status.map(|s| s.as_str()).unwrap_or("running");
     let mut out = format!("Round {}: {status}\n", r.number);
@@ -379,6 +420,9 @@ pub fn round_text(r: &Round) -> String {
     }
     if let Some(e) = &r.error {
         out.push_str(&format!("error: {e}\n"));
+    }
+    if let Some(check) = &r.check {
+        out.push_str(&check_lines(check, ""));
     }
     if let Some(p) = &r.result_path {
         out.push_str(&format!("Result: {}\n", p.display()));
