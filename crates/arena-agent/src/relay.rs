@@ -5,9 +5,22 @@
 //! provider — streaming both ways — and puts the real key on it there. So
 //! the key never enters the jail, and the agent reaches that provider's
 //! API and nothing else (no other path prefix, host, port, DNS or UDP).
+//!
+//! What the door checks, both ways:
+//! - the path it sends is the one it checked, as the URL parser that
+//!   builds the outgoing request reads it ([`target`]): under the
+//!   provider's prefix, no dot segment or backslash in any spelling;
+//! - nothing it passes back carries the key ([`scrub`]): headers and
+//!   bodies, streamed ones across their chunks, in its plain, JSON,
+//!   percent and base64 spellings; a compressed answer, which could not
+//!   be checked, is refused (the door asks for none);
+//! - redirects are passed back to the agent, never followed;
+//! - the request's framing is kept: a `Content-Length` body is sent with
+//!   it, a chunked one chunked, none as none;
+//! - [`DoorLimits`]: body size, connections at once, time per request.
 
 mod scrub;
-pub mod target;
+mod target;
 
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};

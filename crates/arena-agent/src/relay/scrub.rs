@@ -24,8 +24,8 @@ pub const MASK: &[u8] = b"[key removed by Arena]";
 /// answers without keeping anything secret.
 const SHORTEST: usize = 8;
 
-/// The spellings of one key.
-#[derive(Debug, Clone)]
+/// The spellings of one key (its `Debug` says how many, never which).
+#[derive(Clone)]
 pub struct Needles {
     /// Lowercase (matching ignores ASCII case), longest first.
     needles: Vec<Vec<u8>>,
@@ -160,7 +160,6 @@ impl Needles {
 }
 
 /// Scrubs one streamed body, chunk by chunk.
-#[derive(Debug)]
 pub struct Scrubber {
     needles: Needles,
     /// The end of what came so far that may begin a spelling.
@@ -187,6 +186,23 @@ impl Scrubber {
             (Some(out), _) => out,
             (None, _) => held,
         }
+    }
+}
+
+impl std::fmt::Debug for Needles {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Needles")
+            .field("spellings", &self.needles.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for Scrubber {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Scrubber")
+            .field("needles", &self.needles)
+            .field("held_bytes", &self.held.len())
+            .finish()
     }
 }
 
@@ -345,6 +361,16 @@ mod tests {
             needles.scrub(b"nothing here"),
             Cow::Borrowed(b"nothing here")
         ));
+    }
+
+    #[test]
+    fn debug_output_never_shows_the_key() {
+        let needles = Needles::for_key(KEY);
+        let mut scrubber = needles.scrubber();
+        let _ = scrubber.push(b"x sk-test-0123");
+        let shown = format!("{needles:?} {scrubber:?}");
+        assert!(!shown.contains("sk-test"), "{shown}");
+        assert!(shown.contains("held_bytes: 12"), "{shown}");
     }
 
     #[test]
