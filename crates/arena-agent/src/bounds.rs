@@ -658,6 +658,21 @@ mod tests {
         assert!((2 << 20..3 << 20).contains(&grew), "{grew}");
     }
 
+    /// What one walk costs: `ARENA_WALK_DIR=<a large tree> cargo test -p
+    /// arena-agent --lib walk_cost -- --ignored --nocapture`.
+    #[test]
+    #[ignore]
+    fn walk_cost() {
+        let Some(dir) = std::env::var_os("ARENA_WALK_DIR") else {
+            return;
+        };
+        for _ in 0..3 {
+            let started = Instant::now();
+            let held = disk_usage(Path::new(&dir));
+            eprintln!("{} in {:?}", bytes(held), started.elapsed());
+        }
+    }
+
     #[test]
     fn cgroup_files_are_read_by_key() {
         let dir = tempfile::tempdir().unwrap();

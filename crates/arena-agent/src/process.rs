@@ -504,7 +504,10 @@ fn jail_command(launch: &Launch) -> std::io::Result<Option<crate::jail::Prepared
     else {
         return Ok(None);
     };
-    let jail = sandbox.jail(&launch.cwd, launch.door.is_some());
+    let mut jail = sandbox.jail(&launch.cwd, launch.door.is_some());
+    if let Some(bytes) = launch.bounds.consumption.tmp_bytes {
+        jail.tmp_bytes = bytes;
+    }
     let program = super::sandbox::lexical(&launch.program);
     let (program, args) = match crate::jail::confiner() {
         Some(confiner) if super::sandbox::abi_version() >= 1 => {

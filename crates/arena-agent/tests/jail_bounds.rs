@@ -281,3 +281,30 @@ async fn a_disk_below_its_floor_stops_the_run_and_a_start_below_it_is_refused() 
     .unwrap_err();
     assert!(e.to_string().contains("limits.min_free_disk_bytes"), "{e}");
 }
+
+#[tokio::test]
+async fn the_jails_tmp_and_shm_are_as_big_as_limits_say() {
+    if arena_agent::jail::find_bwrap().is_none() {
+        eprintln!("skipped: no bubblewrap");
+        return;
+    }
+    let work = workdir();
+    let script = "for d in /tmp /dev/shm; do head -c 67108864 /dev/zero > $d/balloon 2>/dev/null \
+                  || echo full; wc -c < $d/balloon; rm $d/balloon; done";
+    let launch = jailed(
+        work.path(),
+        script,
+        Consumption {
+            tmp_bytes: Some(8 * MIB),
+            ..Consumption::default()
+        },
+    );
+    let (exit, lines, _) = run_jailed(&launch).await;
+    assert!(exit.success(), "{exit:?} {lines:?}");
+    assert_eq!(lines.len(), 4, "{lines:?}");
+    for pair in lines.chunks(2) {
+        assert_eq!(pair[0], "full", "{lines:?}");
+        let size: u64 = pair[1].trim().parse().unwrap();
+        assert!(size <= 8 * MIB, "{size}");
+    }
+}
