@@ -972,9 +972,7 @@ async fn a_private_remote_is_never_fetched_with_the_workers_credentials() {
     drop(beta);
     assert_eq!(series["status"], "done", "{series}");
     assert_eq!(
-        team.count(&format!(
-            "SELECT COUNT(*) FROM battles WHERE machine = 'beta'"
-        )),
+        team.count("SELECT COUNT(*) FROM battles WHERE machine = 'beta'"),
         0
     );
 }
