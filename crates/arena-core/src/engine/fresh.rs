@@ -235,7 +235,7 @@ pub(super) fn left_out(agent: &Path, fresh: &Path) -> LeftOut {
                 None => shown,
             });
         }
-        // Depth first, in name order.
+        // A folder's own entries first, then its folders', in name order.
         folders.extend(below.into_iter().rev());
     }
     let noise = noise.into_iter().map(|(name, n)| match n {
@@ -275,5 +275,71 @@ fn odd_kind(kind: &std::fs::FileType) -> Option<&'static str> {
         Some("a symbolic link")
     } else {
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mkfifo(path: &Path) {
+        let made = std::process::Command::new("mkfifo")
+            .arg(path)
+            .status()
+            .expect("mkfifo");
+        assert!(made.success());
+    }
+
+    /// What the agent's tree holds beyond the fresh tree is named by lstat
+    /// alone: a FIFO is named, not opened (opening it would block); a link
+    /// to a folder is not followed; a nested repository and a missing
+    /// folder are named once, not walked; build output is named by its
+    /// folder's name once; the list is bounded, the count is not.
+    #[test]
+    fn what_the_change_does_not_carry_is_named_without_opening_it() {
+        let (agent, fresh) = (
+            tempfile::tempdir().expect("agent"),
+            tempfile::tempdir().expect("fresh"),
+        );
+        let (a, f) = (agent.path(), fresh.path());
+        for dir in [a, f] {
+            std::fs::create_dir_all(dir.join("src")).expect("src");
+            std::fs::write(dir.join("src/lib.rs"), "x").expect("lib.rs");
+        }
+        std::fs::create_dir_all(a.join(".git/objects")).expect(".git");
+        std::fs::create_dir_all(a.join("calc/.git")).expect("nested");
+        std::fs::write(a.join("calc/__init__.py"), "x").expect("calc");
+        mkfifo(&a.join("src/pipe"));
+        std::os::unix::fs::symlink("/", a.join("src/root")).expect("link");
+        for place in ["target", "src/target", "web/node_modules"] {
+            std::fs::create_dir_all(a.join(place).join("deep")).expect("noise");
+        }
+        std::fs::create_dir_all(a.join("secret/inner")).expect("secret");
+        std::fs::write(a.join("secret/inner/key"), "x").expect("key");
+        std::fs::create_dir_all(a.join("web")).expect("web");
+
+        let left = left_out(a, f);
+        assert_eq!(
+            left.listed,
+            vec![
+                "calc/ (a git repository of its own)".to_string(),
+                "secret/".to_string(),
+                "web/".to_string(),
+                "src/pipe (a FIFO)".to_string(),
+                "src/root (a symbolic link)".to_string(),
+                "target/ (build output or a cache, 2 folders)".to_string(),
+            ],
+            "{left:?}"
+        );
+        assert_eq!(left.count, 6);
+
+        for n in 0..(NOT_IN_CHANGE_LISTED + 5) {
+            std::fs::write(f.join(format!("only-in-agent-{n:02}")), "x").expect("file");
+            std::fs::write(a.join(format!("only-in-agent-{n:02}")), "x").expect("file");
+            std::fs::write(a.join(format!("left-{n:02}")), "x").expect("file");
+        }
+        let left = left_out(a, f);
+        assert_eq!(left.listed.len(), NOT_IN_CHANGE_LISTED);
+        assert_eq!(left.count, 6 + NOT_IN_CHANGE_LISTED + 5);
     }
 }
