@@ -79,6 +79,18 @@ async fn battle(
     script: &str,
     change: impl FnOnce(&mut Limits),
 ) -> Battle {
+    checked_battle(h, project, disk, script, None, change).await
+}
+
+/// [`battle`] with the check command `check`.
+async fn checked_battle(
+    h: &mut Harness,
+    project: &Path,
+    disk: Option<&SmallDisk>,
+    script: &str,
+    check: Option<&str>,
+    change: impl FnOnce(&mut Limits),
+) -> Battle {
     let mut config = Config::clone(&h.engine.config());
     config.backends = vec![CustomBackend {
         name: "fake".into(),
@@ -92,7 +104,7 @@ async fn battle(
     .expect("engine");
     h.cloud.set_model("m1", ModelScript::tokens(1));
     h.cloud.set_model("m2", ModelScript::tokens(1));
-    run_coding(h, project, &["fake@m1", "fake@m2"], None).await
+    run_coding(h, project, &["fake@m1", "fake@m2"], check).await
 }
 
 /// The battle ended, each contestant with an error that says `says`.
@@ -287,4 +299,32 @@ async fn a_full_disk_ends_the_battle_with_the_reason_and_keeps_what_was_kept() {
     assert!(output.contains("filling the disk"), "{output}");
     let stored = h.engine.battle(&b.id).await.expect("the battle reads back");
     assert_eq!(stored.status, b.status);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_check_that_reaches_a_limit_fails_and_names_it() {
+    if !ready("a_check_that_reaches_a_limit", true) {
+        return;
+    }
+    let mut h = Harness::new().await;
+    let project = repo();
+    let b = checked_battle(
+        &mut h,
+        project.path(),
+        None,
+        "echo hello > hello.txt",
+        Some("bomb() { bomb | bomb & }; bomb; sleep 60"),
+        |l| l.jail_max_processes = 64,
+    )
+    .await;
+    assert!(b.status.is_terminal());
+    for c in &b.contestants {
+        let check = c.check.as_ref().expect("the check ran");
+        assert!(!check.passed);
+        assert!(
+            check.output_tail.contains("limits.jail_max_processes = 64"),
+            "{}",
+            check.output_tail
+        );
+    }
 }

@@ -100,6 +100,10 @@ pub(super) async fn run_check(
     if let Some(note) = launch::dropped_note(&exit) {
         tail.push_str(&note);
     }
+    // A limit of `[limits]` it reached stopped it: the tail says which.
+    if let Some(limit) = exit.as_ref().ok().and_then(|e| e.limit.as_ref()) {
+        tail.push_str(&format!("\n[Arena: the check {limit}]\n"));
+    }
     let duration_ms = started.elapsed().as_millis() as u64;
     match exit {
         Ok(exit) => CheckResult {
