@@ -15,7 +15,6 @@ mod common;
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::time::Duration;
 
 use arena_core::agent::bounds::{self, Mechanism};
 use arena_core::battle::{BattleStatus, ContestantStatus};
