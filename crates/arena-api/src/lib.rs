@@ -907,7 +907,8 @@ pub struct WorktreeDto {
     pub name: Option<String>,
     /// Whether its folder still exists.
     pub exists: bool,
-    /// Whether it has uncommitted changes.
+    /// Whether it holds work Arena has not kept, by Arena's records (its
+    /// contestant has not finished with a diff); its files are not read.
     pub dirty: bool,
 }
 

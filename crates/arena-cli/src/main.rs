@@ -703,8 +703,8 @@ async fn run(cli: Cli) -> Result<(), Error> {
                 for w in &list {
                     let state = match (w.exists, w.dirty) {
                         (false, _) => "missing",
-                        (true, true) => "uncommitted changes",
-                        (true, false) => "clean",
+                        (true, true) => "work not kept (its contestant did not finish with a diff)",
+                        (true, false) => "diff kept",
                     };
                     println!(
                         "{}  battle {} ({})  {state}",

@@ -288,3 +288,78 @@ echo finished
             .unwrap_or(0);
     assert!(size < 20 << 20, "the database is {size} bytes");
 }
+
+/// `arena ARGS` under GNU time: its output, how long it took and its peak
+/// resident memory (kB).
+fn timed(s: &Setup, args: &[&str]) -> (std::process::Output, Duration, u64) {
+    let plain = s.command(&[]);
+    let mut cmd = Command::new("/usr/bin/time");
+    cmd.arg("-f").arg("peak-rss-kb %M").arg(plain.get_program());
+    cmd.args(args);
+    for (key, value) in plain.get_envs() {
+        match value {
+            Some(v) => cmd.env(key, v),
+            None => cmd.env_remove(key),
+        };
+    }
+    let started = Instant::now();
+    let out = cmd.output().unwrap();
+    let took = started.elapsed();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let peak = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("peak-rss-kb "))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no peak in: {stderr}"));
+    (out, took, peak)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_tree_bomb_behind_head_costs_worktrees_list_and_prune_nothing() {
+    if !jail_ready() {
+        return;
+    }
+    let s = Setup::new().await;
+    // A few KiB of trees naming 144^3 = 2,985,984 paths, committed and
+    // made the agent's HEAD; its working files change by one line.
+    let script = r#"
+blob=$(echo x | git hash-object -w --stdin)
+t1=$(for i in $(seq 1 144); do printf '100644 blob %s\tf%d\n' "$blob" "$i"; done | git mktree)
+t2=$(for i in $(seq 1 144); do printf '040000 tree %s\td%d\n' "$t1" "$i"; done | git mktree)
+t3=$(for i in $(seq 1 144); do printf '040000 tree %s\te%d\n' "$t2" "$i"; done | git mktree)
+c=$(git commit-tree "$t3" -m bomb)
+git update-ref HEAD "$c"
+echo changed >> README.md
+echo finished
+"#;
+    let project = setup_agent(&s, script, "");
+    let (b, _, _) = battle(&s, &project, &["agent@m1", "agent@m2"]);
+    for model in ["m1", "m2"] {
+        assert_eq!(contestant(&b, model)["status"], "done", "{b:#}");
+    }
+    let (out, took, peak_kb) = timed(&s, &["worktrees", "list", "--json"]);
+    assert!(out.status.success(), "{out:?}");
+    let list: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(list.as_array().unwrap().len(), 2, "{list:#}");
+    assert!(list.as_array().unwrap().iter().all(|w| w["dirty"] == false));
+    assert!(took < Duration::from_secs(10), "list took {took:?}");
+    assert!(peak_kb < 200 * 1024, "list's peak RSS {peak_kb} kB");
+
+    // Hand-edited since its diff was kept: prune keeps it (the reader
+    // says so); the other goes.
+    let edited = PathBuf::from(contestant(&b, "m1")["worktree"].as_str().unwrap());
+    std::fs::write(edited.join("README.md"), "edited by hand\n").unwrap();
+    let (out, took, peak_kb) = timed(&s, &["worktrees", "prune", "--json"]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(took < Duration::from_secs(10), "prune took {took:?}");
+    assert!(peak_kb < 200 * 1024, "prune's peak RSS {peak_kb} kB");
+    let pruned: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let text = pruned.to_string();
+    assert!(
+        text.contains("changed since Arena took its diff"),
+        "{pruned:#}"
+    );
+    assert!(edited.exists());
+    let other = PathBuf::from(contestant(&b, "m2")["worktree"].as_str().unwrap());
+    assert!(!other.exists(), "{pruned:#}");
+}

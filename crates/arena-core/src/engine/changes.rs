@@ -230,24 +230,20 @@ impl Engine {
         existing_folder("worktree", path).await
     }
 
-    /// Arena's worktrees: per Coding contestant, where and in what state
-    /// (from Arena's records; a worktree's own files are not followed).
+    /// Arena's worktrees: per Coding contestant, where and in what state,
+    /// from Arena's records alone: nothing in a worktree is read (an
+    /// agent's repository can hold a FIFO for a HEAD or a tree of millions
+    /// of paths). `dirty` says that Arena has not kept its work: its
+    /// contestant has not finished with a diff.
     pub async fn worktrees(&self) -> Result<Vec<WorktreeEntry>> {
         let battles = self.db(|s| s.battles(usize::MAX >> 1)).await?;
         tokio::task::spawn_blocking(move || {
             let mut out = Vec::new();
-            for b in battles
-                .iter()
-                .filter(|b| b.battle_type.has_worktrees())
-            {
+            for b in battles.iter().filter(|b| b.battle_type.has_worktrees()) {
                 for c in &b.contestants {
                     let Some(path) = &c.worktree else { continue };
                     let exists = path.symlink_metadata().is_ok_and(|m| m.is_dir());
-                    let dirty = exists
-                        && crate::worktree::is_dirty(path).unwrap_or_else(|error| {
-                            tracing::warn!(worktree = %path.display(), %error, "cannot tell whether the worktree is dirty");
-                            true
-                        });
+                    let kept = c.status.is_terminal() && c.diff.is_some();
                     out.push(WorktreeEntry {
                         battle_id: b.id.clone(),
                         battle_status: b.status,
@@ -255,7 +251,7 @@ impl Engine {
                         project: b.project.clone(),
                         path: path.clone(),
                         exists,
-                        dirty,
+                        dirty: exists && !kept,
                         name: path.file_name().map(|n| n.to_string_lossy().into_owned()),
                     });
                 }
@@ -265,55 +261,121 @@ impl Engine {
         .await?
     }
 
-    /// Removes the worktrees of finished battles. A worktree with
-    /// uncommitted work is kept unless `force` (its diff.patch is in the
-    /// results folder either way). Returns (removed, kept with the reason).
+    /// Removes the worktrees of finished battles. Without `force`, only
+    /// those whose files hold nothing Arena has not kept: a reader process
+    /// ([`super::workspace::read`], bounded, in a jail) takes each one's
+    /// diff against its base, which must be the contestant's kept diff of
+    /// its latest round (or nothing, when none was kept); a worktree edited
+    /// since, one whose diff cannot be taken and one whose battle is gone
+    /// from the records are kept. Returns (removed, kept with the reason).
     pub async fn prune_worktrees(
         &self,
         force: bool,
     ) -> Result<(Vec<PathBuf>, Vec<(PathBuf, String)>)> {
-        let entries = self.worktrees().await?;
-        let known: std::collections::HashSet<String> = self
-            .db(|s| s.battles(usize::MAX >> 1))
-            .await?
-            .into_iter()
-            .map(|b| b.id)
-            .collect();
+        let battles = self.db(|s| s.battles(usize::MAX >> 1)).await?;
+        let known: std::collections::HashSet<String> =
+            battles.iter().map(|b| b.id.clone()).collect();
         let root = self.inner.data_dir.join("worktrees");
-        tokio::task::spawn_blocking(move || {
-            let (mut removed, mut kept) = (Vec::new(), Vec::new());
-            // Worktrees of battles that are no longer in the database (their
-            // project unknown): removed whole, links in them removed, not
-            // followed; uncommitted work needs `force`.
-            for path in orphans(&root, &known) {
-                let dirty = !force && crate::worktree::is_dirty(&path).unwrap_or(true);
-                if dirty {
-                    kept.push((
-                        path,
-                        "it has uncommitted changes; pass --force to remove it".into(),
-                    ));
+        let (mut removed, mut kept) = (Vec::new(), Vec::new());
+        // Worktrees of battles that are no longer in the database (their
+        // project unknown): removed whole with `force`, links in them
+        // removed, not followed.
+        let orphans = tokio::task::spawn_blocking(move || orphans(&root, &known)).await?;
+        for path in orphans {
+            if !force {
+                let why = "its battle is no longer in Arena's records, so Arena cannot tell \
+                           what it holds; pass --force to remove it";
+                kept.push((path, why.to_string()));
+                continue;
+            }
+            let p = path.clone();
+            match tokio::task::spawn_blocking(move || std::fs::remove_dir_all(&p)).await? {
+                Ok(()) => removed.push(path),
+                Err(err) => kept.push((path, err.to_string())),
+            }
+        }
+        for b in battles.iter().filter(|b| b.battle_type.has_worktrees()) {
+            for c in &b.contestants {
+                let Some(path) = c.worktree.clone() else {
+                    continue;
+                };
+                if !b.status.is_terminal() {
+                    kept.push((path, "its battle is still running".into()));
                     continue;
                 }
-                match std::fs::remove_dir_all(&path) {
+                if !path.symlink_metadata().is_ok_and(|m| m.is_dir()) {
+                    continue; // already gone
+                }
+                if !force {
+                    if let Some(why) = self.unkept_work(b, c, &path).await {
+                        kept.push((path, format!("{why}; pass --force to remove it")));
+                        continue;
+                    }
+                }
+                let (project, p) = (b.project.clone(), path.clone());
+                // Its work is kept (or `force`): removed without asking git.
+                match tokio::task::spawn_blocking(move || {
+                    crate::worktree::remove(&project, &p, true)
+                })
+                .await?
+                {
                     Ok(()) => removed.push(path),
                     Err(err) => kept.push((path, err.to_string())),
                 }
             }
-            for e in entries {
-                if !e.battle_status.is_terminal() {
-                    kept.push((e.path, "its battle is still running".into()));
-                    continue;
-                }
-                if !e.exists {
-                    continue; // already gone
-                }
-                match crate::worktree::remove(&e.project, &e.path, force) {
-                    Ok(()) => removed.push(e.path),
-                    Err(err) => kept.push((e.path, err.to_string())),
-                }
+        }
+        Ok((removed, kept))
+    }
+
+    /// Why the worktree at `path` holds work Arena has not kept, if it
+    /// does: its diff now, taken by a reader, against the kept diff of the
+    /// contestant's latest round.
+    async fn unkept_work(
+        &self,
+        battle: &Battle,
+        c: &crate::battle::Contestant,
+        path: &Path,
+    ) -> Option<String> {
+        let Some(base) = battle.base_commit.clone() else {
+            return Some("Arena has no base commit for it".into());
+        };
+        let (id, project) = (c.id.clone(), battle.project.clone());
+        let recorded = self
+            .db(move |s| {
+                let round = s.rounds(&id)?.iter().map(|r| r.number).max().unwrap_or(1);
+                s.patch(&id, round)
+            })
+            .await;
+        let recorded = match recorded {
+            Ok(patch) => patch.unwrap_or_default(),
+            Err(e) => return Some(format!("Arena cannot read its kept diff: {e}")),
+        };
+        let objects =
+            match tokio::task::spawn_blocking(move || crate::worktree::object_dirs(&project)).await
+            {
+                Ok(Ok(objects)) => objects,
+                Ok(Err(e)) => return Some(format!("its project's repository: {e}")),
+                Err(e) => return Some(e.to_string()),
+            };
+        let limits = &self.config().limits;
+        let request = crate::agent::reader::Request::Diff {
+            worktree: path.to_path_buf(),
+            base,
+            objects: objects.clone(),
+            file_bytes: limits.diff_file_bytes,
+            total_bytes: limits.diff_total_bytes,
+        };
+        let token = tokio_util::sync::CancellationToken::new();
+        let what = "the worktree's files";
+        match super::workspace::read(self, (path, &objects), what, request, &token).await {
+            Ok(crate::agent::reader::Answer::Diff { diff }) if diff.patch == recorded => None,
+            Ok(crate::agent::reader::Answer::Diff { .. }) => {
+                Some("its files changed since Arena took its diff".into())
             }
-            Ok((removed, kept))
-        })
-        .await?
+            Ok(crate::agent::reader::Answer::Failed { reason }) => {
+                Some(format!("its diff cannot be taken: {reason}"))
+            }
+            Err(e) => Some(format!("its diff cannot be taken: {e}")),
+        }
     }
 }

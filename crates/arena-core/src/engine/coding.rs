@@ -173,7 +173,7 @@ async fn work(
     Sink::answer(&c.battle_id, &c.id).sync(engine).await?;
     let run = run?;
     workspace.restore(engine).await?;
-    let diff = workspace.diff_until(engine, token).await?;
+    let diff = workspace.diff(engine, token).await?;
     // The verdict is computed on what would be applied: the check runs on
     // the change applied to a fresh tree of the base, never here.
     let check = match (&battle.check_command, run.error.is_none() && !run.cancelled) {

@@ -109,18 +109,9 @@ impl Workspace {
         .await
     }
 
-    /// The changes against the base commit, within `[limits]`.
-    pub async fn diff(&self, engine: &Engine) -> Result<diff::Diff> {
-        self.diff_until(engine, &CancellationToken::new()).await
-    }
-
     /// The changes against the base commit, within `[limits]`, read by a
     /// reader process ([`read`]) that `token` stops.
-    pub async fn diff_until(
-        &self,
-        engine: &Engine,
-        token: &CancellationToken,
-    ) -> Result<diff::Diff> {
+    pub async fn diff(&self, engine: &Engine, token: &CancellationToken) -> Result<diff::Diff> {
         let limits = &engine.config().limits;
         let request = reader::Request::Diff {
             worktree: self.path.clone(),
