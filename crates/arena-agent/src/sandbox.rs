@@ -284,6 +284,7 @@ pub fn installation(program: &Path) -> Vec<PathBuf> {
     if is_rustup_proxy(program) {
         add(rustup_home().map(|h| rustup_reads(&h)).unwrap_or_default());
     }
+    add(version_manager_reads(program));
     if let Ok(real) = program.canonicalize() {
         add(loads_from(&real));
         if let Some(interpreter) = shebang(&real) {
@@ -294,6 +295,43 @@ pub fn installation(program: &Path) -> Vec<PathBuf> {
         }
     }
     out
+}
+
+/// What a version manager's shim (`~/.pyenv/shims/python3`, and rbenv's,
+/// nodenv's, goenv's alike: a script that runs `ROOT/libexec/NAME exec`)
+/// loads: the manager's own programs, plugins and hooks and the versions
+/// it installed, found beside its `shims` folder. Not its root as a whole
+/// (it holds its sources and tests, and whatever the user put there).
+fn version_manager_reads(program: &Path) -> Vec<PathBuf> {
+    let Some(root) = program
+        .parent()
+        .filter(|dir| dir.file_name().is_some_and(|n| n == "shims"))
+        .and_then(Path::parent)
+    else {
+        return Vec::new();
+    };
+    let Some(name) = root
+        .file_name()
+        .and_then(|n| n.to_str())
+        .map(|n| n.trim_start_matches('.'))
+        .filter(|n| n.ends_with("env") && root.join("libexec").join(n).is_file())
+    else {
+        return Vec::new();
+    };
+    let hooks = format!("{name}.d");
+    [
+        "bin",
+        "libexec",
+        "plugins",
+        "shims",
+        "versions",
+        "version",
+        hooks.as_str(),
+    ]
+    .iter()
+    .map(|entry| root.join(entry))
+    .filter(|path| path.exists())
+    .collect()
 }
 
 /// The `node_modules` folder `path` is in (the outermost).
@@ -552,6 +590,41 @@ mod tests {
         assert_eq!(
             installation(&npm.join("agent"))[0],
             root.join("npm/node_modules")
+        );
+    }
+
+    #[test]
+    fn a_version_managers_shim_gives_its_programs_and_versions_not_its_root() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join(".pyenv");
+        for sub in [
+            "shims",
+            "libexec",
+            "versions/3.11.7/bin",
+            "plugins",
+            "src",
+            "test",
+        ] {
+            std::fs::create_dir_all(root.join(sub)).unwrap();
+        }
+        std::fs::write(root.join("libexec/pyenv"), "#!/bin/sh\n").unwrap();
+        std::fs::write(root.join("version"), "3.11.7\n").unwrap();
+        std::fs::write(root.join("shims/python3"), "#!/usr/bin/env bash\n").unwrap();
+        let read = installation(&root.join("shims/python3"));
+        for wanted in ["shims", "libexec", "versions", "plugins", "version"] {
+            assert!(read.contains(&root.join(wanted)), "{wanted}: {read:?}");
+        }
+        assert!(!read.contains(&root), "{read:?}");
+        assert!(!read
+            .iter()
+            .any(|p| p.ends_with("src") || p.ends_with("test")));
+        // A folder named shims beside no manager gives nothing more.
+        let plain = dir.path().join("tools");
+        std::fs::create_dir_all(plain.join("shims")).unwrap();
+        std::fs::write(plain.join("shims/x"), "").unwrap();
+        assert_eq!(
+            installation(&plain.join("shims/x")),
+            vec![plain.join("shims")]
         );
     }
 

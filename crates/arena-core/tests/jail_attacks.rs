@@ -248,6 +248,13 @@ async fn ordinary_checks_pass_in_the_jail() {
     if has_pytest {
         check.push_str(&format!("{} -m pytest -v 2>&1 && ", venv_python.display()));
     }
+    // A `python3` found through a version manager's shim (pyenv's, as on
+    // the test machines) runs the interpreter it manages.
+    let shim = arena_core::backend::locate("python3")
+        .is_some_and(|p| p.parent().is_some_and(|d| d.ends_with("shims")));
+    if shim {
+        check.push_str("python3 -c 'print(\"shim python works\")' && ");
+    }
     check.push_str("/usr/bin/python3 -m unittest -v 2>&1 && echo ALL-GREEN");
     let check = check.as_str();
     let b = battle(&h, p, Some(check)).await;
@@ -262,6 +269,9 @@ async fn ordinary_checks_pass_in_the_jail() {
         assert!(check.output_tail.contains("test_sum"), "{check:?}");
         if has_pytest {
             assert!(check.output_tail.contains("1 passed"), "{check:?}");
+        }
+        if shim {
+            assert!(check.output_tail.contains("shim python works"), "{check:?}");
         }
     }
 }
