@@ -7,14 +7,7 @@
 //! inside a Rust source file is not seen, a file under `tests/` is.
 
 /// Folders whose files are tests (any depth).
-const TEST_FOLDERS: &[&str] = &[
-    "tests",
-    "test",
-    "__tests__",
-    "spec",
-    "testdata",
-    "fixtures",
-];
+const TEST_FOLDERS: &[&str] = &["tests", "test", "__tests__", "spec", "testdata", "fixtures"];
 
 /// Files that configure a test runner or the build a check goes through.
 const CONFIG_FILES: &[&str] = &[
@@ -68,12 +61,17 @@ pub fn runs_the_check(path: &str) -> bool {
     let python = name.ends_with(".py") && (stem.starts_with("test_") || stem.ends_with("_test"));
     let go = name.ends_with("_test.go");
     let ruby = name.ends_with("_spec.rb") || name.ends_with("_test.rb");
-    let java = [".java", ".kt", ".cs"].iter().any(|ext| name.ends_with(ext))
+    let java = [".java", ".kt", ".cs"]
+        .iter()
+        .any(|ext| name.ends_with(ext))
         && (stem.ends_with("test") || stem.ends_with("tests"));
     // `*.test.*`, `*.spec.*`: `sum.test.ts`, `app.spec.js`.
     let dotted = names.last().is_some_and(|n| {
         let parts: Vec<&str> = n.split('.').collect();
-        parts.len() >= 3 && parts[1..parts.len() - 1].iter().any(|p| *p == "test" || *p == "spec")
+        parts.len() >= 3
+            && parts[1..parts.len() - 1]
+                .iter()
+                .any(|p| *p == "test" || *p == "spec")
     });
     python || go || ruby || java || dotted
 }
@@ -145,7 +143,12 @@ mod tests {
 
     #[test]
     fn touched_lists_each_once_in_order() {
-        let paths = ["calc.py", "tests/test_calc.py", "pytest.ini", "tests/test_calc.py"];
+        let paths = [
+            "calc.py",
+            "tests/test_calc.py",
+            "pytest.ini",
+            "tests/test_calc.py",
+        ];
         assert_eq!(
             touched(paths),
             vec!["tests/test_calc.py".to_string(), "pytest.ini".to_string()]
