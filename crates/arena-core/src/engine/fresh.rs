@@ -187,7 +187,9 @@ pub(super) fn left_out(agent: &Path, fresh: &Path) -> LeftOut {
         let Ok(entries) = std::fs::read_dir(agent.join(&folder)) else {
             continue;
         };
-        let mut entries: Vec<_> = entries.flatten().collect();
+        // A folder of millions of entries is not read past the bound.
+        let room = MOST_ENTRIES.saturating_sub(seen) + 1;
+        let mut entries: Vec<_> = entries.flatten().take(room).collect();
         entries.sort_by_key(|e| e.file_name());
         let mut below = Vec::new();
         for entry in entries {
