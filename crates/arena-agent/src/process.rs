@@ -44,9 +44,17 @@ const USER_FOLDERS: &[&str] = &[
     "XDG_RUNTIME_DIR",
 ];
 
-/// The longest line handed on whole; a longer one comes in pieces of this
-/// size (so a process that prints without newlines cannot fill memory).
+/// The longest line handed on; a longer one keeps its first and last
+/// parts with a note of what was cut between them (so a process that
+/// prints without newlines cannot fill memory, and a line's end survives).
 pub const MAX_LINE: usize = 1024 * 1024;
+
+/// How much of each end of a cut line is kept: together with the note
+/// between them, at most [`MAX_LINE`].
+const LINE_END: usize = (MAX_LINE - 256) / 2;
+
+/// Room kept in the output's budget for the note where output was dropped.
+const NOTE_ROOM: usize = 256;
 
 /// How long a process group gets between SIGTERM and SIGKILL.
 const GRACE: Duration = Duration::from_secs(3);
@@ -87,6 +95,8 @@ pub struct Bounds {
     /// bytes written to its write folders, the disk's free-space floor
     /// ([`crate::bounds`]).
     pub consumption: crate::bounds::Consumption,
+    /// What its network door ([`Launch::door`]) passes on.
+    pub door: crate::relay::DoorLimits,
 }
 
 impl Default for Bounds {
@@ -95,6 +105,7 @@ impl Default for Bounds {
             output_bytes: usize::MAX,
             file_bytes: None,
             consumption: crate::bounds::Consumption::default(),
+            door: crate::relay::DoorLimits::default(),
         }
     }
 }
@@ -368,7 +379,10 @@ pub async fn run(
     // start.
     let relay_stop = CancellationToken::new();
     if let (Some(pipes), Some(upstream)) = (door, &launch.door) {
-        if let Err(error) = pipes.open(upstream.clone(), relay_stop.clone()).await {
+        if let Err(error) = pipes
+            .open(upstream.clone(), launch.bounds.door, relay_stop.clone())
+            .await
+        {
             signal_group(pid, Signal::Kill);
             let _ = child.wait().await;
             // What bwrap said, if it stopped by itself.
@@ -387,10 +401,7 @@ pub async fn run(
     let _relay = relay_stop.drop_guard();
     let mut stdout = child.stdout.take().map(|s| Lines::new(BufReader::new(s)));
     let mut stderr = child.stderr.take().map(|s| Lines::new(BufReader::new(s)));
-    let mut budget = Budget {
-        left: launch.bounds.output_bytes,
-        dropped: 0,
-    };
+    let mut budget = Budget::new(launch.bounds.output_bytes);
     let mut tail: VecDeque<u8> = VecDeque::new();
     let deadline = tokio::time::sleep(launch.timeout);
     tokio::pin!(deadline);
@@ -406,22 +417,24 @@ pub async fn run(
         }
         tokio::select! {
             line = next_line(&mut stdout) => match line {
-                Some(l) => {
-                    if budget.take(&l) {
-                        on_line(Line::Stdout(l));
+                Some((l, cut)) => {
+                    budget.dropped += cut;
+                    if let Some(line) = budget.take(Line::Stdout(l)) {
+                        on_line(line);
                     }
                 }
                 None => stdout = None,
             },
             line = next_line(&mut stderr) => match line {
-                Some(l) => {
+                Some((l, cut)) => {
+                    budget.dropped += cut;
                     tail.extend(l.as_bytes());
                     tail.push_back(b'\n');
                     while tail.len() > STDERR_TAIL {
                         tail.pop_front();
                     }
-                    if budget.take(&l) {
-                        on_line(Line::Stderr(l));
+                    if let Some(line) = budget.take(Line::Stderr(l)) {
+                        on_line(line);
                     }
                 }
                 None => stderr = None,
@@ -451,6 +464,10 @@ pub async fn run(
                 break;
             }
         }
+    }
+    // The end of the output, kept while the middle was dropped.
+    for line in budget.finish() {
+        on_line(line);
     }
     // An OOM kill or a refused fork that ended it before the watch saw it.
     if limit.is_none() && !cancelled && !timed_out {
@@ -524,77 +541,175 @@ fn jail_command(launch: &Launch) -> std::io::Result<Option<crate::jail::Prepared
         .map_err(|e| std::io::Error::other(e.to_string()))
 }
 
-/// How much more output is handed on.
+/// How output is handed on within its budget: the first half as it comes;
+/// past it, the last lines are kept (up to the other half) and handed on
+/// when the run ends, after a note of how much was dropped between. So a
+/// flood of noise never costs the run its last lines (its summary).
 struct Budget {
-    left: usize,
+    head_left: usize,
+    /// Once the head is spent, every later line goes to the tail.
+    spent: bool,
+    tail: VecDeque<Line>,
+    tail_bytes: usize,
+    tail_max: usize,
+    /// Bytes dropped in all: lines between the head and the tail, and the
+    /// middles of lines too long to keep whole.
     dropped: u64,
+    /// Bytes of the lines dropped between the head and the tail.
+    between: u64,
 }
 
 impl Budget {
-    /// Whether `line` is handed on (it fits in what is left).
-    fn take(&mut self, line: &str) -> bool {
-        let size = line.len() + 1;
-        if self.dropped == 0 && size <= self.left {
-            self.left -= size;
-            true
-        } else {
-            self.dropped += size as u64;
-            false
+    fn new(total: usize) -> Budget {
+        let head = total / 2;
+        Budget {
+            head_left: head,
+            spent: false,
+            tail: VecDeque::new(),
+            tail_bytes: 0,
+            tail_max: total.saturating_sub(head).saturating_sub(NOTE_ROOM),
+            dropped: 0,
+            between: 0,
         }
+    }
+
+    /// `line`, when it is handed on now; else it is kept for the end (and
+    /// the oldest kept lines dropped to make room; the newest is always
+    /// kept).
+    fn take(&mut self, line: Line) -> Option<Line> {
+        let size = text_of(&line).len() + 1;
+        if !self.spent && size <= self.head_left {
+            self.head_left -= size;
+            return Some(line);
+        }
+        self.spent = true;
+        self.tail_bytes += size;
+        self.tail.push_back(line);
+        while self.tail_bytes > self.tail_max && self.tail.len() > 1 {
+            if let Some(old) = self.tail.pop_front() {
+                let n = text_of(&old).len() + 1;
+                self.tail_bytes -= n;
+                self.dropped += n as u64;
+                self.between += n as u64;
+            }
+        }
+        None
+    }
+
+    /// What is handed on at the end: the note of what was dropped (on
+    /// stdout, which every reader of a run shows), then the kept last
+    /// lines.
+    fn finish(&mut self) -> Vec<Line> {
+        let mut out = Vec::with_capacity(self.tail.len() + 1);
+        if self.between > 0 {
+            out.push(Line::Stdout(format!(
+                "[Arena: {} bytes of output were dropped here (over limits.max_output_bytes); \
+                 the first and the last of it are kept]",
+                self.between
+            )));
+        }
+        out.extend(self.tail.drain(..));
+        out
     }
 }
 
-/// Lines of a pipe, at most [`MAX_LINE`] bytes each (a longer line comes in
-/// pieces), decoded lossily.
+fn text_of(line: &Line) -> &str {
+    match line {
+        Line::Stdout(t) | Line::Stderr(t) => t,
+    }
+}
+
+/// Lines of a pipe, decoded lossily; a line over [`MAX_LINE`] keeps its
+/// first and last [`LINE_END`] bytes with a note between them.
 struct Lines<R> {
     reader: R,
-    buf: Vec<u8>,
+    /// The line's start (up to [`LINE_END`] bytes).
+    head: Vec<u8>,
+    /// The line's latest bytes past its start (up to [`LINE_END`]).
+    end: VecDeque<u8>,
+    /// Bytes of this line dropped between the two.
+    cut: u64,
 }
 
 impl<R: tokio::io::AsyncBufRead + Unpin> Lines<R> {
     fn new(reader: R) -> Self {
         Lines {
             reader,
-            buf: Vec::new(),
+            head: Vec::new(),
+            end: VecDeque::new(),
+            cut: 0,
         }
     }
 
-    /// The next line without its `\n` (and `\r`), `None` at the end.
-    async fn next(&mut self) -> Option<String> {
-        self.buf.clear();
+    /// The next line without its `\n` (and `\r`), with how many of its
+    /// bytes were cut; `None` at the end.
+    ///
+    /// Cancel-safe (it is raced against the other pipe in a `select!`):
+    /// what it has read of a line stays here until the line is whole, and
+    /// the next call goes on from there.
+    async fn next(&mut self) -> Option<(String, u64)> {
         loop {
             let available = match self.reader.fill_buf().await {
                 Ok(bytes) => bytes,
                 Err(_) => return None,
             };
             if available.is_empty() {
-                return (!self.buf.is_empty()).then(|| self.take());
+                let any = !self.head.is_empty() || !self.end.is_empty() || self.cut > 0;
+                return any.then(|| self.take());
             }
-            let room = MAX_LINE - self.buf.len();
-            let window = &available[..available.len().min(room)];
-            match window.iter().position(|&b| b == b'\n') {
-                Some(end) => {
-                    self.buf.extend_from_slice(&window[..end]);
-                    self.reader.consume(end + 1);
+            match available.iter().position(|&b| b == b'\n') {
+                Some(at) => {
+                    keep(
+                        &mut self.head,
+                        &mut self.end,
+                        &mut self.cut,
+                        &available[..at],
+                    );
+                    self.reader.consume(at + 1);
                     return Some(self.take());
                 }
                 None => {
-                    let used = window.len();
-                    self.buf.extend_from_slice(window);
+                    let used = available.len();
+                    keep(&mut self.head, &mut self.end, &mut self.cut, available);
                     self.reader.consume(used);
-                    if self.buf.len() >= MAX_LINE {
-                        return Some(self.take());
-                    }
                 }
             }
         }
     }
 
-    fn take(&mut self) -> String {
-        if self.buf.last() == Some(&b'\r') {
-            self.buf.pop();
+    fn take(&mut self) -> (String, u64) {
+        let mut bytes = std::mem::take(&mut self.head);
+        if self.cut > 0 {
+            bytes.extend_from_slice(
+                format!(" … [Arena: {} bytes of this line dropped] … ", self.cut).as_bytes(),
+            );
         }
-        String::from_utf8_lossy(&self.buf).into_owned()
+        bytes.extend(self.end.drain(..));
+        if bytes.last() == Some(&b'\r') {
+            bytes.pop();
+        }
+        let cut = std::mem::take(&mut self.cut);
+        (String::from_utf8_lossy(&bytes).into_owned(), cut)
+    }
+}
+
+/// Adds `bytes` of a line to its kept start and end.
+fn keep(head: &mut Vec<u8>, end: &mut VecDeque<u8>, cut: &mut u64, mut bytes: &[u8]) {
+    let room = LINE_END.saturating_sub(head.len());
+    let first = bytes.len().min(room);
+    head.extend_from_slice(&bytes[..first]);
+    bytes = &bytes[first..];
+    if bytes.len() >= LINE_END {
+        *cut += (end.len() + bytes.len() - LINE_END) as u64;
+        end.clear();
+        end.extend(&bytes[bytes.len() - LINE_END..]);
+        return;
+    }
+    end.extend(bytes);
+    let over = end.len().saturating_sub(LINE_END);
+    if over > 0 {
+        end.drain(..over);
+        *cut += over as u64;
     }
 }
 
@@ -640,6 +755,7 @@ impl DoorPipes {
     async fn open(
         self,
         upstream: crate::relay::Upstream,
+        door_limits: crate::relay::DoorLimits,
         stop: CancellationToken,
     ) -> std::io::Result<()> {
         let DoorPipes {
@@ -671,9 +787,7 @@ impl DoorPipes {
         .map_err(|_| std::io::Error::other("the jail did not start within 20 s"))?
         .map_err(std::io::Error::other)??;
         tokio::spawn(async move {
-            if let Err(error) =
-                crate::relay::serve(listener, upstream, Default::default(), stop).await
-            {
+            if let Err(error) = crate::relay::serve(listener, upstream, door_limits, stop).await {
                 tracing::warn!(%error, "the relay stopped");
             }
         });
@@ -701,7 +815,7 @@ fn pipe() -> std::io::Result<(std::os::fd::OwnedFd, std::os::fd::OwnedFd)> {
 
 async fn next_line<R: tokio::io::AsyncBufRead + Unpin>(
     lines: &mut Option<Lines<R>>,
-) -> Option<String> {
+) -> Option<(String, u64)> {
     match lines {
         Some(l) => l.next().await,
         None => std::future::pending().await,
@@ -749,5 +863,56 @@ async fn stop_group(
             let _ = child.start_kill();
             child.wait().await.ok()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn lines_of(input: Vec<u8>) -> Vec<(String, u64)> {
+        let mut lines = Lines::new(tokio::io::BufReader::new(std::io::Cursor::new(input)));
+        let mut out = Vec::new();
+        while let Some(line) = lines.next().await {
+            out.push(line);
+        }
+        out
+    }
+
+    #[tokio::test]
+    async fn a_long_line_keeps_its_ends_and_says_what_was_cut() {
+        let mut input = b"short\n".to_vec();
+        input.extend(std::iter::repeat_n(b'a', 10));
+        input.extend(std::iter::repeat_n(b'm', 3 * MAX_LINE));
+        input.extend(std::iter::repeat_n(b'z', 10));
+        input.extend(b"\nlast");
+        let lines = lines_of(input).await;
+        assert_eq!(lines.len(), 3);
+        assert_eq!(lines[0], ("short".to_string(), 0));
+        let (long, cut) = &lines[1];
+        assert_eq!(*cut as usize, 3 * MAX_LINE + 20 - 2 * LINE_END);
+        assert!(long.len() <= MAX_LINE, "{}", long.len());
+        assert!(long.starts_with("aaaaaaaaaam") && long.ends_with("mzzzzzzzzzz"));
+        assert!(long.contains(&format!("[Arena: {cut} bytes of this line dropped]")));
+        assert_eq!(lines[2], ("last".to_string(), 0));
+    }
+
+    #[test]
+    fn past_its_head_the_budget_keeps_the_last_lines_and_names_the_rest() {
+        let mut budget = Budget::new(1000);
+        let line = |i: usize| Line::Stdout(format!("{i:0>99}"));
+        let handed: Vec<Line> = (0..30).filter_map(|i| budget.take(line(i))).collect();
+        assert_eq!(handed, (0..5).map(line).collect::<Vec<_>>());
+        let end = budget.finish();
+        let Line::Stdout(note) = &end[0] else {
+            panic!("{end:?}")
+        };
+        // The tail keeps what fits its half, less room for the note.
+        assert!(
+            note.contains("2300 bytes of output were dropped here"),
+            "{note}"
+        );
+        assert_eq!(end[1..], (28..30).map(line).collect::<Vec<_>>()[..]);
+        assert_eq!(budget.dropped, 2300);
     }
 }

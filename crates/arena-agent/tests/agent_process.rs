@@ -215,3 +215,69 @@ async fn a_file_over_the_bound_stops_the_writer_with_a_clear_reason() {
     let size = std::fs::metadata(dir.path().join("big.bin")).unwrap().len();
     assert!(size <= 1024 * 1024, "{size}");
 }
+
+#[tokio::test]
+async fn a_flood_keeps_its_first_and_last_lines_with_a_note_between() {
+    // A first line, a 200 MB line on stderr, then the last line on stdout
+    // (the summary an agent ends with): the ends of the flood line are
+    // kept with a note between, and the last line survives.
+    let mut l = launch(&["flood-then-last", "209715200"], Duration::from_secs(60));
+    l.bounds.output_bytes = 2 * 1024 * 1024;
+    let mut lines: Vec<Line> = Vec::new();
+    let exit = process::run(&l, &CancellationToken::new(), |line| lines.push(line))
+        .await
+        .unwrap();
+    assert!(exit.success(), "{exit:?}");
+    let texts: Vec<&str> = lines
+        .iter()
+        .map(|l| match l {
+            Line::Stdout(t) | Line::Stderr(t) => t.as_str(),
+        })
+        .collect();
+    assert_eq!(texts.first(), Some(&"first line"));
+    assert!(texts.contains(&"the last line"), "{}", texts.len());
+    let flood = texts
+        .iter()
+        .find(|t| t.contains("bytes of this line dropped"))
+        .unwrap_or_else(|| {
+            let sizes: Vec<usize> = texts.iter().map(|t| t.len()).collect();
+            panic!(
+                "no cut flood line: {sizes:?} {:?}",
+                texts
+                    .iter()
+                    .map(|t| &t[..t.len().min(80)])
+                    .collect::<Vec<_>>()
+            )
+        });
+    assert!(flood.starts_with("yyyy") && flood.ends_with("yyyy"));
+    let handed: usize = texts.iter().map(|t| t.len() + 1).sum();
+    assert!(handed <= 2 * 1024 * 1024, "{handed}");
+    assert!(texts.iter().all(|t| t.len() <= process::MAX_LINE));
+    assert!(exit.output_dropped >= 198 * 1024 * 1024, "{exit:?}");
+}
+
+#[tokio::test]
+async fn past_the_budget_the_last_lines_are_kept_after_a_note() {
+    // Many lines: the first half of the budget as they come, the last
+    // lines at the end, a note of what was dropped between.
+    let mut l = launch(&["stream", "2000"], Duration::from_secs(60));
+    l.bounds.output_bytes = 4096;
+    let mut texts: Vec<String> = Vec::new();
+    let exit = process::run(&l, &CancellationToken::new(), |line| {
+        let (Line::Stdout(t) | Line::Stderr(t)) = line;
+        texts.push(t);
+    })
+    .await
+    .unwrap();
+    assert_eq!(texts.first().map(String::as_str), Some("line 1"));
+    assert_eq!(texts.last().map(String::as_str), Some("line 2000"));
+    let note = texts
+        .iter()
+        .position(|t| t.contains("bytes of output were dropped here"))
+        .expect("a note");
+    assert!(texts[note - 1].starts_with("line "));
+    assert!(texts[note + 1].starts_with("line "));
+    assert!(exit.output_dropped > 0);
+    let handed: usize = texts.iter().map(|t| t.len() + 1).sum();
+    assert!(handed <= 4096, "{handed}");
+}

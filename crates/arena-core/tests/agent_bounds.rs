@@ -67,20 +67,25 @@ echo "hello" > small.txt
         let out = c.output.clone().unwrap_or_default();
         assert!(out.len() <= 3 * 1024 * 1024, "{}", out.len());
         assert!(
-            out.contains("more bytes of output were dropped"),
+            // One line of 250 MB: its ends are kept, its middle named.
+            out.contains("bytes of this line dropped"),
             "{}",
             &out[out.len().saturating_sub(300)..]
         );
-        let check = c.check.as_ref().unwrap();
+        // The end of the output survives the flood.
         assert!(
-            check.output_tail.len() < 200_000,
+            out.contains("after the flood"),
             "{}",
-            check.output_tail.len()
+            &out[out.len().saturating_sub(300)..]
         );
+        // The check runs on the change as it would be applied, and a file
+        // the diff leaves out (too big) cannot be: the check says so.
+        let check = c.check.as_ref().unwrap();
+        assert!(!check.passed, "{check:?}");
         assert!(
-            check.output_tail.contains("were dropped"),
+            check.output_tail.contains("could not be applied"),
             "{}",
-            check.output_tail.len()
+            check.output_tail
         );
         let patch =
             std::fs::read_to_string(c.result_path.as_ref().unwrap().with_file_name("diff.patch"))
@@ -108,6 +113,36 @@ echo "hello" > small.txt
         peak < start + 200 * 1024 * 1024,
         "peak RSS {} MB (from {} MB)",
         peak / (1024 * 1024),
+        start / (1024 * 1024)
+    );
+
+    // A check that prints 100 MB on a change that applies: its tail stays
+    // small and says what was dropped.
+    let b = run(
+        &mut h,
+        project.path(),
+        "echo hello > small.txt",
+        Some("head -c 100000000 /dev/zero | tr '\\0' y; true"),
+    )
+    .await;
+    for c in &b.contestants {
+        let check = c.check.as_ref().unwrap();
+        assert!(check.passed, "{check:?}");
+        assert!(
+            check.output_tail.len() < 200_000,
+            "{}",
+            check.output_tail.len()
+        );
+        assert!(
+            check.output_tail.contains("dropped"),
+            "{}",
+            &check.output_tail[check.output_tail.len().saturating_sub(300)..]
+        );
+    }
+    assert!(
+        peak_rss() < start + 200 * 1024 * 1024,
+        "peak RSS {} MB (from {} MB)",
+        peak_rss() / (1024 * 1024),
         start / (1024 * 1024)
     );
 

@@ -314,9 +314,6 @@ async fn run_cli(
         }
     })
     .await;
-    if let Some(text) = launch::dropped_note(&exit) {
-        let _ = tx.send(Piece::Text(text));
-    }
     drop(tx);
     let output = forward.await.unwrap_or_default();
     let explanation = final_answer.unwrap_or(output);
