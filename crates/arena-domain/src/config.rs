@@ -144,6 +144,16 @@ pub struct Limits {
     /// Coding: runs are stopped (and not started) while the disk they
     /// write to has less free space than this. 0: no floor.
     pub min_free_disk_bytes: u64,
+    /// Coding: the largest request body an agent's network door passes on
+    /// to its provider (a declared bigger one is refused with 413 before
+    /// the provider is contacted; a chunked one is cut there).
+    pub door_max_body_bytes: u64,
+    /// Coding: connections an agent may hold open through its door at
+    /// once; more wait for a free one.
+    pub door_max_connections: u64,
+    /// Coding: how long one request through the door may take, its
+    /// streamed answer included (504, or the stream cut).
+    pub door_request_timeout_secs: u64,
 }
 
 /// `[limits] sandbox`: whether agents run sandboxed.
@@ -189,6 +199,9 @@ impl Default for Limits {
             jail_tmp_bytes: 512 * 1024 * 1024,
             contestant_write_bytes: 20 * 1024 * 1024 * 1024,
             min_free_disk_bytes: 1024 * 1024 * 1024,
+            door_max_body_bytes: 32 * 1024 * 1024,
+            door_max_connections: 32,
+            door_request_timeout_secs: 30 * 60,
         }
     }
 }
@@ -324,10 +337,22 @@ mod team_tests {
 
     #[test]
     fn remote_patterns_match_within_their_parts() {
-        assert!(glob_matches("git@github.com:acme/*", "git@github.com:acme/app.git"));
-        assert!(!glob_matches("git@github.com:acme/*", "git@github.com:acme/x/y.git"));
-        assert!(glob_matches("https://github.com/**", "https://github.com/a/b.git"));
-        assert!(!glob_matches("git@github.com:acme/*", "git@github.com:acmeevil/app"));
+        assert!(glob_matches(
+            "git@github.com:acme/*",
+            "git@github.com:acme/app.git"
+        ));
+        assert!(!glob_matches(
+            "git@github.com:acme/*",
+            "git@github.com:acme/x/y.git"
+        ));
+        assert!(glob_matches(
+            "https://github.com/**",
+            "https://github.com/a/b.git"
+        ));
+        assert!(!glob_matches(
+            "git@github.com:acme/*",
+            "git@github.com:acmeevil/app"
+        ));
         assert!(glob_matches("exact", "exact") && !glob_matches("exact", "exactly"));
         let team = TeamConfig {
             remotes: vec!["https://git.acme.test/team/*".into()],
@@ -338,7 +363,10 @@ mod team_tests {
         assert_eq!(own, Some(RemoteAccess::Credentials));
         let other = team.remote_access("https://git.acme.test/other/app.git");
         assert_eq!(other, Some(RemoteAccess::Anonymous));
-        assert_eq!(team.remote_access("https://git.acme.test/team/../x/app"), None);
+        assert_eq!(
+            team.remote_access("https://git.acme.test/team/../x/app"),
+            None
+        );
         assert_eq!(team.remote_access("git@git.acme.test:team/app"), None);
     }
 
@@ -346,7 +374,9 @@ mod team_tests {
     fn team_checks_are_read_from_the_file() {
         let config = Config::parse("[team]\nchecks = [\"cargo test\"]\n").unwrap();
         assert!(config.team.allows_check(" cargo test "));
-        assert!(!config.team.allows_check("cargo test; cat ~/.cargo/credentials.toml"));
+        assert!(!config
+            .team
+            .allows_check("cargo test; cat ~/.cargo/credentials.toml"));
         assert!(Config::parse("[team]\nrun = [\"x\"]\n").is_err());
     }
 }

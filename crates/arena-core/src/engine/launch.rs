@@ -264,6 +264,13 @@ pub(super) fn bounds(engine: &Engine) -> process::Bounds {
         output_bytes: limits.max_output_bytes,
         file_bytes: Some(limits.max_file_bytes),
         consumption: consumption(limits),
+        door: crate::agent::relay::DoorLimits {
+            max_body_bytes: limits.door_max_body_bytes,
+            max_connections: usize::try_from(limits.door_max_connections)
+                .unwrap_or(usize::MAX)
+                .max(1),
+            request_timeout: std::time::Duration::from_secs(limits.door_request_timeout_secs),
+        },
     }
 }
 
