@@ -256,6 +256,9 @@ async fn agent_edits(agent: &'static str) {
     let data = dir.path().join("data").canonicalize().unwrap();
     let data_str = data.to_string_lossy().into_owned();
     let server = TestServer::start().await.unwrap();
+    // A server that reads bodies by their Content-Length only (as small
+    // servers on Python's http.server do): the door must keep the framing.
+    server.require_content_length(true);
     if agent == "aider" {
         // aider edits through text: a file name and the whole new file.
         server.set_model(

@@ -58,6 +58,10 @@ struct AppState {
     log: Arc<RequestLog>,
     cancel: CancellationToken,
     next_id: AtomicU64,
+    /// Reads a request's body by its `Content-Length` only, as Python's
+    /// `http.server` (and the small servers built on it) does: a body
+    /// without one is not read (`411 Length Required`).
+    length_only: std::sync::atomic::AtomicBool,
 }
 
 struct ModelEntry {
@@ -114,6 +118,7 @@ impl TestServer {
             log: Arc::new(RequestLog::default()),
             cancel: CancellationToken::new(),
             next_id: AtomicU64::new(1),
+            length_only: std::sync::atomic::AtomicBool::new(false),
         });
         let app = Router::new()
             .fallback(handle)
@@ -159,6 +164,13 @@ impl TestServer {
                 turns_served: 0,
             },
         );
+    }
+
+    /// Reads request bodies by their `Content-Length` only (a server on
+    /// Python's `http.server`): a request with a body and no length (a
+    /// chunked one) gets `411 Length Required` (and is not recorded).
+    pub fn require_content_length(&self, on: bool) {
+        self.inner.state.length_only.store(on, Ordering::Relaxed);
     }
 
     /// Unregisters a model; returns whether it was registered.
@@ -242,6 +254,19 @@ async fn handle(State(state): State<Arc<AppState>>, req: Request) -> Response {
             )
         })
         .collect();
+    let unframed = !parts
+        .headers
+        .contains_key(axum::http::header::CONTENT_LENGTH)
+        && parts
+            .headers
+            .contains_key(axum::http::header::TRANSFER_ENCODING);
+    if unframed && state.length_only.load(Ordering::Relaxed) {
+        return (
+            axum::http::StatusCode::LENGTH_REQUIRED,
+            "this server reads a body by its Content-Length only\n",
+        )
+            .into_response();
+    }
     let (raw, read_error) = match axum::body::to_bytes(body, MAX_BODY).await {
         Ok(b) => (b, None),
         Err(e) => (Bytes::new(), Some(e.to_string())),
