@@ -215,7 +215,10 @@ mod changed_files_tests {
         tally.touch("b.rs".into());
         tally.touch("a.rs".into());
         tally.touch("b.rs".into());
-        assert_eq!(files(tally.event()), (vec!["a.rs".into(), "b.rs".into()], 2));
+        assert_eq!(
+            files(tally.event()),
+            (vec!["a.rs".into(), "b.rs".into()], 2)
+        );
         assert_eq!(tally.event(), None, "nothing new, nothing sent");
         tally.touch("a.rs".into());
         assert_eq!(tally.event(), None);
