@@ -2303,7 +2303,8 @@ mod tests {
             c["check"],
             json!({
                 "command": "cargo test", "exit_code": 0, "passed": true,
-                "timed_out": false, "duration_ms": 900, "output_tail": "ok"
+                "timed_out": false, "duration_ms": 900, "output_tail": "ok",
+                "not_in_change": [], "not_in_change_count": 0, "touches_check": []
             })
         );
         assert_eq!(c["output"], "done");

@@ -612,17 +612,22 @@ async fn coding_battle_apply_and_worktree_cleanup() {
         "alpha\n"
     );
 
-    // Worktrees: both listed with uncommitted work; prune keeps them, --force removes them.
+    // Worktrees: both listed, their work kept (by Arena's records). One
+    // edited by hand since: prune keeps it and removes the other; --force
+    // removes it too.
     let list = s.json(&["worktrees", "list", "--json"]).await;
     assert_eq!(list.as_array().unwrap().len(), 2);
     assert!(list
         .as_array()
         .unwrap()
         .iter()
-        .all(|w| w["dirty"] == true && w["exists"] == true));
+        .all(|w| w["dirty"] == false && w["exists"] == true));
+    let edited = Path::new(list[0]["path"].as_str().unwrap());
+    std::fs::write(edited.join("by-hand.txt"), "mine\n").unwrap();
     let pruned = s.json(&["worktrees", "prune", "--json"]).await;
-    assert_eq!(pruned["removed"].as_array().unwrap().len(), 0);
-    assert_eq!(pruned["kept"].as_array().unwrap().len(), 2);
+    assert_eq!(pruned["removed"].as_array().unwrap().len(), 1, "{pruned:#}");
+    assert_eq!(pruned["kept"].as_array().unwrap().len(), 1, "{pruned:#}");
+    assert!(edited.exists());
     // Each worktree's repository is its own: the project's git knows none.
     assert_eq!(
         git(&project, &["worktree", "list", "--porcelain"])
@@ -632,7 +637,7 @@ async fn coding_battle_apply_and_worktree_cleanup() {
     );
     assert_eq!(git(&project, &["branch", "--list", "arena/*"]), "");
     let pruned = s.json(&["worktrees", "prune", "--force", "--json"]).await;
-    assert_eq!(pruned["removed"].as_array().unwrap().len(), 2);
+    assert_eq!(pruned["removed"].as_array().unwrap().len(), 1);
     assert_eq!(
         git(&project, &["worktree", "list", "--porcelain"])
             .matches("worktree ")

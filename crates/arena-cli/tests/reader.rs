@@ -95,29 +95,13 @@ fn run_args(project: &Path, contestants: &[&str]) -> Vec<String> {
 /// peak resident memory (kB, from GNU time).
 fn battle(s: &Setup, project: &Path, contestants: &[&str]) -> (Value, Duration, u64) {
     let args = run_args(project, contestants);
-    let plain = s.command(&[]);
-    let mut cmd = Command::new("/usr/bin/time");
-    cmd.arg("-f").arg("peak-rss-kb %M").arg(plain.get_program());
-    cmd.args(&args);
-    for (key, value) in plain.get_envs() {
-        match value {
-            Some(v) => cmd.env(key, v),
-            None => cmd.env_remove(key),
-        };
-    }
-    let started = Instant::now();
-    let out = cmd.output().unwrap();
-    let took = started.elapsed();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let peak = stderr
-        .lines()
-        .find_map(|l| l.strip_prefix("peak-rss-kb "))
-        .and_then(|n| n.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no peak in: {stderr}"));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (out, took, peak) = timed(s, &args);
     let json = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
         panic!(
-            "not JSON ({e}): {}\n{stderr}",
-            String::from_utf8_lossy(&out.stdout)
+            "not JSON ({e}): {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
         )
     });
     (json, took, peak)

@@ -358,7 +358,7 @@ pub fn render_result(battle: &Battle, c: &Contestant) -> String {
         .map(|d| format!("{:.2} s", d as f64 / 1000.0))
         .unwrap_or_else(|| "—".into());
     let mut md = format!(
-        "# {} · {}\n\n- Battle: `{}` ({}), {}\n- Status: {}\n- Lane: {} · Provider: {}\n\n",
+        "# {} · {}\n\n- Battle: `{}` ({}), {}\n- Status: {}\n- Lane: {} · Provider: {}\n",
         c.identity,
         c.model,
         battle.id,
@@ -368,6 +368,17 @@ pub fn render_result(battle: &Battle, c: &Contestant) -> String {
         c.lane,
         c.provider,
     );
+    // The machine that made it, with its own configuration of the
+    // provider, persona or agent named above (a team's places run on any).
+    if let Some(machine) = &battle.machine {
+        md.push_str(&format!(
+            "- Ran on: `{}`, with its own `{}` and `{}`\n",
+            code_text(machine),
+            code_text(&c.identity),
+            code_text(&c.provider),
+        ));
+    }
+    md.push('\n');
     let ttft = match (b.ttft_ms, b.model_switched) {
         (Some(ms), true) => format!("{ms} ms (includes model load)"),
         (ttft, _) => fmt_opt(ttft, " ms"),
@@ -386,6 +397,11 @@ pub fn render_result(battle: &Battle, c: &Contestant) -> String {
     ));
     push_work(&mut md, battle, c, true);
     md
+}
+
+/// `text` fit for inline code: no control characters, no backquote.
+fn code_text(text: &str) -> String {
+    arena_domain::terminal::printable(text).replace('`', "'")
 }
 
 /// The files a diff names without their content, as a Markdown list (empty

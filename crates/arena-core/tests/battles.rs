@@ -580,6 +580,9 @@ async fn results_folder_holds_manifest_and_result_files() {
         .unwrap()
         .ends_with("01-debugger-qwen3-8b/result.md"));
     assert!(md.starts_with("# Debugger · qwen3-8b\n"), "{md}");
+    if let Some(machine) = &battle.machine {
+        assert!(md.contains(&format!("- Ran on: `{machine}`")), "{md}");
+    }
     assert!(md.contains("## Benchmark") && md.contains("(server)"));
     assert!(md.contains("## Output\n\nThe answer is 42.\n"));
     assert_eq!(local.benchmark.rate_source, Some(RateSource::Server));

@@ -53,8 +53,8 @@ pub(super) async fn run(
         tracing::error!(contestant = %c.id, error = %e, "coding contestant failed");
         // A full disk: the reserve's room is given back, so that this end,
         // with its reason, can be written (its worktree stays).
-        let message = if super::drive::reserve::disk_full(&e) {
-            super::drive::reserve::release(engine);
+        let message = if super::reserve::disk_full(&e) {
+            super::reserve::release(engine);
             format!(
                 "Arena could not record this contestant's work: the disk it keeps its data on \
                  is full ({e}); its worktree is kept, free some space"

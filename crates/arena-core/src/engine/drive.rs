@@ -152,72 +152,9 @@ pub(super) async fn drive(engine: &Engine, battle_id: &str) -> Result<Battle> {
         return Ok(battle);
     }
     let held = hold(engine, battle_id).await?;
-    reserve::keep(engine).await;
+    super::reserve::keep(engine).await;
     schedule(engine, &battle, &held.live).await?;
     finish(engine, battle_id, held.live.cancel.is_cancelled()).await
-}
-
-/// Room kept on the disk of Arena's data for a battle's last writes: a
-/// file (`reserve`, 4 MiB) made when a battle starts and removed when a
-/// write of Arena's fails for a full disk, so that the ends of its
-/// contestants and of the battle can still be written, with the reason.
-pub(super) mod reserve {
-    use super::{Engine, Error};
-
-    const FILE: &str = "reserve";
-    const BYTES: usize = 4 * 1024 * 1024;
-
-    /// Makes the reserve if it is not there (and the disk has room).
-    pub(crate) async fn keep(engine: &Engine) {
-        let path = engine.data_dir().join(FILE);
-        let _ = tokio::task::spawn_blocking(move || {
-            if path.exists() {
-                return;
-            }
-            if let Err(e) = std::fs::write(&path, vec![0u8; BYTES]) {
-                tracing::warn!(error = %e, "could not keep room on the disk for Arena's last writes");
-                let _ = std::fs::remove_file(&path);
-            }
-        })
-        .await;
-    }
-
-    /// Gives the reserve's room back; whether there was one.
-    pub(crate) fn release(engine: &Engine) -> bool {
-        let released = std::fs::remove_file(engine.data_dir().join(FILE)).is_ok();
-        if released {
-            tracing::warn!("the disk of Arena's data is full; its reserve was released");
-        }
-        released
-    }
-
-    /// Whether the reserve was released since the battle started (a
-    /// write failed for a full disk).
-    pub(crate) fn released(engine: &Engine) -> bool {
-        !engine.data_dir().join(FILE).exists()
-    }
-
-    /// Whether `e` is a write that failed because the disk is full
-    /// (SQLite's `SQLITE_FULL`, PostgreSQL's `disk_full`, `ENOSPC`).
-    pub(crate) fn disk_full(e: &Error) -> bool {
-        let mut source: Option<&dyn std::error::Error> = Some(e);
-        while let Some(err) = source {
-            if let Some(io) = err.downcast_ref::<std::io::Error>() {
-                if io.raw_os_error() == Some(libc::ENOSPC) {
-                    return true;
-                }
-            }
-            let text = err.to_string();
-            if text.contains("database or disk is full")
-                || text.contains("No space left on device")
-                || text.contains("could not extend file")
-            {
-                return true;
-            }
-            source = err.source();
-        }
-        false
-    }
 }
 
 /// Starts every queued contestant of `battle` (as read just before): each
@@ -352,7 +289,7 @@ async fn finish(engine: &Engine, battle_id: &str, cancel_requested: bool) -> Res
         // A full disk (a write that failed, or fails now) never leaves the
         // battle running: the reserve's room is given back for this write.
         let ended = match settle(engine, battle_id, cancel_requested).await {
-            Err(e) if reserve::disk_full(&e) && reserve::release(engine) => {
+            Err(e) if super::reserve::disk_full(&e) && super::reserve::release(engine) => {
                 settle(engine, battle_id, cancel_requested).await
             }
             ended => ended,
@@ -375,7 +312,7 @@ async fn settle(
     cancel_requested: bool,
 ) -> Result<Option<crate::battle::BattleStatus>> {
     let (id, at) = (battle_id.to_string(), engine.now());
-    let why = if reserve::released(engine) {
+    let why = if super::reserve::released(engine) {
         "Arena could not record this contestant's end: the disk it keeps its data on is full \
          (database or disk is full); free some space"
     } else {
@@ -476,7 +413,7 @@ pub(super) async fn resume_one(
         held.live.cancel.cancel();
     }
     let battle = engine.battle(battle_id).await?;
-    reserve::keep(engine).await;
+    super::reserve::keep(engine).await;
     schedule(engine, &battle, &held.live).await?;
     let done = finish(engine, battle_id, held.live.cancel.is_cancelled()).await?;
     drop(held);

@@ -97,7 +97,7 @@ async fn on_fresh_tree(
             ),
             ..Default::default()
         }),
-        Ok(()) => match workspace.left_out(engine, &path).await {
+        Ok(()) => match held_beyond(engine, workspace, &path).await {
             Err(e) => Err(e),
             Ok(left) => {
                 let fresh = workspace.at(&path);
@@ -278,6 +278,19 @@ fn odd_kind(kind: &std::fs::FileType) -> Option<&'static str> {
     } else {
         None
     }
+}
+
+/// What `workspace` holds that the tree `fresh` (its change applied to
+/// the base) does not ([`left_out`]), read with the deadline of every read
+/// of agent-made files.
+async fn held_beyond(engine: &Engine, workspace: &Workspace, fresh: &Path) -> Result<LeftOut> {
+    let (agent, fresh) = (workspace.path.clone(), fresh.to_path_buf());
+    super::workspace::confined_read(
+        engine,
+        "what the worktree holds beyond its change",
+        move || Ok(left_out(&agent, &fresh)),
+    )
+    .await
 }
 
 #[cfg(test)]

@@ -20,6 +20,7 @@ mod journal;
 mod lane;
 mod launch;
 mod place;
+mod reserve;
 mod rounds;
 mod series;
 mod series_report;

@@ -96,19 +96,6 @@ impl Workspace {
         }
     }
 
-    /// What this worktree holds that the tree `fresh` (its change applied
-    /// to the base) does not ([`super::fresh::left_out`]), read with the
-    /// deadline of every read of agent-made files.
-    pub async fn left_out(&self, engine: &Engine, fresh: &Path) -> Result<super::fresh::LeftOut> {
-        let (agent, fresh) = (self.path.clone(), fresh.to_path_buf());
-        confined_read(
-            engine,
-            "what the worktree holds beyond its change",
-            move || Ok(super::fresh::left_out(&agent, &fresh)),
-        )
-        .await
-    }
-
     /// The changes against the base commit, within `[limits]`, read by a
     /// reader process ([`read`]) that `token` stops.
     pub async fn diff(&self, engine: &Engine, token: &CancellationToken) -> Result<diff::Diff> {
@@ -218,7 +205,7 @@ pub(super) async fn read(
 /// Runs `read` (blocking work on agent-made files) with the deadline
 /// `limits.diff_timeout_secs`, holding no lane and no transaction: a read
 /// that hangs fails this contestant only (its thread is left behind).
-async fn confined_read<T: Send + 'static>(
+pub(super) async fn confined_read<T: Send + 'static>(
     engine: &Engine,
     what: &str,
     read: impl FnOnce() -> Result<T> + Send + 'static,
