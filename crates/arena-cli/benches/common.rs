@@ -87,6 +87,7 @@ impl Bench {
             prices: Vec::new(),
             database_url: None,
             team: Default::default(),
+            coding: Default::default(),
         };
         Engine::open(EngineOptions::local(self.data(), config)).expect("engine")
     }

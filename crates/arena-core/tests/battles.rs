@@ -653,6 +653,7 @@ async fn the_anthropic_messages_api_streams_too() {
             prices: Vec::new(),
             database_url: None,
             team: Default::default(),
+            coding: Default::default(),
         },
         clock: std::sync::Arc::new(arena_core::clock::SystemClock),
         database_password: None,

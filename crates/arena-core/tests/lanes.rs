@@ -45,6 +45,7 @@ async fn battle_on(
             prices: Vec::new(),
             database_url: None,
             team: Default::default(),
+            coding: Default::default(),
         },
         clock: Arc::new(SystemClock),
         database_password: None,

@@ -239,6 +239,38 @@ pub struct Config {
     /// What this machine's workers take from a team database (`[team]`).
     #[serde(default, skip_serializing_if = "TeamConfig::is_empty")]
     pub team: TeamConfig,
+    /// The project's environment in a Coding battle's jails (`[coding]`).
+    #[serde(default, skip_serializing_if = "CodingConfig::is_empty")]
+    pub coding: CodingConfig,
+}
+
+/// `[coding]`: the project's own environment inside a Coding battle's
+/// jails: which of its ignored folders every agent, check and examiner
+/// sees (copy-on-write), how a base with other lockfiles gets one, and
+/// which package registries that preparation may reach.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CodingConfig {
+    /// Folders of the project (relative to its root) that belong to its
+    /// environment beyond those found by themselves (`node_modules`, a
+    /// virtualenv, Cargo's `target`, …).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub environment: Vec<String>,
+    /// The command that makes the environment for a base whose lockfiles
+    /// differ from the current tree's (`npm ci`, `uv sync`, …); unset: the
+    /// one each ecosystem's lockfile calls for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prepare: Option<String>,
+    /// Host names the prepare command may reach (its only network), added
+    /// to those the machine's own package tools are configured with.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub registries: Vec<String>,
+}
+
+impl CodingConfig {
+    pub fn is_empty(&self) -> bool {
+        self.environment.is_empty() && self.prepare.is_none() && self.registries.is_empty()
+    }
 }
 
 /// `[team]`: what a team database's rows may make this machine do. A row
@@ -485,6 +517,7 @@ impl Default for Config {
             prices: Vec::new(),
             database_url: None,
             team: TeamConfig::default(),
+            coding: CodingConfig::default(),
         }
     }
 }

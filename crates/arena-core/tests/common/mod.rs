@@ -114,6 +114,7 @@ impl Harness {
             prices: Vec::new(),
             database_url: team.as_ref().map(TeamDb::url),
             team: Default::default(),
+            coding: Default::default(),
         };
         let database_password = team.as_ref().map(|t| t.password().to_string());
         let data = tempfile::tempdir().expect("data dir");
