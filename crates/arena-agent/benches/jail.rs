@@ -46,6 +46,8 @@ fn main() -> Result<()> {
                 cwd: work.clone(),
                 network,
                 tmp_bytes: jail::TMP_BYTES,
+                layers: Vec::new(),
+                links: Vec::new(),
             },
         )
     });

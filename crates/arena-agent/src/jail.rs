@@ -149,6 +149,14 @@ pub struct Jail {
     /// write past it fails with "no space left on device", so files there
     /// cannot pin more of the machine's memory than this.
     pub tmp_bytes: u64,
+    /// The project's environment and the toolchains' caches
+    /// ([`crate::environment`]): overlays mounted before bwrap starts and
+    /// bound at their place, or (where this machine cannot mount them, or
+    /// a layer has no state) the lower folder read-only. Each place is in
+    /// a write folder, the jail's `/tmp`, or another layer's place.
+    pub layers: Vec<crate::environment::Layer>,
+    /// Symbolic links made last: `(where, what it leads to)`.
+    pub links: Vec<(PathBuf, PathBuf)>,
 }
 
 /// The size of a jail's `/tmp` and of its `/dev/shm` unless told otherwise
@@ -182,6 +190,8 @@ pub struct Prepared {
     /// open in the child when bwrap starts: keep this value alive until
     /// the child is spawned, and install [`Prepared::pre_exec`].
     pub seccomp: Option<std::fs::File>,
+    /// The overlays the child mounts before it becomes bwrap.
+    pub mounts: Option<std::sync::Arc<crate::environment::Mounts>>,
 }
 
 impl Prepared {
@@ -353,6 +363,8 @@ pub enum JailError {
     NotVisible { what: &'static str, path: PathBuf },
     #[error("preparing the jail's seccomp filter: {0}")]
     Seccomp(#[source] std::io::Error),
+    #[error("preparing the layers of the project's environment: {0}")]
+    Layer(#[source] std::io::Error),
 }
 
 impl Jail {
@@ -373,11 +385,15 @@ impl Jail {
                 None
             }
         };
-        let args = self.argv(Path::new("/"), program, args, fd)?;
+        let mounts = crate::environment::Mounts::prepare(&self.layers)
+            .map_err(JailError::Layer)?
+            .map(std::sync::Arc::new);
+        let args = self.argv(Path::new("/"), program, args, fd, mounts.is_some())?;
         Ok(Prepared {
             program: bwrap,
             args,
             seccomp,
+            mounts,
         })
     }
 
@@ -389,6 +405,7 @@ impl Jail {
         program: &Path,
         args: &[String],
         seccomp_fd: Option<i32>,
+        overlays: bool,
     ) -> Result<Vec<String>, JailError> {
         let on_host = |p: &Path| host.join(p.strip_prefix("/").unwrap_or(p));
         let read = checked_all("read folder", &self.read)?;
@@ -514,6 +531,32 @@ impl Jail {
             push(&mut argv, "--bind", text, text);
             bound.push(path.to_path_buf());
         }
+        // The environment's layers, each at its place in a write folder
+        // (or the jail's own /tmp, or an earlier layer).
+        for layer in &self.layers {
+            let at = checked("layer's place", &layer.at, false)?;
+            let lower = checked("layer's folder", &layer.lower, false)?;
+            if !(covered(&bound, at) || at.starts_with("/tmp")) {
+                return Err(JailError::NotVisible {
+                    what: "layer's place",
+                    path: at.to_path_buf(),
+                });
+            }
+            let at_text = utf8("layer's place", at)?;
+            match layer.merged().filter(|_| overlays) {
+                Some(merged) => {
+                    let merged = utf8("layer's folder", &merged)?.to_string();
+                    push(&mut argv, "--bind", &merged, at_text);
+                }
+                None => push(
+                    &mut argv,
+                    "--ro-bind",
+                    utf8("layer's folder", lower)?,
+                    at_text,
+                ),
+            }
+            bound.push(at.to_path_buf());
+        }
 
         // Protected paths: the folders on the way to each become mount
         // points of themselves (writable still), which cannot be renamed or
@@ -581,6 +624,17 @@ impl Jail {
                 what: "program",
                 path: program.to_path_buf(),
             });
+        }
+        for (link, target) in &self.links {
+            let link = checked("link", link, false)?;
+            let target = checked("link's target", target, false)?;
+            push(
+                &mut argv,
+                "--symlink",
+                utf8("link's target", target)?,
+                utf8("link", link)?,
+            );
+            linked.push(link.to_path_buf());
         }
         // The jail's own root (where the bound folders hang) is read-only:
         // a write anywhere else fails, instead of landing in a scratch
@@ -1026,6 +1080,8 @@ pub fn confine_main() -> Option<i32> {
         write,
         connect,
         enforcement: crate::sandbox::Enforcement::Landlock,
+        layers: Vec::new(),
+        links: Vec::new(),
     };
     let applied = sandbox
         .ruleset()
@@ -1115,6 +1171,8 @@ fn trial() -> Result<(), JailError> {
         cwd: PathBuf::from("/"),
         network: Network::None,
         tmp_bytes: TMP_BYTES,
+        layers: Vec::new(),
+        links: Vec::new(),
     };
     let prepared = jail.command(Path::new("true"), &[])?;
     let run = |source| JailError::Run {
@@ -1529,6 +1587,8 @@ impl crate::sandbox::Sandbox {
             cwd: crate::sandbox::lexical(cwd),
             network,
             tmp_bytes: TMP_BYTES,
+            layers: self.layers.clone(),
+            links: self.links.clone(),
         }
     }
 }
@@ -1546,6 +1606,8 @@ mod tests {
             cwd: cwd.to_path_buf(),
             network: Network::None,
             tmp_bytes: TMP_BYTES,
+            layers: Vec::new(),
+            links: Vec::new(),
         }
     }
 
@@ -1563,7 +1625,9 @@ mod tests {
         std::fs::write(w.join(".git/config"), "").unwrap();
         let (config, hooks) = (w.join(".git/config"), w.join(".git/hooks"));
         let j = jail(&[], &[&w], &[&hooks, &config], &w);
-        let argv = j.argv(Path::new("/"), Path::new("sh"), &[], None).unwrap();
+        let argv = j
+            .argv(Path::new("/"), Path::new("sh"), &[], None, false)
+            .unwrap();
         let bind = at(&argv, "--bind", &w).unwrap();
         let git = at(&argv, "--bind", &w.join(".git")).unwrap();
         let c = at(&argv, "--ro-bind", &config).unwrap();
@@ -1586,7 +1650,7 @@ mod tests {
         std::fs::create_dir_all(a.join("b")).unwrap();
         let j = jail(&[&a.join("b"), &missing, &a], &[], &[], Path::new("/"));
         let argv = j
-            .argv(Path::new("/"), Path::new("true"), &[], None)
+            .argv(Path::new("/"), Path::new("true"), &[], None, false)
             .unwrap();
         assert!(at(&argv, "--ro-bind", &a).is_some(), "{argv:?}");
         assert!(!argv.iter().any(|x| x.contains("missing")), "{argv:?}");
@@ -1620,7 +1684,9 @@ mod tests {
             mode("etc/wireguard/wg0.conf", 0o600);
         }
         let j = jail(&[], &[], &[], Path::new("/"));
-        let argv = j.argv(host.path(), Path::new("true"), &[], None).unwrap();
+        let argv = j
+            .argv(host.path(), Path::new("true"), &[], None, false)
+            .unwrap();
         let text = argv.join(" ");
         assert!(text.contains("--symlink usr/bin /bin"), "{text}");
         assert!(text.contains("--ro-bind /usr /usr"), "{text}");
@@ -1662,7 +1728,7 @@ mod tests {
     fn the_network_and_the_filter_show_in_the_flags() {
         let mut j = jail(&[], &[], &[], Path::new("/"));
         let argv = j
-            .argv(Path::new("/"), Path::new("true"), &[], Some(7))
+            .argv(Path::new("/"), Path::new("true"), &[], Some(7), false)
             .unwrap();
         for flag in [
             "--unshare-user",
@@ -1680,7 +1746,7 @@ mod tests {
         assert!(argv.windows(2).any(|w| w == ["--seccomp", "7"]));
         j.network = Network::Host;
         let argv = j
-            .argv(Path::new("/"), Path::new("true"), &[], None)
+            .argv(Path::new("/"), Path::new("true"), &[], None, false)
             .unwrap();
         assert!(!argv
             .iter()
@@ -1701,14 +1767,14 @@ mod tests {
         ];
         for (j, says) in cases {
             let e = j
-                .argv(Path::new("/"), Path::new("true"), &[], None)
+                .argv(Path::new("/"), Path::new("true"), &[], None, false)
                 .unwrap_err()
                 .to_string();
             assert!(e.contains(says), "{e}");
         }
         let j = jail(&[], &[&ok], &[], &ok);
         for program in ["./agent", "bin/agent", "/usr/../bin/sh"] {
-            let e = j.argv(Path::new("/"), Path::new(program), &[], None);
+            let e = j.argv(Path::new("/"), Path::new(program), &[], None, false);
             assert!(e.is_err(), "{program}");
         }
     }
@@ -1731,14 +1797,14 @@ mod tests {
         for (path, says) in cases {
             let j = jail(&[], &[&w], &[&path], &w);
             let e = j
-                .argv(Path::new("/"), Path::new("true"), &[], None)
+                .argv(Path::new("/"), Path::new("true"), &[], None, false)
                 .unwrap_err()
                 .to_string();
             assert!(e.contains(says), "{e}");
         }
         let j = jail(&[], &[&w.join("missing")], &[], &w);
         let e = j
-            .argv(Path::new("/"), Path::new("true"), &[], None)
+            .argv(Path::new("/"), Path::new("true"), &[], None, false)
             .unwrap_err();
         assert!(e.to_string().contains("does not exist"), "{e}");
     }
@@ -1749,15 +1815,21 @@ mod tests {
         // A folder on the host that no read or write folder brings in.
         let j = jail(&[], &[], &[], dir.path());
         let e = j
-            .argv(Path::new("/"), Path::new("true"), &[], None)
+            .argv(Path::new("/"), Path::new("true"), &[], None, false)
             .unwrap_err();
         assert!(e.to_string().contains("not be visible"), "{e}");
         let j = jail(&[], &[], &[], Path::new("/"));
         assert!(j
-            .argv(Path::new("/"), Path::new("/usr/bin/true"), &[], None)
+            .argv(Path::new("/"), Path::new("/usr/bin/true"), &[], None, false)
             .is_ok());
         let e = j
-            .argv(Path::new("/"), Path::new("/nowhere/agent"), &[], None)
+            .argv(
+                Path::new("/"),
+                Path::new("/nowhere/agent"),
+                &[],
+                None,
+                false,
+            )
             .unwrap_err();
         assert!(e.to_string().contains("program"), "{e}");
     }

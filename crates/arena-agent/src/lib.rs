@@ -7,6 +7,7 @@ pub mod backend;
 pub mod backends;
 pub mod bounds;
 pub mod diff;
+pub mod environment;
 pub mod jail;
 pub mod mirror;
 pub mod native;

@@ -20,6 +20,15 @@ pub struct Sandbox {
     pub connect: Option<Vec<u16>>,
     /// How the kernel enforces it.
     pub enforcement: Enforcement,
+    /// The project's environment in its tree and the toolchains' caches in
+    /// its home ([`crate::environment`]): copy-on-write overlays, or
+    /// read-only folders; in a jail only.
+    pub layers: Vec<crate::environment::Layer>,
+    /// Symbolic links in a jail: `(where, what it leads to)`. The user's
+    /// project path leads into the contestant's tree, so that paths the
+    /// environment holds into the project (a virtualenv's `#!` lines, an
+    /// editable install) resolve there; in a jail only.
+    pub links: Vec<(PathBuf, PathBuf)>,
 }
 
 /// How a [`Sandbox`] is enforced.
@@ -113,6 +122,8 @@ impl Sandbox {
             write: all_write,
             connect,
             enforcement: Enforcement::Jail,
+            layers: Vec::new(),
+            links: Vec::new(),
         }
     }
 

@@ -37,6 +37,8 @@ fn jail_of(read: &[&Path], write: &[&Path], cwd: &Path, network: Network) -> Jai
         cwd: cwd.to_path_buf(),
         network,
         tmp_bytes: jail::TMP_BYTES,
+        layers: Vec::new(),
+        links: Vec::new(),
     }
 }
 
@@ -852,6 +854,8 @@ fn writes_stay_in_the_write_folders_and_protected_paths_stay_put() {
         cwd: inside.w.clone(),
         network: Network::None,
         tmp_bytes: jail::TMP_BYTES,
+        layers: Vec::new(),
+        links: Vec::new(),
     };
     let out = run(jailed(&jail, "/bin/sh", &["-c", &attacks(&inside)]).0);
     let said = text(&out);
