@@ -243,6 +243,14 @@ impl Layer {
     }
 }
 
+/// Where a contestant's worktree keeps its own layers of the environment
+/// from run to run: beside it, `<name>.env` (removed with it).
+pub fn layers_of(worktree: &Path) -> PathBuf {
+    let mut name = worktree.file_name().unwrap_or_default().to_os_string();
+    name.push(".env");
+    worktree.with_file_name(name)
+}
+
 /// Whether this machine can mount a jail's overlays, and how: `Ok` with
 /// the way (as root, in a mount namespace; else in a user namespace), or
 /// why not. Tried once per process, with a real overlay in a child.

@@ -197,16 +197,21 @@ pub struct Prepared {
 impl Prepared {
     /// What the child must do between `fork` and `exec`: keep the seccomp
     /// file open across `exec` (clear its close-on-exec flag, in the child
-    /// only) and rewind it, so bwrap reads the whole filter. Two system
-    /// calls, no allocation; for `std::process::Command::pre_exec` or
-    /// tokio's.
+    /// only) and rewind it, so bwrap reads the whole filter; then mount the
+    /// overlays of its layers ([`crate::environment::Mounts::enter`]).
+    /// System calls only, no allocation; for
+    /// `std::process::Command::pre_exec` or tokio's.
     pub fn pre_exec(&self) -> impl FnMut() -> std::io::Result<()> + Send + Sync + 'static {
         #[cfg(unix)]
         let fd = {
             use std::os::fd::AsRawFd;
             self.seccomp.as_ref().map(|f| f.as_raw_fd())
         };
+        let mounts = self.mounts.clone();
         move || {
+            if let Some(mounts) = &mounts {
+                mounts.enter()?;
+            }
             #[cfg(unix)]
             if let Some(fd) = fd {
                 // SAFETY: `fcntl` and `lseek` on a descriptor this process

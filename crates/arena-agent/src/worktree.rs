@@ -408,6 +408,8 @@ pub fn remove(project: &Path, worktree: &Path, force: bool) -> Result<(), Worktr
             remove_dir_all(worktree)?;
         }
     }
+    // Its own layers of the project's environment go with it.
+    crate::environment::remove(&crate::environment::layers_of(worktree));
     if let Ok(repo) = open_project(project) {
         forget_linked(&repo, &name, worktree);
     }

@@ -189,6 +189,8 @@ async fn cross_examine_with_agent(
         door,
         own_config: &[],
         toolchains: false,
+        // The results folder holds no project tree.
+        environment: None,
     };
     let (launch, _scratch) = launch::prepare(engine, backend.name, plan, results, &scratch)?;
 

@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::agent::backends;
+use crate::agent::environment;
 use crate::agent::process::{self, Launch};
 use crate::agent::relay;
 use crate::agent::sandbox::{self, Confinement, Sandbox};
@@ -84,6 +85,21 @@ pub(super) struct Reach<'a> {
     /// It builds and tests (a check command): your toolchains are readable
     /// ([`sandbox::toolchains`]).
     pub toolchains: bool,
+    /// The project's environment its tree sees ([`environment`]).
+    pub environment: Option<Env<'a>>,
+}
+
+/// The project's environment around a tree ([`Reach::environment`]).
+#[derive(Clone, Copy)]
+pub(super) struct Env<'a> {
+    /// Its folders (found in the user's project or a prepared one).
+    pub folders: &'a [environment::Folder],
+    /// The user's project: inside the jail its path leads into the tree.
+    pub project: &'a Path,
+    /// Where the tree's own layers are kept from run to run (a
+    /// contestant's worktree); `None`: in the scratch folder, thrown away
+    /// with it (a check's).
+    pub layers: Option<&'a Path>,
 }
 
 /// The sandbox of an agent process with `scratch` as its home and temp
@@ -138,6 +154,35 @@ pub(super) fn agent_sandbox(
         read.extend(tools.read);
         env.extend(tools.env);
     }
+    let (mut layers, mut links) = (Vec::new(), Vec::new());
+    if let Some(env) = reach.environment {
+        read.extend(
+            environment::interpreters(env.folders)
+                .iter()
+                .flat_map(|p| sandbox::installation(p)),
+        );
+        if let Some(real) = &real_home {
+            for (i, (from, to)) in
+                environment::caches(real, |n| std::env::var_os(n).map(PathBuf::from), &home)
+                    .into_iter()
+                    .enumerate()
+            {
+                layers.push(environment::Layer {
+                    lower: from,
+                    at: to,
+                    state: Some(scratch.join("caches").join(i.to_string())),
+                });
+            }
+        }
+        let kept = env.layers.map(Path::to_path_buf);
+        let own = kept.unwrap_or_else(|| scratch.join("layers"));
+        layers.extend(tree_layers(env, reach.workspace, reach.writable, &own));
+        links = project_links(env.project, reach.workspace);
+        // What the links now show is not read at its own place too.
+        if !links.is_empty() {
+            read.retain(|p| !p.starts_with(env.project));
+        }
+    }
     let mut read = sandbox::without_private(read, engine.data_dir(), real_home.as_deref());
     let mut write = vec![scratch.to_path_buf(), home.clone()];
     read.extend(reach.objects.iter().cloned());
@@ -148,7 +193,74 @@ pub(super) fn agent_sandbox(
     }
     let mut sandbox = Sandbox::new(read, write, reach.connect);
     sandbox.enforcement = enforcement;
+    sandbox.layers = layers;
+    sandbox.links = links;
     Ok(Some(Confinement { sandbox, env }))
+}
+
+/// The layers of the environment's folders in `tree`: each an overlay with
+/// its own layer in `own` (numbered as the folders), or read-only where
+/// the tree is. A folder whose place in the tree is not a plain folder
+/// reached without a link (an agent made it a link or a file) is left
+/// out, said in the log; a missing place is made.
+fn tree_layers(env: Env<'_>, tree: &Path, writable: bool, own: &Path) -> Vec<environment::Layer> {
+    let mut layers = Vec::new();
+    for (i, folder) in env.folders.iter().enumerate() {
+        let at = tree.join(&folder.rel);
+        if let Err(why) = plain_place(tree, &folder.rel) {
+            tracing::warn!(place = %at.display(), why, "an environment folder is left out of this run");
+            continue;
+        }
+        layers.push(environment::Layer {
+            lower: folder.lower.clone(),
+            at,
+            state: writable.then(|| own.join(i.to_string())),
+        });
+    }
+    layers
+}
+
+/// Makes `tree/rel` a folder if it is missing; refuses a link or a file
+/// on the way.
+fn plain_place(tree: &Path, rel: &Path) -> std::result::Result<(), &'static str> {
+    let mut at = tree.to_path_buf();
+    for part in rel.components() {
+        at.push(part);
+        match std::fs::symlink_metadata(&at) {
+            Ok(m) if m.file_type().is_dir() => {}
+            Ok(_) => return Err("a link or a file is in its place"),
+            Err(_) => std::fs::create_dir(&at).map_err(|_| "its place cannot be made")?,
+        }
+    }
+    Ok(())
+}
+
+/// How many entries of the project's top folder get a link.
+const PROJECT_LINKS: usize = 2_000;
+
+/// Links at the user's project path to the same names in `tree`, for the
+/// entries of the project's top folder (not `.git`, whose object stores a
+/// jail may read at their place): paths the environment holds into the
+/// project (a virtualenv's `#!` lines, an editable install, a build's
+/// recorded sources) lead into the tree. None when the tree is the project.
+fn project_links(project: &Path, tree: &Path) -> Vec<(PathBuf, PathBuf)> {
+    if project == tree || tree.starts_with(project) || project.starts_with(tree) {
+        return Vec::new();
+    }
+    let Ok(entries) = std::fs::read_dir(project) else {
+        return Vec::new();
+    };
+    let mut names: Vec<std::ffi::OsString> = entries
+        .flatten()
+        .map(|e| e.file_name())
+        .filter(|n| n != ".git")
+        .take(PROJECT_LINKS)
+        .collect();
+    names.sort();
+    names
+        .into_iter()
+        .map(|name| (project.join(&name), tree.join(&name)))
+        .collect()
 }
 
 /// An agent's private folder for its configuration files: only this user
@@ -180,13 +292,9 @@ impl Scratch {
 
 impl Drop for Scratch {
     fn drop(&mut self) {
-        match std::fs::remove_dir_all(&self.0) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => {
-                tracing::warn!(path = %self.0.display(), error = %e, "could not remove an agent's scratch folder")
-            }
-        }
+        // It may hold overlay layers, whose bookkeeping folder no one may
+        // enter: removed as the environment's layers are.
+        environment::remove(&self.0);
     }
 }
 

@@ -8,6 +8,7 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use crate::agent::environment;
 use crate::agent::process::{self, Launch};
 use crate::agent::reader;
 use crate::battle::{Battle, Contestant};
@@ -15,7 +16,7 @@ use crate::error::{Error, Result};
 use crate::{diff, results, worktree};
 
 use super::journal::Sink;
-use super::launch::{self, Reach, Scratch};
+use super::launch::{self, Env, Reach, Scratch};
 use super::Engine;
 
 /// A contestant's worktree as Arena knows it from its records: the folder,
@@ -28,6 +29,11 @@ pub(super) struct Workspace {
     base: String,
     /// Object stores of the project's repository the sandbox reads.
     pub objects: Vec<PathBuf>,
+    /// The project's environment this tree sees ([`environment::find`]).
+    pub environment: Vec<environment::Folder>,
+    /// Where this tree's own layers of the environment are kept from run
+    /// to run (a contestant's worktree; `None`: thrown away after each).
+    layers: Option<PathBuf>,
 }
 
 impl Workspace {
@@ -45,11 +51,19 @@ impl Workspace {
             move || worktree::object_dirs(&project).map_err(|e| Error::Git(e.to_string()))
         })
         .await?;
+        let listed = engine.config().coding.environment.clone();
+        let found = tokio::task::spawn_blocking({
+            let project = project.clone();
+            move || environment::find(&project, &listed)
+        })
+        .await?;
         let workspace = Workspace {
             path: path.to_path_buf(),
             project,
             base: base.to_string(),
             objects,
+            environment: found,
+            layers: Some(environment::layers_of(path)),
         };
         workspace.restore(engine).await?;
         Ok(workspace)
@@ -81,18 +95,27 @@ impl Workspace {
             connect: Some(Vec::new()),
             door: None,
             own_config: &[],
-            toolchains: false,
+            // It may build and test with your toolchains.
+            toolchains: true,
+            environment: Some(Env {
+                folders: &self.environment,
+                project: &self.project,
+                layers: self.layers.as_deref(),
+            }),
         }
     }
 
-    /// The same project, base and object stores around another tree
-    /// (the fresh tree a check runs in, [`super::fresh`]).
+    /// The same project, base, object stores and environment around
+    /// another tree (the fresh tree a check runs in, [`super::fresh`]),
+    /// whose layers are thrown away after each run.
     pub fn at(&self, path: &Path) -> Workspace {
         Workspace {
             path: path.to_path_buf(),
             project: self.project.clone(),
             base: self.base.clone(),
             objects: self.objects.clone(),
+            environment: self.environment.clone(),
+            layers: None,
         }
     }
 
@@ -154,6 +177,7 @@ pub(super) async fn read(
         door: None,
         own_config: &[],
         toolchains: false,
+        environment: None,
     };
     let (env, sandbox) = match launch::agent_sandbox(engine, scratch.path(), reach)? {
         Some(c) => (c.env, Some(c.sandbox)),
