@@ -259,7 +259,20 @@ pub async fn run(
                 .ruleset()
                 .map_err(|e| spawn_error(std::io::Error::other(e.to_string())))?,
         ),
-        (Some(_), Some(_)) => super::sandbox::scope_only(),
+        // Only where nothing else scopes it: a jail on the host's network
+        // whose program has no inner layer (the inner layer scopes itself).
+        // Its own network namespace already keeps abstract sockets apart,
+        // and a Landlock layer with no rules also refuses every rename or
+        // link across folders (the kernel handles `REFER` in every layer):
+        // a build in the jail would fail with "Invalid cross-device link".
+        (Some(sandbox), Some(_))
+            if sandbox.connect.is_none()
+                && launch.door.is_none()
+                && crate::jail::confiner().is_none() =>
+        {
+            super::sandbox::scope_only()
+        }
+        (Some(_), Some(_)) => None,
         _ => None,
     };
     let file_bytes = launch.bounds.file_bytes;
