@@ -495,9 +495,28 @@ impl Jail {
             argv.extend(op.iter().map(|a| a.to_string()));
         }
 
+        // Layers at a place of their own outside the write folders (a cargo
+        // home at its usual place), outermost first, before the read
+        // folders that may hang inside them (its `bin`).
+        let write_roots: Vec<PathBuf> = write.iter().map(|p| p.to_path_buf()).collect();
+        let in_write = |at: &Path| covered(&write_roots, at);
+        let mut early: Vec<&crate::environment::Layer> =
+            self.layers.iter().filter(|l| !in_write(&l.at)).collect();
+        early.sort_by_key(|l| depth(&l.at));
+        let late: Vec<&crate::environment::Layer> =
+            self.layers.iter().filter(|l| in_write(&l.at)).collect();
+        let mut bound = system.clone();
+        for layer in &early {
+            if covered(&system, &layer.at) {
+                return Err(JailError::Reserved {
+                    what: "layer's place",
+                    path: layer.at.clone(),
+                });
+            }
+            push_layer(&mut argv, layer, overlays)?;
+        }
         // Read, then write folders: parents before what is inside them, and
         // nothing already inside one of its own kind.
-        let mut bound = system.clone();
         let mut bound_read: Vec<&Path> = Vec::new();
         for path in outermost(read.clone()) {
             if std::fs::symlink_metadata(on_host(path)).is_err() || covered(&bound, path) {
@@ -536,32 +555,11 @@ impl Jail {
             push(&mut argv, "--bind", text, text);
             bound.push(path.to_path_buf());
         }
-        // The environment's layers, each at its place in a write folder
-        // (or the jail's own /tmp, or an earlier layer).
-        for layer in &self.layers {
-            let at = checked("layer's place", &layer.at, false)?;
-            let lower = checked("layer's folder", &layer.lower, false)?;
-            if !(covered(&bound, at) || at.starts_with("/tmp")) {
-                return Err(JailError::NotVisible {
-                    what: "layer's place",
-                    path: at.to_path_buf(),
-                });
-            }
-            let at_text = utf8("layer's place", at)?;
-            match layer.merged().filter(|_| overlays) {
-                Some(merged) => {
-                    let merged = utf8("layer's folder", &merged)?.to_string();
-                    push(&mut argv, "--bind", &merged, at_text);
-                }
-                None => push(
-                    &mut argv,
-                    "--ro-bind",
-                    utf8("layer's folder", lower)?,
-                    at_text,
-                ),
-            }
-            bound.push(at.to_path_buf());
+        // The environment's layers in the write folders, each at its place.
+        for layer in late {
+            push_layer(&mut argv, layer, overlays)?;
         }
+        bound.extend(self.layers.iter().map(|l| l.at.clone()));
 
         // Protected paths: the folders on the way to each become mount
         // points of themselves (writable still), which cannot be renamed or
@@ -653,6 +651,25 @@ impl Jail {
         argv.extend(args.iter().cloned());
         Ok(argv)
     }
+}
+
+/// Binds a layer at its place: its overlay's mount point (`overlays`: the
+/// child mounts them), else its folder read-only.
+fn push_layer(
+    argv: &mut Vec<String>,
+    layer: &crate::environment::Layer,
+    overlays: bool,
+) -> Result<(), JailError> {
+    let at = utf8("layer's place", checked("layer's place", &layer.at, false)?)?;
+    let lower = checked("layer's folder", &layer.lower, false)?;
+    match layer.merged().filter(|_| overlays) {
+        Some(merged) => {
+            let merged = utf8("layer's folder", &merged)?.to_string();
+            push(argv, "--bind", &merged, at);
+        }
+        None => push(argv, "--ro-bind", utf8("layer's folder", lower)?, at),
+    }
+    Ok(())
 }
 
 fn push(argv: &mut Vec<String>, flag: &str, a: &str, b: &str) {
@@ -1023,6 +1040,16 @@ pub fn confined_args(
             out.push(flag.into());
             out.push(path.to_string_lossy().into_owned());
         }
+    }
+    // A layer's place: writable where it has a layer of its own.
+    for layer in &sandbox.layers {
+        let flag = if layer.state.is_some() {
+            "--write"
+        } else {
+            "--read"
+        };
+        out.push(flag.into());
+        out.push(layer.at.to_string_lossy().into_owned());
     }
     match &sandbox.connect {
         Some(ports) if ports.is_empty() => out.push("--connect-none".into()),

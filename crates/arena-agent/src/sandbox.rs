@@ -500,11 +500,12 @@ pub fn link_own_config(
 }
 
 /// What a check command needs of your toolchains besides `PATH`, given
-/// your home and the environment: folders to read, and the variables that
-/// point the tools at them (its `HOME` is a scratch folder). Rust: the
-/// rustup toolchains and cargo's downloaded crates (linked into a cargo
-/// home of its own in `scratch`, so cargo's locks are written there); Go:
-/// the module cache.
+/// your home and the environment: folders to read, layers, and the
+/// variables that point the tools at them (its `HOME` is a scratch
+/// folder). Rust: the rustup toolchains, and a cargo home of its own at
+/// your cargo home's place with your downloaded crates as overlays (where
+/// overlays cannot be mounted: a cargo home in `scratch` linking to them);
+/// Go: the module cache.
 pub fn toolchains(
     real_home: Option<&Path>,
     var: impl Fn(&str) -> Option<PathBuf>,
@@ -517,12 +518,44 @@ pub fn toolchains(
         env.push(("RUSTUP_HOME".into(), rustup.to_string_lossy().into_owned()));
         read.extend(rustup_reads(&rustup));
     }
+    let mut layers = Vec::new();
     if let Some(cargo) = under_home("CARGO_HOME", ".cargo").filter(|d| d.is_dir()) {
         let own = scratch.join("cargo-home");
         std::fs::create_dir_all(&own)?;
-        let entries = ["bin", "registry", "git", "config.toml", "config"];
-        read.extend(link_own_config(&own, &cargo, &entries)?);
-        env.push(("CARGO_HOME".into(), own.to_string_lossy().into_owned()));
+        if crate::environment::copy_on_write().is_ok() {
+            // Cargo's home at its own place, so the paths a warm `target`
+            // recorded for downloaded crates stay the same (else every
+            // dependency is built again): a folder of its own (its locks
+            // and caches) with your configuration copied in, and the
+            // downloaded crates and git checkouts as overlays. Never your
+            // `credentials.toml`.
+            for file in ["config.toml", "config"] {
+                let from = cargo.join(file);
+                if from.is_file() {
+                    std::fs::copy(&from, own.join(file))?;
+                }
+            }
+            let layer = |lower: PathBuf, at: PathBuf, name: &str| crate::environment::Layer {
+                lower,
+                at,
+                state: Some(scratch.join("cargo-layers").join(name)),
+            };
+            layers.push(layer(own, cargo.clone(), "home"));
+            for sub in ["registry", "git"] {
+                if cargo.join(sub).is_dir() {
+                    layers.push(layer(cargo.join(sub), cargo.join(sub), sub));
+                }
+            }
+            if cargo.join("bin").is_dir() {
+                read.push(cargo.join("bin"));
+            }
+            env.push(("CARGO_HOME".into(), cargo.to_string_lossy().into_owned()));
+        } else {
+            // No overlays here: linked into a home of its own.
+            let entries = ["bin", "registry", "git", "config.toml", "config"];
+            read.extend(link_own_config(&own, &cargo, &entries)?);
+            env.push(("CARGO_HOME".into(), own.to_string_lossy().into_owned()));
+        }
     }
     let go_mods = var("GOMODCACHE").or_else(|| {
         var("GOPATH")
@@ -533,13 +566,15 @@ pub fn toolchains(
         env.push(("GOMODCACHE".into(), mods.to_string_lossy().into_owned()));
         read.push(mods);
     }
-    Ok(Toolchains { read, env })
+    Ok(Toolchains { read, env, layers })
 }
 
 /// What [`toolchains`] found.
 pub struct Toolchains {
     pub read: Vec<PathBuf>,
     pub env: Vec<(String, String)>,
+    /// Places of its own at the toolchains' places (cargo's home).
+    pub layers: Vec<crate::environment::Layer>,
 }
 
 /// The folders on `PATH` (the programs an agent may start).

@@ -1358,7 +1358,8 @@ fn a_checks_cargo_home_has_the_registry_and_config_not_the_token() {
         home = home.display()
     );
     let read: Vec<&Path> = tools.read.iter().map(PathBuf::as_path).collect();
-    let jail = jail_of(&read, &[&scratch], &scratch, Network::None);
+    let mut jail = jail_of(&read, &[&scratch], &scratch, Network::None);
+    jail.layers = tools.layers.clone();
     let inside = text(&run(jailed(&jail, "/bin/sh", &["-c", &script]).0));
     for public in ["PUBLIC-config", "PUBLIC-registry", "PUBLIC-bin"] {
         assert!(inside.contains(public), "{public}: {inside}");

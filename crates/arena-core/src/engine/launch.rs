@@ -147,14 +147,16 @@ pub(super) fn agent_sandbox(
                 .map_err(|e| Error::io(&home, e))?,
         );
     }
+    let mut toolchain_layers = Vec::new();
     if reach.toolchains {
         let var = |name: &str| std::env::var_os(name).map(PathBuf::from);
         let tools = sandbox::toolchains(real_home.as_deref(), var, scratch)
             .map_err(|e| Error::io(scratch, e))?;
         read.extend(tools.read);
         env.extend(tools.env);
+        toolchain_layers = tools.layers;
     }
-    let (mut layers, mut links) = (Vec::new(), Vec::new());
+    let (mut layers, mut links) = (toolchain_layers, Vec::new());
     if let Some(env) = reach.environment {
         read.extend(
             environment::interpreters(env.folders)
