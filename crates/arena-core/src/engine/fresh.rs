@@ -284,6 +284,11 @@ fn odd_kind(kind: &std::fs::FileType) -> Option<&'static str> {
 /// the base) does not ([`left_out`]), read with the deadline of every read
 /// of agent-made files.
 async fn held_beyond(engine: &Engine, workspace: &Workspace, fresh: &Path) -> Result<LeftOut> {
+    // The environment's places are in the fresh tree too (its check sees
+    // the environment there), so they are not named.
+    for folder in &workspace.environment {
+        let _ = super::launch::plain_place(fresh, &folder.rel);
+    }
     let (agent, fresh) = (workspace.path.clone(), fresh.to_path_buf());
     super::workspace::confined_read(
         engine,

@@ -224,7 +224,7 @@ fn tree_layers(env: Env<'_>, tree: &Path, writable: bool, own: &Path) -> Vec<env
 
 /// Makes `tree/rel` a folder if it is missing; refuses a link or a file
 /// on the way.
-fn plain_place(tree: &Path, rel: &Path) -> std::result::Result<(), &'static str> {
+pub(super) fn plain_place(tree: &Path, rel: &Path) -> std::result::Result<(), &'static str> {
     let mut at = tree.to_path_buf();
     for part in rel.components() {
         at.push(part);
