@@ -347,6 +347,10 @@ pub struct DiffSummaryDto {
     pub files: usize,
     pub insertions: usize,
     pub deletions: usize,
+    /// The project's environment its agent and check saw, in a line
+    /// (`current tree: node_modules, .venv (312.4 MiB), copy-on-write`);
+    /// `null`: none.
+    pub environment: Option<String>,
 }
 
 impl From<&core::battle::DiffSummary> for DiffSummaryDto {
@@ -355,6 +359,7 @@ impl From<&core::battle::DiffSummary> for DiffSummaryDto {
             files: d.files,
             insertions: d.insertions,
             deletions: d.deletions,
+            environment: d.environment.clone(),
         }
     }
 }
@@ -365,6 +370,7 @@ impl From<&core::diff::DiffStats> for DiffSummaryDto {
             files: d.files,
             insertions: d.insertions,
             deletions: d.deletions,
+            environment: None,
         }
     }
 }
@@ -2207,6 +2213,7 @@ mod tests {
                 insertions: 10,
                 deletions: 3,
                 omitted: Vec::new(),
+                environment: None,
             }),
             check: Some(core::battle::CheckResult {
                 command: "cargo test".into(),

@@ -210,6 +210,9 @@ pub fn battle_text(view: &DetailView, with_output: bool) -> String {
         if let Some(check) = &c.check {
             out.push_str(&check_lines(check, "      "));
         }
+        if let Some(env) = c.diff.as_ref().and_then(|d| d.environment.as_ref()) {
+            out.push_str(&format!("      environment: {env}\n"));
+        }
         if let Some(reason) = &c.waiting {
             out.push_str(&format!("      {reason}\n"));
         }

@@ -418,6 +418,15 @@ pub fn omitted_list(d: &crate::battle::DiffSummary) -> String {
     md
 }
 
+/// The project's environment the agent and check saw, a line of the
+/// result (nothing when there was none).
+pub fn environment_note(d: &crate::battle::DiffSummary) -> String {
+    match &d.environment {
+        Some(line) => format!("Environment: {}\n\n", code_text(line)),
+        None => String::new(),
+    }
+}
+
 /// The part of `result.md` that is the contestant's work (and its error,
 /// when `with_error`).
 fn push_work(md: &mut String, battle: &Battle, c: &Contestant, with_error: bool) {
@@ -433,6 +442,7 @@ fn push_work(md: &mut String, battle: &Battle, c: &Contestant, with_error: bool)
             battle.base_commit.as_deref().map(|b| &b[..b.len().min(12)]).unwrap_or("the base commit"),
         ));
         md.push_str(&omitted_list(d));
+        md.push_str(&environment_note(d));
     }
     if let Some(check) = &c.check {
         let verdict = if check.passed {
@@ -540,6 +550,7 @@ pub fn render_round(battle: &Battle, c: &Contestant, r: &crate::battle::Round) -
             DIFF_FILE
         ));
         md.push_str(&omitted_list(d));
+        md.push_str(&environment_note(d));
     }
     if let Some(check) = &r.check {
         md.push_str(&format!(

@@ -275,6 +275,12 @@ pub struct DiffSummary {
     /// why: `path: left out: 1.0 GiB, over the 1 MiB limit for one file …`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub omitted: Vec<String>,
+    /// The project's environment its agent and check saw, in a line: where
+    /// it came from (`current tree`, `prepared KEY`), its folders and their
+    /// size, and how it was given (copy-on-write, or read-only and why);
+    /// `None`: none (the project has no ignored dependency folders).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub environment: Option<String>,
 }
 
 /// The check command's result on a contestant's change: run in a fresh

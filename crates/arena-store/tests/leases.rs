@@ -93,6 +93,7 @@ fn a_stale_owner_cannot_record_a_diff_or_check(store: &Store) {
         insertions: 2,
         deletions: 0,
         omitted: Vec::new(),
+        environment: None,
     };
     let check = CheckResult {
         command: "cargo test".into(),

@@ -13,7 +13,7 @@ const result = (applied: boolean): ApplyResultDto => ({
   battle_id: 'b1',
   contestant_id: 'c1',
   applied,
-  stats: { files: 2, insertions: 3, deletions: 0 },
+  stats: { files: 2, insertions: 3, deletions: 0, environment: null },
   files: [
     file('src/lib.rs'),
     file('.github/workflows/x.yml', { kind: 'ci', why: 'a CI pipeline: it runs on push' }),

@@ -73,6 +73,7 @@ pub(super) async fn run(
                 bench: Benchmark::default(),
                 diff: None,
                 check: None,
+                environment: None,
             },
         )
         .await;
@@ -86,6 +87,8 @@ struct Outcome {
     bench: Benchmark,
     diff: Option<diff::Diff>,
     check: Option<CheckResult>,
+    /// The environment its agent and check saw ([`Workspace::environment_line`]).
+    environment: Option<String>,
 }
 
 async fn run_inner(
@@ -102,8 +105,12 @@ async fn run_inner(
         .clone()
         .ok_or_else(|| Error::Task(format!("battle {} has no base commit", battle.id)))?;
     let path = ensure_worktree(engine, battle, c, &base).await?;
-    let Work { run, diff, check } =
-        work(engine, battle, c, &path, &battle.prompt, &base, token, slot).await?;
+    let Work {
+        run,
+        diff,
+        check,
+        environment,
+    } = work(engine, battle, c, &path, &battle.prompt, &base, token, slot).await?;
     let mut bench = Benchmark {
         duration_ms: Some(started.elapsed().as_millis() as u64),
         prompt_tokens: run.usage.and_then(|u| u.prompt_tokens),
@@ -131,6 +138,7 @@ async fn run_inner(
             bench,
             diff: Some(diff),
             check,
+            environment,
         },
     )
     .await
@@ -141,6 +149,7 @@ struct Work {
     run: AgentRun,
     diff: diff::Diff,
     check: Option<CheckResult>,
+    environment: Option<String>,
 }
 
 /// Runs the agent on `prompt` in `path` while watching the files it
@@ -182,7 +191,13 @@ async fn work(
         }
         _ => None,
     };
-    Ok(Work { run, diff, check })
+    let environment = workspace.environment_line().await;
+    Ok(Work {
+        run,
+        diff,
+        check,
+        environment,
+    })
 }
 
 async fn run_native(
@@ -350,6 +365,7 @@ fn summarize(d: &diff::Diff) -> DiffSummary {
             .iter()
             .filter_map(|f| f.omitted.as_ref().map(|why| format!("{}: {why}", f.path)))
             .collect(),
+        environment: None,
     }
 }
 
@@ -362,8 +378,12 @@ async fn record(engine: &Engine, battle: &Battle, c: &Contestant, outcome: Outco
         bench,
         diff,
         check,
+        environment,
     } = outcome;
-    let summary = diff.as_ref().map(summarize);
+    let summary = diff.as_ref().map(|d| DiffSummary {
+        environment,
+        ..summarize(d)
+    });
     // The patch is on disk before the contestant is `done`: a crash in
     // between leaves a contestant that runs again, never one without a diff.
     if let Some(d) = &diff {
@@ -464,7 +484,12 @@ pub(super) async fn refine(
             round.status = Some(ContestantStatus::Cancelled);
             None
         }
-        Some(Ok(Work { run, diff, check })) => {
+        Some(Ok(Work {
+            run,
+            diff,
+            check,
+            environment,
+        })) => {
             round.status = Some(if run.cancelled {
                 ContestantStatus::Cancelled
             } else if run.error.is_some() {
@@ -474,7 +499,10 @@ pub(super) async fn refine(
             });
             round.error = run.error;
             round.output = run.explanation;
-            round.diff = Some(summarize(&diff));
+            round.diff = Some(DiffSummary {
+                environment,
+                ..summarize(&diff)
+            });
             round.check = check;
             Some(diff)
         }

@@ -19,6 +19,9 @@ use super::journal::Sink;
 use super::launch::{self, Env, Reach, Scratch};
 use super::Engine;
 
+/// How many files of the environment's folders are counted for its size.
+const SIZE_ENTRIES: usize = 200_000;
+
 /// A contestant's worktree as Arena knows it from its records: the folder,
 /// the battle's project and base commit, and what the sandbox may read of
 /// the project's repository (its object stores). Nothing here comes from a
@@ -103,6 +106,36 @@ impl Workspace {
                 layers: self.layers.as_deref(),
             }),
         }
+    }
+
+    /// The project's environment this tree saw, in a line for the result
+    /// ([`crate::battle::DiffSummary::environment`]); `None`: it had none.
+    pub async fn environment_line(&self) -> Option<String> {
+        if self.environment.is_empty() {
+            return None;
+        }
+        let folders = self.environment.clone();
+        tokio::task::spawn_blocking(move || {
+            let names: Vec<String> = folders
+                .iter()
+                .map(|f| f.rel.display().to_string())
+                .collect();
+            let size: Option<u64> = folders
+                .iter()
+                .map(|f| environment::size(&f.lower, SIZE_ENTRIES))
+                .sum();
+            let size = match size {
+                Some(bytes) => crate::agent::bounds::bytes(bytes),
+                None => format!("over {SIZE_ENTRIES} files"),
+            };
+            let how = match environment::copy_on_write() {
+                Ok(_) => "copy-on-write".to_string(),
+                Err(why) => format!("read-only ({why})"),
+            };
+            format!("current tree: {} ({size}), {how}", names.join(", "))
+        })
+        .await
+        .ok()
     }
 
     /// The same project, base, object stores and environment around

@@ -3,4 +3,10 @@
 /**
  * Lines changed by a Coding contestant, against the base commit.
  */
-export type DiffSummaryDto = { files: number, insertions: number, deletions: number, };
+export type DiffSummaryDto = { files: number, insertions: number, deletions: number, 
+/**
+ * The project's environment its agent and check saw, in a line
+ * (`current tree: node_modules, .venv (312.4 MiB), copy-on-write`);
+ * `null`: none.
+ */
+environment: string | null, };
