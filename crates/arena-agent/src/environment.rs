@@ -287,7 +287,7 @@ pub enum Mode {
 impl std::fmt::Display for Mode {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Mode::Root => write!(f, "overlays in a mount namespace (as root)"),
+            Mode::Root => write!(f, "overlays in a mount namespace, as root"),
             Mode::User => write!(f, "overlays in a user namespace"),
         }
     }

@@ -245,6 +245,10 @@ pub struct JailInfo {
     /// and folders of `/etc` that not everyone may read are hidden in
     /// every jail (how many, here).
     pub root_masked: Option<usize>,
+    /// How the project's environment is given to a jail: copy-on-write
+    /// (how the overlays are mounted), or why it is read-only here
+    /// ([`crate::environment::copy_on_write`]).
+    pub environment: Result<String, String>,
 }
 
 impl std::fmt::Display for JailInfo {
@@ -263,6 +267,10 @@ impl std::fmt::Display for JailInfo {
         }
         if let Some(n) = self.root_masked {
             write!(f, " · root: {n} root-only files and folders of /etc masked")?;
+        }
+        match &self.environment {
+            Ok(how) => write!(f, " · project environment copy-on-write ({how})")?,
+            Err(why) => write!(f, " · project environment read-only: {why}")?,
         }
         Ok(())
     }
@@ -1171,6 +1179,7 @@ pub fn probe() -> Result<JailInfo, JailError> {
         landlock_abi: crate::sandbox::abi_version(),
         seccomp: seccomp_filter().is_some(),
         root_masked: is_root().then(|| etc_masks().len()),
+        environment: crate::environment::copy_on_write().map(|mode| mode.to_string()),
     })
 }
 
@@ -1964,19 +1973,23 @@ mod tests {
             landlock_abi: 7,
             seccomp: true,
             root_masked: None,
+            environment: Ok("overlays in a user namespace".into()),
         };
         assert_eq!(
             info.to_string(),
-            "bubblewrap 0.8.0 · Landlock ABI 7 · seccomp"
+            "bubblewrap 0.8.0 · Landlock ABI 7 · seccomp · project environment copy-on-write \
+             (overlays in a user namespace)"
         );
         let root = JailInfo {
             root_masked: Some(12),
+            environment: Err("the kernel refused an overlay".into()),
             ..info
         };
         assert_eq!(
             root.to_string(),
             "bubblewrap 0.8.0 · Landlock ABI 7 · seccomp · root: 12 root-only files and \
-             folders of /etc masked"
+             folders of /etc masked · project environment read-only: the kernel refused an \
+             overlay"
         );
     }
 
