@@ -8,6 +8,7 @@ pub mod backends;
 pub mod bounds;
 pub mod diff;
 pub mod environment;
+pub mod envkey;
 pub mod jail;
 pub mod mirror;
 pub mod native;

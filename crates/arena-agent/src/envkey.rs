@@ -1,0 +1,416 @@
+//! The environment key of a tree: a hash of the lockfiles and toolchain
+//! pins it carries (`package-lock.json`, `uv.lock`, `Cargo.lock`, `go.sum`,
+//! `.nvmrc`, …, at any depth up to [`DEPTH`]). Two trees with the same key
+//! need the same dependency folders, so a battle whose base has the key of
+//! the user's current tree can use the folders the user installed, and a
+//! base with another key needs an environment prepared for it.
+//!
+//! [`key_at`] reads a commit of the user's repository (trusted: it is the
+//! user's own history), [`key_of_tree`] the working files as they are now,
+//! committed or not. Both hash the same thing for the same content: each
+//! file's path and its git blob id (for `pyproject.toml`, only its
+//! dependency tables), sorted by path.
+//!
+//! Everything here is synchronous (git2 and files); callers run it in
+//! `spawn_blocking`.
+
+use std::path::{Path, PathBuf};
+
+use git2::{ObjectType, Oid, Repository, TreeWalkMode, TreeWalkResult};
+use sha2::{Digest, Sha256};
+
+/// How deep below the root lockfiles are looked for.
+pub const DEPTH: usize = 6;
+/// How many tree entries (files and folders) are looked at, at most.
+pub const ENTRIES: usize = 100_000;
+/// The largest `pyproject.toml` read for its dependency tables.
+const PYPROJECT_BYTES: u64 = 1024 * 1024;
+
+/// Folders never looked into (installed dependencies, VCS data).
+const NOT_WALKED: &[&str] = &[
+    ".git",
+    "node_modules",
+    ".venv",
+    "venv",
+    "target",
+    "__pycache__",
+    ".hg",
+    ".svn",
+];
+
+/// What went wrong reading a key.
+#[derive(Debug, thiserror::Error)]
+pub enum EnvKeyError {
+    #[error("git could not {what}: {}", .source.message())]
+    Git {
+        what: String,
+        #[source]
+        source: git2::Error,
+    },
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// A package manager or toolchain a tree's files call for, and where.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Ecosystem {
+    Npm,
+    Pnpm,
+    Yarn,
+    Bun,
+    Uv,
+    Poetry,
+    Pipenv,
+    /// `requirements*.txt`: a virtualenv and pip.
+    Pip,
+    Cargo,
+    Go,
+    Gradle,
+    /// A toolchain pin alone (`.nvmrc`, `rust-toolchain`, …).
+    Pin,
+}
+
+/// One ecosystem found in a folder of the tree (`dir`: relative, empty for
+/// the root) by the file `file` there.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+pub struct Found {
+    pub ecosystem: Ecosystem,
+    pub dir: PathBuf,
+    pub file: String,
+}
+
+/// A tree's environment key.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct EnvKey {
+    /// The SHA-256, in hex (64 characters); of nothing when no file was found.
+    pub hex: String,
+    /// The files it covers: `(path, id)` sorted by path (the id is the git
+    /// blob id, or for `pyproject.toml` the hash of its dependency tables).
+    pub files: Vec<(String, String)>,
+    /// What they call for, sorted.
+    pub ecosystems: Vec<Found>,
+}
+
+impl EnvKey {
+    /// The first 16 hex digits: a folder's name.
+    pub fn short(&self) -> &str {
+        &self.hex[..16]
+    }
+
+    /// Whether the tree carries no lockfile and no pin at all.
+    pub fn is_empty(&self) -> bool {
+        self.files.is_empty()
+    }
+
+    fn of(mut files: Vec<(String, String)>, mut ecosystems: Vec<Found>) -> EnvKey {
+        files.sort();
+        files.dedup();
+        ecosystems.sort();
+        ecosystems.dedup();
+        let mut hash = Sha256::new();
+        for (path, id) in &files {
+            hash.update(path.as_bytes());
+            hash.update([0]);
+            hash.update(id.as_bytes());
+            hash.update([b'\n']);
+        }
+        let hex = hash
+            .finalize()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        EnvKey {
+            hex,
+            files,
+            ecosystems,
+        }
+    }
+}
+
+/// What a file of this name is to the key: `None` when it is not part of
+/// it; else the ecosystem it calls for.
+pub fn classify(dir: &Path, name: &str) -> Option<Ecosystem> {
+    let e = match name {
+        "package-lock.json" | "npm-shrinkwrap.json" => Ecosystem::Npm,
+        "pnpm-lock.yaml" => Ecosystem::Pnpm,
+        "yarn.lock" => Ecosystem::Yarn,
+        "bun.lockb" | "bun.lock" => Ecosystem::Bun,
+        "uv.lock" => Ecosystem::Uv,
+        "poetry.lock" => Ecosystem::Poetry,
+        "Pipfile.lock" => Ecosystem::Pipenv,
+        // Its dependency tables count; no command is guessed for it alone.
+        "pyproject.toml" => Ecosystem::Pin,
+        "Cargo.lock" => Ecosystem::Cargo,
+        "go.sum" | "go.mod" => Ecosystem::Go,
+        "gradle-wrapper.properties" if dir.ends_with("gradle/wrapper") => Ecosystem::Gradle,
+        "gradle.lockfile" => Ecosystem::Gradle,
+        "rust-toolchain" | "rust-toolchain.toml" | ".nvmrc" | ".node-version"
+        | ".python-version" | ".tool-versions" => Ecosystem::Pin,
+        _ if name.starts_with("requirements") && name.ends_with(".txt") => Ecosystem::Pip,
+        _ => return None,
+    };
+    Some(e)
+}
+
+/// The key of `commit`'s tree in the repository at `repo`.
+pub fn key_at(repo: &Path, commit: &str) -> Result<EnvKey, EnvKeyError> {
+    let git = |what: &str| {
+        let what = what.to_string();
+        move |source| EnvKeyError::Git { what, source }
+    };
+    let repository = Repository::open(repo).map_err(git("open the project's repository"))?;
+    let oid = Oid::from_str(commit).map_err(git("read the commit id"))?;
+    let tree = repository
+        .find_commit(oid)
+        .and_then(|c| c.tree())
+        .map_err(git(&format!("find commit {commit}")))?;
+    let mut files = Vec::new();
+    let mut ecosystems = Vec::new();
+    let mut seen = 0usize;
+    let walked = tree.walk(TreeWalkMode::PreOrder, |parent, entry| {
+        seen += 1;
+        if seen > ENTRIES {
+            return TreeWalkResult::Abort;
+        }
+        let Some(name) = entry.name() else {
+            return TreeWalkResult::Skip;
+        };
+        let depth = parent.matches('/').count();
+        match entry.kind() {
+            Some(ObjectType::Tree) => {
+                if depth >= DEPTH || NOT_WALKED.contains(&name) {
+                    TreeWalkResult::Skip
+                } else {
+                    TreeWalkResult::Ok
+                }
+            }
+            Some(ObjectType::Blob) => {
+                let dir = Path::new(parent.trim_end_matches('/'));
+                if let Some(ecosystem) = classify(dir, name) {
+                    let path = format!("{parent}{name}");
+                    let id = if name == "pyproject.toml" {
+                        repository
+                            .find_blob(entry.id())
+                            .ok()
+                            .filter(|b| b.size() as u64 <= PYPROJECT_BYTES)
+                            .map(|b| pyproject_id(b.content()))
+                            .unwrap_or_else(|| entry.id().to_string())
+                    } else {
+                        entry.id().to_string()
+                    };
+                    push(&mut files, &mut ecosystems, dir, name, path, id, ecosystem);
+                }
+                TreeWalkResult::Ok
+            }
+            _ => TreeWalkResult::Ok,
+        }
+    });
+    // Stopped at its bound, the walk says so as an error: what it read counts.
+    if seen <= ENTRIES {
+        walked.map_err(git("walk the commit's tree"))?;
+    }
+    Ok(EnvKey::of(files, ecosystems))
+}
+
+/// The key of the working files under `project` as they are now (committed
+/// or not: a lockfile changed but not committed counts). Files git ignores
+/// count too, as the tools read them; links are not followed.
+pub fn key_of_tree(project: &Path) -> Result<EnvKey, EnvKeyError> {
+    let mut files = Vec::new();
+    let mut ecosystems = Vec::new();
+    let mut queue = std::collections::VecDeque::from([(PathBuf::new(), 0usize)]);
+    let mut seen = 0usize;
+    while let Some((rel, depth)) = queue.pop_front() {
+        let at = project.join(&rel);
+        let entries = match std::fs::read_dir(&at) {
+            Ok(e) => e,
+            Err(source) if rel.as_os_str().is_empty() => {
+                return Err(EnvKeyError::Io { path: at, source })
+            }
+            Err(_) => continue,
+        };
+        let mut names: Vec<(String, std::fs::FileType)> = entries
+            .flatten()
+            .filter_map(|e| Some((e.file_name().to_str()?.to_string(), e.file_type().ok()?)))
+            .collect();
+        names.sort_by(|a, b| a.0.cmp(&b.0));
+        for (name, kind) in names {
+            seen += 1;
+            if seen > ENTRIES {
+                return Ok(EnvKey::of(files, ecosystems));
+            }
+            if kind.is_dir() {
+                if depth < DEPTH && !NOT_WALKED.contains(&name.as_str()) {
+                    queue.push_back((rel.join(&name), depth + 1));
+                }
+            } else if kind.is_file() {
+                let Some(ecosystem) = classify(&rel, &name) else {
+                    continue;
+                };
+                let file = at.join(&name);
+                let id = if name == "pyproject.toml" {
+                    let meta = std::fs::metadata(&file).map_err(|source| EnvKeyError::Io {
+                        path: file.clone(),
+                        source,
+                    })?;
+                    if meta.len() <= PYPROJECT_BYTES {
+                        let bytes = std::fs::read(&file).map_err(|source| EnvKeyError::Io {
+                            path: file.clone(),
+                            source,
+                        })?;
+                        pyproject_id(&bytes)
+                    } else {
+                        blob_id(&file)?
+                    }
+                } else {
+                    blob_id(&file)?
+                };
+                let path = slash_path(&rel.join(&name));
+                push(&mut files, &mut ecosystems, &rel, &name, path, id, ecosystem);
+            }
+        }
+    }
+    Ok(EnvKey::of(files, ecosystems))
+}
+
+fn push(
+    files: &mut Vec<(String, String)>,
+    ecosystems: &mut Vec<Found>,
+    dir: &Path,
+    name: &str,
+    path: String,
+    id: String,
+    ecosystem: Ecosystem,
+) {
+    files.push((path, id));
+    ecosystems.push(Found {
+        ecosystem,
+        dir: dir.to_path_buf(),
+        file: name.to_string(),
+    });
+}
+
+/// The git blob id of a file's content (the same as its id once committed).
+fn blob_id(file: &Path) -> Result<String, EnvKeyError> {
+    Oid::hash_file(ObjectType::Blob, file)
+        .map(|o| o.to_string())
+        .map_err(|source| EnvKeyError::Git {
+            what: format!("hash {}", file.display()),
+            source,
+        })
+}
+
+/// A path with `/` between its parts, as git writes it.
+fn slash_path(path: &Path) -> String {
+    path.components()
+        .map(|c| c.as_os_str().to_string_lossy())
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+/// The tables of a `pyproject.toml` that say what gets installed, as one
+/// hash: a version bump or a tool's settings leave it alone. An unreadable
+/// file is hashed whole.
+fn pyproject_id(bytes: &[u8]) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    let Ok(doc) = text.parse::<toml::Table>() else {
+        return format!("raw:{}", hex_of(&Sha256::digest(bytes)));
+    };
+    let pick = |path: &[&str]| -> Option<toml::Value> {
+        let mut at = doc.get(path[0])?;
+        for part in &path[1..] {
+            at = at.get(part)?;
+        }
+        Some(at.clone())
+    };
+    let tables: &[&[&str]] = &[
+        &["build-system"],
+        &["project", "dependencies"],
+        &["project", "optional-dependencies"],
+        &["project", "requires-python"],
+        &["dependency-groups"],
+        &["tool", "poetry", "dependencies"],
+        &["tool", "poetry", "dev-dependencies"],
+        &["tool", "poetry", "group"],
+        &["tool", "uv"],
+        &["tool", "pdm", "dev-dependencies"],
+    ];
+    let mut hash = Sha256::new();
+    for path in tables {
+        hash.update(path.join(".").as_bytes());
+        hash.update([0]);
+        if let Some(value) = pick(path) {
+            // A `toml::Table` keeps its keys sorted: the text is canonical.
+            hash.update(value.to_string().as_bytes());
+        }
+        hash.update([b'\n']);
+    }
+    format!("deps:{}", hex_of(&hash.finalize()))
+}
+
+fn hex_of(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pyproject_id_ignores_the_version_and_tools() {
+        let a = pyproject_id(
+            b"[project]\nname='x'\nversion='1'\ndependencies=['attrs']\n[tool.ruff]\nline-length=90\n",
+        );
+        let b = pyproject_id(b"[project]\nname='x'\nversion='2'\ndependencies=['attrs']\n");
+        let c = pyproject_id(b"[project]\nname='x'\nversion='2'\ndependencies=['attrs>=23']\n");
+        assert_eq!(a, b);
+        assert_ne!(b, c);
+    }
+
+    #[test]
+    fn lockfiles_and_pins_are_classified() {
+        let root = Path::new("");
+        assert_eq!(classify(root, "package-lock.json"), Some(Ecosystem::Npm));
+        assert_eq!(classify(root, "requirements-dev.txt"), Some(Ecosystem::Pip));
+        assert_eq!(classify(root, ".nvmrc"), Some(Ecosystem::Pin));
+        assert_eq!(classify(root, "package.json"), None);
+        assert_eq!(classify(root, "gradle-wrapper.properties"), None);
+        assert_eq!(
+            classify(Path::new("gradle/wrapper"), "gradle-wrapper.properties"),
+            Some(Ecosystem::Gradle)
+        );
+    }
+
+    #[test]
+    fn the_key_is_the_same_for_a_commit_and_its_working_files() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let repo = Repository::init(dir.path()).expect("init");
+        std::fs::create_dir_all(dir.path().join("web")).expect("mkdir");
+        std::fs::write(dir.path().join("web/package-lock.json"), "{}\n").expect("write");
+        std::fs::write(dir.path().join("Cargo.lock"), "# lock\n").expect("write");
+        std::fs::write(dir.path().join("README"), "hi\n").expect("write");
+        let mut index = repo.index().expect("index");
+        index
+            .add_all(["*"], git2::IndexAddOption::DEFAULT, None)
+            .expect("add");
+        let tree = repo
+            .find_tree(index.write_tree().expect("tree"))
+            .expect("tree");
+        let sig = git2::Signature::now("t", "t@t").expect("sig");
+        let commit = repo
+            .commit(Some("HEAD"), &sig, &sig, "one", &tree, &[])
+            .expect("commit");
+        let at = key_at(dir.path(), &commit.to_string()).expect("key at");
+        let now = key_of_tree(dir.path()).expect("key of tree");
+        assert_eq!(at, now);
+        assert_eq!(at.files.len(), 2);
+        assert_eq!(at.short().len(), 16);
+        std::fs::write(dir.path().join("web/package-lock.json"), "{ }\n").expect("write");
+        assert_ne!(key_of_tree(dir.path()).expect("key").hex, at.hex);
+    }
+}
