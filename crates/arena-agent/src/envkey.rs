@@ -119,11 +119,7 @@ impl EnvKey {
             hash.update(id.as_bytes());
             hash.update([b'\n']);
         }
-        let hex = hash
-            .finalize()
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
+        let hex = hash.finalize().iter().map(|b| format!("{b:02x}")).collect();
         EnvKey {
             hex,
             files,
@@ -149,8 +145,12 @@ pub fn classify(dir: &Path, name: &str) -> Option<Ecosystem> {
         "go.sum" | "go.mod" => Ecosystem::Go,
         "gradle-wrapper.properties" if dir.ends_with("gradle/wrapper") => Ecosystem::Gradle,
         "gradle.lockfile" => Ecosystem::Gradle,
-        "rust-toolchain" | "rust-toolchain.toml" | ".nvmrc" | ".node-version"
-        | ".python-version" | ".tool-versions" => Ecosystem::Pin,
+        "rust-toolchain"
+        | "rust-toolchain.toml"
+        | ".nvmrc"
+        | ".node-version"
+        | ".python-version"
+        | ".tool-versions" => Ecosystem::Pin,
         _ if name.starts_with("requirements") && name.ends_with(".txt") => Ecosystem::Pip,
         _ => return None,
     };
@@ -271,11 +271,94 @@ pub fn key_of_tree(project: &Path) -> Result<EnvKey, EnvKeyError> {
                     blob_id(&file)?
                 };
                 let path = slash_path(&rel.join(&name));
-                push(&mut files, &mut ecosystems, &rel, &name, path, id, ecosystem);
+                push(
+                    &mut files,
+                    &mut ecosystems,
+                    &rel,
+                    &name,
+                    path,
+                    id,
+                    ecosystem,
+                );
             }
         }
     }
     Ok(EnvKey::of(files, ecosystems))
+}
+
+/// The files of `commit`'s tree in the repository at `repo`, written into
+/// `into` (made if missing): files with their executable bit, links as
+/// links, no submodule. A repository of its own is made there (with no
+/// commit) so that the tree's `.gitignore` files say what git ignores, as
+/// they do in the project ([`crate::environment::find`] takes only ignored
+/// folders).
+pub fn checkout(repo: &Path, commit: &str, into: &Path) -> Result<(), EnvKeyError> {
+    let git = |what: &str| {
+        let what = what.to_string();
+        move |source| EnvKeyError::Git { what, source }
+    };
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| EnvKeyError::Io { path, source }
+    };
+    let repository = Repository::open(repo).map_err(git("open the project's repository"))?;
+    let oid = Oid::from_str(commit).map_err(git("read the commit id"))?;
+    let tree = repository
+        .find_commit(oid)
+        .and_then(|c| c.tree())
+        .map_err(git(&format!("find commit {commit}")))?;
+    std::fs::create_dir_all(into).map_err(io(into))?;
+    let mut failed: Option<EnvKeyError> = None;
+    let walked = tree.walk(TreeWalkMode::PreOrder, |parent, entry| {
+        let Some(name) = entry.name() else {
+            return TreeWalkResult::Skip;
+        };
+        if matches!(name, "." | ".." | ".git") || name.contains('/') {
+            return TreeWalkResult::Skip;
+        }
+        let path = into.join(parent).join(name);
+        let written = match entry.kind() {
+            Some(ObjectType::Tree) => std::fs::create_dir_all(&path).map_err(io(&path)),
+            Some(ObjectType::Blob) => repository
+                .find_blob(entry.id())
+                .map_err(git("read a file of the commit"))
+                .and_then(|blob| write_entry(&path, entry.filemode(), blob.content())),
+            // A submodule's commit: not checked out.
+            _ => Ok(()),
+        };
+        match written {
+            Ok(()) => TreeWalkResult::Ok,
+            Err(e) => {
+                failed = Some(e);
+                TreeWalkResult::Abort
+            }
+        }
+    });
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    walked.map_err(git("walk the commit's tree"))?;
+    Repository::init(into).map_err(git("make the checkout's repository"))?;
+    Ok(())
+}
+
+/// One blob of a checkout: a file (executable by its mode) or a link.
+fn write_entry(path: &Path, mode: i32, content: &[u8]) -> Result<(), EnvKeyError> {
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::PermissionsExt;
+    let io = |source| EnvKeyError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    if mode == 0o120000 {
+        let target = std::ffi::OsStr::from_bytes(content);
+        return std::os::unix::fs::symlink(target, path).map_err(io);
+    }
+    std::fs::write(path, content).map_err(io)?;
+    if mode == 0o100755 {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).map_err(io)?;
+    }
+    Ok(())
 }
 
 fn push(

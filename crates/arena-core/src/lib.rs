@@ -27,8 +27,9 @@ pub use battle::{
     Lane,
 };
 pub use engine::{
-    Activity, Engine, EngineOptions, Judged, LeaderboardQuery, Recovered, ReportFormat,
-    SeriesStart, WorkerOptions, WorktreeEntry,
+    Activity, Engine, EngineOptions, EnvChoice, EnvEntry, EnvHold, EnvRecord, EnvState, Judged,
+    LeaderboardQuery, PrunedEnv, Recovered, ReportFormat, SeriesStart, WorkerOptions,
+    WorktreeEntry,
 };
 pub use error::{Error, Invalid, Result};
 pub use event::{BattleEvent, EventKind};

@@ -20,6 +20,7 @@ mod journal;
 mod lane;
 mod launch;
 mod place;
+mod prepare;
 mod reserve;
 mod rounds;
 mod series;
@@ -53,6 +54,7 @@ use crate::store::{self, Store};
 
 pub use changes::WorktreeEntry;
 pub use export::ReportFormat;
+pub use prepare::{EnvChoice, EnvEntry, EnvHold, EnvRecord, EnvState, PrunedEnv};
 pub use series::SeriesStart;
 pub use verdict::LeaderboardQuery;
 pub use work::Recovered;
