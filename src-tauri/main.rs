@@ -10,6 +10,10 @@ fn main() {
     if let Some(code) = arena_core::agent::reader::reader_main() {
         std::process::exit(code);
     }
+    // Started in a check's jail: apply the change, then become the check.
+    if let Some(code) = arena_core::agent::apply::apply_first_main() {
+        std::process::exit(code);
+    }
     if let Ok(exe) = std::env::current_exe() {
         arena_core::agent::jail::set_confiner(exe);
     }

@@ -109,6 +109,71 @@ impl Applied {
     }
 }
 
+/// The first argument of an Arena binary started to apply a change before
+/// a check ([`apply_first_main`]).
+pub const APPLY_FIRST: &str = "__arena_apply";
+
+/// The command line that applies the patch in `patch_file` to the tree
+/// `dir` with [`apply`]'s rules (all of it written), then becomes
+/// `program` with `args`: `APPLY_FIRST DIR PATCH-FILE -- PROGRAM ARGS…`.
+pub fn apply_first_args(
+    dir: &Path,
+    patch_file: &Path,
+    program: &str,
+    args: &[String],
+) -> Vec<String> {
+    let mut out = vec![
+        APPLY_FIRST.to_string(),
+        dir.to_string_lossy().into_owned(),
+        patch_file.to_string_lossy().into_owned(),
+        "--".into(),
+        program.to_string(),
+    ];
+    out.extend(args.iter().cloned());
+    out
+}
+
+/// What an Arena binary does first in `main` when it was started as
+/// [`apply_first_args`] says (inside a check's jail, where the fresh tree
+/// is an overlay of the base only that jail sees): applies the change and
+/// becomes the check; `Some(code)` when the change does not apply (the
+/// reason on stderr, as the check's output) or the check cannot start.
+/// Otherwise `None`: carry on.
+pub fn apply_first_main() -> Option<i32> {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    if args.first().is_none_or(|a| a != APPLY_FIRST) {
+        return None;
+    }
+    let fail = |what: String| {
+        eprintln!("{what}");
+        Some(APPLY_FAILED)
+    };
+    let (Some(dir), Some(patch_file), Some(dash)) = (args.get(1), args.get(2), args.get(3)) else {
+        return fail("arena: usage: __arena_apply DIR PATCH-FILE -- PROGRAM ARGS…".into());
+    };
+    if dash != "--" || args.len() < 5 {
+        return fail("arena: usage: __arena_apply DIR PATCH-FILE -- PROGRAM ARGS…".into());
+    }
+    let patch = match fs::read_to_string(patch_file) {
+        Ok(text) => text,
+        Err(e) => return fail(format!("arena: reading the change: {e}")),
+    };
+    if let Err(e) = apply(Path::new(dir), &patch, Consent::Given) {
+        return fail(format!(
+            "the change could not be applied to a fresh tree of the base: {e}"
+        ));
+    }
+    use std::os::unix::process::CommandExt;
+    let error = Command::new(&args[4]).args(&args[5..]).exec();
+    fail(format!(
+        "arena: cannot start {}: {error}",
+        args[4].to_string_lossy()
+    ))
+}
+
+/// The exit status of [`apply_first_main`] when the change does not apply.
+pub const APPLY_FAILED: i32 = 125;
+
 /// Applies `patch` (in `git diff` format) to the working tree of the
 /// project (the index is left alone, as `git apply` does). Refuses, and
 /// changes nothing, when the patch is unsafe (see the module's notes), when

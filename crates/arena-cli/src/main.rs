@@ -387,6 +387,10 @@ fn main() -> ExitCode {
     if let Some(code) = arena_core::agent::reader::reader_main() {
         return ExitCode::from(code as u8);
     }
+    // Started in a check's jail: apply the change, then become the check.
+    if let Some(code) = arena_core::agent::apply::apply_first_main() {
+        return ExitCode::from(code as u8);
+    }
     if let Ok(exe) = std::env::current_exe() {
         arena_core::agent::jail::set_confiner(exe);
     }

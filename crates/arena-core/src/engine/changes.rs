@@ -313,8 +313,14 @@ impl Engine {
                     }
                 }
                 let (project, p) = (b.project.clone(), path.clone());
-                // Its work is kept (or `force`): removed without asking git.
+                let battle_id = b.id.clone();
+                // Its work is kept (or `force`): removed without asking git,
+                // with the battle's base tree (made again when a check
+                // needs it).
                 match tokio::task::spawn_blocking(move || {
+                    if let Some(root) = p.parent() {
+                        super::fresh::remove_base_tree(&project, root, &battle_id);
+                    }
                     crate::worktree::remove(&project, &p, true)
                 })
                 .await?

@@ -73,6 +73,20 @@ async fn on_fresh_tree(
         crate::battle::short_id(&battle.id),
         results::contestant_dir(c)
     );
+    if overlays_here(engine) {
+        return over_the_base(
+            engine,
+            battle,
+            c,
+            workspace,
+            change,
+            command,
+            token,
+            (&root, &name),
+            &base,
+        )
+        .await;
+    }
     let started = Instant::now();
     let (project, patch) = (battle.project.clone(), change.patch.clone());
     let made =
@@ -97,7 +111,7 @@ async fn on_fresh_tree(
             ),
             ..Default::default()
         }),
-        Ok(()) => match held_beyond(engine, workspace, &path).await {
+        Ok(()) => match held_beyond(engine, workspace, Over::Tree(&path)).await {
             Err(e) => Err(e),
             Ok(left) => {
                 let fresh = workspace.at(&path);
@@ -117,6 +131,115 @@ async fn on_fresh_tree(
         tracing::warn!(path = %path.display(), error = %e, "could not remove the check's fresh tree");
     }
     result
+}
+
+/// Whether a check's fresh tree can be an overlay of the battle's base
+/// tree: overlays mount here, checks run in a jail, and an Arena binary
+/// can apply the change inside it ([`apply::apply_first_main`]).
+fn overlays_here(engine: &Engine) -> bool {
+    crate::agent::jail::confiner().is_some()
+        && crate::agent::environment::copy_on_write().is_ok()
+        && matches!(
+            engine.sandbox_ready(),
+            Ok(Some(crate::agent::sandbox::Enforcement::Jail))
+        )
+}
+
+/// The check on an overlay of the battle's base tree (made once per
+/// battle, [`base_tree`]): the fresh tree's place is an empty folder;
+/// inside the check's jail the base tree is mounted there with a layer of
+/// the check's own, the change is applied there with Arena's apply rules
+/// by Arena's own binary, and then the check runs. Nothing is checked out
+/// per check; what the agent's tree holds beyond the change is found
+/// against the base tree and the change's own paths.
+#[allow(clippy::too_many_arguments)]
+async fn over_the_base(
+    engine: &Engine,
+    battle: &Battle,
+    c: &Contestant,
+    workspace: &Workspace,
+    change: &diff::Diff,
+    command: &str,
+    token: &CancellationToken,
+    (root, name): (&Path, &str),
+    base: &str,
+) -> Result<CheckResult> {
+    let started = Instant::now();
+    let lower = base_tree(engine, battle, root, base).await?;
+    let path = root.join(name);
+    let made = tokio::task::spawn_blocking({
+        let path = path.clone();
+        move || {
+            crate::agent::environment::remove(&path);
+            std::fs::create_dir_all(&path)
+        }
+    })
+    .await?;
+    made.map_err(|e| Error::io(&path, e))?;
+    let left = held_beyond(engine, workspace, Over::Base(&lower, change)).await;
+    tracing::info!(
+        contestant = %c.id,
+        ms = started.elapsed().as_millis() as u64,
+        files = change.files.len(),
+        "the check's tree: an overlay of the base tree"
+    );
+    let result = match left {
+        Err(e) => Err(e),
+        Ok(left) => {
+            let fresh = workspace.over(&path, &lower, &change.patch);
+            let check = run_check(engine, c, command, &fresh, token).await;
+            Ok(CheckResult {
+                not_in_change: left.listed,
+                not_in_change_count: left.count,
+                ..check
+            })
+        }
+    };
+    let gone = path.clone();
+    tokio::task::spawn_blocking(move || crate::agent::environment::remove(&gone)).await?;
+    result
+}
+
+/// One base tree per battle at a time: made by the first check that needs
+/// it.
+static BASE_TREES: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// The battle's base tree, `root/<short id>-base`: a checkout of the base
+/// commit that checks see (never write) through an overlay. Made once;
+/// kept (a `.ok` mark beside it says it is whole) until the battle's
+/// worktrees are removed ([`remove_base_tree`]).
+async fn base_tree(engine: &Engine, battle: &Battle, root: &Path, base: &str) -> Result<PathBuf> {
+    let _one = BASE_TREES.lock().await;
+    let name = format!("{}-base", crate::battle::short_id(&battle.id));
+    let (tree, mark) = (root.join(&name), root.join(format!("{name}.ok")));
+    if tree.is_dir() && mark.is_file() {
+        return Ok(tree);
+    }
+    let (project, root, base) = (battle.project.clone(), root.to_path_buf(), base.to_string());
+    let made = tokio::task::spawn_blocking(move || {
+        if tree.symlink_metadata().is_ok() {
+            worktree::remove(&project, &tree, true).map_err(|e| e.to_string())?;
+        }
+        let made = worktree::create(&project, &root, &name, &base).map_err(|e| e.to_string())?;
+        std::fs::write(&mark, "").map_err(|e| e.to_string())?;
+        Ok::<PathBuf, String>(made.path)
+    })
+    .await?;
+    let _ = engine;
+    made.map_err(|e| Error::Git(format!("making the battle's base tree: {e}")))
+}
+
+/// Removes the base tree of the battle whose worktrees are under `root`
+/// (`data/worktrees/<battle id>`), if there is one.
+pub(super) fn remove_base_tree(project: &Path, root: &Path, battle_id: &str) {
+    let name = format!("{}-base", crate::battle::short_id(battle_id));
+    let _ = std::fs::remove_file(root.join(format!("{name}.ok")));
+    let tree = root.join(&name);
+    if tree.symlink_metadata().is_ok() {
+        if let Err(e) = worktree::remove(project, &tree, true) {
+            tracing::warn!(path = %tree.display(), error = %e, "could not remove a battle's base tree");
+        }
+    }
 }
 
 /// Makes the fresh tree `root/name` at `base` (one a crash left behind is
@@ -179,6 +302,14 @@ const MOST_ENTRIES: usize = 200_000;
 /// tree lacks is named once, not walked; so is a git repository of its own
 /// (a folder with a `.git`), whose files no diff carries.
 pub(super) fn left_out(agent: &Path, fresh: &Path) -> LeftOut {
+    left_out_by(agent, &|rel| {
+        fresh.join(rel).symlink_metadata().ok().map(|m| m.is_dir())
+    })
+}
+
+/// [`left_out`] against a tree `there` describes: for a path relative to
+/// it, whether it holds it (`Some`), and whether as a folder.
+fn left_out_by(agent: &Path, there: &dyn Fn(&Path) -> Option<bool>) -> LeftOut {
     let mut found: Vec<String> = Vec::new();
     let mut noise: BTreeMap<String, usize> = BTreeMap::new();
     let mut seen = 0usize;
@@ -209,7 +340,7 @@ pub(super) fn left_out(agent: &Path, fresh: &Path) -> LeftOut {
             };
             let relative = folder.join(&name);
             let shown = shown(&relative);
-            let there = fresh.join(&relative).symlink_metadata().ok();
+            let there = there(&relative);
             if kind.is_dir() {
                 if agent
                     .join(&relative)
@@ -218,7 +349,7 @@ pub(super) fn left_out(agent: &Path, fresh: &Path) -> LeftOut {
                     .is_ok()
                 {
                     found.push(format!("{shown}/ (a git repository of its own)"));
-                } else if there.as_ref().is_some_and(|m| m.is_dir()) {
+                } else if there == Some(true) {
                     below.push(relative);
                 } else if NOISE.iter().any(|n| name == *n) {
                     *noise
@@ -280,22 +411,106 @@ fn odd_kind(kind: &std::fs::FileType) -> Option<&'static str> {
     }
 }
 
-/// What `workspace` holds that the tree `fresh` (its change applied to
+/// The tree a check runs on, as [`held_beyond`] compares it.
+enum Over<'a> {
+    /// A fresh tree on disk, the change applied.
+    Tree(&'a Path),
+    /// The base tree, and the change to apply over it.
+    Base(&'a Path, &'a diff::Diff),
+}
+
+/// What `workspace` holds that the check's tree (its change applied to
 /// the base) does not ([`left_out`]), read with the deadline of every read
-/// of agent-made files.
-async fn held_beyond(engine: &Engine, workspace: &Workspace, fresh: &Path) -> Result<LeftOut> {
-    // The environment's places are in the fresh tree too (its check sees
-    // the environment there), so they are not named.
-    for folder in &workspace.environment {
-        let _ = super::launch::plain_place(fresh, &folder.rel);
+/// of agent-made files. The environment's places are in the check's tree
+/// too (its check sees the environment there), so they are not named.
+async fn held_beyond(engine: &Engine, workspace: &Workspace, over: Over<'_>) -> Result<LeftOut> {
+    let agent = workspace.path.clone();
+    let places: Vec<PathBuf> = workspace
+        .environment
+        .iter()
+        .map(|f| f.rel.clone())
+        .collect();
+    match over {
+        Over::Tree(fresh) => {
+            for rel in &places {
+                let _ = super::launch::plain_place(fresh, rel);
+            }
+            let fresh = fresh.to_path_buf();
+            super::workspace::confined_read(
+                engine,
+                "what the worktree holds beyond its change",
+                move || Ok(left_out(&agent, &fresh)),
+            )
+            .await
+        }
+        Over::Base(base, change) => {
+            let (files, dirs, gone) = change_paths(change, &places);
+            let base = base.to_path_buf();
+            super::workspace::confined_read(
+                engine,
+                "what the worktree holds beyond its change",
+                move || {
+                    Ok(left_out_by(&agent, &|rel| {
+                        if files.contains(rel) {
+                            Some(false)
+                        } else if dirs.contains(rel) {
+                            Some(true)
+                        } else if gone.contains(rel) {
+                            None
+                        } else {
+                            base.join(rel).symlink_metadata().ok().map(|m| m.is_dir())
+                        }
+                    }))
+                },
+            )
+            .await
+        }
     }
-    let (agent, fresh) = (workspace.path.clone(), fresh.to_path_buf());
-    super::workspace::confined_read(
-        engine,
-        "what the worktree holds beyond its change",
-        move || Ok(left_out(&agent, &fresh)),
-    )
-    .await
+}
+
+/// The paths the change leaves in the tree (files), the folders on their
+/// way (and the environment's `places`), and the paths it takes away.
+#[allow(clippy::type_complexity)]
+fn change_paths(
+    change: &diff::Diff,
+    places: &[PathBuf],
+) -> (
+    std::collections::HashSet<PathBuf>,
+    std::collections::HashSet<PathBuf>,
+    std::collections::HashSet<PathBuf>,
+) {
+    use arena_domain::patch::ChangeStatus;
+    let (mut files, mut dirs, mut gone) = (
+        std::collections::HashSet::new(),
+        std::collections::HashSet::new(),
+        std::collections::HashSet::new(),
+    );
+    for file in &change.files {
+        let path = PathBuf::from(&file.path);
+        if let Some(old) = &file.old_path {
+            gone.insert(PathBuf::from(old));
+        }
+        if file.status == ChangeStatus::Deleted {
+            gone.insert(path);
+            continue;
+        }
+        dirs.extend(
+            path.ancestors()
+                .skip(1)
+                .filter(|a| !a.as_os_str().is_empty())
+                .map(Path::to_path_buf),
+        );
+        files.insert(path);
+    }
+    for place in places {
+        dirs.extend(
+            place
+                .ancestors()
+                .filter(|a| !a.as_os_str().is_empty())
+                .map(Path::to_path_buf),
+        );
+    }
+    (files, dirs, gone)
 }
 
 #[cfg(test)]

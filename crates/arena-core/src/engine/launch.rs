@@ -100,6 +100,9 @@ pub(super) struct Env<'a> {
     /// contestant's worktree); `None`: in the scratch folder, thrown away
     /// with it (a check's).
     pub layers: Option<&'a Path>,
+    /// The tree itself is an overlay of this one (a check's tree over the
+    /// battle's base tree), with a layer in the scratch folder.
+    pub over: Option<&'a Path>,
 }
 
 /// The sandbox of an agent process with `scratch` as its home and temp
@@ -178,6 +181,15 @@ pub(super) fn agent_sandbox(
         }
         let kept = env.layers.map(Path::to_path_buf);
         let own = kept.unwrap_or_else(|| scratch.join("layers"));
+        if let Some(base) = env.over {
+            layers.push(environment::Layer {
+                lower: base.to_path_buf(),
+                at: reach.workspace.to_path_buf(),
+                state: Some(scratch.join("tree")),
+            });
+            // Arena's own binary applies the change there first.
+            read.extend(crate::agent::jail::confiner().map(Path::to_path_buf));
+        }
         layers.extend(tree_layers(env, reach.workspace, reach.writable, &own));
         links = project_links(env.project, reach.workspace);
         // What the links now show is not read at its own place too.

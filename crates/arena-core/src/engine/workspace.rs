@@ -37,6 +37,9 @@ pub(super) struct Workspace {
     /// Where this tree's own layers of the environment are kept from run
     /// to run (a contestant's worktree; `None`: thrown away after each).
     layers: Option<PathBuf>,
+    /// A check's tree that is an overlay of the battle's base tree: that
+    /// tree, and the change to apply over it in the jail.
+    pub over: Option<(PathBuf, String)>,
 }
 
 impl Workspace {
@@ -67,6 +70,7 @@ impl Workspace {
             objects,
             environment: found,
             layers: Some(environment::layers_of(path)),
+            over: None,
         };
         workspace.restore(engine).await?;
         Ok(workspace)
@@ -104,6 +108,7 @@ impl Workspace {
                 folders: &self.environment,
                 project: &self.project,
                 layers: self.layers.as_deref(),
+                over: self.over.as_ref().map(|(base, _)| base.as_path()),
             }),
         }
     }
@@ -149,6 +154,16 @@ impl Workspace {
             objects: self.objects.clone(),
             environment: self.environment.clone(),
             layers: None,
+            over: None,
+        }
+    }
+
+    /// [`Workspace::at`] a place where the check's jail mounts the base
+    /// tree `base` (with a layer of its own) and applies `patch` first.
+    pub fn over(&self, path: &Path, base: &Path, patch: &str) -> Workspace {
+        Workspace {
+            over: Some((base.to_path_buf(), patch.to_string())),
+            ..self.at(path)
         }
     }
 
