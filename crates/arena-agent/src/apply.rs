@@ -158,7 +158,7 @@ pub fn apply_first_main() -> Option<i32> {
         Ok(text) => text,
         Err(e) => return fail(format!("arena: reading the change: {e}")),
     };
-    if let Err(e) = apply(Path::new(dir), &patch, Consent::Given) {
+    if let Err(e) = apply_to_clean(Path::new(dir), &patch) {
         return fail(format!(
             "the change could not be applied to a fresh tree of the base: {e}"
         ));
@@ -183,6 +183,22 @@ pub const APPLY_FAILED: i32 = 125;
 /// nothing. A patch that passes all of that but carries files that run by
 /// themselves is [`Applied::Held`] unless `consent` is given.
 pub fn apply(project: &Path, patch: &str, consent: Consent) -> Result<Applied, DiffError> {
+    apply_with(project, patch, consent, false)
+}
+
+/// [`apply`] to a tree Arena has just made from a commit and nothing else
+/// has touched (a check's tree over the base), so its status is not read
+/// (a walk of every file); every other rule holds.
+pub fn apply_to_clean(project: &Path, patch: &str) -> Result<Applied, DiffError> {
+    apply_with(project, patch, Consent::Given, true)
+}
+
+fn apply_with(
+    project: &Path,
+    patch: &str,
+    consent: Consent,
+    known_clean: bool,
+) -> Result<Applied, DiffError> {
     if patch.trim().is_empty() {
         return Ok(Applied::Written(Changes::default()));
     }
@@ -243,10 +259,14 @@ pub fn apply(project: &Path, patch: &str, consent: Consent) -> Result<Applied, D
         check_link(link, target, &changes, &workdir)?;
     }
 
-    let dirty = changed_files(&repo, false, usize::MAX).map_err(DiffError::git(format!(
-        "read the status of {}",
-        project.display()
-    )))?;
+    let dirty = if known_clean {
+        Vec::new()
+    } else {
+        changed_files(&repo, false, usize::MAX).map_err(DiffError::git(format!(
+            "read the status of {}",
+            project.display()
+        )))?
+    };
     if !dirty.is_empty() {
         return Err(DiffError::Dirty {
             project: project.to_path_buf(),
