@@ -40,6 +40,15 @@ pub(super) struct Workspace {
     /// A check's tree that is an overlay of the battle's base tree: that
     /// tree, and the change to apply over it in the jail.
     pub over: Option<(PathBuf, String)>,
+    /// Where the environment's folders are (the user's project, or a
+    /// prepared environment's tree): inside the jail, its path leads into
+    /// this tree.
+    env_root: PathBuf,
+    /// Where they came from, as the result says it (`current tree`,
+    /// `prepared KEY`).
+    env_source: String,
+    /// Holds a prepared environment in use while the tree works.
+    _choice: Option<std::sync::Arc<super::prepare::EnvChoice>>,
 }
 
 impl Workspace {
@@ -50,6 +59,7 @@ impl Workspace {
         battle: &Battle,
         path: &Path,
         base: &str,
+        token: &CancellationToken,
     ) -> Result<Workspace> {
         let project = battle.project.clone();
         let objects = confined_read(engine, "the project's object store", {
@@ -57,10 +67,20 @@ impl Workspace {
             move || worktree::object_dirs(&project).map_err(|e| Error::Git(e.to_string()))
         })
         .await?;
+        // Where the environment's folders come from: the user's project
+        // when the base's lockfiles are the current tree's (or there are
+        // none to tell), else the one prepared for the base's key.
+        let choice = super::prepare::environment_for(engine, &project, base, token).await?;
+        let (root, source) = match &choice {
+            super::prepare::EnvChoice::Prepared { key, root, .. } => {
+                (root.clone(), format!("prepared {key}"))
+            }
+            _ => (project.clone(), "current tree".to_string()),
+        };
         let listed = engine.config().coding.environment.clone();
         let found = tokio::task::spawn_blocking({
-            let project = project.clone();
-            move || environment::find(&project, &listed)
+            let root = root.clone();
+            move || environment::find(&root, &listed)
         })
         .await?;
         let workspace = Workspace {
@@ -71,6 +91,9 @@ impl Workspace {
             environment: found,
             layers: Some(environment::layers_of(path)),
             over: None,
+            env_root: root,
+            env_source: source,
+            _choice: Some(std::sync::Arc::new(choice)),
         };
         workspace.restore(engine).await?;
         Ok(workspace)
@@ -106,7 +129,7 @@ impl Workspace {
             toolchains: true,
             environment: Some(Env {
                 folders: &self.environment,
-                project: &self.project,
+                project: &self.env_root,
                 layers: self.layers.as_deref(),
                 over: self.over.as_ref().map(|(base, _)| base.as_path()),
             }),
@@ -120,6 +143,7 @@ impl Workspace {
             return None;
         }
         let folders = self.environment.clone();
+        let source = self.env_source.clone();
         tokio::task::spawn_blocking(move || {
             let names: Vec<String> = folders
                 .iter()
@@ -137,7 +161,7 @@ impl Workspace {
                 Ok(_) => "copy-on-write".to_string(),
                 Err(why) => format!("read-only ({why})"),
             };
-            format!("current tree: {} ({size}), {how}", names.join(", "))
+            format!("{source}: {} ({size}), {how}", names.join(", "))
         })
         .await
         .ok()
@@ -155,6 +179,9 @@ impl Workspace {
             environment: self.environment.clone(),
             layers: None,
             over: None,
+            env_root: self.env_root.clone(),
+            env_source: self.env_source.clone(),
+            _choice: self._choice.clone(),
         }
     }
 
