@@ -107,6 +107,65 @@ impl EnvKey {
         self.files.is_empty()
     }
 
+    /// The command the lockfiles call for, run from the tree's root:
+    /// one step per folder holding a lockfile (`cd` there first).
+    pub fn prepare_command(&self) -> Option<String> {
+        let key = self;
+        let mut steps: Vec<String> = Vec::new();
+        let mut dirs: Vec<&Path> = key.ecosystems.iter().map(|f| f.dir.as_path()).collect();
+        dirs.dedup();
+        for dir in dirs {
+            let here: Vec<&Found> = key.ecosystems.iter().filter(|f| f.dir == dir).collect();
+            let has = |e: Ecosystem| here.iter().any(|f| f.ecosystem == e);
+            let mut cmds: Vec<String> = Vec::new();
+            if has(Ecosystem::Npm) {
+                cmds.push("npm ci".into());
+            } else if has(Ecosystem::Pnpm) {
+                cmds.push("pnpm install --frozen-lockfile".into());
+            } else if has(Ecosystem::Yarn) {
+                cmds.push("yarn install --frozen-lockfile".into());
+            } else if has(Ecosystem::Bun) {
+                cmds.push("bun install --frozen-lockfile".into());
+            }
+            if has(Ecosystem::Uv) {
+                cmds.push("uv sync --frozen".into());
+            } else if has(Ecosystem::Poetry) {
+                cmds.push("poetry install --no-interaction".into());
+            } else if has(Ecosystem::Pipenv) {
+                cmds.push("pipenv sync".into());
+            } else if has(Ecosystem::Pip) {
+                let files: Vec<String> = here
+                    .iter()
+                    .filter(|f| f.ecosystem == Ecosystem::Pip)
+                    .map(|f| format!("-r {}", quoted(&f.file)))
+                    .collect();
+                cmds.push(format!(
+                    "python3 -m venv .venv && .venv/bin/pip install {}",
+                    files.join(" ")
+                ));
+            }
+            if has(Ecosystem::Cargo) {
+                cmds.push("cargo fetch --locked".into());
+            }
+            if here
+                .iter()
+                .any(|f| f.ecosystem == Ecosystem::Go && f.file == "go.mod")
+            {
+                cmds.push("go mod download".into());
+            }
+            if cmds.is_empty() {
+                continue;
+            }
+            let cmd = cmds.join(" && ");
+            if dir.as_os_str().is_empty() {
+                steps.push(cmd);
+            } else {
+                steps.push(format!("(cd {} && {cmd})", quoted(&dir.to_string_lossy())));
+            }
+        }
+        (!steps.is_empty()).then(|| steps.join(" && "))
+    }
+
     fn of(mut files: Vec<(String, String)>, mut ecosystems: Vec<Found>) -> EnvKey {
         files.sort();
         files.dedup();
@@ -359,6 +418,18 @@ fn write_entry(path: &Path, mode: i32, content: &[u8]) -> Result<(), EnvKeyError
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).map_err(io)?;
     }
     Ok(())
+}
+
+/// `text` as one word for `sh`.
+fn quoted(text: &str) -> String {
+    if text
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "-_./".contains(c))
+    {
+        text.to_string()
+    } else {
+        format!("'{}'", text.replace('\'', "'\\''"))
+    }
 }
 
 fn push(

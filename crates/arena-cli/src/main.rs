@@ -4,6 +4,7 @@
 //! terminal state counts), 2 with a one-line reason for input the user can
 //! fix, 1 for anything else.
 
+mod env;
 mod progress;
 mod series;
 mod team;
@@ -62,6 +63,10 @@ enum Command {
     /// Arena's git worktrees (one per Coding contestant).
     #[command(subcommand)]
     Worktrees(WorktreesCommand),
+    /// Environments prepared for bases whose lockfiles are not the
+    /// current tree's (`[coding] prepare`), kept per environment key.
+    #[command(subcommand)]
+    Env(env::EnvCommand),
     /// Where Arena keeps its data (this machine's SQLite, or a team's
     /// PostgreSQL) and which machine this is.
     Status(JsonFlag),
@@ -697,6 +702,7 @@ async fn run(cli: Cli) -> Result<(), Error> {
         Command::Series(command) => series::series(&engine, command).await?,
         Command::Worker { places, series } => series::worker(&engine, places, series).await?,
         Command::Team(command) => team::team(&engine, command).await?,
+        Command::Env(command) => env::env(&engine, command).await?,
         Command::Worktrees(WorktreesCommand::List(flags)) => {
             let list = engine.worktrees().await?;
             if flags.json {

@@ -210,7 +210,7 @@ pub(super) async fn environment_for(
         .prepare
         .clone()
         .filter(|c| !c.trim().is_empty())
-        .or_else(|| detected_command(&at_base))
+        .or_else(|| at_base.prepare_command())
     else {
         tracing::warn!(
             key = at_base.short(),
@@ -225,10 +225,9 @@ pub(super) async fn environment_for(
     let lock_path = store.join(".locks").join(format!("{key}.lock"));
     std::fs::create_dir_all(store.join(".locks")).map_err(|e| Error::io(&store, e))?;
     let lock = open_lock(&lock_path)?;
-    // Held exclusively: no one else prepares, uses or removes it meanwhile.
-    wait_for(&lock, libc::LOCK_EX, token).await?;
-    if let Some(record) = read_record(&folder) {
-        share(&lock)?;
+    // Shared once it is made (battles use it side by side); exclusive to
+    // make it (no one else prepares, uses or removes it meanwhile).
+    if let Some(record) = wait_for(&lock, &folder, token).await? {
         tracing::debug!(key, "a prepared environment is reused");
         return Ok(EnvChoice::Prepared {
             key,
@@ -257,76 +256,6 @@ pub(super) async fn environment_for(
             let _ = tokio::task::spawn_blocking(move || remove_folder(&f)).await;
             Err(e)
         }
-    }
-}
-
-/// The command the base's lockfiles call for, run from the tree's root:
-/// one step per folder holding a lockfile (`cd` there first).
-pub fn detected_command(key: &EnvKey) -> Option<String> {
-    let mut steps: Vec<String> = Vec::new();
-    let mut dirs: Vec<&Path> = key.ecosystems.iter().map(|f| f.dir.as_path()).collect();
-    dirs.dedup();
-    for dir in dirs {
-        let here: Vec<&envkey::Found> = key.ecosystems.iter().filter(|f| f.dir == dir).collect();
-        let has = |e: Ecosystem| here.iter().any(|f| f.ecosystem == e);
-        let mut cmds: Vec<String> = Vec::new();
-        if has(Ecosystem::Npm) {
-            cmds.push("npm ci".into());
-        } else if has(Ecosystem::Pnpm) {
-            cmds.push("pnpm install --frozen-lockfile".into());
-        } else if has(Ecosystem::Yarn) {
-            cmds.push("yarn install --frozen-lockfile".into());
-        } else if has(Ecosystem::Bun) {
-            cmds.push("bun install --frozen-lockfile".into());
-        }
-        if has(Ecosystem::Uv) {
-            cmds.push("uv sync --frozen".into());
-        } else if has(Ecosystem::Poetry) {
-            cmds.push("poetry install --no-interaction".into());
-        } else if has(Ecosystem::Pipenv) {
-            cmds.push("pipenv sync".into());
-        } else if has(Ecosystem::Pip) {
-            let files: Vec<String> = here
-                .iter()
-                .filter(|f| f.ecosystem == Ecosystem::Pip)
-                .map(|f| format!("-r {}", quoted(&f.file)))
-                .collect();
-            cmds.push(format!(
-                "python3 -m venv .venv && .venv/bin/pip install {}",
-                files.join(" ")
-            ));
-        }
-        if has(Ecosystem::Cargo) {
-            cmds.push("cargo fetch --locked".into());
-        }
-        if here
-            .iter()
-            .any(|f| f.ecosystem == Ecosystem::Go && f.file == "go.mod")
-        {
-            cmds.push("go mod download".into());
-        }
-        if cmds.is_empty() {
-            continue;
-        }
-        let cmd = cmds.join(" && ");
-        if dir.as_os_str().is_empty() {
-            steps.push(cmd);
-        } else {
-            steps.push(format!("(cd {} && {cmd})", quoted(&dir.to_string_lossy())));
-        }
-    }
-    (!steps.is_empty()).then(|| steps.join(" && "))
-}
-
-/// `text` as one word for `sh`.
-fn quoted(text: &str) -> String {
-    if text
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || "-_./".contains(c))
-    {
-        text.to_string()
-    } else {
-        format!("'{}'", text.replace('\'', "'\\''"))
     }
 }
 
@@ -617,15 +546,34 @@ fn try_lock(file: &File, how: libc::c_int) -> Result<bool> {
     }
 }
 
-/// Waits (polling, stopped by `token`) until `file` is locked `how`.
-async fn wait_for(file: &File, how: libc::c_int, token: &CancellationToken) -> Result<()> {
+/// Waits (polling, stopped by `token`) until the environment in `folder`
+/// is made and `file` locked shared (its record), or no one holds `file`
+/// and it is locked exclusively (`None`: this process makes it).
+async fn wait_for(
+    file: &File,
+    folder: &Path,
+    token: &CancellationToken,
+) -> Result<Option<EnvRecord>> {
     let mut said = false;
     loop {
-        if try_lock(file, how)? {
-            return Ok(());
+        if read_record(folder).is_some() && try_lock(file, libc::LOCK_SH)? {
+            // Read again under the lock: a prune may have come between.
+            if let Some(record) = read_record(folder) {
+                return Ok(Some(record));
+            }
+            unlock(file);
+        }
+        if try_lock(file, libc::LOCK_EX)? {
+            return match read_record(folder) {
+                Some(record) => {
+                    share(file)?;
+                    Ok(Some(record))
+                }
+                None => Ok(None),
+            };
         }
         if !said {
-            tracing::info!("waiting for another prepare of the same environment");
+            tracing::info!(folder = %folder.display(), "waiting for another prepare of the same environment");
             said = true;
         }
         tokio::select! {
@@ -633,6 +581,12 @@ async fn wait_for(file: &File, how: libc::c_int, token: &CancellationToken) -> R
             _ = tokio::time::sleep(LOCK_POLL) => {}
         }
     }
+}
+
+fn unlock(file: &File) {
+    use std::os::fd::AsRawFd;
+    // SAFETY: flock on a file descriptor this `File` owns.
+    unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_UN) };
 }
 
 /// Turns an exclusive lock into a shared one (a hold of a battle).

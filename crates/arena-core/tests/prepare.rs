@@ -1,0 +1,304 @@
+//! An environment for a base that is not today's (issue 38, point 5): the
+//! environment key of real git commits, and the prepare step run for real
+//! (in its jail) once per key, reused, waited on, failing cleanly.
+
+mod common;
+
+use std::path::Path;
+
+use arena_core::agent::envkey;
+use arena_core::{EnvChoice, EnvState};
+use common::*;
+use tokio_util::sync::CancellationToken;
+
+fn ready() -> bool {
+    match arena_core::agent::jail::jail_info() {
+        Ok(_) => true,
+        Err(why) => {
+            assert!(
+                std::env::var_os("ARENA_REQUIRE_JAIL").is_none(),
+                "no jail: {why:?}"
+            );
+            eprintln!("skipped: no jail here: {why:?}");
+            false
+        }
+    }
+}
+
+fn commit_all(dir: &Path, message: &str) -> String {
+    git(dir, &["add", "-A"]);
+    git(dir, &["commit", "-q", "-m", message]);
+    head_of(dir)
+}
+
+fn head_of(dir: &Path) -> String {
+    let out = std::process::Command::new("git")
+        .current_dir(dir)
+        .args(["rev-parse", "HEAD"])
+        .output()
+        .unwrap();
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+/// A real package-lock.json (lockfile version 3) naming `is-odd` at
+/// `version`, as npm writes it.
+fn package_lock(version: &str) -> String {
+    format!(
+        r#"{{
+  "name": "demo",
+  "version": "1.0.0",
+  "lockfileVersion": 3,
+  "requires": true,
+  "packages": {{
+    "": {{ "name": "demo", "version": "1.0.0", "dependencies": {{ "is-odd": "^{version}" }} }},
+    "node_modules/is-odd": {{ "version": "{version}" }}
+  }}
+}}
+"#
+    )
+}
+
+/// A Node project: package.json, package-lock.json at `version`,
+/// node_modules ignored.
+fn node_project(dir: &Path, version: &str) {
+    std::fs::write(
+        dir.join("package.json"),
+        format!(r#"{{ "name": "demo", "version": "1.0.0", "dependencies": {{ "is-odd": "^{version}" }} }}"#),
+    )
+    .unwrap();
+    std::fs::write(dir.join("package-lock.json"), package_lock(version)).unwrap();
+    std::fs::write(dir.join(".gitignore"), "node_modules/\n.venv/\n").unwrap();
+}
+
+#[test]
+fn the_key_follows_the_lockfiles_and_nothing_else() {
+    let project = repo();
+    let dir = project.path();
+    std::fs::create_dir_all(dir.join("web")).unwrap();
+    node_project(&dir.join("web"), "3.0.1");
+    std::fs::write(dir.join("Cargo.lock"), "version = 3\n").unwrap();
+    let one = commit_all(dir, "lockfiles");
+    std::fs::write(dir.join("README.md"), "# Demo\n\nChanged.\n").unwrap();
+    std::fs::write(dir.join("src/lib.rs"), "pub fn two() {}\n").unwrap();
+    let two = commit_all(dir, "code only");
+    let at_one = envkey::key_at(dir, &one).unwrap();
+    let at_two = envkey::key_at(dir, &two).unwrap();
+    assert_eq!(at_one.hex, at_two.hex, "same lockfiles, same key");
+    assert_eq!(
+        at_one
+            .files
+            .iter()
+            .map(|f| f.0.as_str())
+            .collect::<Vec<_>>(),
+        ["Cargo.lock", "web/package-lock.json"]
+    );
+    assert!(at_one
+        .ecosystems
+        .iter()
+        .any(|f| f.ecosystem == envkey::Ecosystem::Npm && f.dir == Path::new("web")));
+    // The working files as committed: the same key.
+    assert_eq!(envkey::key_of_tree(dir).unwrap().hex, at_two.hex);
+    // A lockfile changed but not committed counts.
+    std::fs::write(dir.join("web/package-lock.json"), package_lock("3.0.0")).unwrap();
+    let now = envkey::key_of_tree(dir).unwrap();
+    assert_ne!(now.hex, at_two.hex);
+    let three = commit_all(dir, "another is-odd");
+    let at_three = envkey::key_at(dir, &three).unwrap();
+    assert_ne!(
+        at_three.hex, at_two.hex,
+        "a changed package-lock.json, another key"
+    );
+    assert_eq!(at_three.hex, now.hex);
+    assert_eq!(at_three.short().len(), 16);
+    // A commit with no lockfile has an empty key.
+    let bare = repo();
+    let head = head_of(bare.path());
+    assert!(envkey::key_at(bare.path(), &head).unwrap().is_empty());
+}
+
+#[test]
+fn the_lockfiles_call_for_their_commands() {
+    let project = repo();
+    let dir = project.path();
+    node_project(dir, "3.0.1");
+    std::fs::create_dir_all(dir.join("py")).unwrap();
+    std::fs::write(dir.join("py/requirements.txt"), "attrs==23.2.0\n").unwrap();
+    std::fs::write(dir.join("py/requirements-dev.txt"), "pytest\n").unwrap();
+    std::fs::create_dir_all(dir.join("svc")).unwrap();
+    std::fs::write(
+        dir.join("svc/go.mod"),
+        "module example.com/svc\n\ngo 1.21\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("svc/go.sum"), "").unwrap();
+    let head = commit_all(dir, "three ecosystems");
+    let key = envkey::key_at(dir, &head).unwrap();
+    assert_eq!(
+        key.prepare_command().as_deref(),
+        Some(
+            "npm ci && (cd py && python3 -m venv .venv && .venv/bin/pip install \
+             -r requirements-dev.txt -r requirements.txt) && (cd svc && go mod download)"
+        )
+    );
+}
+
+/// A project whose HEAD (and working files) carry `is-odd` 3.0.1, and an
+/// older base commit with 3.0.0: another key.
+fn project_with_an_older_base() -> (tempfile::TempDir, String, String) {
+    let parent = std::env::current_dir()
+        .unwrap()
+        .join("target-test-projects");
+    let project = repo_in(&parent);
+    let dir = project.path();
+    node_project(dir, "3.0.0");
+    let base = commit_all(dir, "is-odd 3.0.0");
+    node_project(dir, "3.0.1");
+    let head = commit_all(dir, "is-odd 3.0.1");
+    (project, base, head)
+}
+
+#[tokio::test]
+async fn a_base_with_another_lockfile_is_prepared_once_and_reused() {
+    if !ready() {
+        return;
+    }
+    let mut h = Harness::new().await;
+    // The marker: one line per run of the prepare command, in what it makes.
+    h.reconfigure(|c| {
+        c.coding.prepare = Some(
+            "mkdir -p node_modules/is-odd && echo ran >> node_modules/.prepared-runs \
+             && cat package-lock.json > node_modules/is-odd/lock-seen"
+                .into(),
+        )
+    });
+    let (project, base, head) = project_with_an_older_base();
+    let dir = project.path();
+    let token = CancellationToken::new();
+
+    // Today's base: the user's folders serve.
+    let now = h.engine.environment_for(dir, &head, &token).await.unwrap();
+    assert!(matches!(now, EnvChoice::Current { .. }), "{now:?}");
+
+    // Two battles at once on the older base: one prepare, both get it.
+    let second = h.second_engine();
+    let (a, b) = tokio::join!(
+        h.engine.environment_for(dir, &base, &token),
+        second.environment_for(dir, &base, &token),
+    );
+    let (a, b) = (a.unwrap(), b.unwrap());
+    let (
+        EnvChoice::Prepared {
+            key, root, record, ..
+        },
+        EnvChoice::Prepared { root: root_b, .. },
+    ) = (&a, &b)
+    else {
+        panic!("not prepared: {a:?} {b:?}");
+    };
+    let (key, root, record) = (key.clone(), root.clone(), record.clone());
+    assert_eq!(&root, root_b);
+    assert_eq!(
+        key.as_str(),
+        envkey::key_at(dir, &base).unwrap().short(),
+        "kept by the base's key"
+    );
+    assert!(root.starts_with(h.data.path().join("environments").join(&key)));
+    assert!(record.ok);
+    assert!(record.command.contains("prepared-runs"), "{record:?}");
+    assert_eq!(record.base, base);
+    assert!(record.size_bytes > 0);
+    // Made in a checkout of the base: the base's lockfile, not today's.
+    let seen = std::fs::read_to_string(root.join("node_modules/is-odd/lock-seen")).unwrap();
+    assert!(seen.contains("\"version\": \"3.0.0\""), "{seen}");
+    // The folders the engine mounts are found there.
+    let found = arena_core::agent::environment::find(&root, &[]);
+    assert_eq!(
+        found.iter().map(|f| f.rel.clone()).collect::<Vec<_>>(),
+        [std::path::PathBuf::from("node_modules")]
+    );
+    // Its files are not writable.
+    let marker = root.join("node_modules/.prepared-runs");
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&marker).unwrap().permissions().mode();
+    assert_eq!(mode & 0o222, 0, "mode {mode:o}");
+    drop((a, b));
+
+    // A later battle reuses it: the command does not run again.
+    let again = h.engine.environment_for(dir, &base, &token).await.unwrap();
+    let EnvChoice::Prepared { record: r2, .. } = &again else {
+        panic!("{again:?}");
+    };
+    assert_eq!(r2, &record);
+    assert_eq!(std::fs::read_to_string(&marker).unwrap(), "ran\n");
+
+    // Listed, in use while a battle holds it; pruned once it is let go.
+    let listed = h.engine.environments().await.unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].state, EnvState::InUse);
+    let refused = h
+        .engine
+        .prune_environments(&[key.clone()], false)
+        .await
+        .unwrap();
+    assert!(!refused[0].removed && refused[0].kept_because.is_some());
+    assert!(root.exists());
+    drop(again);
+    assert_eq!(
+        h.engine.environments().await.unwrap()[0].state,
+        EnvState::Ready
+    );
+    let pruned = h.engine.prune_environments(&[], true).await.unwrap();
+    assert!(pruned[0].removed);
+    assert!(pruned[0].size_bytes > 0);
+    assert!(!root.exists());
+    assert!(h.engine.environments().await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_failing_prepare_names_its_key_command_and_output_and_leaves_nothing() {
+    if !ready() {
+        return;
+    }
+    let mut h = Harness::new().await;
+    let command = "mkdir -p node_modules/half && echo first-line && \
+                   echo the-last-words-of-the-prepare >&2 && exit 3";
+    h.reconfigure(|c| c.coding.prepare = Some(command.into()));
+    let (project, base, _) = project_with_an_older_base();
+    let key = envkey::key_at(project.path(), &base).unwrap();
+    let err = h
+        .engine
+        .environment_for(project.path(), &base, &CancellationToken::new())
+        .await
+        .unwrap_err();
+    let text = err.to_string();
+    assert!(text.contains(key.short()), "{text}");
+    assert!(text.contains(command), "{text}");
+    assert!(text.contains("exited with status 3"), "{text}");
+    assert!(text.contains("first-line"), "{text}");
+    assert!(text.contains("the-last-words-of-the-prepare"), "{text}");
+    // Nothing of it is kept.
+    let store = h.data.path().join("environments");
+    let left: Vec<_> = std::fs::read_dir(&store)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .filter(|n| n != ".locks")
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+    assert!(h.engine.environments().await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_base_with_no_lockfile_has_no_environment() {
+    let h = Harness::new().await;
+    let project = repo();
+    let head = head_of(project.path());
+    // Today's tree has a lockfile, the base none: still none.
+    node_project(project.path(), "3.0.1");
+    let choice = h
+        .engine
+        .environment_for(project.path(), &head, &CancellationToken::new())
+        .await
+        .unwrap();
+    assert!(matches!(choice, EnvChoice::None), "{choice:?}");
+}
