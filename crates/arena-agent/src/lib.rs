@@ -10,6 +10,7 @@ pub mod diff;
 pub mod environment;
 pub mod envkey;
 pub mod jail;
+pub mod left_out;
 pub mod mirror;
 pub mod native;
 pub mod process;

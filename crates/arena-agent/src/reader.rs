@@ -19,6 +19,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::diff::{self, Diff, DiffLimits};
+use crate::left_out;
 
 /// The first argument that makes an Arena binary a reader.
 pub const READ: &str = "__arena_read";
@@ -35,6 +36,12 @@ pub enum Request {
         file_bytes: u64,
         total_bytes: u64,
     },
+    /// [`left_out::left_out`] of an agent's worktree against the tree its
+    /// check runs on.
+    LeftOut {
+        worktree: PathBuf,
+        there: left_out::There,
+    },
 }
 
 /// What a reader answers.
@@ -43,6 +50,9 @@ pub enum Request {
 pub enum Answer {
     Diff {
         diff: Diff,
+    },
+    LeftOut {
+        left: left_out::LeftOut,
     },
     /// The read failed; the reason, in words.
     Failed {
@@ -82,6 +92,8 @@ impl Request {
     pub fn answer_limit(&self) -> u64 {
         match self {
             Request::Diff { total_bytes, .. } => total_bytes.saturating_mul(6) + (64 << 20),
+            // A bounded list of bounded paths, escaped at worst.
+            Request::LeftOut { .. } => 4 << 20,
         }
     }
 
@@ -107,6 +119,9 @@ impl Request {
                     },
                 }
             }
+            Request::LeftOut { worktree, there } => Answer::LeftOut {
+                left: left_out::left_out(worktree, there),
+            },
         }
     }
 }

@@ -381,6 +381,9 @@ impl Engine {
             Ok(crate::agent::reader::Answer::Failed { reason }) => {
                 Some(format!("its diff cannot be taken: {reason}"))
             }
+            Ok(crate::agent::reader::Answer::LeftOut { .. }) => {
+                Some("the reader answered another question than it was asked".into())
+            }
             Err(e) => Some(format!("its diff cannot be taken: {e}")),
         }
     }

@@ -6,13 +6,14 @@
 //! there, and the result names it ("not part of the change"); the files of
 //! the check the change touches are named too.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::apply::{self, Consent};
+use crate::agent::left_out::{LeftOut, There};
+use crate::agent::reader::{Answer, Request};
 use crate::battle::{Battle, CheckResult, Contestant, NOT_IN_CHANGE_LISTED};
 use crate::error::{Error, Result};
 use crate::{diff, results, worktree};
@@ -111,7 +112,7 @@ async fn on_fresh_tree(
             ),
             ..Default::default()
         }),
-        Ok(()) => match held_beyond(engine, workspace, Over::Tree(&path)).await {
+        Ok(()) => match held_beyond_tree(engine, workspace, &path, token).await {
             Err(e) => Err(e),
             Ok(left) => {
                 let fresh = workspace.at(&path);
@@ -176,7 +177,13 @@ async fn over_the_base(
     })
     .await?;
     made.map_err(|e| Error::io(&path, e))?;
-    let left = held_beyond(engine, workspace, Over::Base(&lower, change)).await;
+    let places: Vec<PathBuf> = workspace
+        .environment
+        .iter()
+        .map(|f| f.rel.clone())
+        .collect();
+    let there = change_paths(&lower, change, &places);
+    let left = held_beyond(engine, workspace, there, token).await;
     tracing::info!(
         contestant = %c.id,
         ms = started.elapsed().as_millis() as u64,
@@ -264,221 +271,67 @@ fn fresh_tree(
     Ok((tree.path, applied))
 }
 
-/// What the agent's worktree holds that the fresh tree (with the change
-/// applied) does not: the first [`NOT_IN_CHANGE_LISTED`], and how many.
-#[derive(Debug, Default)]
-pub(super) struct LeftOut {
-    pub listed: Vec<String>,
-    pub count: usize,
-}
-
-/// Folders of build output and caches: listed by their name once, however
-/// many there are and wherever they are.
-const NOISE: &[&str] = &[
-    "target",
-    "node_modules",
-    "__pycache__",
-    ".pytest_cache",
-    ".mypy_cache",
-    ".ruff_cache",
-    ".tox",
-    ".nox",
-    ".venv",
-    "venv",
-    "dist",
-    "build",
-    ".next",
-    ".cache",
-    ".gradle",
-    ".eggs",
-];
-
-/// The walk stops after this many entries of the agent's tree.
-const MOST_ENTRIES: usize = 200_000;
-
-/// [`LeftOut`] of the agent's worktree `agent` against the fresh tree
-/// `fresh`. Only names and kinds are read (`lstat`): no link is followed,
-/// no file opened, so a FIFO or a device is only named. A folder the fresh
-/// tree lacks is named once, not walked; so is a git repository of its own
-/// (a folder with a `.git`), whose files no diff carries.
-pub(super) fn left_out(agent: &Path, fresh: &Path) -> LeftOut {
-    left_out_by(agent, &|rel| {
-        fresh.join(rel).symlink_metadata().ok().map(|m| m.is_dir())
-    })
-}
-
-/// [`left_out`] against a tree `there` describes: for a path relative to
-/// it, whether it holds it (`Some`), and whether as a folder.
-fn left_out_by(agent: &Path, there: &dyn Fn(&Path) -> Option<bool>) -> LeftOut {
-    let mut found: Vec<String> = Vec::new();
-    let mut noise: BTreeMap<String, usize> = BTreeMap::new();
-    let mut seen = 0usize;
-    let mut folders: Vec<PathBuf> = vec![PathBuf::new()];
-    'walk: while let Some(folder) = folders.pop() {
-        let Ok(entries) = std::fs::read_dir(agent.join(&folder)) else {
-            continue;
-        };
-        // A folder of millions of entries is not read past the bound.
-        let room = MOST_ENTRIES.saturating_sub(seen) + 1;
-        let mut entries: Vec<_> = entries.flatten().take(room).collect();
-        entries.sort_by_key(|e| e.file_name());
-        let mut below = Vec::new();
-        for entry in entries {
-            seen += 1;
-            if seen > MOST_ENTRIES {
-                found.push(format!(
-                    "(the rest: the worktree has over {MOST_ENTRIES} entries)"
-                ));
-                break 'walk;
-            }
-            let name = entry.file_name();
-            if folder.as_os_str().is_empty() && name == ".git" {
-                continue;
-            }
-            let Ok(kind) = entry.file_type() else {
-                continue;
-            };
-            let relative = folder.join(&name);
-            let shown = shown(&relative);
-            let there = there(&relative);
-            if kind.is_dir() {
-                if agent
-                    .join(&relative)
-                    .join(".git")
-                    .symlink_metadata()
-                    .is_ok()
-                {
-                    found.push(format!("{shown}/ (a git repository of its own)"));
-                } else if there == Some(true) {
-                    below.push(relative);
-                } else if NOISE.iter().any(|n| name == *n) {
-                    *noise
-                        .entry(format!("{}/", name.to_string_lossy()))
-                        .or_default() += 1;
-                } else {
-                    found.push(format!("{shown}/"));
-                }
-                continue;
-            }
-            if there.is_some() {
-                continue;
-            }
-            found.push(match odd_kind(&kind) {
-                Some(what) => format!("{shown} ({what})"),
-                None => shown,
-            });
-        }
-        // A folder's own entries first, then its folders', in name order.
-        folders.extend(below.into_iter().rev());
-    }
-    let noise = noise.into_iter().map(|(name, n)| match n {
-        1 => format!("{name} (build output or a cache)"),
-        n => format!("{name} (build output or a cache, {n} folders)"),
+/// What `workspace` holds that the check's tree `there` (its change
+/// applied to the base) does not ([`left_out`]), asked of a reader process
+/// in the contestant's jail, which may read that tree too. The
+/// environment's places are in the check's tree as well (its check sees
+/// the environment there), so they are not named.
+async fn held_beyond(
+    engine: &Engine,
+    workspace: &Workspace,
+    there: There,
+    token: &CancellationToken,
+) -> Result<LeftOut> {
+    let mut reads = workspace.objects.clone();
+    reads.push(match &there {
+        There::Tree { path } | There::Base { path, .. } => path.clone(),
     });
-    let mut all: Vec<String> = found.into_iter().chain(noise).collect();
-    let count = all.len();
-    all.truncate(NOT_IN_CHANGE_LISTED);
-    LeftOut { listed: all, count }
-}
-
-/// `path` as the result shows it: `/`-separated, with no control character
-/// or backtick of the agent's.
-fn shown(path: &Path) -> String {
-    path.to_string_lossy()
-        .chars()
-        .map(|ch| {
-            if ch.is_control() || ch == '`' {
-                '?'
-            } else {
-                ch
-            }
-        })
-        .collect()
-}
-
-fn odd_kind(kind: &std::fs::FileType) -> Option<&'static str> {
-    use std::os::unix::fs::FileTypeExt;
-    if kind.is_fifo() {
-        Some("a FIFO")
-    } else if kind.is_socket() {
-        Some("a socket")
-    } else if kind.is_block_device() || kind.is_char_device() {
-        Some("a device")
-    } else if kind.is_symlink() {
-        Some("a symbolic link")
-    } else {
-        None
+    let request = Request::LeftOut {
+        worktree: workspace.path.clone(),
+        there,
+    };
+    let answer = super::workspace::read(
+        engine,
+        (&workspace.path, &reads),
+        "what the worktree holds beyond its change",
+        request,
+        token,
+    )
+    .await?;
+    match answer {
+        Answer::LeftOut { left } => Ok(LeftOut {
+            listed: left.listed.into_iter().take(NOT_IN_CHANGE_LISTED).collect(),
+            ..left
+        }),
+        Answer::Failed { reason } => Err(Error::Task(format!(
+            "reading what the worktree holds beyond its change: {reason}"
+        ))),
+        Answer::Diff { .. } => Err(Error::Task(
+            "the reader answered another question than it was asked".into(),
+        )),
     }
 }
 
-/// The tree a check runs on, as [`held_beyond`] compares it.
-enum Over<'a> {
-    /// A fresh tree on disk, the change applied.
-    Tree(&'a Path),
-    /// The base tree, and the change to apply over it.
-    Base(&'a Path, &'a diff::Diff),
-}
-
-/// What `workspace` holds that the check's tree (its change applied to
-/// the base) does not ([`left_out`]), read with the deadline of every read
-/// of agent-made files. The environment's places are in the check's tree
-/// too (its check sees the environment there), so they are not named.
-async fn held_beyond(engine: &Engine, workspace: &Workspace, over: Over<'_>) -> Result<LeftOut> {
-    let agent = workspace.path.clone();
-    let places: Vec<PathBuf> = workspace
-        .environment
-        .iter()
-        .map(|f| f.rel.clone())
-        .collect();
-    match over {
-        Over::Tree(fresh) => {
-            for rel in &places {
-                let _ = super::launch::plain_place(fresh, rel);
-            }
-            let fresh = fresh.to_path_buf();
-            super::workspace::confined_read(
-                engine,
-                "what the worktree holds beyond its change",
-                move || Ok(left_out(&agent, &fresh)),
-            )
-            .await
-        }
-        Over::Base(base, change) => {
-            let (files, dirs, gone) = change_paths(change, &places);
-            let base = base.to_path_buf();
-            super::workspace::confined_read(
-                engine,
-                "what the worktree holds beyond its change",
-                move || {
-                    Ok(left_out_by(&agent, &|rel| {
-                        if files.contains(rel) {
-                            Some(false)
-                        } else if dirs.contains(rel) {
-                            Some(true)
-                        } else if gone.contains(rel) {
-                            None
-                        } else {
-                            base.join(rel).symlink_metadata().ok().map(|m| m.is_dir())
-                        }
-                    }))
-                },
-            )
-            .await
-        }
+/// [`held_beyond`] a fresh tree on disk, the environment's places made in
+/// it first.
+async fn held_beyond_tree(
+    engine: &Engine,
+    workspace: &Workspace,
+    fresh: &Path,
+    token: &CancellationToken,
+) -> Result<LeftOut> {
+    for folder in &workspace.environment {
+        let _ = super::launch::plain_place(fresh, &folder.rel);
     }
+    let there = There::Tree {
+        path: fresh.to_path_buf(),
+    };
+    held_beyond(engine, workspace, there, token).await
 }
 
 /// The paths the change leaves in the tree (files), the folders on their
 /// way (and the environment's `places`), and the paths it takes away.
-#[allow(clippy::type_complexity)]
-fn change_paths(
-    change: &diff::Diff,
-    places: &[PathBuf],
-) -> (
-    std::collections::HashSet<PathBuf>,
-    std::collections::HashSet<PathBuf>,
-    std::collections::HashSet<PathBuf>,
-) {
+fn change_paths(base: &Path, change: &diff::Diff, places: &[PathBuf]) -> There {
     use arena_domain::patch::ChangeStatus;
     let (mut files, mut dirs, mut gone) = (
         std::collections::HashSet::new(),
@@ -510,71 +363,10 @@ fn change_paths(
                 .map(Path::to_path_buf),
         );
     }
-    (files, dirs, gone)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn mkfifo(path: &Path) {
-        let made = std::process::Command::new("mkfifo")
-            .arg(path)
-            .status()
-            .expect("mkfifo");
-        assert!(made.success());
-    }
-
-    /// What the agent's tree holds beyond the fresh tree is named by lstat
-    /// alone: a FIFO is named, not opened (opening it would block); a link
-    /// to a folder is not followed; a nested repository and a missing
-    /// folder are named once, not walked; build output is named by its
-    /// folder's name once; the list is bounded, the count is not.
-    #[test]
-    fn what_the_change_does_not_carry_is_named_without_opening_it() {
-        let (agent, fresh) = (
-            tempfile::tempdir().expect("agent"),
-            tempfile::tempdir().expect("fresh"),
-        );
-        let (a, f) = (agent.path(), fresh.path());
-        for dir in [a, f] {
-            std::fs::create_dir_all(dir.join("src")).expect("src");
-            std::fs::write(dir.join("src/lib.rs"), "x").expect("lib.rs");
-        }
-        std::fs::create_dir_all(a.join(".git/objects")).expect(".git");
-        std::fs::create_dir_all(a.join("calc/.git")).expect("nested");
-        std::fs::write(a.join("calc/__init__.py"), "x").expect("calc");
-        mkfifo(&a.join("src/pipe"));
-        std::os::unix::fs::symlink("/", a.join("src/root")).expect("link");
-        for place in ["target", "src/target", "web/node_modules"] {
-            std::fs::create_dir_all(a.join(place).join("deep")).expect("noise");
-        }
-        std::fs::create_dir_all(a.join("secret/inner")).expect("secret");
-        std::fs::write(a.join("secret/inner/key"), "x").expect("key");
-        std::fs::create_dir_all(a.join("web")).expect("web");
-
-        let left = left_out(a, f);
-        assert_eq!(
-            left.listed,
-            vec![
-                "calc/ (a git repository of its own)".to_string(),
-                "secret/".to_string(),
-                "web/".to_string(),
-                "src/pipe (a FIFO)".to_string(),
-                "src/root (a symbolic link)".to_string(),
-                "target/ (build output or a cache, 2 folders)".to_string(),
-            ],
-            "{left:?}"
-        );
-        assert_eq!(left.count, 6);
-
-        for n in 0..(NOT_IN_CHANGE_LISTED + 5) {
-            std::fs::write(f.join(format!("only-in-agent-{n:02}")), "x").expect("file");
-            std::fs::write(a.join(format!("only-in-agent-{n:02}")), "x").expect("file");
-            std::fs::write(a.join(format!("left-{n:02}")), "x").expect("file");
-        }
-        let left = left_out(a, f);
-        assert_eq!(left.listed.len(), NOT_IN_CHANGE_LISTED);
-        assert_eq!(left.count, 6 + NOT_IN_CHANGE_LISTED + 5);
+    There::Base {
+        path: base.to_path_buf(),
+        files: files.into_iter().collect(),
+        dirs: dirs.into_iter().collect(),
+        gone: gone.into_iter().collect(),
     }
 }

@@ -212,6 +212,9 @@ impl Workspace {
                 "diff of {}: {reason}",
                 self.path.display()
             ))),
+            reader::Answer::LeftOut { .. } => Err(Error::Task(
+                "the reader answered another question than it was asked".into(),
+            )),
         }
     }
 }
