@@ -47,6 +47,11 @@ DEB_PACKAGES=(
   help2man
   lintian
   x11-utils
+  # The environment tests' Go project (scripts/projects.sh): Debian's Go,
+  # and a real Go module's source for its one dependency (the Go module
+  # proxy is not reachable from every machine).
+  golang
+  golang-github-google-go-cmp-dev
   # Team mode's store tests: a throwaway PostgreSQL server per test run
   # (crates/arena-testdb); no system cluster is created (see --prepare-apt).
   postgresql-15

@@ -118,6 +118,8 @@ step_setup() {
 
 step_peers() {
   "$ROOT/scripts/peers.sh"
+  # The real projects the environment tests run battles on (.peers/projects).
+  "$ROOT/scripts/projects.sh"
   # shellcheck source=/dev/null
   source "$ROOT/.peers/env"
   export ARENA_LLAMA_SERVER ARENA_TEST_GGUF ARENA_PEERS_BIN
