@@ -22,10 +22,16 @@
 # Environment:
 #   ARENA_PACKAGE_SKIP_SETUP=1   don't run scripts/setup.sh
 #   ARENA_PACKAGE_PROFILE=P      the cargo profile (default dist: release's
-#                                optimisation without incremental state;
-#                                the package test uses release, whose
-#                                incremental state makes its second build,
-#                                with another version, take a minute)
+#                                optimisation without incremental state).
+#                                dev packages what the tests built: the
+#                                workspace's binaries with the features the
+#                                tests build them with (scripts/test.sh's
+#                                packages step, after its tests and e2e
+#                                steps, compiles nothing for its version),
+#                                bundled by `tauri bundle --debug`
+#   ARENA_PACKAGE_XZ_LEVEL=N     the .deb's xz preset, 0 to 9 (default 6,
+#                                dpkg-deb's; the package test uses 0: a
+#                                dev build's binaries take a minute at 6)
 #   SOURCE_DATE_EPOCH            the build day (default: today; setting it
 #                                also rebuilds the C libraries, whose build
 #                                scripts follow it)
@@ -75,13 +81,24 @@ if [[ ! -x ui/node_modules/.bin/tauri || ui/package-lock.json -nt ui/node_module
   (cd ui && npm ci --no-audit --no-fund)
 fi
 
-export ARENA_COMMIT=${ARENA_COMMIT:-$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)}
+# The commit the binaries say: ARENA_COMMIT when set, else arena-api's build
+# script asks git itself, as here. Not exported when unset: cargo builds
+# again what reads a variable that appears (the dev profile reuses the
+# tests' build, made without it).
+COMMIT=${ARENA_COMMIT:-$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)}
 BUILT_AT=${SOURCE_DATE_EPOCH:-$(date +%s)}
-# The binaries say the package's version (left unset for the workspace's
-# own, which they say anyway).
+XZ_LEVEL=${ARENA_PACKAGE_XZ_LEVEL:-6}
+[[ $XZ_LEVEL =~ ^[0-9]$ ]] || die "ARENA_PACKAGE_XZ_LEVEL \"$XZ_LEVEL\" is not 0 to 9"
 PROFILE=${ARENA_PACKAGE_PROFILE:-dist}
 [[ $PROFILE =~ ^[a-z][a-z0-9_-]*$ ]] || die "ARENA_PACKAGE_PROFILE \"$PROFILE\" is not a cargo profile name"
-BIN=$TARGET_DIR/$PROFILE
+# cargo's folder for the profile: dev builds into debug.
+if [[ $PROFILE == dev ]]; then
+  BIN=$TARGET_DIR/debug
+else
+  BIN=$TARGET_DIR/$PROFILE
+fi
+# The binaries say the package's version (left unset for the workspace's
+# own, which they say anyway).
 if [[ $VERSION != "$WORKSPACE_VERSION" ]]; then
   export ARENA_VERSION=$VERSION
 else
@@ -93,13 +110,10 @@ mkdir -p "$WORK" "$OUT"
 rm -f "$OUT"/arena_*.deb "$OUT"/arena-cli_*.deb "$OUT"/arena-*.rpm
 
 # --- build ------------------------------------------------------------------
-say "building the CLI ($VERSION, commit $ARENA_COMMIT)"
-cargo build --profile "$PROFILE" --locked -p arena-cli
-strip --strip-unneeded -o "$WORK/arena.stripped" "$BIN/arena"
-say "building the app with Tauri's bundler"
 # The .rpm carries the CLI too (there is no CLI-only .rpm) and what Coding
 # battles run; the bundler adds WebKitGTK and GTK itself.
-cat >"$WORK/tauri.json" <<JSON
+tauri_config() {
+  cat <<JSON
 {
   "version": "$VERSION",
   "bundle": {
@@ -113,7 +127,34 @@ cat >"$WORK/tauri.json" <<JSON
   }
 }
 JSON
-ui/node_modules/.bin/tauri build --ci --config "$WORK/tauri.json" -- --profile "$PROFILE" --locked
+}
+if [[ $PROFILE == dev ]]; then
+  # The tests' build, as it is: every binary of the workspace, with the
+  # features of a build that includes the tests (--examples asks for targets
+  # that need the dev-dependencies, so their features are on, as in
+  # `cargo test --workspace`; the workspace has no examples). Any other
+  # selection would compile tokio, tauri and all above them again.
+  # TAURI_CONFIG is what `tauri build` hands the app's build (the version
+  # tauri's context says); set only for another version, which compiles the
+  # workspace's crates anyway (ARENA_VERSION).
+  say "building the CLI and the app ($VERSION, commit $COMMIT, dev profile: the tests' build)"
+  if [[ -n ${ARENA_VERSION:-} ]]; then
+    TAURI_CONFIG="{\"version\":\"$VERSION\"}" cargo build --locked --workspace --bins --examples
+  else
+    (unset TAURI_CONFIG && cargo build --locked --workspace --bins --examples)
+  fi
+  strip --strip-unneeded -o "$WORK/arena.stripped" "$BIN/arena"
+  tauri_config >"$WORK/tauri.json"
+  say "bundling the app with Tauri's bundler"
+  ui/node_modules/.bin/tauri bundle --debug --ci --config "$WORK/tauri.json"
+else
+  say "building the CLI ($VERSION, commit $COMMIT)"
+  cargo build --profile "$PROFILE" --locked -p arena-cli
+  strip --strip-unneeded -o "$WORK/arena.stripped" "$BIN/arena"
+  say "building the app with Tauri's bundler"
+  tauri_config >"$WORK/tauri.json"
+  ui/node_modules/.bin/tauri build --ci --config "$WORK/tauri.json" -- --profile "$PROFILE" --locked
+fi
 
 BUNDLE=$BIN/bundle
 app_deb=$(ls "$BUNDLE"/deb/*_"$VERSION"_*.deb)
@@ -169,7 +210,7 @@ finish() {
   } >"$tree/DEBIAN/control"
   (cd "$tree" && find usr -type f -exec md5sum {} + | sort -k2 >DEBIAN/md5sums)
   chmod 0644 "$tree/DEBIAN/control" "$tree/DEBIAN/md5sums"
-  dpkg-deb --root-owner-group -Zxz --build "$tree" "$OUT/${package}_${VERSION}_${ARCH}.deb" >/dev/null
+  dpkg-deb --root-owner-group -Zxz -z"$XZ_LEVEL" --build "$tree" "$OUT/${package}_${VERSION}_${ARCH}.deb" >/dev/null
   say "made dist/${package}_${VERSION}_${ARCH}.deb ($(du -h "$OUT/${package}_${VERSION}_${ARCH}.deb" | cut -f1))"
 }
 

@@ -2,15 +2,16 @@
 # Installs Arena's packages as a user would, and checks what they promise
 # (run by scripts/test.sh as its `packages` step; as root: it installs and
 # removes packages on this machine, and removes them again when it ends):
-#   1. builds both .deb (scripts/package.sh) and checks them with lintian:
-#      no error;
+#   1. builds both .deb (scripts/package.sh, from the dev build the tests
+#      made) and checks them with lintian: no error;
 #   2. installs them with apt-get (so their Depends are resolved), checks
 #      `arena --version`, runs a Q&A battle with the installed CLI against
 #      the scripted server, and starts the installed app under Xvfb until
 #      its window shows;
 #   3. builds the packages again from this commit with the patch version
-#      bumped, installs them over the first, and finds the earlier battle in
-#      `arena battle list` (the database remembers the new version);
+#      bumped (built into the binaries), installs them over the first, and
+#      finds the earlier battle in `arena battle list` (the database
+#      remembers the new version);
 #   4. purges both packages: the data directory and the config stay.
 # A user of its own: HOME is a temporary folder, so the default data and
 # config folders are used, and nothing of the machine's user is touched.
@@ -50,10 +51,17 @@ apt-get purge -y -q arena arena-cli >/dev/null 2>&1 || true
 
 # --- 1. build and lint --------------------------------------------------------
 export ARENA_PACKAGE_SKIP_SETUP=1
-# The release profile: its incremental state makes the second build (with
-# another version) a minute, where the shipping profile (dist) builds
-# every crate again.
-export ARENA_PACKAGE_PROFILE=release
+# The dev profile: the packages hold the binaries the tests and e2e steps
+# built (scripts/package.sh compiles nothing for this version when they ran
+# before), bundled as the shipping profile (dist) bundles them. Two cold
+# optimised builds of the app on a 2-core CI machine took longer than every
+# other step together; what this step proves is the packaging, not the
+# optimiser. The upgrade's build compiles the workspace's own crates again
+# (the version is built into them), not their dependencies.
+export ARENA_PACKAGE_PROFILE=dev
+# The same format (xz), its fastest preset: dpkg-deb's default spent two
+# minutes per version on the dev build's binaries.
+export ARENA_PACKAGE_XZ_LEVEL=0
 scripts/package.sh
 mkdir -p "$T/v1" "$T/v2"
 cp dist/arena_"$V1"_"$ARCH".deb dist/arena-cli_"$V1"_"$ARCH".deb "$T/v1/"
@@ -72,9 +80,12 @@ say "arena --version: $version"
 [[ $version == "arena $V1 (commit $COMMIT, built "*")" ]] ||
   fail "arena --version says \"$version\", expected version $V1 and commit $COMMIT"
 
-cargo build --release --locked -q -p arena-testserver
+# The scripted server, from the same build (package.sh built every binary
+# of the workspace).
 TARGET_DIR=$(cargo metadata --format-version 1 --no-deps --locked |
   python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
+TESTSERVER=$T/arena-testserver
+cp "$TARGET_DIR"/debug/arena-testserver "$TESTSERVER"
 
 # The user: a fresh HOME, nothing of Arena's set.
 unset ARENA_DATA_DIR ARENA_CONFIG XDG_DATA_HOME XDG_CONFIG_HOME XDG_RUNTIME_DIR
@@ -83,7 +94,7 @@ DATA=$HOME/.local/share/dev.arena.desktop
 CONFIG=$HOME/.config/dev.arena.desktop/arena.toml
 mkdir -p "$HOME" "$(dirname "$CONFIG")" "$T/project"
 
-"$TARGET_DIR"/release/arena-testserver --model m1:40:0 --model m2:40:0 >"$T/server.out" 2>&1 &
+"$TESTSERVER" --model m1:40:0 --model m2:40:0 >"$T/server.out" 2>&1 &
 SERVER_PID=$!
 for _ in $(seq 100); do
   grep -q "listening on" "$T/server.out" 2>/dev/null && break
