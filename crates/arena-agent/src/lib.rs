@@ -14,6 +14,7 @@ pub mod left_out;
 pub mod mirror;
 pub mod native;
 pub mod process;
+pub mod registry;
 pub mod reader;
 pub mod relay;
 pub mod sandbox;

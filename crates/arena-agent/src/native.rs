@@ -331,6 +331,7 @@ impl NativeAgent<'_> {
                 ..Default::default()
             },
             door: None,
+            registries: None,
         };
         let mut output = String::new();
         let exit = super::process::run(&launch, token, |line| {

@@ -80,6 +80,14 @@ pub struct Launch {
     /// network door ([`crate::relay`]), open on `127.0.0.1:`[`crate::relay::PORT`]
     /// in its own network namespace, forwarding to this provider.
     pub door: Option<crate::relay::Upstream>,
+    /// For a jailed prepare command: its one network door
+    /// ([`crate::registry`]), an HTTPS proxy on `127.0.0.1:`[`crate::registry::PORT`]
+    /// in its own network namespace that reaches these package registries
+    /// and nothing else. The jail gets no other network whatever its
+    /// sandbox's `connect` says, and the program the proxy variables
+    /// ([`crate::registry::proxy_env`], before `env`). Not jailed: no door,
+    /// no proxy, and the run goes on as its sandbox says (with a warning).
+    pub registries: Option<crate::registry::Registries>,
 }
 
 /// What a process may produce.
@@ -212,10 +220,21 @@ pub async fn run(
         program: launch.program.display().to_string(),
         source,
     };
+    let behind_registry_door;
+    let launch = match registry_door_launch(launch) {
+        Some(narrowed) => {
+            behind_registry_door = narrowed;
+            &behind_registry_door
+        }
+        None => launch,
+    };
     let sandboxed = launch.sandbox.is_some();
     let jailed = jail_command(launch).map_err(spawn_error)?;
-    let door = match (&jailed, &launch.door) {
-        (Some(_), Some(_)) => Some(DoorPipes::new().map_err(spawn_error)?),
+    let door = match (
+        &jailed,
+        launch.door.is_some() || launch.registries.is_some(),
+    ) {
+        (Some(_), true) => Some(DoorPipes::new().map_err(spawn_error)?),
         _ => None,
     };
     let mut cmd = match &jailed {
@@ -243,6 +262,13 @@ pub async fn run(
         )
         .env("TERM", "dumb")
         .env("NO_COLOR", "1")
+        .envs(
+            jailed
+                .as_ref()
+                .and(launch.registries.as_ref())
+                .map(|_| crate::registry::proxy_env())
+                .unwrap_or_default(),
+        )
         .envs(launch.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -391,9 +417,14 @@ pub async fn run(
     // it, served from here until the run ends; only then does the agent
     // start.
     let relay_stop = CancellationToken::new();
-    if let (Some(pipes), Some(upstream)) = (door, &launch.door) {
+    if let Some(pipes) = door {
         if let Err(error) = pipes
-            .open(upstream.clone(), launch.bounds.door, relay_stop.clone())
+            .open(
+                launch.door.clone(),
+                launch.bounds.door,
+                launch.registries.clone(),
+                relay_stop.clone(),
+            )
             .await
         {
             signal_group(pid, Signal::Kill);
@@ -767,8 +798,9 @@ impl DoorPipes {
     /// program start.
     async fn open(
         self,
-        upstream: crate::relay::Upstream,
+        upstream: Option<crate::relay::Upstream>,
         door_limits: crate::relay::DoorLimits,
+        registries: Option<crate::registry::Registries>,
         stop: CancellationToken,
     ) -> std::io::Result<()> {
         let DoorPipes {
@@ -778,9 +810,10 @@ impl DoorPipes {
             block_write,
         } = self;
         drop((info_write, block_read));
-        let listener = tokio::time::timeout(
+        let (relayed, registry) = (upstream.is_some(), registries.is_some());
+        let (listener, registry_listener) = tokio::time::timeout(
             Duration::from_secs(20),
-            tokio::task::spawn_blocking(move || -> std::io::Result<std::net::TcpListener> {
+            tokio::task::spawn_blocking(move || -> std::io::Result<(Option<std::net::TcpListener>, Option<std::net::TcpListener>)> {
                 use std::io::Read;
                 let mut text = String::new();
                 std::fs::File::from(info_read)
@@ -793,21 +826,69 @@ impl DoorPipes {
                     .ok_or_else(|| {
                         std::io::Error::other(format!("bwrap did not say its child's pid: {text}"))
                     })?;
-                crate::relay::listen_in(pid)
+                Ok((
+                    relayed.then(|| crate::relay::listen_in(pid)).transpose()?,
+                    registry
+                        .then(|| crate::relay::listen_on_in(pid, crate::registry::PORT))
+                        .transpose()?,
+                ))
             }),
         )
         .await
         .map_err(|_| std::io::Error::other("the jail did not start within 20 s"))?
         .map_err(std::io::Error::other)??;
-        tokio::spawn(async move {
-            if let Err(error) = crate::relay::serve(listener, upstream, door_limits, stop).await {
-                tracing::warn!(%error, "the relay stopped");
-            }
-        });
+        if let (Some(listener), Some(upstream)) = (listener, upstream) {
+            let stop = stop.clone();
+            tokio::spawn(async move {
+                if let Err(error) = crate::relay::serve(listener, upstream, door_limits, stop).await
+                {
+                    tracing::warn!(%error, "the relay stopped");
+                }
+            });
+        }
+        if let (Some(listener), Some(registries)) = (registry_listener, registries) {
+            tokio::spawn(async move {
+                if let Err(error) = crate::registry::serve(
+                    listener,
+                    registries,
+                    crate::registry::Limits::default(),
+                    stop,
+                )
+                .await
+                {
+                    tracing::warn!(%error, "the registry door stopped");
+                }
+            });
+        }
         use std::io::Write;
         std::fs::File::from(block_write).write_all(b"1")?;
         Ok(())
     }
+}
+
+/// A launch with a registry door, narrowed so that its jail has no
+/// network but its doors: its own network namespace, and connections to
+/// the doors' ports only (its sandbox's `connect`, which the jail's
+/// Landlock layer enforces too). `None` when it needs no change.
+fn registry_door_launch(launch: &Launch) -> Option<Launch> {
+    launch.registries.as_ref()?;
+    let sandbox = launch.sandbox.as_ref();
+    if sandbox.is_none_or(|s| s.enforcement != super::sandbox::Enforcement::Jail) {
+        tracing::warn!(
+            program = %launch.program.display(),
+            "a registry door needs a jail; this run is not jailed and has no door"
+        );
+        return None;
+    }
+    let mut ports = vec![crate::registry::PORT];
+    if launch.door.is_some() {
+        ports.push(crate::relay::PORT);
+    }
+    let mut narrowed = launch.clone();
+    if let Some(sandbox) = narrowed.sandbox.as_mut() {
+        sandbox.connect = Some(ports);
+    }
+    Some(narrowed)
 }
 
 /// A pipe, both ends close-on-exec.

@@ -76,6 +76,14 @@ pub const PORT: u16 = 41414;
 /// outside.
 #[cfg(target_os = "linux")]
 pub fn listen_in(pid: u32) -> std::io::Result<std::net::TcpListener> {
+    listen_on_in(pid, PORT)
+}
+
+/// A listening socket on `port` in the network namespace of the process
+/// `pid`, made as [`listen_in`] makes the relay's (the registry door of a
+/// prepare jail listens on its own port, [`crate::registry::PORT`]).
+#[cfg(target_os = "linux")]
+pub fn listen_on_in(pid: u32, port: u16) -> std::io::Result<std::net::TcpListener> {
     use std::os::fd::{AsRawFd, FromRawFd};
     use std::os::unix::process::CommandExt;
 
@@ -86,7 +94,7 @@ pub fn listen_in(pid: u32) -> std::io::Result<std::net::TcpListener> {
     // Made before the fork: the child must not allocate.
     let address = libc::sockaddr_in {
         sin_family: libc::AF_INET as libc::sa_family_t,
-        sin_port: PORT.to_be(),
+        sin_port: port.to_be(),
         // Any address of the namespace, whose only interface is its
         // loopback: bwrap gives it 127.0.0.1 after this (the jail is
         // blocked until the door is open), so 127.0.0.1 cannot be bound

@@ -22,6 +22,7 @@ fn launch(args: &[&str], timeout: Duration) -> Launch {
         sandbox: None,
         bounds: Default::default(),
         door: None,
+        registries: None,
     }
 }
 

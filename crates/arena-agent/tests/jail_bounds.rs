@@ -52,6 +52,7 @@ fn jailed(work: &Path, script: &str, consumption: Consumption) -> Launch {
             ..Bounds::default()
         },
         door: None,
+        registries: None,
     }
 }
 

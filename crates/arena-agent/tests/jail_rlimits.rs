@@ -54,6 +54,7 @@ async fn without_a_cgroup_each_process_is_bounded_by_rlimits() {
             ..Bounds::default()
         },
         door: None,
+        registries: None,
     };
     let mut lines = Vec::new();
     let exit = run(&launch, &CancellationToken::new(), |line| {

@@ -95,6 +95,7 @@ pub(super) async fn run_check(
         sandbox,
         bounds: launch::bounds(engine),
         door: None,
+        registries: None,
     };
     let started = Instant::now();
     let lines = Arc::new(std::sync::Mutex::new(

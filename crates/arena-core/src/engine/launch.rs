@@ -374,6 +374,7 @@ pub(super) fn prepare(
             sandbox,
             bounds: bounds(engine),
             door,
+            registries: None,
         },
         folder,
     ))

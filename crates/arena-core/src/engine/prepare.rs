@@ -420,6 +420,7 @@ async fn run_in_jail(
         sandbox,
         bounds: launch::bounds(engine),
         door: None,
+        registries: None,
     };
     let lines = Arc::new(std::sync::Mutex::new(
         std::collections::VecDeque::<String>::new(),

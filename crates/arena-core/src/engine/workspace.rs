@@ -276,6 +276,7 @@ pub(super) async fn read(
         sandbox,
         bounds,
         door: None,
+        registries: None,
     };
     let exit = process::run(&run, token, |_| {})
         .await
