@@ -228,7 +228,7 @@ async fn a_base_with_another_lockfile_is_prepared_once_and_reused() {
     let EnvChoice::Prepared { record: r2, .. } = &again else {
         panic!("{again:?}");
     };
-    assert_eq!(r2, &record);
+    assert_eq!(**r2, *record);
     assert_eq!(std::fs::read_to_string(&marker).unwrap(), "ran\n");
 
     // Listed, in use while a battle holds it; pruned once it is let go.
@@ -237,7 +237,7 @@ async fn a_base_with_another_lockfile_is_prepared_once_and_reused() {
     assert_eq!(listed[0].state, EnvState::InUse);
     let refused = h
         .engine
-        .prune_environments(&[key.clone()], false)
+        .prune_environments(std::slice::from_ref(&key), false)
         .await
         .unwrap();
     assert!(!refused[0].removed && refused[0].kept_because.is_some());
@@ -301,4 +301,174 @@ async fn a_base_with_no_lockfile_has_no_environment() {
         .await
         .unwrap();
     assert!(matches!(choice, EnvChoice::None), "{choice:?}");
+}
+
+/// package.json and a real package-lock.json for `is-odd@version`, as npm
+/// writes them (resolved from the registry npm is configured with, outside
+/// any jail); `false` when that registry cannot be reached from here.
+fn npm_lock(dir: &Path, version: &str) -> bool {
+    let out = std::process::Command::new("npm")
+        .current_dir(dir)
+        .args([
+            "install",
+            "--package-lock-only",
+            "--ignore-scripts",
+            "--no-audit",
+            "--no-fund",
+            &format!("is-odd@{version}"),
+        ])
+        .output();
+    match out {
+        Ok(out) if out.status.success() => true,
+        Ok(out) => {
+            eprintln!(
+                "skipped: npm cannot resolve is-odd here: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            false
+        }
+        Err(e) => {
+            eprintln!("skipped: npm is not installed: {e}");
+            false
+        }
+    }
+}
+
+/// The registry this machine's npm uses (from its configuration).
+fn npm_registry() -> String {
+    let out = std::process::Command::new("npm")
+        .args(["config", "get", "registry"])
+        .output()
+        .unwrap();
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+/// A project whose base commit locks is-odd 3.0.1 and whose HEAD 3.0.0.
+fn real_node_project() -> Option<(tempfile::TempDir, String)> {
+    let project = repo();
+    let dir = project.path();
+    std::fs::write(dir.join(".gitignore"), "node_modules/\n").unwrap();
+    if !npm_lock(dir, "3.0.1") {
+        return None;
+    }
+    let base = commit_all(dir, "is-odd 3.0.1");
+    if !npm_lock(dir, "3.0.0") {
+        return None;
+    }
+    commit_all(dir, "is-odd 3.0.0");
+    Some((project, base))
+}
+
+#[tokio::test]
+async fn a_real_npm_ci_prepares_the_base_through_the_registry_door() {
+    if !ready() {
+        return;
+    }
+    let Some((project, base)) = real_node_project() else {
+        return;
+    };
+    let mut h = Harness::new().await;
+    // npm's cache in the jail's own (empty) temp folder: every package
+    // comes through the door, none from a cache of the user's.
+    h.reconfigure(|c| {
+        c.coding.prepare = Some("npm ci --no-audit --no-fund --cache \"$TMPDIR/npm-cache\"".into())
+    });
+    let choice = h
+        .engine
+        .environment_for(project.path(), &base, &CancellationToken::new())
+        .await
+        .unwrap();
+    let EnvChoice::Prepared { root, .. } = &choice else {
+        panic!("not prepared: {choice:?}");
+    };
+    let installed: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(root.join("node_modules/is-odd/package.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        installed["version"], "3.0.1",
+        "the base's lockfile, not HEAD's"
+    );
+    assert!(root.join("node_modules/is-number/package.json").is_file());
+    // It runs.
+    let status = std::process::Command::new("node")
+        .current_dir(root)
+        .args(["-e", "process.exit(require('is-odd')(3) ? 0 : 1)"])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    // And without [coding] prepare, the lockfile's own command is `npm ci`.
+    let key = envkey::key_at(project.path(), &base).unwrap();
+    assert_eq!(key.prepare_command().as_deref(), Some("npm ci"));
+}
+
+#[tokio::test]
+async fn the_prepare_jail_reaches_the_registry_and_nothing_else() {
+    if !ready() {
+        return;
+    }
+    let registry = npm_registry();
+    let mut h = Harness::new().await;
+    let provider = format!("{}/models", h.cloud.base_url());
+    let attempt = |name: &str, curl: &str| {
+        format!(
+            "(curl -fsS --max-time 8 -o /dev/null {curl} && echo {name}:reached \
+             || echo {name}:refused) >> node_modules/attempts"
+        )
+    };
+    let command = [
+        "mkdir -p node_modules".to_string(),
+        // The provider's server on this machine's loopback, through the
+        // door and around it.
+        attempt("provider", &format!("'{provider}'")),
+        attempt("provider-direct", &format!("--noproxy '*' '{provider}'")),
+        // A LAN address and the link-local metadata address, both ways.
+        attempt("lan", "https://10.0.0.1/"),
+        attempt("lan-direct", "--noproxy '*' https://192.168.1.1/"),
+        attempt("metadata", "http://169.254.169.254/"),
+        // Another host on the internet.
+        attempt("other", "https://example.com/"),
+        // The registry npm is configured with.
+        attempt("registry", &format!("'{registry}'")),
+    ]
+    .join(" ; ");
+    h.reconfigure(|c| c.coding.prepare = Some(command));
+    let (project, base, _) = project_with_an_older_base();
+    let choice = h
+        .engine
+        .environment_for(project.path(), &base, &CancellationToken::new())
+        .await
+        .unwrap();
+    let EnvChoice::Prepared { root, .. } = &choice else {
+        panic!("not prepared: {choice:?}");
+    };
+    let attempts = std::fs::read_to_string(root.join("node_modules/attempts")).unwrap();
+    eprintln!("from inside the prepare jail:\n{attempts}");
+    for refused in [
+        "provider",
+        "provider-direct",
+        "lan",
+        "lan-direct",
+        "metadata",
+        "other",
+    ] {
+        assert!(
+            attempts.contains(&format!("{refused}:refused\n")),
+            "{refused}: {attempts}"
+        );
+    }
+    // Nothing was ever let through to the provider.
+    assert!(h.cloud.requests().is_empty());
+    if attempts.contains("registry:refused") {
+        // Skipped only when the registry is not reachable from here at all.
+        let outside = std::process::Command::new("curl")
+            .args(["-fsS", "--max-time", "8", "-o", "/dev/null", &registry])
+            .status()
+            .unwrap();
+        assert!(
+            !outside.success(),
+            "the registry is reachable outside the jail but not through the door: {attempts}"
+        );
+        eprintln!("the registry {registry} is not reachable from this machine");
+    }
 }

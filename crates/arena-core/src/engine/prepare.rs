@@ -36,6 +36,7 @@ use tokio_util::sync::CancellationToken;
 use crate::agent::environment;
 use crate::agent::envkey::{self, Ecosystem, EnvKey};
 use crate::agent::process::{self, Launch, Line};
+use crate::agent::registry;
 use crate::error::{Error, Invalid, Result};
 
 use super::launch::{self, Env, Reach, Scratch};
@@ -61,7 +62,7 @@ pub enum EnvChoice {
     Prepared {
         key: String,
         root: PathBuf,
-        record: EnvRecord,
+        record: Box<EnvRecord>,
         hold: EnvHold,
     },
     /// The base carries no lockfile (or none Arena knows a command for,
@@ -232,7 +233,7 @@ pub(super) async fn environment_for(
         return Ok(EnvChoice::Prepared {
             key,
             root: folder.join("tree"),
-            record,
+            record: Box::new(record),
             hold: EnvHold(Arc::new(lock)),
         });
     }
@@ -247,7 +248,7 @@ pub(super) async fn environment_for(
             Ok(EnvChoice::Prepared {
                 key,
                 root: folder.join("tree"),
-                record,
+                record: Box::new(record),
                 hold: EnvHold(Arc::new(lock)),
             })
         }
@@ -378,7 +379,8 @@ async fn run_in_jail(
         workspace: folder,
         writable: true,
         objects: &[],
-        // No network but the door to the package registries.
+        // No network but the door to the package registries (which
+        // `process::run` opens and allows).
         connect: Some(Vec::new()),
         door: None,
         own_config: &[],
@@ -408,6 +410,12 @@ async fn run_in_jail(
             None
         }
     };
+    // The door's hosts: those this machine's package tools use, and
+    // `[coding] registries`.
+    let configured = engine.config().coding.registries.clone();
+    let hosts =
+        tokio::task::spawn_blocking(move || registry::machine_registries(&configured)).await?;
+    tracing::info!(key, hosts = ?hosts, "the prepare's door reaches these package registries");
     let limits = &engine.config().limits;
     let launch = Launch {
         program: PathBuf::from("sh"),
@@ -420,7 +428,7 @@ async fn run_in_jail(
         sandbox,
         bounds: launch::bounds(engine),
         door: None,
-        registries: None,
+        registries: Some(registry::Registries { hosts }),
     };
     let lines = Arc::new(std::sync::Mutex::new(
         std::collections::VecDeque::<String>::new(),
