@@ -472,3 +472,89 @@ async fn the_prepare_jail_reaches_the_registry_and_nothing_else() {
         eprintln!("the registry {registry} is not reachable from this machine");
     }
 }
+
+/// A Coding battle whose base's lockfile is not the working tree's (the
+/// user changed package-lock.json and installed it, uncommitted): both
+/// contestants' agents and checks see the environment prepared for the
+/// base, not the user's folders, and the user's folders are untouched.
+#[tokio::test]
+async fn contestants_of_a_base_with_another_lockfile_pass_their_checks_on_the_prepared_environment()
+{
+    if !ready() || arena_core::agent::environment::copy_on_write().is_err() {
+        eprintln!("skipped: no jail or no overlays here");
+        return;
+    }
+    let project = repo();
+    let dir = project.path();
+    std::fs::write(dir.join(".gitignore"), "node_modules/\n").unwrap();
+    if !npm_lock(dir, "3.0.1") {
+        return;
+    }
+    commit_all(dir, "is-odd 3.0.1");
+    // The user moved on to 3.0.0 without committing, and installed it.
+    if !npm_lock(dir, "3.0.0") {
+        return;
+    }
+    let installed = std::process::Command::new("npm")
+        .current_dir(dir)
+        .args(["ci", "--no-audit", "--no-fund"])
+        .status()
+        .unwrap();
+    assert!(installed.success());
+    let users = std::fs::read(dir.join("node_modules/is-odd/package.json")).unwrap();
+
+    let mut h = Harness::new().await;
+    let agent = "node -e \"console.log(require('is-odd/package.json').version)\" > seen.txt";
+    h.reconfigure(|config| {
+        config.backends = vec![arena_core::config::CustomBackend {
+            name: "fake".into(),
+            command: vec![
+                "bash".into(),
+                "-c".into(),
+                agent.into(),
+                "agent".into(),
+                "{prompt}".into(),
+            ],
+        }];
+        config.limits.stall_timeout_secs = 120;
+    });
+    h.cloud
+        .set_model("m1", arena_testserver::ModelScript::tokens(1));
+    h.cloud
+        .set_model("m2", arena_testserver::ModelScript::tokens(1));
+    let check = "node -e \"const v = require('is-odd/package.json').version; \
+                 if (v !== '3.0.1') { console.error('saw ' + v); process.exit(1) } \
+                 process.exit(require('is-odd')(3) ? 0 : 1)\"";
+    let b = run_coding(&h, dir, &["fake@m1", "fake@m2"], Some(check)).await;
+    let base = b.base_commit.clone().expect("a base commit");
+    let key = envkey::key_at(dir, &base).unwrap();
+    for c in &b.contestants {
+        assert_eq!(
+            c.status,
+            arena_core::battle::ContestantStatus::Done,
+            "{:?}",
+            c.error
+        );
+        let check = c.check.clone().expect("a check");
+        assert!(check.passed, "{check:?}");
+        let seen = std::fs::read_to_string(c.worktree.clone().unwrap().join("seen.txt")).unwrap();
+        assert_eq!(seen.trim(), "3.0.1", "the agent saw the base's environment");
+        let env = c
+            .diff
+            .as_ref()
+            .and_then(|d| d.environment.clone())
+            .unwrap_or_default();
+        assert!(
+            env.starts_with(&format!("prepared {}: node_modules", key.short())),
+            "{env}"
+        );
+    }
+    // Prepared once for the two.
+    let kept = h.engine.environments().await.unwrap();
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    // The user's folder is as the user left it.
+    assert_eq!(
+        std::fs::read(dir.join("node_modules/is-odd/package.json")).unwrap(),
+        users
+    );
+}
