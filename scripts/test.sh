@@ -5,7 +5,9 @@
 #   setup   scripts/setup.sh (system packages, node, cargo)
 #   peers   scripts/peers.sh: the real llama.cpp server + a small gguf model in
 #           .peers/; sources .peers/env and sets ARENA_REQUIRE_PEERS=1, so the
-#           tests that need the real server fail instead of skipping
+#           tests that need the real server fail instead of skipping. Runs in
+#           the background (mostly downloads) during ui, fmt and clippy; the
+#           tests step waits for it and shows its output then
 #   ui      cd ui && npm ci && npm run check && npm run lint && npm test (vitest:
 #           unit tests of the UI's pure logic) && npm run build
 #   fmt     cargo fmt --all -- --check
@@ -73,6 +75,11 @@ banner() {
 
 print_summary() {
   local rc=$?
+  if [[ -n "${peers_pid:-}" ]]; then
+    # The run ends before the peers were waited for: end their installation.
+    kill -- "-$peers_pid" 2>/dev/null || true
+    summary+=("$(printf '%-8s ended unfinished (the run stopped first; log: %s)' peers "$peers_log")")
+  fi
   if [[ -n "$current_step" ]]; then
     summary+=("$(printf '%-8s FAILED  %4d s' "$current_step" $((SECONDS - current_start)))")
   fi
@@ -102,8 +109,14 @@ run_step() {
   banner "$key: $title"
   current_step=$key
   current_start=$SECONDS
+  step_deferred=0
   "$fn"
-  summary+=("$(printf '%-8s ok      %4d s' "$key" $((SECONDS - current_start)))")
+  if [[ $step_deferred == 1 ]]; then
+    # Still running in the background: its line comes when it is waited for.
+    step_deferred=0
+  else
+    summary+=("$(printf '%-8s ok      %4d s' "$key" $((SECONDS - current_start)))")
+  fi
   current_step=""
 }
 
@@ -116,10 +129,43 @@ step_setup() {
   export ARENA_REQUIRE_POSTGRES=1
 }
 
+# The peers are downloads and unpacking, mostly (the CLI agents, aider's
+# packages, the model; the llama server is built only where no earlier build
+# or the prebuilt one runs): they install in the background while the ui,
+# fmt and clippy steps use the CPU, and the tests step waits for them
+# (finish_peers). Their output is shown when they are done.
+peers_pid=""
+peers_log=""
+peers_start=0
 step_peers() {
-  "$ROOT/scripts/peers.sh"
-  # The real projects the environment tests run battles on (.peers/projects).
-  "$ROOT/scripts/projects.sh"
+  peers_log=$(mktemp "${TMPDIR:-/tmp}/arena-test-peers.XXXXXX")
+  # A session of their own, so that a failed run can end them as a group.
+  setsid bash -c '
+    set -e
+    "$1/scripts/peers.sh"
+    # The real projects the environment tests run battles on (.peers/projects).
+    "$1/scripts/projects.sh"
+  ' _ "$ROOT" </dev/null >"$peers_log" 2>&1 &
+  peers_pid=$!
+  peers_start=$SECONDS
+  echo "installing in the background (log: $peers_log); the tests step waits for them"
+  step_deferred=1
+}
+
+finish_peers() {
+  [[ -n "$peers_pid" ]] || return 0
+  banner "peers: waiting for the installation started before the ui step"
+  local pid=$peers_pid rc=0 waited=$SECONDS
+  wait "$pid" || rc=$?
+  peers_pid=""
+  cat "$peers_log"
+  rm -f "$peers_log"
+  if [[ $rc -ne 0 ]]; then
+    current_step=peers
+    current_start=$peers_start
+    echo "test.sh: installing the peers failed (exit $rc)" >&2
+    return "$rc"
+  fi
   # shellcheck source=/dev/null
   source "$ROOT/.peers/env"
   export ARENA_LLAMA_SERVER ARENA_TEST_GGUF ARENA_PEERS_BIN
@@ -128,6 +174,7 @@ step_peers() {
   echo "ARENA_TEST_GGUF=$ARENA_TEST_GGUF"
   echo "ARENA_PEERS_BIN=$ARENA_PEERS_BIN"
   echo "ARENA_REQUIRE_PEERS=1"
+  summary+=("$(printf '%-8s ok      %4d s  (in the background; waited %d s)' peers $((SECONDS - peers_start)) $((SECONDS - waited)))")
 }
 
 step_ui() {
@@ -260,6 +307,7 @@ fi
 
 run_step fmt "cargo fmt --check" step_fmt
 run_step clippy "cargo clippy -D warnings" step_clippy
+finish_peers
 run_step tests "cargo tests" step_tests
 run_step team "the engine's tests again, on PostgreSQL (team mode)" step_team
 run_step e2e "end-to-end: the app window through WebDriver, under Xvfb" step_e2e
