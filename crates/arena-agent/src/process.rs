@@ -128,6 +128,7 @@ impl std::fmt::Debug for Launch {
             .field("timeout", &self.timeout)
             .field("sandbox", &self.sandbox)
             .field("bounds", &self.bounds)
+            .field("registries", &self.registries)
             .finish()
     }
 }

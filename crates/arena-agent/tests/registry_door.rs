@@ -284,22 +284,6 @@ async fn provider() -> (u16, Arc<AtomicUsize>) {
     (port, count)
 }
 
-/// A registry of this machine that answers from outside any jail, or why
-/// none does.
-async fn reachable_registry(hosts: &[String]) -> Result<String, String> {
-    for host in hosts {
-        let url = format!("https://{host}/");
-        let status = tokio::process::Command::new("curl")
-            .args(["-sS", "-o", "/dev/null", "--max-time", "15", &url])
-            .status()
-            .await;
-        if status.is_ok_and(|s| s.success()) {
-            return Ok(host.clone());
-        }
-    }
-    Err(format!("none of {hosts:?} answers from this machine"))
-}
-
 #[tokio::test]
 async fn a_prepare_jail_reaches_no_loopback_lan_metadata_provider_or_unlisted_host() {
     if !have_bwrap("refusals") {
@@ -381,6 +365,81 @@ echo "proxy=$HTTPS_PROXY"
     );
 }
 
+/// A package tool's fetch, as a prepare command runs it: `script` (sh,
+/// in a fresh home) prints `ok=…` with what it fetched.
+struct Fetch {
+    tool: &'static str,
+    script: String,
+    /// Folders beyond the system's the tool needs to read (its toolchain).
+    read: Vec<PathBuf>,
+    /// What `ok=` must start with.
+    expect: &'static str,
+}
+
+fn fetches() -> Vec<Fetch> {
+    let mut all = Vec::new();
+    let on_path = |tool: &str| {
+        std::process::Command::new(tool)
+            .arg("--version")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    if on_path("npm") {
+        all.push(Fetch {
+            tool: "npm",
+            script: "echo \"ok=$(npm view is-odd version --cache \"$HOME/npm-cache\" --loglevel=error 2>npm.log)\"; tail -n 5 npm.log".into(),
+            read: Vec::new(),
+            expect: "3.",
+        });
+    }
+    if Path::new("/usr/bin/python3").exists() {
+        all.push(Fetch {
+            tool: "pip",
+            script: "/usr/bin/python3 -m pip download --no-deps --no-cache-dir --only-binary=:all: -d \"$HOME/wheels\" six >pip.log 2>&1 && echo \"ok=$(ls \"$HOME/wheels\")\"; tail -n 5 pip.log".into(),
+            read: Vec::new(),
+            expect: "six-",
+        });
+    }
+    // Cargo from the active toolchain, called directly (not through
+    // rustup's proxy, which reads the user's whole rustup home).
+    let sysroot = std::process::Command::new("rustc")
+        .args(["--print", "sysroot"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()));
+    if let Some(sysroot) = sysroot.filter(|s| s.join("bin/cargo").exists()) {
+        let cargo = sysroot.join("bin/cargo");
+        all.push(Fetch {
+            tool: "cargo",
+            script: format!(
+                r#"export CARGO_HOME="$HOME/cargo-home" RUSTC="{rustc}"
+mkdir -p p/src && cd p && printf '[package]\nname = "p"\nversion = "0.1.0"\nedition = "2021"\n\n[dependencies]\nitoa = "=1.0.11"\n' > Cargo.toml && touch src/lib.rs
+"{cargo}" fetch >../cargo.log 2>&1 && ls "$CARGO_HOME/registry/cache/"*/ | sed 's/^/ok=/'; tail -n 5 ../cargo.log"#,
+                cargo = cargo.display(),
+                rustc = sysroot.join("bin/rustc").display(),
+            ),
+            read: vec![sysroot],
+            expect: "itoa-1.0.11.crate",
+        });
+    }
+    all
+}
+
+/// `script` outside any jail, in a fresh home: its output.
+fn outside(script: &str) -> String {
+    let home = tempfile::tempdir().unwrap();
+    let output = std::process::Command::new("/bin/sh")
+        .args(["-c", script])
+        .current_dir(home.path())
+        .env("HOME", home.path())
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
 #[tokio::test]
 async fn a_prepare_jail_reaches_the_package_registries_through_the_door() {
     if !have_bwrap("registries") {
@@ -393,51 +452,40 @@ async fn a_prepare_jail_reaches_the_package_registries_through_the_door() {
         !hosts.is_empty(),
         "this machine's package tools name no registry"
     );
-    if let Err(why) = reachable_registry(&hosts).await {
-        eprintln!("registries: skipped: {why}");
-        return;
-    }
-    let npm = tokio::task::spawn_blocking(|| {
-        std::process::Command::new("npm")
-            .args(["config", "get", "registry"])
-            .current_dir("/")
-            .output()
-            .ok()
-            .filter(|o| o.status.success())
-    })
-    .await
-    .unwrap();
-    let work = tempfile::tempdir().unwrap();
-    let mut script = String::from("set -u\n");
-    if npm.is_some() {
-        script.push_str(
-            "echo \"npm=$(npm view is-odd version --cache \"$HOME/npm-cache\" --loglevel=error 2>npm.log)\"; tail -n 5 npm.log\n",
-        );
-    }
-    if Path::new("/usr/bin/python3").exists() {
-        script.push_str(
-            "/usr/bin/python3 -m pip download --no-deps --no-cache-dir --no-build-isolation --only-binary=:all: -d \"$HOME/wheels\" six >pip.log 2>&1; echo \"pip=$? $(ls \"$HOME/wheels\" 2>/dev/null)\"; tail -n 5 pip.log\n",
-        );
-    }
-    let (_, output) = run_jailed(&prepare_jail(work.path(), &script, hosts)).await;
-    println!("{output}");
-    let mut tried = 0;
-    if npm.is_some() {
-        tried += 1;
-        let version = said(&output, "npm");
+    let mut fetched = 0;
+    for fetch in fetches() {
+        let script = fetch.script.clone();
+        let free = tokio::task::spawn_blocking(move || outside(&script))
+            .await
+            .unwrap();
+        if !free
+            .lines()
+            .any(|l| l.starts_with(&format!("ok={}", fetch.expect)))
+        {
+            eprintln!(
+                "registries: {}: skipped: its registry does not answer from this machine outside the jail: {free}",
+                fetch.tool
+            );
+            continue;
+        }
+        let work = tempfile::tempdir().unwrap();
+        let mut launch = prepare_jail(work.path(), &fetch.script, hosts.clone());
+        if let Some(sandbox) = launch.sandbox.as_mut() {
+            sandbox.read.extend(fetch.read.iter().cloned());
+        }
+        let (_, output) = run_jailed(&launch).await;
+        println!("{}: {output}", fetch.tool);
         assert!(
-            version.split('.').count() == 3
-                && version.chars().all(|c| c.is_ascii_digit() || c == '.'),
-            "npm view through the door: {output}"
+            output
+                .lines()
+                .any(|l| l.starts_with(&format!("ok={}", fetch.expect))),
+            "{} through the door: {output}",
+            fetch.tool
         );
+        fetched += 1;
     }
-    if Path::new("/usr/bin/python3").exists() {
-        tried += 1;
-        let pip = said(&output, "pip");
-        assert!(
-            pip.starts_with("0 six-") && pip.ends_with(".whl"),
-            "pip download through the door: {output}"
-        );
-    }
-    assert!(tried > 0, "neither npm nor pip is installed here");
+    assert!(
+        fetched > 0,
+        "no package tool could fetch here, even outside a jail"
+    );
 }
