@@ -121,6 +121,22 @@ async fn the_door_refuses_every_spelling_that_is_not_https_to_a_public_registry(
             "403",
             "not a package registry",
         ),
+        // Userinfo, zones and smuggled ports.
+        (
+            "CONNECT evil.example@registry.example:443 HTTP/1.1\r\n\r\n",
+            "403",
+            "not a package registry",
+        ),
+        (
+            "CONNECT [fe80::1%25eth0]:443 HTTP/1.1\r\n\r\n",
+            "403",
+            "not a package registry",
+        ),
+        (
+            "CONNECT registry.example:443@169.254.169.254:80 HTTP/1.1\r\n\r\n",
+            "403",
+            "port 443 only",
+        ),
         // Another port, or none.
         (
             "CONNECT registry.example:80 HTTP/1.1\r\n\r\n",
