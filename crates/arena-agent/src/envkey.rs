@@ -277,9 +277,22 @@ pub fn key_at(repo: &Path, commit: &str) -> Result<EnvKey, EnvKeyError> {
 }
 
 /// The key of the working files under `project` as they are now (committed
-/// or not: a lockfile changed but not committed counts). Files git ignores
-/// count too, as the tools read them; links are not followed.
+/// or not: a lockfile changed or added but not committed counts). What git
+/// ignores there is passed over (a lockfile in a build's output is not the
+/// project's, and a commit would not carry it); links are not followed.
 pub fn key_of_tree(project: &Path) -> Result<EnvKey, EnvKeyError> {
+    let repo = Repository::open(project)
+        .ok()
+        .filter(|r| r.workdir().is_some());
+    let ignored = |rel: &Path, dir: bool| {
+        let Some(repo) = &repo else { return false };
+        let text = if dir {
+            format!("{}/", slash_path(rel))
+        } else {
+            slash_path(rel)
+        };
+        repo.is_path_ignored(Path::new(&text)).unwrap_or(false)
+    };
     let mut files = Vec::new();
     let mut ecosystems = Vec::new();
     let mut queue = std::collections::VecDeque::from([(PathBuf::new(), 0usize)]);
@@ -304,13 +317,19 @@ pub fn key_of_tree(project: &Path) -> Result<EnvKey, EnvKeyError> {
                 return Ok(EnvKey::of(files, ecosystems));
             }
             if kind.is_dir() {
-                if depth < DEPTH && !NOT_WALKED.contains(&name.as_str()) {
+                if depth < DEPTH
+                    && !NOT_WALKED.contains(&name.as_str())
+                    && !ignored(&rel.join(&name), true)
+                {
                     queue.push_back((rel.join(&name), depth + 1));
                 }
             } else if kind.is_file() {
                 let Some(ecosystem) = classify(&rel, &name) else {
                     continue;
                 };
+                if ignored(&rel.join(&name), false) {
+                    continue;
+                }
                 let file = at.join(&name);
                 let id = if name == "pyproject.toml" {
                     let meta = std::fs::metadata(&file).map_err(|source| EnvKeyError::Io {
@@ -563,6 +582,11 @@ mod tests {
         let now = key_of_tree(dir.path()).expect("key of tree");
         assert_eq!(at, now);
         assert_eq!(at.files.len(), 2);
+        // A lockfile git ignores (a build's output) is not the project's.
+        std::fs::write(dir.path().join(".git/info/exclude"), "dist/\n").expect("exclude");
+        std::fs::create_dir_all(dir.path().join("dist")).expect("mkdir");
+        std::fs::write(dir.path().join("dist/package-lock.json"), "{}\n").expect("write");
+        assert_eq!(key_of_tree(dir.path()).expect("key of tree"), at);
         assert_eq!(at.short().len(), 16);
         std::fs::write(dir.path().join("web/package-lock.json"), "{ }\n").expect("write");
         assert_ne!(key_of_tree(dir.path()).expect("key").hex, at.hex);
