@@ -413,3 +413,206 @@ async fn a_contestant_that_corrupts_the_venv_harms_only_itself() {
         &hashes(interpreter.parent().unwrap()),
     );
 }
+
+// Benchmarks (ignored; scripts/bench-environment.sh runs them) ------------
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+fn rounds() -> usize {
+    std::env::var("ARENA_BENCH_ROUNDS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(5)
+}
+
+/// Seconds `cmd` (a shell line) took in `dir`; it must succeed.
+fn timed(dir: &Path, cmd: &str) -> f64 {
+    let start = std::time::Instant::now();
+    let out = std::process::Command::new("sh")
+        .args(["-c", cmd])
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{cmd}: {out:?}");
+    start.elapsed().as_secs_f64()
+}
+
+/// (a) A warm Rust check after a one-line change (the check's own
+/// duration, in its jail, on a fresh tree over the user's warm `target/`)
+/// against the user's own incremental `cargo test --offline` of the same
+/// change, round by round.
+#[tokio::test]
+#[ignore = "a benchmark: scripts/bench-environment.sh"]
+async fn bench_a_warm_rust_check_against_the_users_own_cargo_test() {
+    if !ready() {
+        return;
+    }
+    let (_dir, root) = copy("rust");
+    let mut h = Harness::new().await;
+    // A battle has two contestants: the second changes nothing and takes
+    // its time, so its check (which builds the crate on its own tree) does
+    // not share the two cores with the first's, which is measured.
+    configure(&mut h, RUST_FIX, "sleep 10");
+    let revert = "sed -i 's/count()$/count() + 1/' src/lib.rs";
+    let (mut check, mut own) = (Vec::new(), Vec::new());
+    for round in 0..rounds() {
+        let b = run_coding(
+            &h,
+            &root,
+            &["fake@m1", "fake@m2"],
+            Some("cargo test --offline"),
+        )
+        .await;
+        let result = b.contestants[0].check.clone().expect("a check");
+        assert!(result.passed, "{result:?}");
+        assert!(
+            !result.output_tail.contains("Compiling regex"),
+            "{result:?}"
+        );
+        check.push(result.duration_ms as f64 / 1000.0);
+        if round == 0 {
+            eprintln!("the check's output: {}", result.output_tail);
+        }
+        // The user's own: the change, its tests, then back to the base
+        // (built again, untimed, so target/ is warm at the base again).
+        timed(&root, RUST_FIX);
+        own.push(timed(&root, "cargo test --offline -q >/dev/null 2>&1"));
+        timed(&root, revert);
+        timed(&root, "cargo test --offline -q >/dev/null 2>&1 || true");
+        eprintln!(
+            "round {round}: check in the jail {:.2} s, the user's own {:.2} s",
+            check[round], own[round]
+        );
+    }
+    let ratios: Vec<f64> = check.iter().zip(&own).map(|(c, o)| c / o).collect();
+    println!(
+        "BENCH warm rust check: jail median {:.2} s, user's own median {:.2} s, ratio median {:.2} (min {:.2}, max {:.2}) over {} rounds",
+        median(check.clone()),
+        median(own.clone()),
+        median(ratios.clone()),
+        ratios.iter().cloned().fold(f64::INFINITY, f64::min),
+        ratios.iter().cloned().fold(0.0, f64::max),
+        ratios.len()
+    );
+}
+
+/// A `node_modules` of about 300 MB: the Node project's real packages,
+/// copied until it is that big (made once, kept in the target folder).
+fn big_node_modules() -> PathBuf {
+    let big = Path::new(env!("CARGO_TARGET_TMPDIR")).join("environment-bench/node_modules");
+    let stamp = big.with_file_name("made");
+    if !stamp.is_file() {
+        let _ = std::fs::remove_dir_all(&big);
+        std::fs::create_dir_all(&big).unwrap();
+        let from = projects().join("node/node_modules");
+        let mut copies = 0;
+        while arena_core::agent::environment::size(&big, 10_000_000).unwrap_or(0) < 300 << 20 {
+            let to = big.join(format!("copy-{copies}"));
+            run(
+                Path::new("/"),
+                "cp",
+                &["-a", &from.display().to_string(), &to.display().to_string()],
+            );
+            copies += 1;
+        }
+        std::fs::write(&stamp, "").unwrap();
+    }
+    big
+}
+
+/// (b) Setting up the environment for one contestant over a 300 MB
+/// `node_modules`: a jail's start (`/bin/true`) with the folder as an
+/// overlay against the same jail without it, and the disk its layer takes.
+#[test]
+#[ignore = "a benchmark: scripts/bench-environment.sh"]
+fn bench_b_environment_setup_over_a_300_mb_node_modules() {
+    use arena_core::agent::environment::Layer;
+    use arena_core::agent::jail::{Jail, Network};
+    use std::os::unix::process::CommandExt;
+    if !ready() {
+        return;
+    }
+    let lower = big_node_modules();
+    let bytes = arena_core::agent::environment::size(&lower, 10_000_000).unwrap();
+    let dir = tempfile::tempdir_in(Path::new(env!("CARGO_TARGET_TMPDIR"))).unwrap();
+    let tree = dir.path().join("tree");
+    std::fs::create_dir_all(tree.join("node_modules")).unwrap();
+    let start = |with_layer: bool, round: usize| -> (f64, Option<PathBuf>) {
+        let state = dir.path().join(format!("layers/{round}"));
+        let jail = Jail {
+            read: Vec::new(),
+            write: vec![tree.clone()],
+            protect: Vec::new(),
+            cwd: tree.clone(),
+            network: Network::None,
+            tmp_bytes: arena_core::agent::jail::TMP_BYTES,
+            layers: if with_layer {
+                vec![Layer {
+                    lower: lower.clone(),
+                    at: tree.join("node_modules"),
+                    state: Some(state.clone()),
+                }]
+            } else {
+                Vec::new()
+            },
+            links: Vec::new(),
+        };
+        let began = std::time::Instant::now();
+        let prepared = jail
+            .command(
+                Path::new("/bin/sh"),
+                &["-c".into(), "test -d node_modules/copy-0 || exit 3".into()],
+            )
+            .unwrap();
+        let mut cmd = std::process::Command::new(&prepared.program);
+        cmd.args(&prepared.args)
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin");
+        // SAFETY: as the jail asks: async-signal-safe calls on descriptors
+        // `prepared` keeps open until the child is spawned.
+        unsafe {
+            cmd.pre_exec(prepared.pre_exec());
+        }
+        let status = cmd.status().unwrap();
+        let took = began.elapsed().as_secs_f64();
+        if with_layer {
+            assert!(status.success(), "the layer was not there: {status}");
+        }
+        (took, with_layer.then_some(state))
+    };
+    // One of each first, not counted: the machine's one trial overlay
+    // (whether copy-on-write works here) and the first reads of the folder.
+    start(false, usize::MAX);
+    start(true, usize::MAX);
+    let (mut with, mut without, mut disk) = (Vec::new(), Vec::new(), Vec::new());
+    for round in 0..rounds().max(10) {
+        without.push(start(false, round).0);
+        let (took, state) = start(true, round);
+        with.push(took);
+        let state = state.unwrap();
+        let du = std::process::Command::new("du")
+            .args(["-sk", &state.display().to_string()])
+            .output()
+            .unwrap();
+        let kib: f64 = String::from_utf8_lossy(&du.stdout)
+            .split_whitespace()
+            .next()
+            .and_then(|k| k.parse().ok())
+            .unwrap();
+        disk.push(kib);
+    }
+    let extra: Vec<f64> = with.iter().zip(&without).map(|(w, o)| w - o).collect();
+    println!(
+        "BENCH environment setup over node_modules of {} MB: jail start with the layer median {:.0} ms, without {:.0} ms, the layer's cost median {:.0} ms (max {:.0} ms); its disk {} KiB (max) over {} rounds",
+        bytes >> 20,
+        median(with.clone()) * 1000.0,
+        median(without.clone()) * 1000.0,
+        median(extra.clone()) * 1000.0,
+        extra.iter().cloned().fold(0.0, f64::max) * 1000.0,
+        disk.iter().cloned().fold(0.0, f64::max),
+        with.len()
+    );
+}
