@@ -558,3 +558,66 @@ async fn contestants_of_a_base_with_another_lockfile_pass_their_checks_on_the_pr
         users
     );
 }
+
+/// A Python base: `requirements.txt` calls for a virtualenv and pip, made
+/// in the jail through the registry door, where it stays (its `#!` lines
+/// name the place it was made, which is where it is kept).
+#[tokio::test]
+async fn a_python_base_gets_a_virtualenv_with_its_requirements() {
+    if !ready() {
+        return;
+    }
+    let project = repo();
+    let dir = project.path();
+    std::fs::write(dir.join(".gitignore"), ".venv/\n").unwrap();
+    std::fs::write(dir.join("requirements.txt"), "attrs==23.2.0\n").unwrap();
+    let base = commit_all(dir, "attrs 23.2.0");
+    // The user moved on (not committed).
+    std::fs::write(dir.join("requirements.txt"), "attrs==23.1.0\n").unwrap();
+    let h = Harness::new().await;
+    let choice = match h
+        .engine
+        .environment_for(dir, &base, &CancellationToken::new())
+        .await
+    {
+        Ok(choice) => choice,
+        Err(e) => {
+            // Skipped only when the index cannot be reached from here at all.
+            let scratch = tempfile::tempdir().unwrap();
+            let outside = std::process::Command::new("python3")
+                .args(["-m", "pip", "download", "--no-deps", "--no-cache-dir", "-d"])
+                .arg(scratch.path())
+                .arg("attrs==23.2.0")
+                .output()
+                .unwrap();
+            assert!(
+                !outside.status.success(),
+                "pip reaches the index outside the jail, the prepare failed: {e}"
+            );
+            eprintln!("skipped: the Python package index is not reachable: {e}");
+            return;
+        }
+    };
+    let EnvChoice::Prepared { root, record, .. } = &choice else {
+        panic!("not prepared: {choice:?}");
+    };
+    assert_eq!(
+        record.command,
+        "python3 -m venv .venv && .venv/bin/pip install -r requirements.txt"
+    );
+    let out = std::process::Command::new(root.join(".venv/bin/python"))
+        .args(["-c", "import attrs; print(attrs.__version__)"])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "23.2.0");
+    // Its scripts lead to its own interpreter, where it is kept.
+    let pip = std::fs::read_to_string(root.join(".venv/bin/pip")).unwrap();
+    let shebang = pip.lines().next().unwrap();
+    assert_eq!(
+        shebang,
+        format!("#!{}", root.join(".venv/bin/python3").display())
+    );
+    let found = arena_core::agent::environment::find(root, &[]);
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].kind, "virtualenv");
+}
