@@ -26,12 +26,13 @@ use arena_testserver::ModelScript;
 use common::*;
 
 /// The projects made by `scripts/projects.sh`.
+/// (`ARENA_PROJECTS_DIR`, or the repository's), without `..` (a jail
+/// binds real paths, and Go's `GOMODCACHE` must name one).
 fn projects() -> PathBuf {
-    std::env::var_os("ARENA_PROJECTS_DIR")
+    let dir = std::env::var_os("ARENA_PROJECTS_DIR")
         .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.peers/projects"))
-        .canonicalize()
-        .unwrap_or_else(|_| PathBuf::from(".peers/projects (missing)"))
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.peers/projects"));
+    dir.canonicalize().unwrap_or(dir)
 }
 
 /// Go's module cache of the projects': `GOMODCACHE` for every test of
