@@ -130,7 +130,9 @@ say "the app's window showed"
 
 # --- 3. upgrade -------------------------------------------------------------------
 say "building $V2 from the same commit"
-HOME=$ORIG_HOME scripts/package.sh --version "$V2"
+# The commit V1 says (HEAD may have moved since; the build script would ask
+# git again).
+HOME=$ORIG_HOME ARENA_COMMIT=$COMMIT scripts/package.sh --version "$V2"
 cp dist/arena_"$V2"_"$ARCH".deb dist/arena-cli_"$V2"_"$ARCH".deb "$T/v2/"
 say "installing $V2 over $V1"
 apt-get install -y -q "$T"/v2/arena-cli_"$V2"_"$ARCH".deb "$T"/v2/arena_"$V2"_"$ARCH".deb
