@@ -2304,7 +2304,7 @@ mod tests {
         assert_eq!(c["worktree"], "/p/.worktrees/c1");
         assert_eq!(
             c["diff"],
-            json!({"files": 2, "insertions": 10, "deletions": 3})
+            json!({"files": 2, "insertions": 10, "deletions": 3, "environment": null})
         );
         assert_eq!(
             c["check"],
