@@ -2,12 +2,11 @@
 //! of an agent that builds and tests.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::process::{self, Launch, Line};
+use crate::agent::process::Launch;
 use crate::battle::{CheckResult, Contestant};
 
 use super::launch::{self, Reach, Scratch};
@@ -98,29 +97,7 @@ pub(super) async fn run_check(
         registries: None,
     };
     let started = Instant::now();
-    let lines = Arc::new(std::sync::Mutex::new(
-        std::collections::VecDeque::<String>::new(),
-    ));
-    let sink = lines.clone();
-    let exit = process::run(&launch, token, move |line| {
-        let (Line::Stdout(l) | Line::Stderr(l)) = line;
-        let mut q = sink.lock().unwrap_or_else(|p| p.into_inner());
-        q.push_back(shortened(l, CHECK_LINE));
-        while q.len() > 40 {
-            q.pop_front();
-        }
-    })
-    .await;
-    let mut tail = lines
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .iter()
-        .cloned()
-        .collect::<Vec<_>>()
-        .join("\n");
-    if let Some(note) = launch::dropped_note(&exit) {
-        tail.push_str(&note);
-    }
+    let (exit, mut tail) = launch::run_keeping_tail(&launch, token, 40, "check").await;
     // A limit of `[limits]` it reached stopped it: the tail says which.
     if let Some(limit) = exit.as_ref().ok().and_then(|e| e.limit.as_ref()) {
         tail.push_str(&format!("\n[Arena: the check {limit}]\n"));
@@ -141,20 +118,4 @@ pub(super) async fn run_check(
             ..failed(e.to_string())
         },
     }
-}
-
-/// How much of one line of the check's output its tail keeps.
-const CHECK_LINE: usize = 2000;
-
-/// `line` cut to at most `max` bytes (at a character boundary), marked.
-fn shortened(mut line: String, max: usize) -> String {
-    if line.len() > max {
-        let mut end = max;
-        while !line.is_char_boundary(end) {
-            end -= 1;
-        }
-        line.truncate(end);
-        line.push_str(" …");
-    }
-    line
 }

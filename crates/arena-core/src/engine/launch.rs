@@ -425,3 +425,59 @@ pub(super) fn dropped_note(
          the run went on]\n"
     ))
 }
+
+/// How much of one output line a kept tail holds.
+const TAIL_LINE_BYTES: usize = 2000;
+
+/// Runs `launch` to its end (a check, a prepare), keeping the last `keep`
+/// lines of its output, each cut to [`TAIL_LINE_BYTES`], as its tail, with
+/// a note of what was dropped past `[limits]`' output budget. Each line
+/// goes to the debug log as `what`.
+pub(super) async fn run_keeping_tail(
+    launch: &Launch,
+    token: &tokio_util::sync::CancellationToken,
+    keep: usize,
+    what: &'static str,
+) -> (
+    std::result::Result<process::Exit, process::SpawnError>,
+    String,
+) {
+    let lines = std::sync::Arc::new(std::sync::Mutex::new(
+        std::collections::VecDeque::<String>::new(),
+    ));
+    let sink = lines.clone();
+    let exit = process::run(launch, token, move |line| {
+        let (process::Line::Stdout(l) | process::Line::Stderr(l)) = line;
+        tracing::debug!(line = %l, what);
+        let mut q = sink.lock().unwrap_or_else(|p| p.into_inner());
+        q.push_back(shortened(l, TAIL_LINE_BYTES));
+        while q.len() > keep {
+            q.pop_front();
+        }
+    })
+    .await;
+    let mut tail = lines
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .iter()
+        .cloned()
+        .collect::<Vec<_>>()
+        .join("\n");
+    if let Some(note) = dropped_note(&exit) {
+        tail.push_str(&note);
+    }
+    (exit, tail)
+}
+
+/// `line` cut to at most `max` bytes (at a character boundary), marked.
+fn shortened(mut line: String, max: usize) -> String {
+    if line.len() > max {
+        let mut end = max;
+        while !line.is_char_boundary(end) {
+            end -= 1;
+        }
+        line.truncate(end);
+        line.push_str(" …");
+    }
+    line
+}

@@ -35,7 +35,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agent::environment;
 use crate::agent::envkey::{self, Ecosystem, EnvKey};
-use crate::agent::process::{self, Launch, Line};
+use crate::agent::process::{self, Launch};
 use crate::agent::registry;
 use crate::error::{Error, Invalid, Result};
 
@@ -430,30 +430,7 @@ async fn run_in_jail(
         door: None,
         registries: Some(registry::Registries { hosts }),
     };
-    let lines = Arc::new(std::sync::Mutex::new(
-        std::collections::VecDeque::<String>::new(),
-    ));
-    let sink = lines.clone();
-    let exit = process::run(&launch, token, move |line| {
-        let (Line::Stdout(l) | Line::Stderr(l)) = line;
-        tracing::debug!(line = %l, "prepare");
-        let mut q = sink.lock().unwrap_or_else(|p| p.into_inner());
-        q.push_back(l.chars().take(2000).collect());
-        while q.len() > TAIL_LINES {
-            q.pop_front();
-        }
-    })
-    .await;
-    let mut tail = lines
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .iter()
-        .cloned()
-        .collect::<Vec<_>>()
-        .join("\n");
-    if let Some(note) = launch::dropped_note(&exit) {
-        tail.push_str(&note);
-    }
+    let (exit, tail) = launch::run_keeping_tail(&launch, token, TAIL_LINES, "prepare").await;
     drop(scratch);
     Ok((exit, tail))
 }
