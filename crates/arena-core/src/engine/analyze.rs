@@ -42,17 +42,57 @@ pub(super) async fn ask(
     turn::ask(engine, &turn).await
 }
 
-/// The analysis model: the override, else `default_model`, resolved to a provider.
-async fn resolve_model(engine: &Engine, model: Option<&str>) -> Result<Resolved> {
-    let model = model
+/// The analysis model's name: the override, else `default_model`.
+fn model_name(engine: &Engine, model: Option<&str>) -> Result<String> {
+    Ok(model
         .map(str::to_string)
         .or_else(|| engine.config().default_model.clone())
         .ok_or_else(|| {
             Invalid::Other(
                 "no analysis model: set default_model in arena.toml or pass --model".into(),
             )
-        })?;
-    Ok(engine.catalog().await.resolve(&model)?)
+        })?)
+}
+
+/// Records an analysis that could not start because its model resolves to
+/// no provider (unknown, or its provider is unreachable): the battle then
+/// says it was not judged and why, in the engine's words, instead of
+/// looking as if nobody had tried.
+async fn record_unresolved(
+    engine: &Engine,
+    battle: &Battle,
+    model: &str,
+    error: &Error,
+) -> Result<()> {
+    let at = engine.now();
+    let a = Analysis {
+        id: uuid::Uuid::now_v7().to_string(),
+        battle_id: battle.id.clone(),
+        status: AnalysisStatus::Error,
+        model: model.to_string(),
+        // No provider serves it: that is the error.
+        provider: String::new(),
+        outcome: None,
+        winner: None,
+        ranking: Vec::new(),
+        reasons: Default::default(),
+        digests: Vec::new(),
+        judge_runs: Vec::new(),
+        error: Some(error.to_string()),
+        created_at: at,
+        finished_at: Some(at),
+        cost_usd: None,
+    };
+    engine
+        .db(move |s| {
+            s.transact(|tx| {
+                tx.insert_analysis(&a)?;
+                tx.finish_analysis(&a, at)
+            })
+        })
+        .await?;
+    tracing::warn!(battle = %battle.id, model, "analysis not started: its model resolves to no provider");
+    Ok(())
 }
 
 /// Runs the two-stage analysis of a finished battle; records and returns it.
@@ -67,7 +107,15 @@ pub(super) async fn analyze(
             "battle {battle_id} is still running; analyse it when it has finished"
         )));
     }
-    let target = resolve_model(engine, model).await?;
+    let name = model_name(engine, model)?;
+    let target = match engine.catalog().await.resolve(&name) {
+        Ok(target) => target,
+        Err(invalid) => {
+            let error = Error::from(invalid);
+            record_unresolved(engine, &battle, &name, &error).await?;
+            return Err(error);
+        }
+    };
     let mut a = Analysis {
         id: uuid::Uuid::now_v7().to_string(),
         battle_id: battle.id.clone(),
