@@ -18,4 +18,5 @@ pub mod reader;
 pub mod registry;
 pub mod relay;
 pub mod sandbox;
+pub mod seal;
 pub mod worktree;

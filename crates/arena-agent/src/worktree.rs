@@ -213,7 +213,7 @@ pub fn create(
     base_commit: &str,
 ) -> Result<Worktree, WorktreeError> {
     check_name(name)?;
-    let repo = open_project(project)?;
+    let repo = open_source(project)?;
     let base = repo
         .revparse_single(base_commit)
         .and_then(|object| object.peel_to_commit())
@@ -271,7 +271,7 @@ pub fn restore(
     }
     let name = folder_name(worktree)?;
     let git_dir = worktree.join(".git");
-    let project_repo = open_project(project)?;
+    let project_repo = open_source(project)?;
     let objects = object_store(&project_repo);
     if !is_sound(&git_dir) {
         let legacy = fs::symlink_metadata(&git_dir).is_ok_and(|m| m.is_file());
@@ -337,7 +337,7 @@ pub fn open(worktree: &Path) -> Result<Repository, WorktreeError> {
 /// alternates, as git follows them). What an agent's sandbox may read of
 /// the user's `.git`.
 pub fn object_dirs(project: &Path) -> Result<Vec<PathBuf>, WorktreeError> {
-    let repo = open_project(project)?;
+    let repo = open_source(project)?;
     let mut dirs = vec![object_store(&repo)];
     let mut next = 0;
     // git follows alternates five deep.
@@ -563,6 +563,22 @@ fn forget_linked(repo: &Repository, name: &str, worktree: &Path) {
         }
     }
 }
+
+// --- Sealed sources (issue 40): a battle's objects may come from a
+// repository Arena sealed ([`crate::seal`]) instead of the project.
+
+/// The repository a contestant's worktree takes its objects from: a
+/// repository Arena sealed ([`crate::seal::is_sealed`], bare, holding only
+/// a base's objects) opened as it is, else the project ([`open_project`]).
+/// [`create`], [`restore`] and [`object_dirs`] take either as `project`.
+fn open_source(source: &Path) -> Result<Repository, WorktreeError> {
+    if crate::seal::is_sealed(source) {
+        return Repository::open_bare(source).map_err(|e| open_error(source, e));
+    }
+    open_project(source)
+}
+
+// --- end of sealed sources.
 
 /// Opens the repository whose top folder is `project`, refusing a bare
 /// one, a missing folder, or a subfolder of a repository.
