@@ -48,6 +48,7 @@ fn main() -> Result<()> {
                 tmp_bytes: jail::TMP_BYTES,
                 layers: Vec::new(),
                 links: Vec::new(),
+                tree_at: None,
             },
         )
     });

@@ -157,6 +157,12 @@ pub struct Jail {
     pub layers: Vec<crate::environment::Layer>,
     /// Symbolic links made last: `(where, what it leads to)`.
     pub links: Vec<(PathBuf, PathBuf)>,
+    /// `(tree, place)`: the tree (a write folder, with the layers inside
+    /// it) is seen at `place` too, and a working directory inside the tree
+    /// becomes the same folder there. What was bound inside `place` before
+    /// (an object store) is bound again over it, and the protected paths
+    /// inside the tree are protected there too.
+    pub tree_at: Option<(PathBuf, PathBuf)>,
 }
 
 /// The size of a jail's `/tmp` and of its `/dev/shm` unless told otherwise
@@ -615,13 +621,61 @@ impl Jail {
             let text = utf8("protected path", step)?;
             push(&mut argv, "--bind", text, text);
         }
-        let mut protect = protect;
-        protect.sort_by_key(|p| depth(p));
-        protect.dedup();
-        for path in protect {
+        let mut protected = protect;
+        protected.sort_by_key(|p| depth(p));
+        protected.dedup();
+        for path in protected.iter().copied() {
             let text = utf8("protected path", path)?;
             push(&mut argv, "--ro-bind", text, text);
         }
+
+        // The tree at a second place (a check's tree at the project's own
+        // path): its layers again there, then what hung inside that place.
+        let mut cwd = cwd.to_path_buf();
+        if let Some((tree, place)) = &self.tree_at {
+            let tree = checked("tree", tree, false)?;
+            let place = checked("tree's second place", place, false)?;
+            if !write.iter().any(|w| tree.starts_with(w)) || covered(&system, place) {
+                return Err(JailError::Reserved {
+                    what: "tree's second place",
+                    path: place.to_path_buf(),
+                });
+            }
+            let moved = |p: &Path| place.join(p.strip_prefix(tree).unwrap_or(p));
+            let mut inside: Vec<&crate::environment::Layer> =
+                self.layers.iter().filter(|l| l.at.starts_with(tree)).collect();
+            inside.sort_by_key(|l| depth(&l.at));
+            if inside.first().is_none_or(|l| l.at != tree) {
+                let text = utf8("tree", tree)?;
+                push(&mut argv, "--bind", text, utf8("tree's second place", place)?);
+            }
+            for layer in inside {
+                let at = moved(&layer.at);
+                push_layer(
+                    &mut argv,
+                    &crate::environment::Layer {
+                        at,
+                        ..layer.clone()
+                    },
+                    overlays,
+                )?;
+            }
+            for path in outermost(read.clone()) {
+                if path.starts_with(place) && std::fs::symlink_metadata(on_host(path)).is_ok() {
+                    let text = utf8("read folder", path)?;
+                    push(&mut argv, "--ro-bind", text, text);
+                }
+            }
+            for path in protected.iter().filter(|p| p.starts_with(tree)) {
+                let text = utf8("protected path", path)?;
+                push(&mut argv, "--ro-bind", text, utf8("protected path", &moved(path))?);
+            }
+            bound.push(place.to_path_buf());
+            if cwd.starts_with(tree) {
+                cwd = moved(&cwd);
+            }
+        }
+        let cwd = cwd.as_path();
 
         let visible = |p: &Path| covered(&bound, p) || covered(&linked, p);
         if !(cwd == Path::new("/") || cwd == Path::new("/tmp") || visible(cwd)) {
@@ -1122,6 +1176,7 @@ pub fn confine_main() -> Option<i32> {
         enforcement: crate::sandbox::Enforcement::Landlock,
         layers: Vec::new(),
         links: Vec::new(),
+        tree_at: None,
     };
     let applied = sandbox
         .ruleset()
@@ -1214,6 +1269,7 @@ fn trial() -> Result<(), JailError> {
         tmp_bytes: TMP_BYTES,
         layers: Vec::new(),
         links: Vec::new(),
+        tree_at: None,
     };
     let prepared = jail.command(Path::new("true"), &[])?;
     let run = |source| JailError::Run {
@@ -1630,6 +1686,7 @@ impl crate::sandbox::Sandbox {
             tmp_bytes: TMP_BYTES,
             layers: self.layers.clone(),
             links: self.links.clone(),
+            tree_at: self.tree_at.clone(),
         }
     }
 }
@@ -1649,6 +1706,7 @@ mod tests {
             tmp_bytes: TMP_BYTES,
             layers: Vec::new(),
             links: Vec::new(),
+            tree_at: None,
         }
     }
 
@@ -1682,6 +1740,55 @@ mod tests {
             argv[dash - 2..dash],
             ["--chdir".to_string(), w.to_str().unwrap().into()]
         );
+    }
+
+    /// A tree seen at the project's path: bound there after the write
+    /// folders, the object store inside that place bound again over it,
+    /// protected paths protected there too, and the working directory
+    /// moved there.
+    #[test]
+    fn a_tree_at_a_second_place_keeps_what_hung_there_and_works_there() {
+        let dir = tempfile::tempdir().unwrap();
+        let (tree, project) = (dir.path().join("tree"), dir.path().join("project"));
+        let objects = project.join(".git/objects");
+        std::fs::create_dir_all(tree.join("src")).unwrap();
+        std::fs::create_dir_all(tree.join(".git/hooks")).unwrap();
+        std::fs::create_dir_all(&objects).unwrap();
+        let mut j = jail(
+            &[&objects],
+            &[&tree],
+            &[&tree.join(".git/hooks")],
+            &tree.join("src"),
+        );
+        j.tree_at = Some((tree.clone(), project.clone()));
+        let argv = j
+            .argv(Path::new("/"), Path::new("true"), &[], None, false)
+            .unwrap();
+        let pos = |flag: &str, a: &Path, b: &Path| {
+            let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
+            argv.windows(3)
+                .rposition(|w| w[0] == flag && w[1] == a && w[2] == b)
+                .unwrap_or_else(|| panic!("{flag} {a} {b}: {argv:?}"))
+        };
+        let written = pos("--bind", &tree, &tree);
+        let second = pos("--bind", &tree, &project);
+        assert!(written < second);
+        assert!(second < pos("--ro-bind", &objects, &objects));
+        let hooks = tree.join(".git/hooks");
+        assert!(second < pos("--ro-bind", &hooks, &project.join(".git/hooks")));
+        let dash = argv.iter().position(|a| a == "--").unwrap();
+        assert_eq!(
+            argv[dash - 2..dash],
+            [
+                "--chdir".to_string(),
+                project.join("src").to_str().unwrap().into()
+            ]
+        );
+        // A second place among the system folders is refused.
+        j.tree_at = Some((tree.clone(), PathBuf::from("/usr/lib")));
+        assert!(j
+            .argv(Path::new("/"), Path::new("true"), &[], None, false)
+            .is_err());
     }
 
     #[test]

@@ -29,6 +29,11 @@ pub struct Sandbox {
     /// environment holds into the project (a virtualenv's `#!` lines, an
     /// editable install) resolve there; in a jail only.
     pub links: Vec<(PathBuf, PathBuf)>,
+    /// `(tree, the project's path)`: a check's tree is seen at the user's
+    /// project path as well, and works there (instead of [`Self::links`]),
+    /// so that what a build recorded of the project's own path (rustc's
+    /// incremental cache) still holds; in a jail only.
+    pub tree_at: Option<(PathBuf, PathBuf)>,
 }
 
 /// How a [`Sandbox`] is enforced.
@@ -124,6 +129,7 @@ impl Sandbox {
             enforcement: Enforcement::Jail,
             layers: Vec::new(),
             links: Vec::new(),
+            tree_at: None,
         }
     }
 

@@ -39,6 +39,7 @@ fn jail_of(read: &[&Path], write: &[&Path], cwd: &Path, network: Network) -> Jai
         tmp_bytes: jail::TMP_BYTES,
         layers: Vec::new(),
         links: Vec::new(),
+        tree_at: None,
     }
 }
 
@@ -856,6 +857,7 @@ fn writes_stay_in_the_write_folders_and_protected_paths_stay_put() {
         tmp_bytes: jail::TMP_BYTES,
         layers: Vec::new(),
         links: Vec::new(),
+        tree_at: None,
     };
     let out = run(jailed(&jail, "/bin/sh", &["-c", &attacks(&inside)]).0);
     let said = text(&out);

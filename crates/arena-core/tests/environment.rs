@@ -560,6 +560,7 @@ fn bench_b_environment_setup_over_a_300_mb_node_modules() {
                 Vec::new()
             },
             links: Vec::new(),
+            tree_at: None,
         };
         let began = std::time::Instant::now();
         let prepared = jail

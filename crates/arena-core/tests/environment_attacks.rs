@@ -215,6 +215,51 @@ async fn writes_through_the_environment_land_in_the_contestants_own_layer() {
     }
 }
 
+/// A check works at the project's own path (what a build recorded there,
+/// such as rustc's incremental cache, holds): it sees its own tree there,
+/// git finds the base there, and what it writes or removes there lands in
+/// its own throw-away layer, never in your project or another's check.
+#[tokio::test]
+async fn a_check_at_the_projects_own_path_writes_only_its_own_tree() {
+    if !ready() {
+        return;
+    }
+    let mut h = Harness::new().await;
+    let project = project();
+    let root = project.path().to_path_buf();
+    let head = String::from_utf8(
+        std::process::Command::new("git")
+            .args(["rev-parse", "HEAD"])
+            .current_dir(&root)
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    let before = snapshot(&root);
+    configure(&mut h, "echo changed >> package.json; echo done");
+    let check = "echo \"at $PWD\"; git rev-parse HEAD; cat package.json; \
+                 test -e mark && echo 'another check was here'; \
+                 echo x > mark; echo overwritten > package.json; rm -rf node_modules .venv; \
+                 echo 'module.exports = 0;' > .gitignore; echo checked";
+    let b = run_coding(&h, &root, &["fake@m1", "fake@m2"], Some(check)).await;
+    assert_eq!(
+        snapshot(&root)
+            .into_iter()
+            .filter(|(p, _)| !p.starts_with("Arena"))
+            .collect::<BTreeMap<_, _>>(),
+        before
+    );
+    for i in 0..2 {
+        let out = check_output(&b, i);
+        assert!(out.contains(&format!("at {}", root.display())), "{out}");
+        assert!(out.contains(head.trim()), "{out}");
+        assert!(out.contains("changed"), "the change was applied: {out}");
+        assert!(!out.contains("another check was here"), "{out}");
+        assert!(out.contains("checked"), "{out}");
+    }
+}
+
 /// Between rounds, the agent's tree is Arena's to read and mount into: a
 /// place of the environment the agent made a link (to a folder of the
 /// user's) is left out of the next round, never mounted through.

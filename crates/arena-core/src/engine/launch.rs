@@ -103,6 +103,12 @@ pub(super) struct Env<'a> {
     /// The tree itself is an overlay of this one (a check's tree over the
     /// battle's base tree), with a layer in the scratch folder.
     pub over: Option<&'a Path>,
+    /// The tree is seen and worked in at the project's own path (a check's:
+    /// a build finds what it recorded there, such as rustc's incremental
+    /// cache, which is kept per working directory). Else the project's
+    /// path holds links into the tree (an agent's, whose repository is its
+    /// own and sits in the tree's `.git`).
+    pub at_project: bool,
 }
 
 /// The sandbox of an agent process with `scratch` as its home and temp
@@ -159,7 +165,7 @@ pub(super) fn agent_sandbox(
         env.extend(tools.env);
         toolchain_layers = tools.layers;
     }
-    let (mut layers, mut links) = (toolchain_layers, Vec::new());
+    let (mut layers, mut links, mut tree_at) = (toolchain_layers, Vec::new(), None);
     if let Some(env) = reach.environment {
         read.extend(
             environment::interpreters(env.folders)
@@ -195,6 +201,10 @@ pub(super) fn agent_sandbox(
         // What the links now show is not read at its own place too.
         if !links.is_empty() {
             read.retain(|p| !p.starts_with(env.project));
+            if env.at_project {
+                links.clear();
+                tree_at = Some((reach.workspace.to_path_buf(), env.project.to_path_buf()));
+            }
         }
     }
     let mut read = sandbox::without_private(read, engine.data_dir(), real_home.as_deref());
@@ -209,6 +219,7 @@ pub(super) fn agent_sandbox(
     sandbox.enforcement = enforcement;
     sandbox.layers = layers;
     sandbox.links = links;
+    sandbox.tree_at = tree_at;
     Ok(Some(Confinement { sandbox, env }))
 }
 

@@ -392,6 +392,7 @@ async fn run_in_jail(
             project: tree,
             layers: None,
             over: None,
+            at_project: false,
         }),
     };
     let confined = launch::agent_sandbox(engine, scratch.path(), reach)?;

@@ -132,6 +132,9 @@ impl Workspace {
                 project: &self.env_root,
                 layers: self.layers.as_deref(),
                 over: self.over.as_ref().map(|(base, _)| base.as_path()),
+                // A check's tree (its layers thrown away) works at the
+                // project's own path; an agent's keeps its repository.
+                at_project: self.layers.is_none(),
             }),
         }
     }
