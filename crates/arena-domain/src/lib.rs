@@ -18,6 +18,7 @@ pub mod decisions;
 pub mod error;
 pub mod event;
 pub mod leaderboard;
+pub mod pack;
 pub mod patch;
 pub mod secret;
 pub mod series;
