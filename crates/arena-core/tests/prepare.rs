@@ -621,3 +621,116 @@ async fn a_python_base_gets_a_virtualenv_with_its_requirements() {
     assert_eq!(found.len(), 1);
     assert_eq!(found[0].kind, "virtualenv");
 }
+
+/// A crate at `dir` depending on `dep` (a name and an exact version this
+/// machine's cargo has downloaded), with its Cargo.lock written offline;
+/// false when cargo cannot (the version is not in the user's cache).
+fn cargo_crate(dir: &Path, dep: &str, version: &str) -> bool {
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    std::fs::write(
+        dir.join("Cargo.toml"),
+        format!(
+            "[package]\nname = \"prepared\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n\
+             [dependencies]\n{dep} = \"={version}\"\n\n[workspace]\n"
+        ),
+    )
+    .unwrap();
+    let _ = std::fs::remove_file(dir.join("Cargo.lock"));
+    let made = std::process::Command::new("cargo")
+        .current_dir(dir)
+        .args(["generate-lockfile", "--offline", "-q"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !made {
+        assert!(
+            std::env::var_os("ARENA_REQUIRE_PEERS").is_none(),
+            "cargo could not lock {dep} {version} offline"
+        );
+        eprintln!("skipped: cargo could not lock {dep} {version} offline");
+    }
+    made
+}
+
+/// A Rust base whose Cargo.lock is not the working tree's: the prepare
+/// (`cargo fetch --locked`, through the registry door, into a cargo home of
+/// the environment's own) fills a cargo home that then stands where the
+/// user's does for the contestants, so an offline check builds the base's
+/// dependency from it.
+#[tokio::test]
+async fn a_rust_base_builds_offline_from_the_prepared_cargo_home() {
+    if !ready() || arena_core::agent::environment::copy_on_write().is_err() {
+        eprintln!("skipped: no jail or no overlays here");
+        return;
+    }
+    let project = repo();
+    let dir = project.path();
+    std::fs::write(dir.join(".gitignore"), "target/\n").unwrap();
+    // Versions this workspace itself locks, so cargo has them here.
+    if !cargo_crate(dir, "itoa", "1.0.18") {
+        return;
+    }
+    std::fs::write(
+        dir.join("src/lib.rs"),
+        "pub fn show(n: u32) -> String { itoa::Buffer::new().format(n).to_string() }\n\
+         #[test] fn shows() { assert_eq!(show(42), \"42\"); }\n",
+    )
+    .unwrap();
+    commit_all(dir, "a crate on itoa");
+    // The user's tree moved on to another dependency (uncommitted).
+    if !cargo_crate(dir, "ryu", "1.0.23") {
+        return;
+    }
+    let mut h = Harness::new().await;
+    h.reconfigure(|config| {
+        config.backends = vec![arena_core::config::CustomBackend {
+            name: "fake".into(),
+            command: vec![
+                "bash".into(),
+                "-c".into(),
+                "echo '// looked' >> src/lib.rs".into(),
+                "agent".into(),
+                "{prompt}".into(),
+            ],
+        }];
+        config.limits.stall_timeout_secs = 300;
+        config.limits.check_timeout_secs = 600;
+    });
+    for m in ["m1", "m2"] {
+        h.cloud
+            .set_model(m, arena_testserver::ModelScript::tokens(1));
+    }
+    let b = run_coding(
+        &h,
+        dir,
+        &["fake@m1", "fake@m2"],
+        Some("cargo test --offline 2>&1; echo \"home=$CARGO_HOME\""),
+    )
+    .await;
+    for c in &b.contestants {
+        assert_eq!(
+            c.status,
+            arena_core::battle::ContestantStatus::Done,
+            "{:?}",
+            c.error
+        );
+        let check = c.check.clone().expect("a check");
+        assert!(check.passed, "{check:?}");
+        assert!(check.output_tail.contains("Compiling itoa"), "{check:?}");
+    }
+    let check = b.contestants[0].check.clone().expect("a check");
+    let kept = h.engine.environments().await.unwrap();
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    let record = kept[0].record.clone().expect("a finished environment");
+    assert_eq!(record.command, "cargo fetch --locked");
+    let (_, home) = record
+        .caches
+        .iter()
+        .find(|(what, _)| what == "cargo home")
+        .expect("a cargo home");
+    assert!(
+        check
+            .output_tail
+            .contains(&format!("home={}", home.display())),
+        "{check:?}"
+    );
+}

@@ -109,6 +109,10 @@ pub(super) struct Env<'a> {
     /// path holds links into the tree (an agent's, whose repository is its
     /// own and sits in the tree's `.git`).
     pub at_project: bool,
+    /// Toolchain caches a prepared environment filled (`cargo home`, `go
+    /// modules`): they stand where the user's would, for a base whose
+    /// lockfiles are not the current tree's.
+    pub caches: &'a [(String, PathBuf)],
 }
 
 /// The sandbox of an agent process with `scratch` as its home and temp
@@ -158,7 +162,21 @@ pub(super) fn agent_sandbox(
     }
     let mut toolchain_layers = Vec::new();
     if reach.toolchains {
-        let var = |name: &str| std::env::var_os(name).map(PathBuf::from);
+        let prepared = |what: &str| {
+            let caches = reach.environment.map(|e| e.caches).unwrap_or_default();
+            caches
+                .iter()
+                .find(|(w, _)| w == what)
+                .map(|(_, p)| p.clone())
+        };
+        let var = |name: &str| {
+            let own = match name {
+                "CARGO_HOME" => prepared("cargo home"),
+                "GOMODCACHE" => prepared("go modules"),
+                _ => None,
+            };
+            own.or_else(|| std::env::var_os(name).map(PathBuf::from))
+        };
         let tools = sandbox::toolchains(real_home.as_deref(), var, scratch)
             .map_err(|e| Error::io(scratch, e))?;
         read.extend(tools.read);

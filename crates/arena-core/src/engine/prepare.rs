@@ -393,6 +393,7 @@ async fn run_in_jail(
             layers: None,
             over: None,
             at_project: false,
+            caches: &[],
         }),
     };
     let confined = launch::agent_sandbox(engine, scratch.path(), reach)?;

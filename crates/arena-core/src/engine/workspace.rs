@@ -135,6 +135,10 @@ impl Workspace {
                 // A check's tree (its layers thrown away) works at the
                 // project's own path; an agent's keeps its repository.
                 at_project: self.layers.is_none(),
+                caches: match self._choice.as_deref() {
+                    Some(super::prepare::EnvChoice::Prepared { record, .. }) => &record.caches,
+                    _ => &[],
+                },
             }),
         }
     }
