@@ -28,9 +28,11 @@ const FLAGS: [&str; 9] = [
     "__arenaPwned9",
 ];
 
-/// The last piece of markup in the payload; after it comes plain padding,
-/// so the whole payload is on screen while the stream goes on.
-const PAYLOAD_END: &str = "formaction";
+/// The plain text after the last piece of markup in the payload (the
+/// answer renders as Markdown while it streams, so markup itself is not
+/// text on screen); after it comes plain padding, so the whole payload is
+/// on screen while the stream goes on.
+const PAYLOAD_END: &str = "Still streaming";
 
 fn payload(beacon: &str) -> String {
     let padding: Vec<String> = (1..=45).map(|i| format!("pad{i}")).collect();

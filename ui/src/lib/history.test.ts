@@ -29,6 +29,22 @@ function battle(over: Partial<BattleDto> = {}): BattleDto {
   };
 }
 
+function contestantsOf(statuses: BattleDto['contestants'][number]['status'][]): BattleDto['contestants'] {
+  return statuses.map((status, i) => ({ ...contestant(i + 1), status }));
+}
+
+function contestant(position: number): BattleDto['contestants'][number] {
+  return {
+    id: `c${String(position)}`,
+    position,
+    identity: 'debugger',
+    model: 'm',
+    provider: 'p',
+    lane: 'cloud',
+    status: 'done',
+  } as unknown as BattleDto['contestants'][number];
+}
+
 describe('outcomeLine', () => {
   it('shows nothing when a winner is shown', () => {
     const won = battle({ winner: { contestant_id: 'c1', source: 'analysis' } });
@@ -48,7 +64,7 @@ describe('outcomeLine', () => {
       'Judging…',
     );
     expect(outcomeLine(battle({ judging: { status: 'error', outcome: null } }))?.text).toContain(
-      'The judge failed',
+      'Not judged: the judge failed',
     );
     expect(
       outcomeLine(battle({ judging: { status: 'done', outcome: 'judge_error' } }))?.text,
@@ -58,17 +74,24 @@ describe('outcomeLine', () => {
   it('puts the vote and the user verdict before the judge', () => {
     const judged = { status: 'done', outcome: 'no_clear_winner' } as const;
     expect(outcomeLine(battle({ masked: true, blind: true, judging: judged }))?.text).toBe(
-      'Waiting for your vote',
+      'Blind: waiting for your vote',
     );
     expect(outcomeLine(battle({ user_verdict: 'tie', judging: judged }))?.text).toBe(
-      'A tie, you said',
+      'You called it a tie',
     );
   });
 
   it('reads running, cancelled and unjudged battles in words', () => {
-    expect(outcomeLine(battle({ status: 'running' }))?.text).toBe('Running…');
-    expect(outcomeLine(battle({ status: 'cancelled' }))?.text).toContain('Cancelled');
-    expect(outcomeLine(battle())?.text).toBe('No winner chosen yet');
+    const finished = contestantsOf(['done', 'done']);
+    expect(outcomeLine(battle({ status: 'running' }))?.text).toBe('Answers are coming in');
+    expect(outcomeLine(battle({ status: 'cancelled' }))?.text).toBe('Cancelled: no verdict');
+    expect(outcomeLine(battle({ status: 'cancelled', contestants: finished }))?.text).toBe(
+      'Cancelled: no verdict',
+    );
+    expect(outcomeLine(battle({ contestants: finished }))?.text).toBe('Not judged yet');
+    expect(outcomeLine(battle({ status: 'error' }))?.text).toBe(
+      'No verdict: no contestant finished',
+    );
   });
 });
 

@@ -3,8 +3,15 @@ import { BattleType, toIpcError } from '../ipc';
 import type { Load } from './load';
 import {
   agreementLine,
+  APART,
   initialLeaderboardFilter,
+  isProvisional,
+  LENGTH_MIN_BATTLES,
   lengthNote,
+  lengthShown,
+  lengthWithheld,
+  PROVISIONAL_DECIDED,
+  rankRange,
   ratingLc,
   settle,
   type Shown,
@@ -139,5 +146,42 @@ describe('the Project filter while typing', () => {
     });
     // A refusal of a folder since typed over does not show either.
     expect(settle(shown, refused, '/srv/re', '/srv/repo')).toEqual({ board: ready, projectNote: null });
+  });
+});
+
+describe('honest ranks', () => {
+  const row = (low: number, high: number, decided = 20) => ({
+    rating_low: low,
+    rating_high: high,
+    decided,
+  });
+
+  it('gives a range where intervals overlap, one number where they are apart', () => {
+    const board = [row(1100, 1300), row(1000, 1150), row(700, 900)];
+    expect(rankRange(board, 0)).toBe('1–2');
+    expect(rankRange(board, 1)).toBe('1–2');
+    expect(rankRange(board, 2)).toBe('3');
+    const apart = [row(1200, 1300), row(1000, 1100)];
+    expect(rankRange(apart, 0)).toBe('1');
+    expect(rankRange(apart, 1)).toBe('2');
+    // Every interval overlaps: nobody is firmly first.
+    const all = [row(900, 1200), row(850, 1150), row(800, 1100)];
+    expect(all.map((_, i) => rankRange(all, i))).toEqual(['1–3', '1–3', '1–3']);
+  });
+
+  it('greys rows with few decided battles and withholds length until the data supports it', () => {
+    expect(isProvisional({ decided: PROVISIONAL_DECIDED - 1 })).toBe(true);
+    expect(isProvisional({ decided: PROVISIONAL_DECIDED })).toBe(false);
+    const five = [row(0, 1, 5), row(0, 1, 5)];
+    expect(lengthShown(five)).toBe(false);
+    expect(lengthWithheld(five)).toBe(
+      `Whether answer length swayed the verdicts shows from ${String(LENGTH_MIN_BATTLES)} decided battles on; this board holds 5.`,
+    );
+    expect(lengthShown([row(0, 1, LENGTH_MIN_BATTLES), row(0, 1, 3)])).toBe(true);
+  });
+
+  it('ranks Q&A and Coding apart by default', () => {
+    expect(initialLeaderboardFilter().battleType).toBe(APART);
+    expect(toLeaderboardQuery(initialLeaderboardFilter()).battle_type).toBeNull();
   });
 });

@@ -14,7 +14,11 @@ import { interval, percent } from './series';
 
 /** The leaderboard's filters, as the fields hold them (blank: any). */
 export interface LeaderboardFilter {
-  battleType: BattleTypeDto | '';
+  /**
+   * One battle type; `apart` (the default): each type ranked on its own
+   * (a Q&A persona and a Coding agent are not rivals); blank: all mixed.
+   */
+  battleType: BattleTypeDto | '' | typeof APART;
   seriesId: string;
   /** A project folder. */
   project: string;
@@ -27,9 +31,12 @@ export interface LeaderboardFilter {
   source: SourceDto;
 }
 
+/** The type filter's value for "each battle type ranked apart". */
+export const APART = 'apart';
+
 export function initialLeaderboardFilter(): LeaderboardFilter {
   return {
-    battleType: '',
+    battleType: APART,
     seriesId: '',
     project: '',
     tag: '',
@@ -55,7 +62,7 @@ function optional(text: string): string | null {
 /** The engine's query for `filter`. */
 export function toLeaderboardQuery(filter: LeaderboardFilter): LeaderboardQueryDto {
   return {
-    battle_type: filter.battleType === '' ? null : filter.battleType,
+    battle_type: filter.battleType === '' || filter.battleType === APART ? null : filter.battleType,
     series_id: optional(filter.seriesId),
     project: optional(filter.project),
     tag: optional(filter.tag),
@@ -140,4 +147,68 @@ export function settle<T>(
     };
   }
   return { board: answer, projectNote: note(null) };
+}
+
+/**
+ * Below this many decided battles a row is provisional: its rating is
+ * shown greyed, as a first guess.
+ */
+export const PROVISIONAL_DECIDED = 10;
+
+/** Whether a row is provisional (see {@link PROVISIONAL_DECIDED}). */
+export function isProvisional(s: Pick<StandingDto, 'decided'>): boolean {
+  return s.decided < PROVISIONAL_DECIDED;
+}
+
+/**
+ * The length-controlled ratings and the length coefficient show only once
+ * the board holds at least this many decided battles: fitted from fewer,
+ * a coefficient says more about chance than about length.
+ */
+export const LENGTH_MIN_BATTLES = 30;
+
+/**
+ * How many decided battles the board holds, at least: no row can have
+ * been decided in more battles than there are (battles with more than two
+ * contestants count in several rows, so the sum would overcount).
+ */
+export function decidedBattles(standings: readonly Pick<StandingDto, 'decided'>[]): number {
+  return standings.reduce((most, s) => Math.max(most, s.decided), 0);
+}
+
+/** Whether the board says anything about length (see {@link LENGTH_MIN_BATTLES}). */
+export function lengthShown(standings: readonly Pick<StandingDto, 'decided'>[]): boolean {
+  return decidedBattles(standings) >= LENGTH_MIN_BATTLES;
+}
+
+/** Why the board says nothing about length yet. */
+export function lengthWithheld(standings: readonly Pick<StandingDto, 'decided'>[]): string {
+  return `Whether answer length swayed the verdicts shows from ${String(LENGTH_MIN_BATTLES)} decided battles on; this board holds ${String(decidedBattles(standings))}.`;
+}
+
+/**
+ * Each row's rank as the intervals allow it: from 1 + the rows whose whole
+ * interval lies above its own, to the rows whose interval reaches its own
+ * or above. "1" when the rows around it are clearly apart, "1–3" when
+ * their intervals overlap.
+ */
+export function rankRange(
+  standings: readonly Pick<StandingDto, 'rating_low' | 'rating_high'>[],
+  i: number,
+): string {
+  const me = standings[i];
+  if (!me) {
+    return '—';
+  }
+  let best = 1;
+  let worst = 0;
+  for (const other of standings) {
+    if (other.rating_low > me.rating_high) {
+      best += 1;
+    }
+    if (other.rating_high >= me.rating_low) {
+      worst += 1;
+    }
+  }
+  return best >= worst ? String(best) : `${String(best)}–${String(worst)}`;
 }

@@ -199,6 +199,9 @@ describe('reading a series', () => {
     const b = contestant({ identity: 'b', win_rate: 0.7 });
     expect(leader(series({ contestants: [a, b] }))?.identity).toBe('b');
     expect(leader(series({ contestants: [contestant({ win_rate: null })] }))).toBeNull();
+    // Three ties: nobody won, so nobody leads (not "0% of decided battles").
+    const tied = contestant({ win_rate: 0, wins: 0, ties: 3 });
+    expect(leader(series({ contestants: [tied, { ...tied, identity: 'other' }] }))).toBeNull();
   });
 });
 

@@ -182,10 +182,14 @@ export function timeLeft(s: SeriesDto): number | null {
   return s.status === 'running' ? s.time_left_ms : null;
 }
 
-/** The leader by win rate (then pass rate), for the headline; `null` without verdicts. */
+/**
+ * The leader by win rate (then wins), for the headline; `null` without
+ * verdicts, and when nobody has won a battle (ties only): a contestant
+ * with no win leads nothing.
+ */
 export function leader(s: SeriesDto): SeriesContestantDto | null {
   const ranked = [...s.contestants]
-    .filter((c) => c.win_rate !== null)
+    .filter((c) => c.win_rate !== null && c.wins > 0)
     .sort((a, b) => (b.win_rate ?? 0) - (a.win_rate ?? 0) || b.wins - a.wins);
   return ranked[0] ?? null;
 }
