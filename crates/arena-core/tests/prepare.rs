@@ -549,9 +549,24 @@ async fn contestants_of_a_base_with_another_lockfile_pass_their_checks_on_the_pr
             "{env}"
         );
     }
-    // Prepared once for the two.
+    // Prepared once for the two, said in the stream before it ran.
     let kept = h.engine.environments().await.unwrap();
     assert_eq!(kept.len(), 1, "{kept:?}");
+    let events = h.engine.store().events_since(&b.id, 0, 10_000).unwrap();
+    let said: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            arena_core::EventKind::Tool { name, summary, .. } if name == "prepare" => {
+                Some(summary.as_str())
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(said.len(), 1, "{said:?}");
+    assert!(
+        said[0].contains(&format!("key {}", key.short())) && said[0].contains("`npm ci"),
+        "{said:?}"
+    );
     // The user's folder is as the user left it.
     assert_eq!(
         std::fs::read(dir.join("node_modules/is-odd/package.json")).unwrap(),

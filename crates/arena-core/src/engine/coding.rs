@@ -166,7 +166,7 @@ async fn work(
     token: &CancellationToken,
     slot: LaneSlot,
 ) -> Result<Work> {
-    let workspace = Workspace::of(engine, battle, path, base, token).await?;
+    let workspace = Workspace::of(engine, battle, (path, &c.id), base, token).await?;
     let watch = watch_changes(engine, c, path);
     let run = match crate::backend::Agent::parse(&c.identity) {
         Some(crate::backend::Agent::Native) => {

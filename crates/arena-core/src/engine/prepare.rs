@@ -164,7 +164,7 @@ impl Engine {
         base: &str,
         token: &CancellationToken,
     ) -> Result<EnvChoice> {
-        environment_for(self, project, base, token).await
+        environment_for(self, project, base, token, None).await
     }
 
     /// The prepared environments kept in the store, oldest first.
@@ -189,6 +189,7 @@ pub(super) async fn environment_for(
     project: &Path,
     base: &str,
     token: &CancellationToken,
+    shown_to: Option<(&str, &str)>,
 ) -> Result<EnvChoice> {
     let (p, b) = (project.to_path_buf(), base.to_string());
     let (at_base, now) = tokio::task::spawn_blocking(move || {
@@ -240,6 +241,22 @@ pub(super) async fn environment_for(
     // Unfinished: left by a prepare that crashed.
     if folder.exists() {
         remove_folder(&folder)?;
+    }
+    // Said in the contestant's stream before it runs: what runs, once for
+    // the key, and what it may reach.
+    if let Some((battle_id, contestant_id)) = shown_to {
+        let summary = format!(
+            "preparing the environment for the base's lockfiles (key {key}), once: `{command}` \
+             in a jail whose only network is the package registries"
+        );
+        let event = crate::event::EventKind::Tool {
+            name: "prepare".into(),
+            summary,
+            ok: true,
+        };
+        super::journal::Sink::answer(battle_id, contestant_id)
+            .write(engine, vec![event])
+            .await?;
     }
     let made = prepare(engine, project, base, &at_base, &command, &folder, token).await;
     match made {

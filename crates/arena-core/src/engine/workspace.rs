@@ -53,11 +53,12 @@ pub(super) struct Workspace {
 
 impl Workspace {
     /// The worktree at `path`, its repository put back in Arena's hands
-    /// (before an agent works in it).
+    /// (before an agent works in it); a prepare its environment needs is
+    /// said in `contestant_id`'s stream before it runs.
     pub async fn of(
         engine: &Engine,
         battle: &Battle,
-        path: &Path,
+        (path, contestant_id): (&Path, &str),
         base: &str,
         token: &CancellationToken,
     ) -> Result<Workspace> {
@@ -70,7 +71,14 @@ impl Workspace {
         // Where the environment's folders come from: the user's project
         // when the base's lockfiles are the current tree's (or there are
         // none to tell), else the one prepared for the base's key.
-        let choice = super::prepare::environment_for(engine, &project, base, token).await?;
+        let choice = super::prepare::environment_for(
+            engine,
+            &project,
+            base,
+            token,
+            Some((&battle.id, contestant_id)),
+        )
+        .await?;
         let (root, source) = match &choice {
             super::prepare::EnvChoice::Prepared { key, root, .. } => {
                 (root.clone(), format!("prepared {key}"))
