@@ -14,6 +14,7 @@ pub mod config;
 mod engine;
 pub mod error;
 pub mod html;
+pub mod pack;
 pub mod persona;
 pub mod results;
 pub use arena_agent as agent;

@@ -817,7 +817,11 @@ pub fn detect_test_command(
                     .any(|k| pkg.get(k).and_then(|d| d.get(name)).is_some())
             };
             if depends("vitest") {
-                return found("npx vitest run", "node", "package.json depends on vitest".into());
+                return found(
+                    "npx vitest run",
+                    "node",
+                    "package.json depends on vitest".into(),
+                );
             }
             if depends("jest") {
                 return found("npx jest", "node", "package.json depends on jest".into());
@@ -851,7 +855,11 @@ pub fn detect_test_command(
             }
     });
     if let Some(name) = pytest_reason {
-        return found("python3 -m pytest", "python", format!("{name} mentions pytest"));
+        return found(
+            "python3 -m pytest",
+            "python",
+            format!("{name} mentions pytest"),
+        );
     }
     let python = python_files
         .iter()
@@ -859,7 +867,11 @@ pub fn detect_test_command(
         .map(|n| n.to_string())
         .or_else(|| root_files.iter().find(|f| f.ends_with(".py")).cloned());
     if let Some(name) = python {
-        return found("python3 -m unittest", "python", format!("{name} (Python, no pytest)"));
+        return found(
+            "python3 -m unittest",
+            "python",
+            format!("{name} (Python, no pytest)"),
+        );
     }
     None
 }
@@ -908,7 +920,12 @@ mod tests {
         }
         let long = "a".repeat(129);
         assert!(TaskId::parse(&long).is_err());
-        for good in ["django__django-11099", "add-median", "a.b_c-1", &"a".repeat(128)] {
+        for good in [
+            "django__django-11099",
+            "add-median",
+            "a.b_c-1",
+            &"a".repeat(128),
+        ] {
             assert!(TaskId::parse(good).is_ok(), "{good:?} was refused");
         }
     }
@@ -916,7 +933,15 @@ mod tests {
     #[test]
     fn sanitized_ids_are_safe_and_distinct() {
         let mut taken = BTreeSet::new();
-        for raw in ["../etc/passwd", "../etc/passwd", "", "...", "con", "a b/c", "ü"] {
+        for raw in [
+            "../etc/passwd",
+            "../etc/passwd",
+            "",
+            "...",
+            "con",
+            "a b/c",
+            "ü",
+        ] {
             let id = TaskId::sanitize(raw, &taken);
             assert!(TaskId::parse(id.as_str()).is_ok(), "{raw:?} gave {id}");
             assert!(taken.insert(id.clone()), "{raw:?} gave a taken id {id}");
@@ -1008,17 +1033,22 @@ timeout_sec = 300
     #[test]
     fn a_swe_bench_instance_maps_to_a_task_and_back() {
         let original = instance();
-        let task =
-            task_from_instance("line 1", &original, "python3 -m pytest", &BTreeSet::new())
-                .expect("maps");
+        let task = task_from_instance("line 1", &original, "python3 -m pytest", &BTreeSet::new())
+            .expect("maps");
         assert_eq!(task.id.as_str(), "o__r-1");
         assert_eq!(task.instruction, "Fix é.\n");
         assert_eq!(task.lists.fail_to_pass, vec!["t::a", "t::é"]);
         assert_eq!(task.lists.pass_to_pass, vec!["t::b"]);
-        assert_eq!(task.meta.committed_at.as_deref(), Some("2023-01-02T03:04:05Z"));
+        assert_eq!(
+            task.meta.committed_at.as_deref(),
+            Some("2023-01-02T03:04:05Z")
+        );
         // Through task.toml's text, as a pack keeps it.
         let text = repo_task_toml(&task.meta, None, None).expect("writes");
-        let meta = TaskToml::parse(TASK_FILE, &text).expect("reads").arena.expect("arena");
+        let meta = TaskToml::parse(TASK_FILE, &text)
+            .expect("reads")
+            .arena
+            .expect("arena");
         let back = instance_from_task(&RepoTaskContent { meta, ..task }, "ignored");
         assert_eq!(Value::Object(back), Value::Object(original));
     }
@@ -1028,7 +1058,10 @@ timeout_sec = 300
         let mut task = task_from_instance("l", &instance(), "x", &BTreeSet::new()).expect("maps");
         task.lists.fail_to_pass.push("t::c".into());
         let back = instance_from_task(&task, "r");
-        assert_eq!(back["FAIL_TO_PASS"], Value::String(r#"["t::a", "t::\u00e9", "t::c"]"#.into()));
+        assert_eq!(
+            back["FAIL_TO_PASS"],
+            Value::String(r#"["t::a", "t::\u00e9", "t::c"]"#.into())
+        );
         assert_eq!(back["PASS_TO_PASS"], serde_json::json!(["t::b"]));
     }
 
@@ -1053,7 +1086,10 @@ timeout_sec = 300
             let files: Vec<String> = files.iter().map(|s| s.to_string()).collect();
             detect_test_command(&files, &|_| Some(text.to_string())).map(|d| d.command)
         };
-        assert_eq!(detect(&["Cargo.toml", "src"], "").as_deref(), Some("cargo test"));
+        assert_eq!(
+            detect(&["Cargo.toml", "src"], "").as_deref(),
+            Some("cargo test")
+        );
         assert_eq!(detect(&["go.mod"], "").as_deref(), Some("go test ./..."));
         assert_eq!(
             detect(&["package.json"], r#"{"devDependencies":{"vitest":"1"}}"#).as_deref(),
@@ -1068,7 +1104,10 @@ timeout_sec = 300
             Some("npm test")
         );
         assert_eq!(
-            detect(&["package.json"], r#"{"scripts":{"test":"echo \"Error: no test specified\" && exit 1"}}"#),
+            detect(
+                &["package.json"],
+                r#"{"scripts":{"test":"echo \"Error: no test specified\" && exit 1"}}"#
+            ),
             None
         );
         assert_eq!(
