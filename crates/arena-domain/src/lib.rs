@@ -19,6 +19,7 @@ pub mod error;
 pub mod event;
 pub mod leaderboard;
 pub mod pack;
+pub mod pack_score;
 pub mod patch;
 pub mod secret;
 pub mod series;
