@@ -197,10 +197,15 @@ fn own_addresses() -> Vec<IpAddr> {
 
 /// The environment that points the usual package tools at the door: the
 /// proxy variables curl, pip, uv, Go, git and npm read, npm's, pnpm's and
-/// Yarn's own settings, Cargo's `http.proxy` and pip's `--proxy`; no host
-/// is exempt (`NO_PROXY` empty).
+/// Yarn's own settings, Cargo's `http.proxy`, pip's `--proxy` and the Java
+/// proxy properties every JVM (Gradle, Maven) reads from
+/// `JAVA_TOOL_OPTIONS`; no host is exempt (`NO_PROXY` empty).
 pub fn proxy_env() -> Vec<(String, String)> {
     let url = format!("http://127.0.0.1:{PORT}");
+    let java = format!(
+        "-Dhttps.proxyHost=127.0.0.1 -Dhttps.proxyPort={PORT} \
+         -Dhttp.proxyHost=127.0.0.1 -Dhttp.proxyPort={PORT} -Dhttp.nonProxyHosts="
+    );
     [
         "HTTPS_PROXY",
         "https_proxy",
@@ -220,6 +225,7 @@ pub fn proxy_env() -> Vec<(String, String)> {
             .into_iter()
             .map(|name| (name.to_string(), String::new())),
     )
+    .chain([("JAVA_TOOL_OPTIONS".to_string(), java)])
     .collect()
 }
 
@@ -946,5 +952,12 @@ mod tests {
             assert!(env.iter().any(|(n, v)| n == name && *v == url), "{name}");
         }
         assert!(env.iter().any(|(n, v)| n == "NO_PROXY" && v.is_empty()));
+        let java = &env.iter().find(|(n, _)| n == "JAVA_TOOL_OPTIONS").unwrap().1;
+        assert!(
+            java.contains(&format!("-Dhttps.proxyPort={PORT} "))
+                && java.contains("-Dhttps.proxyHost=127.0.0.1 ")
+                && java.ends_with("-Dhttp.nonProxyHosts="),
+            "{java}"
+        );
     }
 }
