@@ -123,6 +123,7 @@ mod tests {
             machine: None,
             user_name: None,
             voted_by: None,
+            source: None,
         }
     }
 

@@ -92,8 +92,8 @@ impl Sealed {
 /// reachable from that commit. Reuses `dest` when it is a sound sealed
 /// repository of the same commit; replaces it otherwise.
 pub fn seal(project: &Path, base: &str, dest: &Path) -> Result<Sealed, SealError> {
-    let repo = Repository::open(project)
-        .map_err(|_| SealError::NotARepository(project.to_path_buf()))?;
+    let repo =
+        Repository::open(project).map_err(|_| SealError::NotARepository(project.to_path_buf()))?;
     let commit = repo
         .revparse_single(base)
         .and_then(|o| o.peel_to_commit())
@@ -162,6 +162,22 @@ pub fn seal(project: &Path, base: &str, dest: &Path) -> Result<Sealed, SealError
         base: commit.to_string(),
         reused: false,
     })
+}
+
+/// The full id of the commit `base` (any revision git understands) names
+/// in the repository at `project`: what a sealed repository of it is
+/// named by.
+pub fn resolve(project: &Path, base: &str) -> Result<String, SealError> {
+    let repo =
+        Repository::open(project).map_err(|_| SealError::NotARepository(project.to_path_buf()))?;
+    let commit = repo
+        .revparse_single(base)
+        .and_then(|o| o.peel_to_commit())
+        .map_err(|_| SealError::UnknownCommit {
+            commit: base.to_string(),
+            project: project.to_path_buf(),
+        })?;
+    Ok(commit.id().to_string())
 }
 
 /// Whether `path` is a repository Arena sealed (a real folder holding the
@@ -263,7 +279,9 @@ fn pack(git_dir: &Path, base: Oid, prefix: &Path) -> Result<(), SealError> {
             .write_all(format!("{base}\n").as_bytes())
             .map_err(|e| failed(e.to_string()))?;
     }
-    let out = child.wait_with_output().map_err(|e| failed(e.to_string()))?;
+    let out = child
+        .wait_with_output()
+        .map_err(|e| failed(e.to_string()))?;
     if !out.status.success() {
         let text = String::from_utf8_lossy(&out.stderr);
         let last = text.lines().last().unwrap_or("").to_string();
@@ -361,8 +379,8 @@ mod tests {
     fn an_unknown_commit_is_refused() {
         let (dir, _, _) = project();
         let out = tempfile::tempdir().expect("tempdir");
-        let error = seal(dir.path(), "0123456789abcdef", &out.path().join("s"))
-            .expect_err("refused");
+        let error =
+            seal(dir.path(), "0123456789abcdef", &out.path().join("s")).expect_err("refused");
         assert!(matches!(error, SealError::UnknownCommit { .. }), "{error}");
         assert!(!out.path().join("s").exists());
     }

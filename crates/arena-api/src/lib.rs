@@ -2252,6 +2252,7 @@ mod tests {
             machine: Some("alpha".into()),
             user_name: Some("alice".into()),
             voted_by: Some("bob".into()),
+            source: None,
         }
     }
 

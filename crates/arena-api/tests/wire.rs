@@ -106,6 +106,7 @@ fn battle() -> core::Battle {
         machine: Some("alpha".into()),
         user_name: Some("alice".into()),
         voted_by: None,
+        source: None,
     }
 }
 

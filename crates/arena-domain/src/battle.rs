@@ -363,6 +363,11 @@ pub struct Battle {
     /// The OS user who gave its verdict (chose the winner, or said a tie
     /// or "all bad"); none while nobody has, or the judge's winner stands.
     pub voted_by: Option<String>,
+    /// Coding: the repository its git objects come from when it is not
+    /// the project's: a repository Arena sealed (`arena_agent::seal`)
+    /// holding only the objects reachable from the base commit, so a task
+    /// pack's hidden future stays out of every jail. `None`: the project's.
+    pub source: Option<PathBuf>,
 }
 
 /// A battle's newest analysis in brief: what a list of battles says of
@@ -379,6 +384,12 @@ impl Battle {
     /// revealed yet.
     pub fn is_masked(&self) -> bool {
         self.blind && self.revealed_at.is_none()
+    }
+
+    /// The repository its worktrees, base tree and readers take their git
+    /// objects from: its sealed [`Battle::source`], else the project.
+    pub fn objects_source(&self) -> &std::path::Path {
+        self.source.as_deref().unwrap_or(&self.project)
     }
 }
 

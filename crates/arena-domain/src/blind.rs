@@ -498,6 +498,7 @@ mod tests {
             machine: None,
             user_name: None,
             voted_by: None,
+            source: None,
         }
     }
 

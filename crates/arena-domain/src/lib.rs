@@ -24,6 +24,7 @@ pub mod patch;
 pub mod secret;
 pub mod series;
 pub mod terminal;
+pub mod test_infra;
 pub mod test_report;
 
 pub use error::{Invalid, SettingsError};

@@ -285,6 +285,17 @@ impl Tx<'_> {
         Ok(self.finish_battle(battle_id, status, at)?.then_some(status))
     }
 
+    /// Records the repository a Coding battle takes its git objects from
+    /// (a sealed base, [`Battle::source`]), in the transaction that
+    /// inserted it.
+    pub fn set_battle_source(&mut self, battle_id: &str, source: &Path) -> Result<()> {
+        self.run(
+            "UPDATE battles SET source_path = ?1 WHERE id = ?2",
+            params![source.to_string_lossy(), battle_id],
+        )?;
+        Ok(())
+    }
+
     /// Sets (or clears) the winner; the user's tie or "all bad" stays.
     pub fn set_winner(
         &mut self,

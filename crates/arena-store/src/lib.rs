@@ -111,6 +111,7 @@ fn migration_list() -> Vec<M<'static>> {
         M::up(include_str!("../migrations/018_patches.sql")),
         M::up(include_str!("../migrations/019_series_remote.sql")),
         M::up(include_str!("../migrations/020_fewer_indexes.sql")),
+        M::up(include_str!("../migrations/021_battle_source.sql")),
     ]
 }
 
@@ -219,6 +220,7 @@ pub(crate) const POSTGRES_MIGRATIONS: &[&str] = &[
     include_str!("../migrations/postgres/005_machines.sql"),
     include_str!("../migrations/postgres/006_series_remote.sql"),
     include_str!("../migrations/postgres/007_fewer_indexes.sql"),
+    include_str!("../migrations/postgres/008_battle_source.sql"),
 ];
 
 /// The key of the advisory lock under which processes migrate a team

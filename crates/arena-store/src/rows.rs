@@ -38,7 +38,7 @@ pub(crate) fn parse<T: std::str::FromStr<Err = String>>(idx: usize, s: String) -
 /// The battle's columns (of `battles b`, its machine and users last), then
 /// its tags joined by line breaks (sorted by the reader), then its newest analysis' status and
 /// outcome.
-const BATTLE_COLUMNS: &str = "b.id, b.battle_type, b.status, b.prompt, b.project_path, b.results_path, b.created_at, b.finished_at, b.winner_id, b.winner_source, b.base_commit, b.check_command, b.series_id, b.blind, b.revealed_at, b.user_verdict, b.machine, b.user_name, b.voted_by, (SELECT string_agg(t.tag, '\n') FROM battle_tags t WHERE t.battle_id = b.id), (SELECT a.status || ' ' || COALESCE(a.outcome, '') FROM analyses a WHERE a.battle_id = b.id ORDER BY a.created_at DESC LIMIT 1)";
+const BATTLE_COLUMNS: &str = "b.id, b.battle_type, b.status, b.prompt, b.project_path, b.results_path, b.created_at, b.finished_at, b.winner_id, b.winner_source, b.base_commit, b.check_command, b.series_id, b.blind, b.revealed_at, b.user_verdict, b.machine, b.user_name, b.voted_by, (SELECT string_agg(t.tag, '\n') FROM battle_tags t WHERE t.battle_id = b.id), (SELECT a.status || ' ' || COALESCE(a.outcome, '') FROM analyses a WHERE a.battle_id = b.id ORDER BY a.created_at DESC LIMIT 1), b.source_path";
 
 fn battle_row(r: &Row<'_>) -> Result<Battle> {
     let winner_id: Option<String> = r.get(8)?;
@@ -85,6 +85,7 @@ fn battle_row(r: &Row<'_>) -> Result<Battle> {
             .get::<Option<String>>(20)?
             .map(|j| judging(20, &j))
             .transpose()?,
+        source: r.get::<Option<String>>(21)?.map(PathBuf::from),
     })
 }
 

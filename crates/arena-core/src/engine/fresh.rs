@@ -89,9 +89,9 @@ async fn on_fresh_tree(
         .await;
     }
     let started = Instant::now();
-    let (project, patch) = (battle.project.clone(), change.patch.clone());
+    let (source, patch) = (battle.objects_source().to_path_buf(), change.patch.clone());
     let made =
-        tokio::task::spawn_blocking(move || fresh_tree(&project, &root, &name, &base, &patch))
+        tokio::task::spawn_blocking(move || fresh_tree(&source, &root, &name, &base, &patch))
             .await?;
     let (path, applied) = match made {
         Ok(made) => made,
@@ -222,7 +222,11 @@ async fn base_tree(engine: &Engine, battle: &Battle, root: &Path, base: &str) ->
     if tree.is_dir() && mark.is_file() {
         return Ok(tree);
     }
-    let (project, root, base) = (battle.project.clone(), root.to_path_buf(), base.to_string());
+    let (project, root, base) = (
+        battle.objects_source().to_path_buf(),
+        root.to_path_buf(),
+        base.to_string(),
+    );
     let made = tokio::task::spawn_blocking(move || {
         if tree.symlink_metadata().is_ok() {
             worktree::remove(&project, &tree, true).map_err(|e| e.to_string())?;

@@ -23,6 +23,7 @@ mod place;
 mod prepare;
 mod reserve;
 mod rounds;
+mod sealed;
 mod series;
 mod series_report;
 mod settings;

@@ -33,6 +33,9 @@ pub(super) struct Plan {
     pub check_command: Option<String>,
     pub blind: bool,
     pub tags: Vec<String>,
+    /// Coding: a sealed repository its git objects come from instead of
+    /// the project's ([`Plan::take_objects_from`]).
+    source: Option<std::path::PathBuf>,
 }
 
 impl Plan {
@@ -46,6 +49,17 @@ impl Plan {
     pub fn start_from(&mut self, commit: &str) {
         if self.base_commit.is_some() {
             self.base_commit = Some(commit.to_string());
+        }
+    }
+
+    /// Takes the battle's git objects (its worktrees', base tree's and
+    /// readers') from `sealed`, a repository [`crate::agent::seal::seal`]
+    /// made of the base commit, instead of the project's store: nothing
+    /// beyond the base is in a jail's reach. Start from that commit too
+    /// ([`Plan::start_from`]). A Q&A plan is left as it is.
+    pub fn take_objects_from(&mut self, sealed: &std::path::Path) {
+        if self.base_commit.is_some() {
+            self.source = Some(sealed.to_path_buf());
         }
     }
 
@@ -202,6 +216,7 @@ pub(super) async fn check(engine: &Engine, request: BattleRequest) -> Result<Pla
         check_command,
         blind,
         tags,
+        source: None,
     })
 }
 
@@ -275,10 +290,19 @@ pub(super) async fn record(
         })
         .await?
     };
+    let source = plan.source.clone();
     let inserted = match written {
         Ok(()) => {
             engine
-                .db(move |s| s.transact(|tx| tx.insert_battle(&new)))
+                .db(move |s| {
+                    s.transact(|tx| {
+                        tx.insert_battle(&new)?;
+                        match &source {
+                            Some(sealed) => tx.set_battle_source(&new.id, sealed),
+                            None => Ok(()),
+                        }
+                    })
+                })
                 .await
         }
         Err(e) => Err(e),
@@ -357,6 +381,7 @@ fn in_memory(b: &NewBattle) -> Battle {
         machine: b.machine.clone(),
         user_name: b.user_name.clone(),
         voted_by: None,
+        source: None,
         contestants: b
             .contestants
             .iter()

@@ -28,7 +28,9 @@ const SIZE_ENTRIES: usize = 200_000;
 /// file in the worktree.
 pub(super) struct Workspace {
     pub path: PathBuf,
-    project: PathBuf,
+    /// The repository its git objects come from: the battle's sealed
+    /// source, else the project ([`Battle::objects_source`]).
+    source: PathBuf,
     base: String,
     /// Object stores of the project's repository the sandbox reads.
     pub objects: Vec<PathBuf>,
@@ -63,9 +65,10 @@ impl Workspace {
         token: &CancellationToken,
     ) -> Result<Workspace> {
         let project = battle.project.clone();
+        let objects_from = battle.objects_source().to_path_buf();
         let objects = confined_read(engine, "the project's object store", {
-            let project = project.clone();
-            move || worktree::object_dirs(&project).map_err(|e| Error::Git(e.to_string()))
+            let from = objects_from.clone();
+            move || worktree::object_dirs(&from).map_err(|e| Error::Git(e.to_string()))
         })
         .await?;
         // Where the environment's folders come from: the user's project
@@ -93,7 +96,7 @@ impl Workspace {
         .await?;
         let workspace = Workspace {
             path: path.to_path_buf(),
-            project,
+            source: objects_from,
             base: base.to_string(),
             objects,
             environment: found,
@@ -110,9 +113,9 @@ impl Workspace {
     /// [`worktree::restore`]: after every agent or check, before Arena or
     /// the next process uses the repository.
     pub async fn restore(&self, engine: &Engine) -> Result<()> {
-        let (path, project, base) = (self.path.clone(), self.project.clone(), self.base.clone());
+        let (path, source, base) = (self.path.clone(), self.source.clone(), self.base.clone());
         let restored = confined_read(engine, "the worktree's repository", move || {
-            worktree::restore(&path, &project, &base).map_err(|e| Error::Git(e.to_string()))
+            worktree::restore(&path, &source, &base).map_err(|e| Error::Git(e.to_string()))
         })
         .await?;
         if restored == worktree::Restored::Rebuilt {
@@ -188,7 +191,7 @@ impl Workspace {
     pub fn at(&self, path: &Path) -> Workspace {
         Workspace {
             path: path.to_path_buf(),
-            project: self.project.clone(),
+            source: self.source.clone(),
             base: self.base.clone(),
             objects: self.objects.clone(),
             environment: self.environment.clone(),
@@ -358,7 +361,11 @@ pub(super) async fn ensure_worktree(
     // Git names worktrees by their folder: make it unique across battles.
     let short = crate::battle::short_id(&battle.id);
     let name = format!("{short}-{}", results::contestant_dir(c));
-    let (project, base, root2) = (battle.project.clone(), base.to_string(), root.clone());
+    let (project, base, root2) = (
+        battle.objects_source().to_path_buf(),
+        base.to_string(),
+        root.clone(),
+    );
     let wt = tokio::task::spawn_blocking(move || {
         std::fs::create_dir_all(&root2).map_err(|e| e.to_string())?;
         // Another process creating a worktree of the same project at the
