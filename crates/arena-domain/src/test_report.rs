@@ -357,6 +357,8 @@ fn attr(e: &BytesStart<'_>, key: &str) -> Result<Option<String>, ReportError> {
 /// One `<testcase>` being read.
 struct Case {
     name: String,
+    /// The `file` attribute, when there is one.
+    file: Option<String>,
     status: TestStatus,
     collection_failure: bool,
 }
@@ -365,7 +367,7 @@ impl Case {
     fn from(e: &BytesStart<'_>, suite: Option<&str>) -> Result<Case, ReportError> {
         let name = attr(e, "name")?.unwrap_or_default();
         let classname = attr(e, "classname")?.unwrap_or_default();
-        let file = attr(e, "file")?;
+        let file = attr(e, "file")?.filter(|f| !f.is_empty());
         let pytest = suite == Some("pytest")
             || file.as_deref().is_some_and(|f| f.ends_with(".py"))
             || name.contains(".py::");
@@ -378,6 +380,7 @@ impl Case {
         };
         Ok(Case {
             name,
+            file,
             status: TestStatus::Passed,
             collection_failure: false,
         })
@@ -391,7 +394,7 @@ impl Case {
 
     fn finish(self, results: &mut TestResults) {
         if self.collection_failure {
-            results.not_built.push(self.name);
+            results.not_built.push(self.file.unwrap_or(self.name));
         } else if !self.name.is_empty() {
             results.record(self.name, self.status);
         }
@@ -445,6 +448,10 @@ struct GoEvent {
     output: Option<String>,
     #[serde(rename = "FailedBuild", default)]
     failed_build: Option<String>,
+    /// Go 1.24's `build-output`/`build-fail` events name the package here,
+    /// as `path [path.test]`.
+    #[serde(rename = "ImportPath", default)]
+    import_path: Option<String>,
 }
 
 /// Reads `go test -json`: each test's `pass`, `fail` or `skip` action,
@@ -501,7 +508,13 @@ pub fn parse_go_json(text: &str) -> Result<TestResults, ReportError> {
                     });
                 failed_packages.push((event.package.clone(), build));
             }
-            (None, "build-fail") => failed_packages.push((event.package.clone(), true)),
+            (None, "build-fail") => {
+                let package = match event.import_path.as_deref() {
+                    Some(path) => path.split(" [").next().unwrap_or(path).to_string(),
+                    None => event.package.clone(),
+                };
+                failed_packages.push((package, true));
+            }
             (None, _) => {
                 if event.failed_build.is_some() {
                     failed_packages.push((event.package.clone(), true));
@@ -1321,7 +1334,7 @@ pub fn report_command(
             }
             plan(
                 format!(
-                    "{}{{\n{cmd}\n}} > {} 2>&1\narena_status=$?\ncat {}\nexit $arena_status",
+                    "{}(\n{cmd}\n) > {} 2>&1\narena_status=$?\ncat {}\nexit $arena_status",
                     remove(file),
                     report(file),
                     report(file)
@@ -1347,7 +1360,7 @@ pub fn report_command(
             }
             plan(
                 format!(
-                    "{}export NEXTEST_EXPERIMENTAL_LIBTEST_JSON=1\n{{\n{cmd}\n}} > {}",
+                    "{}export NEXTEST_EXPERIMENTAL_LIBTEST_JSON=1\n(\n{cmd}\n) > {}",
                     remove(file),
                     report(file)
                 ),
@@ -1366,7 +1379,7 @@ pub fn report_command(
                 cmd.push_str(&sh_quote(&p));
             }
             plan(
-                format!("{}{{\n{cmd}\n}} > {} 2>&1", remove(file), report(file)),
+                format!("{}(\n{cmd}\n) > {} 2>&1", remove(file), report(file)),
                 ReportFormat::GoTestJson,
                 file,
                 selects,
@@ -1423,7 +1436,7 @@ pub fn report_command(
             let file = "output.txt";
             plan(
                 format!(
-                    "{}{{\n{command}\n}} > {} 2>&1\narena_status=$?\ncat {}\nexit $arena_status",
+                    "{}(\n{command}\n) > {} 2>&1\narena_status=$?\ncat {}\nexit $arena_status",
                     remove(file),
                     report(file),
                     report(file)
