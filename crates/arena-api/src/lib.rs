@@ -1682,6 +1682,7 @@ impl StartSeriesRequest {
                 goal: None,
                 check: None,
                 tags: Vec::new(),
+                task: None,
             }],
         };
         let contestants = self

@@ -5,8 +5,8 @@
 //! stream. See `docs/ARCHITECTURE.md` for the map.
 
 pub use arena_domain::{
-    analysis, battle, benchmark, blind, cross_exam, decisions, event, leaderboard, patch, series,
-    VERSION,
+    analysis, battle, benchmark, blind, cross_exam, decisions, event, leaderboard, pack_score,
+    patch, series, test_report, VERSION,
 };
 
 pub mod clock;

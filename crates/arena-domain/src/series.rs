@@ -32,6 +32,21 @@ pub struct SeriesPrompt {
     pub check: Option<String>,
     #[serde(default)]
     pub tags: Vec<String>,
+    /// A task of a task pack: the battle starts from its base, sealed, and
+    /// its verifier (not a check or a judge) decides each result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<TaskRef>,
+}
+
+/// Where a series prompt's task is: a task of a pack on this machine.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskRef {
+    /// The pack's folder.
+    pub pack: std::path::PathBuf,
+    /// The task's id in the pack.
+    pub id: String,
+    /// The commit its battles start from.
+    pub base: String,
 }
 
 /// What the user asks for when starting a series. Its JSON is what an
@@ -205,6 +220,7 @@ pub fn parse_prompts(text: &str) -> Result<Vec<SeriesPrompt>, Invalid> {
                 goal: None,
                 check: None,
                 tags: Vec::new(),
+                task: None,
             });
         }
     }
@@ -323,6 +339,11 @@ pub struct GoalCheck {
     pub by_check: bool,
     pub cost_usd: Option<f64>,
     pub at: chrono::DateTime<chrono::Utc>,
+    /// A task pack's verifier: what it found beside the verdict (a JSON
+    /// object: the FAIL_TO_PASS tests passed, the edits dropped); `None`
+    /// otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
 }
 
 // ---------------------------------------------------------------------------

@@ -380,6 +380,7 @@ async fn a_series_left_running_is_finished_when_the_app_starts() -> Result<()> {
                     goal: None,
                     check: None,
                     tags: Vec::new(),
+                    task: None,
                 }],
             )
         };

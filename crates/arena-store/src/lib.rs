@@ -112,6 +112,7 @@ fn migration_list() -> Vec<M<'static>> {
         M::up(include_str!("../migrations/019_series_remote.sql")),
         M::up(include_str!("../migrations/020_fewer_indexes.sql")),
         M::up(include_str!("../migrations/021_battle_source.sql")),
+        M::up(include_str!("../migrations/022_goal_check_detail.sql")),
     ]
 }
 
@@ -221,6 +222,7 @@ pub(crate) const POSTGRES_MIGRATIONS: &[&str] = &[
     include_str!("../migrations/postgres/006_series_remote.sql"),
     include_str!("../migrations/postgres/007_fewer_indexes.sql"),
     include_str!("../migrations/postgres/008_battle_source.sql"),
+    include_str!("../migrations/postgres/009_goal_check_detail.sql"),
 ];
 
 /// The key of the advisory lock under which processes migrate a team

@@ -208,7 +208,8 @@ impl Store {
         self.query(|c| {
             let rows = c.rows(
                 &format!(
-                    "SELECT g.contestant_id, g.turn, g.passed, g.reason, g.error, g.by_check, g.cost_usd, g.at
+                    "SELECT g.contestant_id, g.turn, g.passed, g.reason, g.error, g.by_check, g.cost_usd, g.at,
+                       g.detail
                      FROM goal_checks g JOIN contestants c ON c.id = g.contestant_id
                      WHERE {clause} ORDER BY g.contestant_id, g.turn"
                 ),
@@ -224,6 +225,7 @@ impl Store {
                             by_check: r.get(5)?,
                             cost_usd: r.get(6)?,
                             at: time(Some(r.get(7)?)).unwrap_or_default(),
+                            detail: r.get(8)?,
                         },
                     ))
                 },
@@ -343,11 +345,11 @@ impl Tx<'_> {
     /// Records a goal check (replacing one of the same turn).
     pub fn insert_goal_check(&mut self, contestant_id: &str, g: &GoalCheck) -> Result<()> {
         self.run(
-            "INSERT INTO goal_checks (contestant_id, turn, passed, reason, error, by_check, cost_usd, at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+            "INSERT INTO goal_checks (contestant_id, turn, passed, reason, error, by_check, cost_usd, at, detail)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
              ON CONFLICT (contestant_id, turn) DO UPDATE SET passed = excluded.passed,
                reason = excluded.reason, error = excluded.error, by_check = excluded.by_check,
-               cost_usd = excluded.cost_usd, at = excluded.at",
+               cost_usd = excluded.cost_usd, at = excluded.at, detail = excluded.detail",
             params![
                 contestant_id,
                 i64::from(g.turn),
@@ -356,7 +358,8 @@ impl Tx<'_> {
                 g.error,
                 g.by_check,
                 g.cost_usd,
-                ms(g.at)
+                ms(g.at),
+                g.detail
             ],
         )?;
         Ok(())

@@ -34,6 +34,7 @@ fn new_series(store: &Store, id: &str, total: u64) {
             goal: None,
             check: None,
             tags: Vec::new(),
+            task: None,
         }],
     );
     let series = Series {

@@ -112,6 +112,7 @@ pub(super) async fn check_goals(
                     by_check: true,
                     cost_usd: Some(0.0),
                     at: engine.now(),
+                    detail: None,
                 }
             } else {
                 let (Some(judge), Some(goal)) = (&judge, &goal) else {
@@ -142,6 +143,7 @@ pub(super) async fn check_goals(
                         by_check: false,
                         cost_usd: cost,
                         at: engine.now(),
+                        detail: None,
                     },
                     (Ok(v), Some(Ok(second))) => GoalCheck {
                         turn,
@@ -155,6 +157,7 @@ pub(super) async fn check_goals(
                         by_check: false,
                         cost_usd: cost,
                         at: engine.now(),
+                        detail: None,
                     },
                     (Err(e), _) | (_, Some(Err(e))) => GoalCheck {
                         turn,
@@ -164,6 +167,7 @@ pub(super) async fn check_goals(
                         by_check: false,
                         cost_usd: cost,
                         at: engine.now(),
+                        detail: None,
                     },
                 }
             };

@@ -55,6 +55,16 @@ pub(super) async fn run_place(
             if plan.battle_type.judged_by_check() {
                 plan.check_command = request.check_of(prompt).map(str::to_string);
             }
+            // A pack's task starts from its base, sealed: nothing of its
+            // future is in an agent's reach.
+            if let Some(task) = &prompt.task {
+                let sealed = engine.seal_base(&request.project, &task.base).await?;
+                let base = crate::agent::seal::sealed_base(&sealed).ok_or_else(|| {
+                    crate::error::Error::Git(format!("{} is not sealed", sealed.display()))
+                })?;
+                plan.start_from(&base);
+                plan.take_objects_from(&sealed);
+            }
             validate::record(&engine, &plan, Some((series.id.clone(), n)))
                 .await?
                 .id
