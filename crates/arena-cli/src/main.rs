@@ -5,6 +5,7 @@
 //! fix, 1 for anything else.
 
 mod env;
+mod pack;
 mod progress;
 mod series;
 mod team;
@@ -50,6 +51,9 @@ enum Command {
     /// Run one contestant set many times, with goals, budgets and a report.
     #[command(subcommand)]
     Series(series::SeriesCommand),
+    /// Task packs: many tasks with hidden tests (import, export, show).
+    #[command(subcommand)]
+    Pack(pack::PackCommand),
     /// Serve places of running series (team mode: on any machine; Ctrl-C
     /// stops taking places and waits for those under way).
     Worker {
@@ -608,9 +612,13 @@ async fn run(cli: Cli) -> Result<(), Error> {
     if let Command::Database(command) = cli.command {
         return database(command).await;
     }
+    // A pack's files need no database.
+    if let Command::Pack(command) = cli.command {
+        return pack::pack(command).await;
+    }
     let engine = Engine::open(EngineOptions::from_env()?)?;
     match cli.command {
-        Command::Database(_) => unreachable!("handled above"),
+        Command::Database(_) | Command::Pack(_) => unreachable!("handled above"),
         Command::Status(flags) => {
             let info = engine.database_info().await?;
             let activity = engine.activity().await?;

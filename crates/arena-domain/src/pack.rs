@@ -515,18 +515,21 @@ pub fn repo_task_toml(
     #[derive(Serialize)]
     struct File<'a> {
         version: &'static str,
-        verifier: Timeout,
-        agent: Timeout,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        verifier: Option<Timeout>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        agent: Option<Timeout>,
         metadata: Metadata<'a>,
     }
+    let timeout = |t: Option<f64>| {
+        t.map(|t| Timeout {
+            timeout_sec: Some(t),
+        })
+    };
     let file = File {
         version: "1.0",
-        verifier: Timeout {
-            timeout_sec: verifier_timeout_sec,
-        },
-        agent: Timeout {
-            timeout_sec: agent_timeout_sec,
-        },
+        verifier: timeout(verifier_timeout_sec),
+        agent: timeout(agent_timeout_sec),
         metadata: Metadata { arena: meta },
     };
     let text = toml::to_string(&file).map_err(|e| file_error(TASK_FILE, e.to_string()))?;
@@ -870,7 +873,7 @@ pub fn detect_test_command(
         return found(
             "python3 -m unittest",
             "python",
-            format!("{name} (Python, no pytest)"),
+            format!("{name}: Python, no mention of pytest"),
         );
     }
     None

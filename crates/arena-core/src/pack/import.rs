@@ -29,6 +29,8 @@ pub struct ImportOptions {
     pub test_command: Option<String>,
     /// The pack's name (else the name of `out`'s folder).
     pub name: Option<String>,
+    /// The pack's description (else where it was imported from).
+    pub description: Option<String>,
     /// Carry the project in the pack as `repo.bundle` (its HEAD's history).
     pub bundle: bool,
     /// `[defaults] time_limit_secs` of the pack.
@@ -79,7 +81,10 @@ pub fn import(source: &Path, options: &ImportOptions) -> Result<ImportReport, Pa
     let mut manifest = PackManifest {
         name,
         version: "1".into(),
-        description: format!("Imported from {source_name}"),
+        description: options
+            .description
+            .clone()
+            .unwrap_or_else(|| format!("Imported from {source_name}")),
         defaults: PackDefaults {
             time_limit_secs: options.time_limit_secs,
             ..PackDefaults::default()
@@ -403,7 +408,11 @@ fn import_swebench(
             project::bundle(&project, &bases, &work.join(DEFAULT_BUNDLE))?;
         }
         for task in &tasks {
-            write_repo_task(&work.join(TASKS_DIR).join(task.id.as_str()), task, None)?;
+            write_repo_task(
+                &work.join(TASKS_DIR).join(task.id.as_str()),
+                task,
+                options.time_limit_secs.map(|t| t as f64),
+            )?;
         }
         Ok(())
     })?;

@@ -14,7 +14,12 @@ use super::{Pack, PackError};
 /// Runs `git ARGS` in `dir` with nothing from the caller's git session
 /// (a hook's `GIT_DIR`, a prompt) and returns its output.
 pub(crate) fn git(dir: &Path, args: &[&str], input: Option<&[u8]>) -> Result<Vec<u8>, PackError> {
-    let what = args.first().copied().unwrap_or("").to_string();
+    let what = args
+        .iter()
+        .find(|a| !a.starts_with('-') && !a.contains('='))
+        .copied()
+        .unwrap_or("")
+        .to_string();
     let failed = |detail: String| PackError::Git {
         what: what.clone(),
         dir: dir.to_path_buf(),
@@ -156,7 +161,16 @@ pub fn bundle(dir: &Path, bases: &BTreeSet<String>, file: &Path) -> Result<(), P
         .map(|b| String::from_utf8_lossy(&b).trim().to_string())
         .filter(|b| !b.is_empty());
     let file_arg = file.to_string_lossy().into_owned();
-    let mut args = vec!["bundle", "create", "-q", file_arg.as_str(), "HEAD"];
+    // One thread: the same history gives the same bundle.
+    let mut args = vec![
+        "-c",
+        "pack.threads=1",
+        "bundle",
+        "create",
+        "-q",
+        file_arg.as_str(),
+        "HEAD",
+    ];
     if let Some(b) = &branch {
         args.push(b);
     }
