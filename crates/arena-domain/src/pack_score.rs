@@ -388,7 +388,18 @@ pub fn wilson_interval(successes: f64, trials: f64) -> (f64, f64) {
     let denominator = 1.0 + z2 / trials;
     let centre = (p + z2 / (2.0 * trials)) / denominator;
     let half = Z95 * ((p * (1.0 - p) / trials) + z2 / (4.0 * trials * trials)).sqrt() / denominator;
-    ((centre - half).max(0.0), (centre + half).min(1.0))
+    // At the edges the bound is exact (0 or 1), not a rounding away from it.
+    let low = if p == 0.0 {
+        0.0
+    } else {
+        (centre - half).max(0.0)
+    };
+    let high = if p == 1.0 {
+        1.0
+    } else {
+        (centre + half).min(1.0)
+    };
+    (low, high)
 }
 
 /// Whether the bootstrap over these values has nothing to vary (or too
