@@ -46,6 +46,7 @@ mod launcher;
 mod lock;
 mod processes;
 mod tools;
+mod window;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -63,6 +64,7 @@ pub use fantoccini::{self, Locator};
 pub use launcher::BattleForm;
 pub use processes::{process_tree_memory, Memory};
 pub use tools::{e2e_required, Tools};
+pub use window::Rect;
 pub use {arena_core, arena_testserver};
 
 /// How long the `wait_*` helpers wait by default.
