@@ -25,7 +25,9 @@
 //! - **The 95 % interval of pass@1** is a cluster bootstrap over tasks:
 //!   tasks are drawn with replacement (each with all its runs), pass@1 is
 //!   recomputed, and the 2.5th and 97.5th percentiles of
-//!   [`ScoreOptions::resamples`] such means are the interval. With fewer
+//!   [`ScoreOptions::resamples`] such means, widened about the estimate by
+//!   [`small_sample_factor`] (Student's t and the `T − 1` divisor, which a
+//!   plain bootstrap misses on few tasks), are the interval. With fewer
 //!   than [`MIN_BOOTSTRAP_TASKS`] tasks, or when every task has the same
 //!   rate (all solved, all failed), the bootstrap has nothing to vary and
 //!   would read as certain; the interval is then Wilson's score interval
@@ -425,7 +427,7 @@ fn rate_interval(rates: &[f64], options: ScoreOptions, rng: &mut SplitMix64) -> 
             method: IntervalMethod::Wilson,
         };
     }
-    let (low, high) = bootstrap_mean(rates, options.resamples, rng);
+    let (low, high) = bootstrap_mean(rates, options.resamples, 0.0, rng);
     Interval {
         low,
         high,
@@ -434,9 +436,16 @@ fn rate_interval(rates: &[f64], options: ScoreOptions, rng: &mut SplitMix64) -> 
 }
 
 /// The 2.5th and 97.5th percentiles of the mean of `values` resampled with
-/// replacement `resamples` times.
-fn bootstrap_mean(values: &[f64], resamples: usize, rng: &mut SplitMix64) -> (f64, f64) {
+/// replacement `resamples` times, widened about the mean by
+/// [`small_sample_factor`] and kept within `[floor, 1]`.
+fn bootstrap_mean(
+    values: &[f64],
+    resamples: usize,
+    floor: f64,
+    rng: &mut SplitMix64,
+) -> (f64, f64) {
     let n = values.len();
+    let mean = values.iter().sum::<f64>() / n as f64;
     let resamples = resamples.max(100);
     let mut means = Vec::with_capacity(resamples);
     for _ in 0..resamples {
@@ -447,7 +456,43 @@ fn bootstrap_mean(values: &[f64], resamples: usize, rng: &mut SplitMix64) -> (f6
         means.push(sum / n as f64);
     }
     means.sort_by(f64::total_cmp);
-    (quantile(&means, 0.025), quantile(&means, 0.975))
+    let factor = small_sample_factor(n);
+    let low = mean - (mean - quantile(&means, 0.025)) * factor;
+    let high = mean + (quantile(&means, 0.975) - mean) * factor;
+    (low.max(floor), high.min(1.0))
+}
+
+/// How much wider than the plain percentile bootstrap the interval is
+/// made: `√(T/(T−1)) · t₀.₉₇₅(T−1) / z₀.₉₇₅` for `T` tasks. The bootstrap
+/// of a mean spreads like the sample's standard deviation with divisor
+/// `T` (not `T − 1`) and like a normal (not Student's t), so alone it
+/// covers less than 95 % on the few tasks a pack has (about 93 % on 30
+/// tasks, less on 10). The factor is 1.06 at 30 tasks, 1.22 at 10, 1.58
+/// at 5, and tends to 1.
+pub fn small_sample_factor(tasks: usize) -> f64 {
+    if tasks < 2 {
+        return f64::INFINITY;
+    }
+    let t = tasks as f64;
+    (t / (t - 1.0)).sqrt() * student_t_975(tasks - 1) / Z95
+}
+
+/// Student's t 97.5th percentile for `df` degrees of freedom: a table to
+/// 30, then the Cornish–Fisher series in 1/df (error below 1e-4).
+fn student_t_975(df: usize) -> f64 {
+    const TABLE: [f64; 30] = [
+        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
+        2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
+        2.052, 2.048, 2.045, 2.042,
+    ];
+    if (1..=30).contains(&df) {
+        return TABLE[df - 1];
+    }
+    let z = Z95;
+    let d = df as f64;
+    z + (z.powi(3) + z) / (4.0 * d)
+        + (5.0 * z.powi(5) + 16.0 * z.powi(3) + 3.0 * z) / (96.0 * d * d)
+        + (3.0 * z.powi(7) + 19.0 * z.powi(5) + 17.0 * z.powi(3) - 15.0 * z) / (384.0 * d.powi(3))
 }
 
 /// The q-quantile of sorted values (linear between neighbours).
@@ -500,7 +545,7 @@ fn pair_score(
             method: IntervalMethod::WilsonDifference,
         }
     } else {
-        let (low, high) = bootstrap_mean(&diffs, options.resamples, rng);
+        let (low, high) = bootstrap_mean(&diffs, options.resamples, -1.0, rng);
         Interval {
             low,
             high,

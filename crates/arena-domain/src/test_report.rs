@@ -1258,8 +1258,9 @@ pub struct ReportPlan {
 ///   text: stable cargo has no JSON), `-- --exact NAMES`;
 /// - cargo nextest: `--message-format libtest-json` (with
 ///   `NEXTEST_EXPERIMENTAL_LIBTEST_JSON=1`), `-- --exact NAMES`;
-/// - go test: `-json` into `report.json`, `-run` with an anchored pattern
-///   per level of the listed names;
+/// - go test: `-json` into `report.json` (stderr too: before Go 1.24 a
+///   package that does not build is said only there), `-run` with an
+///   anchored pattern per level of the listed names;
 /// - jest: `--json --outputFile=…`, `--runTestsByPath` with the listed
 ///   files; vitest: `run --reporter=default --reporter=json
 ///   --outputFile.json=…` and the listed files;
