@@ -6,7 +6,7 @@
 
 pub use arena_domain::{
     analysis, battle, benchmark, blind, cross_exam, decisions, event, leaderboard, pack_score,
-    patch, series, test_report, VERSION,
+    patch, series, test_infra, test_report, VERSION,
 };
 
 pub mod clock;
@@ -32,5 +32,7 @@ pub use engine::{
     LeaderboardQuery, PrunedEnv, Recovered, ReportFormat, SeriesStart, WorkerOptions,
     WorktreeEntry,
 };
+/// The verifier of a task pack's runs (issue 40).
+pub use engine::{Verification, VerifyTask};
 pub use error::{Error, Invalid, Result};
 pub use event::{BattleEvent, EventKind};

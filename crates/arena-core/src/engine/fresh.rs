@@ -137,7 +137,7 @@ async fn on_fresh_tree(
 /// Whether a check's fresh tree can be an overlay of the battle's base
 /// tree: overlays mount here, checks run in a jail, and an Arena binary
 /// can apply the change inside it ([`apply::apply_first_main`]).
-fn overlays_here(engine: &Engine) -> bool {
+pub(super) fn overlays_here(engine: &Engine) -> bool {
     crate::agent::jail::confiner().is_some()
         && crate::agent::environment::copy_on_write().is_ok()
         && matches!(
@@ -215,7 +215,12 @@ static BASE_TREES: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 /// commit that checks see (never write) through an overlay. Made once;
 /// kept (a `.ok` mark beside it says it is whole) until the battle's
 /// worktrees are removed ([`remove_base_tree`]).
-async fn base_tree(engine: &Engine, battle: &Battle, root: &Path, base: &str) -> Result<PathBuf> {
+pub(super) async fn base_tree(
+    engine: &Engine,
+    battle: &Battle,
+    root: &Path,
+    base: &str,
+) -> Result<PathBuf> {
     let _one = BASE_TREES.lock().await;
     let name = format!("{}-base", crate::battle::short_id(&battle.id));
     let (tree, mark) = (root.join(&name), root.join(format!("{name}.ok")));
@@ -257,7 +262,7 @@ pub(super) fn remove_base_tree(project: &Path, root: &Path, battle_id: &str) {
 /// removed first) and applies `patch` there with Arena's apply rules,
 /// everything written (nothing there reaches the user). The outer error is
 /// Arena's; the inner one is why the change does not apply.
-fn fresh_tree(
+pub(super) fn fresh_tree(
     project: &Path,
     root: &Path,
     name: &str,

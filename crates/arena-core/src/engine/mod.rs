@@ -29,6 +29,7 @@ mod series_report;
 mod settings;
 mod turn;
 mod validate;
+mod verify;
 mod verdict;
 mod viewer;
 mod work;
@@ -55,6 +56,7 @@ use crate::store::{self, Store};
 
 pub use changes::WorktreeEntry;
 pub use export::ReportFormat;
+pub use verify::{Verification, VerifyTask};
 pub use prepare::{EnvChoice, EnvEntry, EnvHold, EnvRecord, EnvState, PrunedEnv};
 pub use series::SeriesStart;
 pub use verdict::LeaderboardQuery;
