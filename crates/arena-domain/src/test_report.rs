@@ -1259,8 +1259,9 @@ pub struct ReportPlan {
 /// - cargo nextest: `--message-format libtest-json` (with
 ///   `NEXTEST_EXPERIMENTAL_LIBTEST_JSON=1`), `-- --exact NAMES`;
 /// - go test: `-json` into `report.json` (stderr too: before Go 1.24 a
-///   package that does not build is said only there), `-run` with an
-///   anchored pattern per level of the listed names;
+///   package that does not build is said only there), run once per
+///   `-run` pattern of [`go_run_patterns`] (the exit is the last failing
+///   run's);
 /// - jest: `--json --outputFile=…`, `--runTestsByPath` with the listed
 ///   files; vitest: `run --reporter=default --reporter=json
 ///   --outputFile.json=…` and the listed files;
@@ -1372,19 +1373,26 @@ pub fn report_command(
         }
         Ecosystem::Go => {
             let file = "report.json";
-            let pattern = go_run_pattern(&tests);
-            let selects = pattern.is_some();
-            let mut cmd = format!("{command} -json");
-            if let Some(p) = pattern {
-                cmd.push_str(" -run ");
-                cmd.push_str(&sh_quote(&p));
+            let patterns = go_run_patterns(&tests);
+            let selects = !patterns.is_empty();
+            let mut script = format!("{}arena_status=0\n", remove(file));
+            if patterns.is_empty() {
+                script.push_str(&format!(
+                    "(\n{command} -json\n) >> {} 2>&1 || arena_status=$?\n",
+                    report(file)
+                ));
             }
-            plan(
-                format!("{}(\n{cmd}\n) > {} 2>&1", remove(file), report(file)),
-                ReportFormat::GoTestJson,
-                file,
-                selects,
-            )
+            // One run per pattern, into the same report: `-run` cannot say
+            // "all of TestA, and only x of TestB".
+            for p in &patterns {
+                script.push_str(&format!(
+                    "(\n{command} -json -run {}\n) >> {} 2>&1 || arena_status=$?\n",
+                    sh_quote(p),
+                    report(file)
+                ));
+            }
+            script.push_str("exit $arena_status");
+            plan(script, ReportFormat::GoTestJson, file, selects)
         }
         Ecosystem::Jest => {
             let file = "report.json";
@@ -1689,26 +1697,44 @@ fn strip_package(name: &str) -> &str {
     }
 }
 
-/// `go test -run`'s pattern for the listed names: one anchored
-/// alternation per level (`^(TestA|TestB)$/^(x|y)$`), as deep as the
-/// shallowest name (a listed parent runs all its subtests). `None` when
-/// nothing is listed.
-fn go_run_pattern(tests: &[&str]) -> Option<String> {
-    let names: Vec<Vec<&str>> = tests
-        .iter()
-        .map(|t| {
-            let t = t.rsplit_once("::").map(|(_, n)| n).unwrap_or(t);
-            t.split('/').collect()
-        })
-        .collect();
-    let depth = names.iter().map(Vec::len).min()?;
-    let mut levels = Vec::new();
-    for level in 0..depth {
-        let alternatives: BTreeSet<String> = names.iter().map(|n| regex_quote(n[level])).collect();
-        let alternatives: Vec<String> = alternatives.into_iter().collect();
-        levels.push(format!("^({})$", alternatives.join("|")));
+/// `go test -run`'s patterns for the listed names (package prefixes
+/// dropped), so that each run selects listed tests only: the top-level
+/// tests listed whole share one pattern (`^(TestA|TestB)$`, each with all
+/// its subtests); each other top-level test gets its own, one anchored
+/// alternation per level as deep as its shallowest listed subtest
+/// (`^TestC$/^(x|y)$`). Empty when nothing is listed.
+fn go_run_patterns(tests: &[&str]) -> Vec<String> {
+    let mut whole: BTreeSet<String> = BTreeSet::new();
+    let mut parts: BTreeMap<&str, Vec<Vec<&str>>> = BTreeMap::new();
+    for t in tests {
+        let t = t.rsplit_once("::").map(|(_, n)| n).unwrap_or(t);
+        let segments: Vec<&str> = t.split('/').collect();
+        if segments.len() == 1 {
+            whole.insert(regex_quote(segments[0]));
+        } else {
+            parts.entry(segments[0]).or_default().push(segments);
+        }
     }
-    Some(levels.join("/"))
+    let mut patterns = Vec::new();
+    if !whole.is_empty() {
+        let alternatives: Vec<String> = whole.iter().cloned().collect();
+        patterns.push(format!("^({})$", alternatives.join("|")));
+    }
+    for (top, names) in parts {
+        if whole.contains(&regex_quote(top)) {
+            continue;
+        }
+        let depth = names.iter().map(Vec::len).min().unwrap_or(1);
+        let mut levels = Vec::new();
+        for level in 0..depth {
+            let alternatives: BTreeSet<String> =
+                names.iter().map(|n| regex_quote(n[level])).collect();
+            let alternatives: Vec<String> = alternatives.into_iter().collect();
+            levels.push(format!("^({})$", alternatives.join("|")));
+        }
+        patterns.push(levels.join("/"));
+    }
+    patterns
 }
 
 /// RE2's metacharacters escaped.

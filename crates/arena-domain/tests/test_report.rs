@@ -641,27 +641,30 @@ fn report_plans_ask_each_runner_for_its_report() {
     let p = report_command(
         "go test ./...",
         Ecosystem::Go,
-        &names(&["example.com/m::TestA/x", "TestB/y.z"]),
+        &names(&[
+            "example.com/m::TestA/x",
+            "TestA/y.z",
+            "TestB",
+            "TestC",
+            "TestC/w",
+        ]),
         "L",
     );
     assert_eq!(p.format, ReportFormat::GoTestJson);
+    // TestB and TestC whole in one run, only x and y.z of TestA in another.
     assert!(
         p.command
-            .contains(r"go test ./... -json -run '^(TestA|TestB)$/^(x|y\.z)$'"),
+            .contains("go test ./... -json -run '^(TestB|TestC)$'\n"),
         "{}",
         p.command
     );
-    let p = report_command(
-        "go test ./...",
-        Ecosystem::Go,
-        &names(&["TestA", "TestB/y"]),
-        "L",
-    );
     assert!(
-        p.command.contains("-run '^(TestA|TestB)$'"),
+        p.command
+            .contains(r"go test ./... -json -run '^(TestA)$/^(x|y\.z)$'"),
         "{}",
         p.command
     );
+    assert_eq!(p.command.matches("go test").count(), 2, "{}", p.command);
 
     let p = report_command(
         "npx jest",
@@ -872,5 +875,227 @@ fn the_fallback_keeps_the_exit_code_and_the_output() {
     assert_eq!(String::from_utf8_lossy(&out.stdout), "hello\n");
     let kept = std::fs::read_to_string(dir.join("logs").join(&plan.report_file)).expect("kept");
     assert_eq!(kept, "hello\n");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+// ---------------------------------------------------------------- real runners
+
+/// Whether `program args…` runs here; when not, the reason, printed by
+/// the test that skips.
+fn runs_here(program: &str, args: &[&str]) -> Result<(), String> {
+    match Command::new(program).args(args).output() {
+        Ok(out) if out.status.success() => Ok(()),
+        Ok(out) => Err(format!(
+            "`{program} {}` failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        )),
+        Err(e) => Err(format!("`{program}` cannot run: {e}")),
+    }
+}
+
+fn write(dir: &Path, file: &str, text: &str) {
+    let path = dir.join(file);
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).expect("creates the folder");
+    }
+    std::fs::write(&path, text).expect("writes the file");
+}
+
+/// Runs the plan for `lists` in `dir` with the real runner and grades the
+/// report it leaves.
+fn run_plan(dir: &Path, command: &str, lists: &TestLists, env: &[(&str, &Path)]) -> Grade {
+    let kind = Ecosystem::detect(command);
+    let names: Vec<String> = lists
+        .fail_to_pass
+        .iter()
+        .chain(&lists.pass_to_pass)
+        .cloned()
+        .collect();
+    let plan = report_command(command, kind, &names, "ARENA_VERIFIER_LOGS");
+    let logs = dir.join("logs");
+    std::fs::create_dir_all(&logs).expect("creates the logs folder");
+    let mut sh = Command::new("sh");
+    sh.arg("-c")
+        .arg(&plan.command)
+        .current_dir(dir)
+        .env("ARENA_VERIFIER_LOGS", &logs);
+    for (k, v) in env {
+        sh.env(k, v);
+    }
+    let out = sh.output().expect("sh runs");
+    let text = std::fs::read_to_string(logs.join(&plan.report_file)).ok();
+    let root = dir.display().to_string();
+    let g = grade_report(
+        lists,
+        plan.format,
+        text.as_deref(),
+        Some(&root),
+        Exit::code(out.status.code().unwrap_or(-1)),
+    );
+    println!("{command} -> {:?}: {}", g.outcome, g.reason);
+    g
+}
+
+use arena_domain::test_report::Grade;
+
+#[test]
+fn go_test_leaves_the_report_its_plan_names() {
+    if let Err(why) = runs_here("go", &["version"]) {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let dir = temp_dir("go");
+    write(&dir, "go.mod", "module example.com/calc\n\ngo 1.19\n");
+    write(
+        &dir,
+        "calc/calc.go",
+        "package calc\n\nfunc Add(a, b int) int { return a + b }\n",
+    );
+    write(
+        &dir,
+        "calc/calc_test.go",
+        r#"package calc
+
+import "testing"
+
+func TestAdd(t *testing.T) {
+	if Add(1, 2) != 3 {
+		t.Fatal("wrong")
+	}
+}
+
+func TestFails(t *testing.T) { t.Fatal("no") }
+
+func TestTable(t *testing.T) {
+	for _, c := range []struct{ name string; a, b, want int }{{"one plus two", 1, 2, 3}, {"bad", 2, 2, 5}} {
+		t.Run(c.name, func(t *testing.T) {
+			if Add(c.a, c.b) != c.want {
+				t.Fatal("wrong")
+			}
+		})
+	}
+}
+"#,
+    );
+    let cache = dir.join("gocache");
+    let env = [
+        ("GOCACHE", cache.as_path()),
+        ("GOFLAGS", Path::new("-mod=mod")),
+    ];
+    // Only the listed tests run: TestFails and TestTable/bad would fail.
+    let g = run_plan(
+        &dir,
+        "go test ./...",
+        &lists(
+            &["TestTable/one_plus_two"],
+            &["example.com/calc/calc::TestAdd"],
+        ),
+        &env,
+    );
+    assert_eq!(g.outcome, Outcome::Resolved, "{g:?}");
+    let g = run_plan(
+        &dir,
+        "go test ./...",
+        &lists(&["TestFails"], &["TestAdd"]),
+        &env,
+    );
+    assert_eq!(g.outcome, Outcome::Unresolved, "{g:?}");
+    assert_eq!(g.failed, vec!["TestFails (failed)".to_string()]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn cargo_test_leaves_the_report_its_plan_names() {
+    if let Err(why) = runs_here("cargo", &["--version"]) {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let dir = temp_dir("cargo");
+    write(
+        &dir,
+        "Cargo.toml",
+        "[package]\nname = \"calc\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\n",
+    );
+    write(
+        &dir,
+        "src/lib.rs",
+        r#"pub fn add(a: i32, b: i32) -> i32 { a + b }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn adds() { assert_eq!(super::add(1, 2), 3); }
+    #[test]
+    fn adds_more() { assert_eq!(super::add(2, 2), 4); }
+    #[test]
+    fn fails() {
+        println!("test tests::fails ... ok");
+        assert_eq!(super::add(2, 2), 5);
+    }
+}
+"#,
+    );
+    let target = dir.join("target");
+    let env = [("CARGO_TARGET_DIR", target.as_path())];
+    // `--exact` keeps `tests::adds` from also running `tests::adds_more`.
+    let g = run_plan(
+        &dir,
+        "cargo test --offline",
+        &lists(&["tests::adds"], &[]),
+        &env,
+    );
+    assert_eq!(g.outcome, Outcome::Resolved, "{g:?}");
+    let g = run_plan(
+        &dir,
+        "cargo test --offline",
+        &lists(&["tests::fails"], &["tests::adds"]),
+        &env,
+    );
+    assert_eq!(g.outcome, Outcome::Unresolved, "{g:?}");
+    assert_eq!(g.failed, vec!["tests::fails (failed)".to_string()]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn pytest_leaves_the_report_its_plan_names() {
+    // pytest from ARENA_TEST_PYTHON (a virtualenv's python), else python3.
+    let python = std::env::var("ARENA_TEST_PYTHON").unwrap_or_else(|_| "python3".into());
+    if let Err(why) = runs_here(&python, &["-m", "pytest", "--version"]) {
+        eprintln!("skipped: {why} (set ARENA_TEST_PYTHON to a python with pytest)");
+        return;
+    }
+    let dir = temp_dir("pytest");
+    write(&dir, "tests/__init__.py", "");
+    write(
+        &dir,
+        "tests/test_calc.py",
+        r#"import pytest
+
+class TestAdd:
+    @pytest.mark.parametrize("a,b", [(1, 2), (2, 2)])
+    def test_param(self, a, b):
+        assert a + b == 3
+
+def test_fails():
+    print("tests/test_calc.py::test_fails PASSED")
+    assert False
+"#,
+    );
+    let command = format!("{python} -m pytest -q -p no:cacheprovider");
+    let g = run_plan(
+        &dir,
+        &command,
+        &lists(&["tests/test_calc.py::TestAdd::test_param[1-2]"], &[]),
+        &[],
+    );
+    assert_eq!(g.outcome, Outcome::Resolved, "{g:?}");
+    let g = run_plan(
+        &dir,
+        &command,
+        &lists(&["tests/test_calc.py::test_fails"], &[]),
+        &[],
+    );
+    assert_eq!(g.outcome, Outcome::Unresolved, "{g:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
