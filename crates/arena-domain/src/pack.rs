@@ -886,20 +886,42 @@ pub fn detect_test_command(
 pub const VERIFIER_LOGS_VAR: &str = "ARENA_VERIFIER_LOGS";
 
 /// `tests/test.sh` for a repo-native task: runs `test_command` from the
-/// tree's root and writes `reward.txt` (1 when it exits 0, else 0) and
-/// `reward.json` into `$ARENA_VERIFIER_LOGS` (Harbor's `/logs/verifier`
-/// when that is unset). Arena grades from the test report and tests.json;
-/// the reward is for Harbor-compatible runners.
-pub fn verifier_script(test_command: &str) -> String {
+/// tree's root the way Arena's verifier does
+/// ([`report_command`](crate::test_report::report_command): only the listed
+/// tests where the runner can select them, a machine-readable report into
+/// the logs folder), and writes `reward.txt` (1 when it exits 0, else 0)
+/// and `reward.json` into `$ARENA_VERIFIER_LOGS` (Harbor's `/logs/verifier`
+/// when that is unset). Arena grades from the report and tests.json; the
+/// reward is for Harbor-compatible runners.
+pub fn verifier_script(test_command: &str, lists: &TestLists) -> String {
+    use crate::test_report::{report_command, Ecosystem};
+    let tests: Vec<String> = lists
+        .fail_to_pass
+        .iter()
+        .chain(&lists.pass_to_pass)
+        .cloned()
+        .collect();
+    let plan = report_command(
+        test_command,
+        Ecosystem::detect(test_command),
+        &tests,
+        VERIFIER_LOGS_VAR,
+    );
+    // In a subshell: the plan may end with its own `exit`.
+    let command = plan.command.trim_end();
     format!(
         r#"#!/bin/sh
 # The verifier of a repo-native task, written by Arena: it runs the
-# project's tests on the tree (with tests/test.patch applied) and writes the
-# reward for Harbor-compatible runners. Arena itself grades from the test
-# report and tests/tests.json.
-logs="${{{VERIFIER_LOGS_VAR}:-/logs/verifier}}"
+# project's tests on the tree (with tests/test.patch applied), leaves their
+# report in the logs folder, and writes the reward for Harbor-compatible
+# runners. Arena itself grades from the report and tests/tests.json.
+{VERIFIER_LOGS_VAR}="${{{VERIFIER_LOGS_VAR}:-/logs/verifier}}"
+export {VERIFIER_LOGS_VAR}
+logs="${VERIFIER_LOGS_VAR}"
 mkdir -p "$logs"
-{test_command}
+(
+{command}
+)
 status=$?
 if [ "$status" -eq 0 ]; then reward=1; else reward=0; fi
 printf '%s\n' "$reward" > "$logs/reward.txt"
@@ -1126,10 +1148,19 @@ timeout_sec = 300
 
     #[test]
     fn the_verifier_script_writes_the_reward() {
-        let s = verifier_script("python3 -m unittest");
+        let lists = TestLists {
+            fail_to_pass: vec!["tests/test_a.py::test_new".into()],
+            pass_to_pass: vec!["tests/test_a.py::test_old".into()],
+        };
+        let s = verifier_script("python3 -m pytest", &lists);
         assert!(s.starts_with("#!/bin/sh\n"));
-        assert!(s.contains("\npython3 -m unittest\n"));
-        assert!(s.contains(r#"logs="${ARENA_VERIFIER_LOGS:-/logs/verifier}""#));
+        assert!(
+            s.contains(r#"ARENA_VERIFIER_LOGS="${ARENA_VERIFIER_LOGS:-/logs/verifier}""#),
+            "{s}"
+        );
         assert!(s.contains(r#"> "$logs/reward.txt""#));
+        // The report and the selection of Arena's own verifier.
+        assert!(s.contains("--junitxml="), "{s}");
+        assert!(s.contains("tests/test_a.py::test_new"), "{s}");
     }
 }

@@ -447,7 +447,7 @@ pub fn write_repo_task(
     read::write_file(&dir.join(TASK_FILE), toml.as_bytes(), false)?;
     read::write_file(
         &dir.join(TEST_SCRIPT),
-        verifier_script(command).as_bytes(),
+        verifier_script(command, &task.lists).as_bytes(),
         true,
     )?;
     read::write_file(&dir.join(TEST_PATCH), task.test_patch.as_bytes(), false)?;
