@@ -46,7 +46,7 @@
 //! code: a run whose listed tests were made to "pass" by printed lines
 //! still exits non-zero when they really failed.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 
 use quick_xml::events::{BytesStart, Event};
@@ -217,7 +217,9 @@ impl TestResults {
 
     /// The statuses of the tests `list_name` names (see [`matches`]): the
     /// tests whose names are the same up to the separators when there are
-    /// any, else those it names by a suffix.
+    /// any, else those it names by a suffix or by jest's `fullName`.
+    /// (Grading many names at once goes through [`NameIndex`], which gives
+    /// the same answers without a pass over every test per name.)
     pub fn lookup(&self, list_name: &str) -> Vec<(&str, TestStatus)> {
         let wanted = canon(list_name);
         let exact: Vec<(&str, TestStatus)> = self
@@ -237,6 +239,61 @@ impl TestResults {
     }
 }
 
+/// The report's names indexed for [`TestResults::lookup`]'s rules: by
+/// their separator-free form, by every ending of that form cut at a
+/// separator, and by jest's `fullName`.
+pub struct NameIndex<'a> {
+    tests: Vec<(&'a str, TestStatus)>,
+    exact: HashMap<String, Vec<usize>>,
+    endings: HashMap<String, Vec<usize>>,
+    full_names: HashMap<String, Vec<usize>>,
+}
+
+impl<'a> NameIndex<'a> {
+    pub fn new(results: &'a TestResults) -> NameIndex<'a> {
+        let mut index = NameIndex {
+            tests: Vec::with_capacity(results.tests.len()),
+            exact: HashMap::new(),
+            endings: HashMap::new(),
+            full_names: HashMap::new(),
+        };
+        for (i, (name, status)) in results.tests.iter().enumerate() {
+            index.tests.push((name.as_str(), *status));
+            let c = canon(name);
+            for (at, _) in c.match_indices('.') {
+                index
+                    .endings
+                    .entry(c[at + 1..].to_string())
+                    .or_default()
+                    .push(i);
+            }
+            index.exact.entry(c).or_default().push(i);
+            if let Some((_, titles)) = name.split_once(" > ") {
+                index
+                    .full_names
+                    .entry(titles.replace(" > ", " "))
+                    .or_default()
+                    .push(i);
+            }
+        }
+        index
+    }
+
+    /// As [`TestResults::lookup`].
+    pub fn lookup(&self, list_name: &str) -> Vec<(&'a str, TestStatus)> {
+        if list_name.trim().is_empty() {
+            return Vec::new();
+        }
+        let wanted = canon(list_name);
+        if let Some(found) = self.exact.get(&wanted) {
+            return found.iter().map(|i| self.tests[*i]).collect();
+        }
+        let mut found: BTreeSet<usize> = BTreeSet::new();
+        found.extend(self.endings.get(&wanted).into_iter().flatten());
+        found.extend(self.full_names.get(list_name).into_iter().flatten());
+        found.into_iter().map(|i| self.tests[i]).collect()
+    }
+}
 /// A report that cannot be read.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ReportError {
@@ -1045,13 +1102,14 @@ pub fn grade(lists: &TestLists, results: Option<&TestResults>, exit: Exit) -> Gr
     let mut failed = Vec::new();
     let mut f2p_passed = 0usize;
     let mut listed: BTreeSet<&str> = BTreeSet::new();
+    let index = NameIndex::new(results);
     for (name, must_pass) in lists
         .fail_to_pass
         .iter()
         .map(|n| (n, true))
         .chain(lists.pass_to_pass.iter().map(|n| (n, false)))
     {
-        let found = results.lookup(name);
+        let found = index.lookup(name);
         listed.extend(found.iter().map(|(n, _)| *n));
         let Some(worst) = found.iter().map(|(_, s)| *s).max_by_key(|s| s.severity()) else {
             missing.push(name.clone());

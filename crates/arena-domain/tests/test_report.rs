@@ -1099,3 +1099,75 @@ def test_fails():
     assert_eq!(g.outcome, Outcome::Unresolved, "{g:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn the_name_index_answers_as_lookup_does() {
+    use arena_domain::test_report::NameIndex;
+    let mut all = TestResults::new(ReportFormat::JunitXml);
+    for (file, format) in [
+        ("pytest-xunit2.xml", ReportFormat::JunitXml),
+        ("go-test.json", ReportFormat::GoTestJson),
+        ("cargo-test.txt", ReportFormat::LibtestText),
+        ("jest.json", ReportFormat::JestJson),
+    ] {
+        let r = parse(format, &report(file)).expect(file);
+        for (n, s) in r.tests {
+            all.record(n, s);
+        }
+    }
+    all.record("vendor/tests/test_calc.py::test_fails", TestStatus::Passed);
+    all.record("test_y (tests.test_x.TestC)", TestStatus::Passed);
+    let index = NameIndex::new(&all);
+    let mut probes: Vec<String> = all.tests.keys().cloned().collect();
+    for name in all.tests.keys() {
+        // Every ending at a separator, and jest's fullName.
+        for sep in ["::", "/", " > ", "."] {
+            let mut rest = name.as_str();
+            while let Some((_, tail)) = rest.split_once(sep) {
+                probes.push(tail.to_string());
+                rest = tail;
+            }
+        }
+        if let Some((_, titles)) = name.split_once(" > ") {
+            probes.push(titles.replace(" > ", " "));
+        }
+    }
+    probes.extend(
+        [
+            "",
+            "nothing",
+            "test_y",
+            "tests.test_x.TestC.test_y",
+            "fails",
+        ]
+        .map(String::from),
+    );
+    for probe in &probes {
+        let mut a = all.lookup(probe);
+        let mut b = index.lookup(probe);
+        a.sort();
+        b.sort();
+        assert_eq!(a, b, "{probe:?}");
+    }
+    // And many names are graded quickly: 20,000 tests, 2,000 listed.
+    let mut big = TestResults::new(ReportFormat::JunitXml);
+    for i in 0..20_000 {
+        big.record(
+            format!("pkg{}/tests/test_m{i}.py::TestC::test_{i}", i % 50),
+            TestStatus::Passed,
+        );
+    }
+    let listed: Vec<String> = (0..2_000)
+        .map(|i| format!("pkg{}/tests/test_m{i}.py::TestC::test_{i}", i % 50))
+        .collect();
+    let l = TestLists {
+        fail_to_pass: listed[..10].to_vec(),
+        pass_to_pass: listed[10..].to_vec(),
+    };
+    let started = std::time::Instant::now();
+    let g = grade(&l, Some(&big), Exit::code(0));
+    let took = started.elapsed();
+    println!("graded 2,000 listed names over 20,000 tests in {took:?}");
+    assert_eq!(g.outcome, Outcome::Resolved);
+    assert!(took.as_secs_f64() < 2.0, "{took:?}");
+}
