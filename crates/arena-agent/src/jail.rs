@@ -642,12 +642,20 @@ impl Jail {
                 });
             }
             let moved = |p: &Path| place.join(p.strip_prefix(tree).unwrap_or(p));
-            let mut inside: Vec<&crate::environment::Layer> =
-                self.layers.iter().filter(|l| l.at.starts_with(tree)).collect();
+            let mut inside: Vec<&crate::environment::Layer> = self
+                .layers
+                .iter()
+                .filter(|l| l.at.starts_with(tree))
+                .collect();
             inside.sort_by_key(|l| depth(&l.at));
             if inside.first().is_none_or(|l| l.at != tree) {
                 let text = utf8("tree", tree)?;
-                push(&mut argv, "--bind", text, utf8("tree's second place", place)?);
+                push(
+                    &mut argv,
+                    "--bind",
+                    text,
+                    utf8("tree's second place", place)?,
+                );
             }
             for layer in inside {
                 let at = moved(&layer.at);
@@ -668,7 +676,12 @@ impl Jail {
             }
             for path in protected.iter().filter(|p| p.starts_with(tree)) {
                 let text = utf8("protected path", path)?;
-                push(&mut argv, "--ro-bind", text, utf8("protected path", &moved(path))?);
+                push(
+                    &mut argv,
+                    "--ro-bind",
+                    text,
+                    utf8("protected path", &moved(path))?,
+                );
             }
             bound.push(place.to_path_buf());
             if cwd.starts_with(tree) {

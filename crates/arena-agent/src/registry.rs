@@ -952,7 +952,11 @@ mod tests {
             assert!(env.iter().any(|(n, v)| n == name && *v == url), "{name}");
         }
         assert!(env.iter().any(|(n, v)| n == "NO_PROXY" && v.is_empty()));
-        let java = &env.iter().find(|(n, _)| n == "JAVA_TOOL_OPTIONS").unwrap().1;
+        let java = &env
+            .iter()
+            .find(|(n, _)| n == "JAVA_TOOL_OPTIONS")
+            .unwrap()
+            .1;
         assert!(
             java.contains(&format!("-Dhttps.proxyPort={PORT} "))
                 && java.contains("-Dhttps.proxyHost=127.0.0.1 ")

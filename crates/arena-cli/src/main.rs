@@ -6,6 +6,7 @@
 
 mod env;
 mod pack;
+mod pack_run;
 mod progress;
 mod series;
 mod team;
@@ -612,9 +613,19 @@ async fn run(cli: Cli) -> Result<(), Error> {
     if let Command::Database(command) = cli.command {
         return database(command).await;
     }
-    // A pack's files need no database.
+    // A pack's files need no database; its runs do.
     if let Command::Pack(command) = cli.command {
-        return pack::pack(command).await;
+        if !command.needs_engine() {
+            return pack::pack(command).await;
+        }
+        let engine = Engine::open(EngineOptions::from_env()?)?;
+        return match command {
+            pack::PackCommand::Run(args) => pack_run::run(&engine, *args).await,
+            pack::PackCommand::Report { run, format } => {
+                pack_run::report(&engine, &run, &format).await
+            }
+            _ => unreachable!("needs_engine says which"),
+        };
     }
     let engine = Engine::open(EngineOptions::from_env()?)?;
     match cli.command {

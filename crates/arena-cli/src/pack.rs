@@ -68,6 +68,24 @@ pub enum PackCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Run every task × contestant N times as Coding battles (a series:
+    /// through the lanes, resumable), each result decided by the task's
+    /// verifier; then the scores with their intervals.
+    Run(Box<crate::pack_run::PackRunArgs>),
+    /// A pack run's report: md (default), html, json or csv.
+    Report {
+        /// The pack run (its series id or a unique prefix).
+        run: String,
+        #[arg(long, default_value = "md", value_parser = ["md", "html", "json", "csv"])]
+        format: String,
+    },
+}
+
+impl PackCommand {
+    /// Whether it runs battles (and so needs the engine and its database).
+    pub fn needs_engine(&self) -> bool {
+        matches!(self, PackCommand::Run(_) | PackCommand::Report { .. })
+    }
 }
 
 pub async fn pack(command: PackCommand) -> Result<(), Error> {
@@ -77,6 +95,9 @@ pub async fn pack(command: PackCommand) -> Result<(), Error> {
 
 fn run(command: PackCommand) -> Result<(), Error> {
     match command {
+        PackCommand::Run(_) | PackCommand::Report { .. } => {
+            unreachable!("runs need the engine: main dispatches them to pack_run")
+        }
         PackCommand::Import {
             source,
             project,

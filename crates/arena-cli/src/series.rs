@@ -274,7 +274,7 @@ async fn run(engine: &Engine, args: SeriesArgs) -> Result<(), Error> {
 }
 
 /// Runs the series with a progress line; Ctrl-C cancels it.
-async fn follow(engine: &Engine, id: &str, show: bool) -> Result<(), Error> {
+pub(crate) async fn follow(engine: &Engine, id: &str, show: bool) -> Result<(), Error> {
     let bar = if show {
         ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr())
     } else {

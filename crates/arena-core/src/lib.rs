@@ -27,6 +27,11 @@ pub use battle::{
     Battle, BattleRequest, BattleStatus, BattleType, Contestant, ContestantSpec, ContestantStatus,
     Lane,
 };
+/// Running a task pack (a series of its tasks) and its report.
+pub use engine::{
+    pack_report_csv, pack_report_html, pack_report_markdown, PackRunReport, PackRunRequest,
+    PackRunRow, PackRunStart, PackRunTask, SkippedTask, VerifierDetail,
+};
 pub use engine::{
     Activity, Engine, EngineOptions, EnvChoice, EnvEntry, EnvHold, EnvRecord, EnvState, Judged,
     LeaderboardQuery, PrunedEnv, Recovered, ReportFormat, SeriesStart, WorkerOptions,

@@ -19,6 +19,7 @@ mod goals;
 mod journal;
 mod lane;
 mod launch;
+mod pack_run;
 mod place;
 mod prepare;
 mod reserve;
@@ -29,8 +30,8 @@ mod series_report;
 mod settings;
 mod turn;
 mod validate;
-mod verify;
 mod verdict;
+mod verify;
 mod viewer;
 mod work;
 mod worker;
@@ -56,10 +57,15 @@ use crate::store::{self, Store};
 
 pub use changes::WorktreeEntry;
 pub use export::ReportFormat;
-pub use verify::{Verification, VerifyTask};
+pub use pack_run::{
+    report_csv as pack_report_csv, report_html as pack_report_html,
+    report_markdown as pack_report_markdown, PackRunReport, PackRunRequest, PackRunRow,
+    PackRunStart, PackRunTask, SkippedTask, VerifierDetail,
+};
 pub use prepare::{EnvChoice, EnvEntry, EnvHold, EnvRecord, EnvState, PrunedEnv};
 pub use series::SeriesStart;
 pub use verdict::LeaderboardQuery;
+pub use verify::{Verification, VerifyTask};
 pub use work::Recovered;
 pub use worker::{Activity, WorkerOptions};
 

@@ -1,0 +1,282 @@
+//! `arena pack run` through the real binary (issue 40): the sample pack's
+//! tasks run as a series of sealed Coding battles, each result decided by
+//! the task's verifier. Two scripted agents — one applies each task's gold
+//! patch, one does nothing — score 100 % and 0 %, with intervals that
+//! never read as certain; a run killed with SIGKILL resumes without running
+//! a finished run again; the report comes out in every format.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use arena_testserver::ModelScript;
+use common::*;
+use serde_json::Value;
+
+fn ready() -> bool {
+    let jail = arena_core::agent::jail::jail_info();
+    let python = std::process::Command::new("python3")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if jail.is_ok() && python {
+        return true;
+    }
+    assert!(
+        std::env::var_os("ARENA_REQUIRE_JAIL").is_none(),
+        "no jail or no python3: {jail:?}"
+    );
+    eprintln!("skipped: no jail or no python3: {jail:?}");
+    false
+}
+
+fn sample() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../packs/sample")
+}
+
+/// The sample pack's tasks: (id, its instruction's first line, its gold
+/// patch).
+fn tasks() -> Vec<(String, String, String)> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(sample().join("tasks")).unwrap() {
+        let dir = entry.unwrap().path();
+        let id = dir.file_name().unwrap().to_string_lossy().into_owned();
+        let instruction = std::fs::read_to_string(dir.join("instruction.md")).unwrap();
+        let first = instruction
+            .lines()
+            .find(|l| !l.trim().is_empty())
+            .unwrap()
+            .to_string();
+        let gold = std::fs::read_to_string(dir.join("solution/gold.patch")).unwrap();
+        out.push((id, first, gold));
+    }
+    out.sort();
+    out
+}
+
+/// `[[backend]] name = "agent"`: on model `gold` it applies the gold patch
+/// of the task whose instruction it was given (a scripted agent that knows
+/// the answers); on any other model it does nothing.
+fn setup(s: &Setup) {
+    let mut script =
+        String::from("[ \"$0\" = gold ] || { echo 'I looked and changed nothing'; exit 0; }\n");
+    for (i, (_, first, gold)) in tasks().iter().enumerate() {
+        let file = s.dir.path().join(format!("gold-{i}.patch"));
+        std::fs::write(&file, gold).unwrap();
+        script.push_str(&format!(
+            "case \"$1\" in *{}*) git apply <<'GOLD_{i}'\n{}GOLD_{i}\n;; esac\n",
+            shell_words(first),
+            gold
+        ));
+    }
+    script.push_str("echo done\n");
+    let config = s.dir.path().join("arena.toml");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str(&format!(
+        "\n[[backend]]\nname = \"agent\"\ncommand = [\"bash\", \"-c\", {}, \"{{model}}\", \"{{prompt}}\"]\n",
+        serde_json::to_string(&script).unwrap()
+    ));
+    text = text.replace(
+        "stall_timeout_secs = 30",
+        "stall_timeout_secs = 120\ncheck_timeout_secs = 300",
+    );
+    std::fs::write(&config, text).unwrap();
+    s.cloud.set_model("gold", ModelScript::tokens(1));
+    s.cloud.set_model("none", ModelScript::tokens(1));
+}
+
+/// A glob pattern matching `line` literally enough: its first few words
+/// without shell specials.
+fn shell_words(line: &str) -> String {
+    line.split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .take(6)
+        .collect::<Vec<_>>()
+        .join("*")
+}
+
+fn json_of(out: &std::process::Output) -> Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "not JSON ({e}): {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+fn contestant<'a>(report: &'a Value, model: &str) -> &'a Value {
+    report["contestants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["model"] == model)
+        .unwrap_or_else(|| panic!("no {model}: {report}"))
+}
+
+#[tokio::test]
+async fn a_pack_run_scores_a_gold_agent_and_an_idle_one_with_honest_intervals() {
+    if !ready() {
+        return;
+    }
+    let s = Setup::new().await;
+    setup(&s);
+    let n = tasks().len();
+    let pack = sample();
+    let out = s
+        .arena(&[
+            "pack",
+            "run",
+            pack.to_str().unwrap(),
+            "-c",
+            "agent@gold",
+            "-c",
+            "agent@none",
+            "--runs",
+            "2",
+            "--json",
+        ])
+        .await;
+    let report = json_of(&out);
+    assert!(out.status.success(), "{report}");
+    assert_eq!(report["status"], "done", "{report}");
+    let gold = contestant(&report, "gold");
+    let none = contestant(&report, "none");
+    assert_eq!(gold["identity"], "agent");
+    assert_eq!(gold["runs"], 2 * n as u64, "{gold}");
+    assert_eq!(gold["resolved"], 2 * n as u64, "{report}");
+    assert_eq!(gold["pass_at"]["1"], 1.0);
+    assert_eq!(gold["pass_at"]["2"], 1.0);
+    assert_eq!(gold["pass_hat_k"]["2"], 1.0);
+    assert_eq!(none["resolved"], 0, "{report}");
+    assert_eq!(none["pass_at"]["1"], 0.0);
+    // A handful of tasks all solved is not certainty.
+    let low = gold["pass_at_1_interval"]["low"].as_f64().unwrap();
+    assert!(low < 1.0 && low > 0.0, "{gold}");
+    assert!(none["pass_at_1_interval"]["high"].as_f64().unwrap() > 0.0);
+    // Each task's runs are there, each decided by the verifier.
+    let tasks = report["tasks"].as_array().unwrap();
+    assert_eq!(tasks.len(), n);
+    for t in tasks {
+        let runs = t["runs"].as_array().unwrap();
+        assert_eq!(runs.len(), 4, "{t}");
+        for r in runs {
+            let want = if r["contestant"] == "agent@gold" {
+                "resolved"
+            } else {
+                "unresolved"
+            };
+            assert_eq!(r["outcome"], want, "{r}");
+            assert!(
+                r["reason"].as_str().unwrap().contains("FAIL_TO_PASS"),
+                "{r}"
+            );
+        }
+    }
+    // The report in every format, from the database.
+    let id = report["series_id"].as_str().unwrap();
+    for (format, needle) in [
+        ("md", "| agent@gold |"),
+        ("csv", "task,contestant,run"),
+        ("html", "<h1>Pack"),
+        ("json", "\"pass_at_1_interval\""),
+    ] {
+        let out = s.arena(&["pack", "report", id, "--format", format]).await;
+        assert!(out.status.success(), "{out:?}");
+        assert!(stdout(&out).contains(needle), "{format}: {}", stdout(&out));
+    }
+}
+
+/// The pack run (the only series) and its runs with a verdict: each
+/// one's battle, contestant and verdict.
+fn runs_so_far(s: &Setup) -> Option<(String, Vec<(String, Vec<String>)>)> {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_arena"))
+        .args(["series", "list", "--json"])
+        .env("ARENA_CONFIG", s.dir.path().join("arena.toml"))
+        .env("ARENA_DATA_DIR", s.dir.path().join("data"))
+        .output()
+        .ok()?;
+    let list: Value = serde_json::from_slice(&out.stdout).ok()?;
+    let series = list.as_array()?.first()?;
+    let id = series["id"].as_str()?.to_string();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_arena"))
+        .args(["pack", "report", &id, "--format", "json"])
+        .env("ARENA_CONFIG", s.dir.path().join("arena.toml"))
+        .env("ARENA_DATA_DIR", s.dir.path().join("data"))
+        .output()
+        .ok()?;
+    let report: Value = serde_json::from_slice(&out.stdout).ok()?;
+    let mut done = Vec::new();
+    for t in report["tasks"].as_array()? {
+        for r in t["runs"].as_array()? {
+            if r["reason"].is_string() {
+                done.push((
+                    r["battle_id"].as_str()?.to_string(),
+                    vec![r["contestant"].to_string(), r["reason"].to_string()],
+                ));
+            }
+        }
+    }
+    Some((id, done))
+}
+
+#[tokio::test]
+async fn a_pack_run_killed_mid_way_resumes_without_running_a_finished_run_again() {
+    if !ready() {
+        return;
+    }
+    let s = Setup::new().await;
+    setup(&s);
+    let pack = sample();
+    let args = [
+        "pack",
+        "run",
+        pack.to_str().unwrap(),
+        "-c",
+        "agent@gold",
+        "-c",
+        "agent@none",
+        "--runs",
+        "2",
+        "--key",
+        "nightly",
+        "--json",
+    ];
+    let mut child = s
+        .command(&args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Kill it once a few runs have their verdicts.
+    let started = Instant::now();
+    let before = loop {
+        if let Some((id, done)) = runs_so_far(&s) {
+            if done.len() >= 2 {
+                break (id, done);
+            }
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(300),
+            "no verdict in time"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // The same command again resumes the run it started.
+    let out = s.arena(&args).await;
+    let report = json_of(&out);
+    assert!(out.status.success(), "{report}");
+    assert_eq!(report["series_id"], before.0.as_str());
+    assert_eq!(report["status"], "done", "{report}");
+    let n = tasks().len();
+    assert_eq!(contestant(&report, "gold")["resolved"], 2 * n as u64);
+    // Every verdict recorded before the kill is the one reported now.
+    let (_, after) = runs_so_far(&s).unwrap();
+    for run in &before.1 {
+        assert!(after.contains(run), "{run:?} was run again: {after:?}");
+    }
+    assert_eq!(after.len(), 2 * 2 * n, "{after:?}");
+}
