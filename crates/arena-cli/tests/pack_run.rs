@@ -280,3 +280,71 @@ async fn a_pack_run_killed_mid_way_resumes_without_running_a_finished_run_again(
     }
     assert_eq!(after.len(), 2 * 2 * n, "{after:?}");
 }
+
+/// The file a task's gold patch leaves at `path`: the pack's bundle cloned,
+/// the base checked out, the gold patch applied.
+fn solved_file(task: &str, path: &str) -> String {
+    let work = tempfile::tempdir().unwrap();
+    let repo = work.path().join("repo");
+    let bundle = sample().join("repo.bundle");
+    git(
+        work.path(),
+        &[
+            "clone",
+            "-q",
+            bundle.to_str().unwrap(),
+            repo.to_str().unwrap(),
+        ],
+    );
+    let dir = sample().join("tasks").join(task);
+    let toml = std::fs::read_to_string(dir.join("task.toml")).unwrap();
+    let base = toml
+        .lines()
+        .find_map(|l| l.strip_prefix("base_commit = \""))
+        .and_then(|l| l.strip_suffix('"'))
+        .unwrap();
+    git(&repo, &["checkout", "-q", base]);
+    let gold = dir.join("solution/gold.patch");
+    git(&repo, &["apply", gold.to_str().unwrap()]);
+    std::fs::read_to_string(repo.join(path)).unwrap()
+}
+
+/// Arena's built-in agent, its model on the scripted server writing the
+/// solved file, resolves the task through the same sealed battle and
+/// verifier; the idle agent does not.
+#[tokio::test]
+async fn the_built_in_agent_on_a_scripted_model_resolves_a_task() {
+    if !ready() {
+        return;
+    }
+    let s = Setup::new().await;
+    setup(&s);
+    let task = "textkit__add-median";
+    let fixed = solved_file(task, "textkit/stats.py");
+    s.local
+        .set_model("solver", write_turns_each("textkit/stats.py", &fixed));
+    let pack = sample();
+    let out = s
+        .arena(&[
+            "pack",
+            "run",
+            pack.to_str().unwrap(),
+            "-c",
+            "native@solver",
+            "-c",
+            "agent@none",
+            "--tasks",
+            task,
+            "--runs",
+            "2",
+            "--json",
+        ])
+        .await;
+    let report = json_of(&out);
+    assert!(out.status.success(), "{report}");
+    let solver = contestant(&report, "solver");
+    assert_eq!(solver["identity"], "native");
+    assert_eq!(solver["resolved"], 2, "{report}");
+    assert_eq!(contestant(&report, "none")["resolved"], 0, "{report}");
+    assert_eq!(report["tasks"].as_array().unwrap().len(), 1, "{report}");
+}
