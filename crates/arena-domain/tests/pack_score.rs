@@ -464,3 +464,25 @@ fn a_known_difference_is_separated_and_equal_contestants_mostly_are_not() {
     assert!(separated_different >= 98, "{separated_different}/{reps}");
     assert!(separated_equal <= 12, "{separated_equal}/{reps}");
 }
+
+#[test]
+fn the_small_sample_factor_is_as_documented() {
+    use arena_domain::pack_score::small_sample_factor;
+    for (tasks, want) in [(5, 1.58), (10, 1.22), (30, 1.06)] {
+        let f = small_sample_factor(tasks);
+        assert!((f - want).abs() < 0.005, "{tasks}: {f}");
+    }
+    // Past the table (30 degrees of freedom) the series takes over
+    // smoothly and the factor falls towards 1.
+    let (at31, at32, at1000) = (
+        small_sample_factor(31),
+        small_sample_factor(32),
+        small_sample_factor(1000),
+    );
+    assert!(
+        at31 < small_sample_factor(30) && at32 < at31,
+        "{at31} {at32}"
+    );
+    assert!((at1000 - 1.0).abs() < 0.002, "{at1000}");
+    assert!(small_sample_factor(1).is_infinite());
+}
