@@ -221,7 +221,10 @@ fn import_harbor(
 
 /// The instances of a SWE-bench file: a JSON object, a JSON list of them,
 /// or JSONL (one per line). Each comes with where it is (for errors).
-fn instances(source: &Path) -> Result<Vec<(String, Map<String, Value>)>, PackError> {
+/// An instance, with where it is in its file (for errors).
+type Located = (String, Map<String, Value>);
+
+fn instances(source: &Path) -> Result<Vec<Located>, PackError> {
     let not_instance = |at: String| {
         PackError::Format(PackFormatError::Instance {
             at,

@@ -191,6 +191,8 @@ pub fn materialize_project(pack: &Pack, into: Option<&Path>) -> Result<PathBuf, 
         )));
     };
     let bundle = pack.root.join(bundle);
+    // An absolute path: git never takes it for a URL.
+    let bundle = std::path::absolute(&bundle).unwrap_or(bundle);
     if super::read::entry(
         &pack.root,
         Path::new(bundle.file_name().unwrap_or_default()),
