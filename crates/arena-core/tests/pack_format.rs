@@ -184,6 +184,20 @@ fn a_harbor_task_folder_imports_and_exports_byte_for_byte() {
         .map(|t| t.id.to_string())
         .collect();
     assert_eq!(ids, vec!["one", "two"]);
+
+    // Terminal-Bench 1's task.yaml is not Harbor's format: said, not guessed.
+    let old = tmp.path().join("tb1");
+    write(&old.join("task.yaml"), "instruction: |\n  Do it.\n");
+    let err = import(
+        &old,
+        &ImportOptions {
+            out: tmp.path().join("pack3"),
+            ..ImportOptions::default()
+        },
+    )
+    .expect_err("refused");
+    assert!(err.to_string().contains("Terminal-Bench 1"), "{err}");
+    assert!(!tmp.path().join("pack3").exists());
 }
 
 /// A project with two commits; returns (dir, first, second).

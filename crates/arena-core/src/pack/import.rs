@@ -159,6 +159,12 @@ fn import_harbor(
             });
         }
     }
+    if folders.is_empty() && read::entry(source, Path::new("task.yaml"))?.is_some() {
+        return Err(PackError::Usage(format!(
+            "{} is a Terminal-Bench 1 task (task.yaml); convert it to Harbor's task format first (Harbor's terminal-bench adapter does), then import that",
+            source.display()
+        )));
+    }
     if folders.is_empty() {
         return Err(PackError::Usage(format!(
             "{} is neither a Harbor task folder (instruction.md, task.toml, tests/test.sh) nor a folder of them",
