@@ -11,6 +11,9 @@ use arena_domain::pack::{detect_test_command, DetectedCommand};
 
 use super::{Pack, PackError};
 
+/// The largest bundle a pack may carry.
+const MAX_BUNDLE: u64 = 8 << 30;
+
 /// Runs `git ARGS` in `dir` with nothing from the caller's git session
 /// (a hook's `GIT_DIR`, a prompt) and returns its output.
 pub(crate) fn git(dir: &Path, args: &[&str], input: Option<&[u8]>) -> Result<Vec<u8>, PackError> {
@@ -193,16 +196,24 @@ pub fn materialize_project(pack: &Pack, into: Option<&Path>) -> Result<PathBuf, 
     let bundle = pack.root.join(bundle);
     // An absolute path: git never takes it for a URL.
     let bundle = std::path::absolute(&bundle).unwrap_or(bundle);
-    if super::read::entry(
-        &pack.root,
-        Path::new(bundle.file_name().unwrap_or_default()),
-    )?
-    .is_none()
-    {
-        return Err(PackError::Refused {
-            path: bundle,
-            message: "is missing; pack.toml names it as the pack's repository".into(),
-        });
+    let name = Path::new(bundle.file_name().unwrap_or_default());
+    match super::read::entry(&pack.root, name)? {
+        None => {
+            return Err(PackError::Refused {
+                path: bundle,
+                message: "is missing; pack.toml names it as the pack's repository".into(),
+            })
+        }
+        Some(m) if !m.is_file() || m.len() > MAX_BUNDLE => {
+            return Err(PackError::Refused {
+                path: bundle,
+                message: format!(
+                    "is not a file of at most {}; a pack's bundle is a git bundle",
+                    super::read::size(MAX_BUNDLE)
+                ),
+            })
+        }
+        Some(_) => {}
     }
     let dest = match into {
         Some(d) => d.to_path_buf(),
