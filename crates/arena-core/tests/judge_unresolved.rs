@@ -47,6 +47,11 @@ async fn a_judge_whose_provider_is_down_leaves_a_failed_analysis_with_the_reason
     assert_eq!(a.status, AnalysisStatus::Error);
     assert_eq!(a.model, "judge-4o");
     assert!(a.finished_at.is_some(), "it is over, not running");
+    assert_eq!(
+        a.cost_usd,
+        Some(0.0),
+        "no request was made: it cost nothing"
+    );
     let why = a.error.as_deref().unwrap_or_default();
     assert_eq!(why, said, "the stored reason is the engine's error");
     assert!(

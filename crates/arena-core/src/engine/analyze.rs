@@ -81,7 +81,9 @@ async fn record_unresolved(
         error: Some(error.to_string()),
         created_at: at,
         finished_at: Some(at),
-        cost_usd: None,
+        // No request was made: it cost nothing (not "unknown", which would
+        // make a series' spending unknown).
+        cost_usd: Some(0.0),
     };
     engine
         .db(move |s| {
