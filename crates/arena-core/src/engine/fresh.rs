@@ -214,7 +214,9 @@ static BASE_TREES: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 /// The battle's base tree, `root/<short id>-base`: a checkout of the base
 /// commit that checks see (never write) through an overlay. Made once;
 /// kept (a `.ok` mark beside it says it is whole) until the battle's
-/// worktrees are removed ([`remove_base_tree`]).
+/// worktrees are removed ([`remove_base_tree`]). A battle with a sealed
+/// source shares its source's base tree, `<sealed>-tree` beside it, with
+/// every battle of that base (a task pack's runs): it is only ever read.
 pub(super) async fn base_tree(
     engine: &Engine,
     battle: &Battle,
@@ -222,7 +224,17 @@ pub(super) async fn base_tree(
     base: &str,
 ) -> Result<PathBuf> {
     let _one = BASE_TREES.lock().await;
-    let name = format!("{}-base", crate::battle::short_id(&battle.id));
+    let sealed = battle.source.as_deref().and_then(|s| {
+        let name = s.file_name()?.to_string_lossy().into_owned();
+        Some((s.parent()?.to_path_buf(), format!("{name}-tree")))
+    });
+    let (root, name) = match &sealed {
+        Some((beside, name)) => (beside.as_path(), name.clone()),
+        None => (
+            root,
+            format!("{}-base", crate::battle::short_id(&battle.id)),
+        ),
+    };
     let (tree, mark) = (root.join(&name), root.join(format!("{name}.ok")));
     if tree.is_dir() && mark.is_file() {
         return Ok(tree);

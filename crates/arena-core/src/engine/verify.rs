@@ -139,7 +139,12 @@ pub(super) async fn verify(
         LOGS_VAR,
     );
 
+    let at = Instant::now();
     let workspace = Workspace::of(engine, battle, (&worktree, &c.id), &base, token).await?;
+    tracing::debug!(
+        ms = at.elapsed().as_millis() as u64,
+        "verifier: the workspace"
+    );
     let root = engine.data_dir().join("worktrees").join(&battle.id);
     let name = format!(
         "{}-{}-verify",
@@ -156,7 +161,12 @@ pub(super) async fn verify(
     std::fs::create_dir_all(&logs).map_err(|e| Error::io(&logs, e))?;
 
     let (tree, run) = if super::fresh::overlays_here(engine) {
+        let at = Instant::now();
         let lower = super::fresh::base_tree(engine, battle, &root, &base).await?;
+        tracing::debug!(
+            ms = at.elapsed().as_millis() as u64,
+            "verifier: the base tree"
+        );
         let path = root.join(&name);
         let made = tokio::task::spawn_blocking({
             let path = path.clone();
