@@ -240,34 +240,36 @@ impl TestResults {
 }
 
 /// The report's names indexed for [`TestResults::lookup`]'s rules: by
-/// their separator-free form, by every ending of that form cut at a
-/// separator, and by jest's `fullName`.
+/// their separator-free form, by the last part of that form (where every
+/// name a listed name ends must be), and by jest's `fullName`.
 pub struct NameIndex<'a> {
     tests: Vec<(&'a str, TestStatus)>,
+    canons: Vec<String>,
     exact: HashMap<String, Vec<usize>>,
-    endings: HashMap<String, Vec<usize>>,
+    by_last: HashMap<String, Vec<usize>>,
     full_names: HashMap<String, Vec<usize>>,
 }
 
 impl<'a> NameIndex<'a> {
     pub fn new(results: &'a TestResults) -> NameIndex<'a> {
+        let n = results.tests.len();
         let mut index = NameIndex {
-            tests: Vec::with_capacity(results.tests.len()),
-            exact: HashMap::new(),
-            endings: HashMap::new(),
+            tests: Vec::with_capacity(n),
+            canons: Vec::with_capacity(n),
+            exact: HashMap::with_capacity(n),
+            by_last: HashMap::with_capacity(n),
             full_names: HashMap::new(),
         };
         for (i, (name, status)) in results.tests.iter().enumerate() {
             index.tests.push((name.as_str(), *status));
             let c = canon(name);
-            for (at, _) in c.match_indices('.') {
-                index
-                    .endings
-                    .entry(c[at + 1..].to_string())
-                    .or_default()
-                    .push(i);
-            }
-            index.exact.entry(c).or_default().push(i);
+            index
+                .by_last
+                .entry(last_part(&c).to_string())
+                .or_default()
+                .push(i);
+            index.exact.entry(c.clone()).or_default().push(i);
+            index.canons.push(c);
             if let Some((_, titles)) = name.split_once(" > ") {
                 index
                     .full_names
@@ -288,12 +290,20 @@ impl<'a> NameIndex<'a> {
         if let Some(found) = self.exact.get(&wanted) {
             return found.iter().map(|i| self.tests[*i]).collect();
         }
+        let ending = format!(".{wanted}");
         let mut found: BTreeSet<usize> = BTreeSet::new();
-        found.extend(self.endings.get(&wanted).into_iter().flatten());
+        found.extend(
+            self.by_last
+                .get(last_part(&wanted))
+                .into_iter()
+                .flatten()
+                .filter(|i| self.canons[**i].ends_with(&ending)),
+        );
         found.extend(self.full_names.get(list_name).into_iter().flatten());
         found.into_iter().map(|i| self.tests[i]).collect()
     }
 }
+
 /// A report that cannot be read.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ReportError {
@@ -861,20 +871,50 @@ pub fn parse_jest_json(text: &str) -> Result<TestResults, ReportError> {
 /// before the first `[` (pytest's parameters) is touched.
 fn canon(name: &str) -> String {
     let name = name.trim();
-    let name = unittest_form(name).unwrap_or_else(|| name.to_string());
-    let (head, params) = match name.find('[') {
-        Some(i) => name.split_at(i),
-        None => (name.as_str(), ""),
-    };
-    let mut head = head.trim_start_matches("./").replace(".py::", "::");
-    if let Some(h) = head.strip_suffix(".py") {
-        head = h.to_string();
+    match unittest_form(name) {
+        Some(form) => canon_of(&form),
+        None => canon_of(name),
     }
-    let head = head
-        .replace(" > ", ".")
-        .replace("::", ".")
-        .replace(['/', '$'], ".");
-    format!("{head}{params}")
+}
+
+/// [`canon`] once unittest's form is settled, in one pass.
+fn canon_of(name: &str) -> String {
+    let (head, params) = name.split_at(name.find('[').unwrap_or(name.len()));
+    let head = head.trim_start_matches("./");
+    let mut out = String::with_capacity(name.len());
+    let mut rest = head;
+    while let Some(c) = rest.chars().next() {
+        let skip = if rest.starts_with(".py::") {
+            5
+        } else if rest.starts_with("::") {
+            2
+        } else if rest.starts_with(" > ") {
+            3
+        } else {
+            0
+        };
+        if skip > 0 {
+            out.push('.');
+            rest = &rest[skip..];
+            continue;
+        }
+        out.push(if c == '/' || c == '$' { '.' } else { c });
+        rest = &rest[c.len_utf8()..];
+    }
+    if head.ends_with(".py") {
+        out.truncate(out.len() - 3);
+    }
+    out.push_str(params);
+    out
+}
+
+/// The text after the last `.` of a [`canon`] form (all of it when there
+/// is none): a report name that ends with `.` + a listed name has the same.
+fn last_part(canon: &str) -> &str {
+    canon
+        .rsplit_once('.')
+        .map(|(_, last)| last)
+        .unwrap_or(canon)
 }
 
 /// `test_y (pkg.mod.Class)` (Django's and unittest's form, also
