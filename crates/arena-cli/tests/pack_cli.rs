@@ -208,3 +208,52 @@ fn the_sample_pack_is_runnable_from_its_bundle() {
         assert_eq!(t["solution"], "gold.patch");
     }
 }
+
+/// Every file under `dir` but the bundle, with its bytes and executable bit.
+fn files(dir: &Path) -> Vec<(PathBuf, Vec<u8>, bool)> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).expect("read_dir") {
+            let p = e.expect("entry").path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.file_name().is_some_and(|n| n != "repo.bundle") {
+                let mode = std::fs::metadata(&p).expect("meta").permissions().mode();
+                let rel = p.strip_prefix(dir).expect("inside").to_path_buf();
+                out.push((rel, std::fs::read(&p).expect("read"), mode & 0o111 != 0));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn the_sample_pack_is_what_its_script_makes() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let sample = root.join("packs/sample");
+    let tmp = tempfile::tempdir().expect("tmp");
+    let out = tmp.path().join("sample");
+    let made = Command::new("bash")
+        .arg(root.join("scripts/make-sample-pack.sh"))
+        .arg(&out)
+        .env("ARENA", env!("CARGO_BIN_EXE_arena"))
+        .env("ARENA_DATA_DIR", tmp.path().join("data"))
+        .output()
+        .expect("the script runs");
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    assert_eq!(
+        files(&out),
+        files(&sample),
+        "packs/sample is out of date: run scripts/make-sample-pack.sh"
+    );
+    // The bundle's bytes depend on git's version; its commits do not.
+    let heads = |dir: &Path| git(dir, &["bundle", "list-heads", "repo.bundle"]);
+    assert_eq!(heads(&out), heads(&sample));
+}

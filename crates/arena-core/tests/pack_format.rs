@@ -555,6 +555,45 @@ fn hostile_packs_are_refused_naming_the_file() {
     .expect_err("refused");
     assert!(err.to_string().contains("exists"), "{err}");
     assert_eq!(std::fs::read_to_string(&secret).expect("read"), "the fix\n");
+
+    // A Harbor task whose tests/ holds a link out of it: not imported.
+    let linked = tmp.path().join("linked-task");
+    harbor_task(&linked);
+    std::os::unix::fs::symlink(&secret, linked.join("tests/expected.txt")).expect("link");
+    let out = tmp.path().join("never2");
+    let err = import(
+        &linked,
+        &ImportOptions {
+            out: out.clone(),
+            ..ImportOptions::default()
+        },
+    )
+    .expect_err("refused");
+    assert!(err.to_string().contains("tests/expected.txt"), "{err}");
+    assert!(!out.exists());
+}
+
+#[test]
+fn a_clone_of_another_repository_is_not_taken_for_the_pack_s() {
+    let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../packs/sample");
+    let loaded = Pack::load(&sample).expect("loads");
+    let tmp = tempfile::tempdir().expect("tmp");
+    let (other, _, _) = project(tmp.path());
+    let err = materialize_project(&loaded, Some(&other)).expect_err("refused");
+    assert!(
+        err.to_string().contains("not the pack's repository"),
+        "{err}"
+    );
+    let err = loaded.check_project(&other).expect_err("refused");
+    assert!(err.to_string().contains("root commit"), "{err}");
+    // A pack without a bundle says to give the project.
+    let dir = small_pack(tmp.path());
+    let err = materialize_project(
+        &Pack::load(&dir).expect("loads"),
+        Some(&tmp.path().join("x")),
+    )
+    .expect_err("no bundle");
+    assert!(err.to_string().contains("--project"), "{err}");
 }
 
 fn instruction_of(pack: &Path) -> PathBuf {
