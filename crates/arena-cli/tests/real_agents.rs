@@ -426,3 +426,131 @@ async fn opencode_competes_in_a_coding_battle() {
 async fn aider_competes_in_a_coding_battle() {
     agent_edits("aider").await;
 }
+
+/// A real CLI agent in a pack run (issue 40): Qwen Code, its model scripted
+/// to write the solved file of the sample pack's `textkit__add-median` in
+/// its worktree, resolves the task through the sealed battle and the
+/// verifier; the built-in agent whose model does nothing does not.
+#[tokio::test]
+async fn qwen_code_resolves_a_pack_task() {
+    use arena_testserver::{tool_results, ToolCall, Turn};
+    let Some(bin) = peers_bin() else {
+        eprintln!("skipped: set ARENA_PEERS_BIN (scripts/peers.sh) to run");
+        return;
+    };
+    let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../packs/sample");
+    let task = "textkit__add-median";
+    // The solved file: the bundle's base with the gold patch applied.
+    let work = tempfile::tempdir().unwrap();
+    let repo = work.path().join("repo");
+    let run = |dir: &Path, args: &[&str]| {
+        let out = Command::new("git")
+            .current_dir(dir)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+    };
+    run(
+        work.path(),
+        &[
+            "clone",
+            "-q",
+            sample.join("repo.bundle").to_str().unwrap(),
+            repo.to_str().unwrap(),
+        ],
+    );
+    let toml = std::fs::read_to_string(sample.join("tasks").join(task).join("task.toml")).unwrap();
+    let base = toml
+        .lines()
+        .find_map(|l| l.strip_prefix("base_commit = \""))
+        .and_then(|l| l.strip_suffix('"'))
+        .unwrap()
+        .to_string();
+    run(&repo, &["checkout", "-q", &base]);
+    let gold = sample.join("tasks").join(task).join("solution/gold.patch");
+    run(&repo, &["apply", gold.to_str().unwrap()]);
+    let fixed = std::fs::read_to_string(repo.join("textkit/stats.py")).unwrap();
+
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("data")).unwrap();
+    std::fs::create_dir_all(dir.path().join("agent-home")).unwrap();
+    let data = dir.path().join("data").canonicalize().unwrap();
+    let data_str = data.to_string_lossy().into_owned();
+    let server = TestServer::start().await.unwrap();
+    server.set_model(
+        "coder",
+        // Qwen Code overwrites only a file it has read: read, then write.
+        ModelScript::turn_with(move |body| {
+            let Some(wt) = worktree_in(body, &data_str) else {
+                return Turn::Text("I could not find my working directory.".into());
+            };
+            let file = format!("{wt}/textkit/stats.py");
+            let call = match tool_results(body) {
+                0 => ToolCall::new("read_file", serde_json::json!({"file_path": file})),
+                1 => ToolCall::new(
+                    "write_file",
+                    serde_json::json!({"file_path": file, "content": fixed}),
+                ),
+                _ => return Turn::Text("I added median.".into()),
+            };
+            Turn::ToolCalls {
+                text: None,
+                calls: vec![call],
+            }
+        }),
+    );
+    server.set_model(
+        "other",
+        ModelScript::turns(vec![Turn::Text("Nothing to do.".into())]),
+    );
+    std::fs::write(
+        dir.path().join("arena.toml"),
+        format!(
+            "[[provider]]\nname = \"local\"\nkind = \"openai\"\nbase_url = \"{}\"\nlane = \"local\"\napi_key_env = \"{}\"\n",
+            server.base_url(),
+            KEY_VAR
+        ),
+    )
+    .unwrap();
+    let out = {
+        let (d, b) = (dir.path().to_path_buf(), bin.clone());
+        let pack = sample.to_string_lossy().into_owned();
+        tokio::task::spawn_blocking(move || {
+            arena(
+                &d,
+                &b,
+                &[
+                    "pack",
+                    "run",
+                    &pack,
+                    "-c",
+                    "qwen@coder",
+                    "-c",
+                    "native@other",
+                    "--tasks",
+                    task,
+                    "--runs",
+                    "1",
+                    "--json",
+                ],
+            )
+        })
+        .await
+        .unwrap()
+    };
+    let report: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stderr)));
+    assert!(out.status.success(), "{report:#}");
+    let by_model = |m: &str| {
+        report["contestants"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["model"] == m)
+            .cloned()
+            .unwrap()
+    };
+    assert_eq!(by_model("coder")["resolved"], 1, "{report:#}");
+    assert_eq!(by_model("other")["resolved"], 0, "{report:#}");
+}
