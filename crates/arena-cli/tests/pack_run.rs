@@ -190,7 +190,10 @@ async fn a_pack_run_scores_a_gold_agent_and_an_idle_one_with_honest_intervals() 
 
 /// The pack run (the only series) and its runs with a verdict: each
 /// one's battle, contestant and verdict.
-fn runs_so_far(s: &Setup) -> Option<(String, Vec<(String, Vec<String>)>)> {
+/// A run with a verdict: its battle, and its contestant and verdict.
+type Verdict = (String, Vec<String>);
+
+fn runs_so_far(s: &Setup) -> Option<(String, Vec<Verdict>)> {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_arena"))
         .args(["series", "list", "--json"])
         .env("ARENA_CONFIG", s.dir.path().join("arena.toml"))

@@ -50,7 +50,7 @@ pub(super) async fn check_goals(
     let request = &series.request;
     // A pack's task: its verifier decides, once per contestant.
     if let Some(task) = &prompt.task {
-        return super::pack_run::verify_results(engine, battle, task, token).await;
+        return super::task_verdict::verify_results(engine, battle, task, token).await;
     }
     let by_check = battle.battle_type.judged_by_check() && battle.check_command.is_some();
     let goal = request.goal_of(prompt).map(str::to_string);

@@ -28,6 +28,7 @@ mod sealed;
 mod series;
 mod series_report;
 mod settings;
+mod task_verdict;
 mod turn;
 mod validate;
 mod verdict;

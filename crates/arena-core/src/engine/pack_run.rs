@@ -10,16 +10,15 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use tokio_util::sync::CancellationToken;
 
-use crate::battle::{Battle, BattleType, ContestantSpec, ContestantStatus};
-use crate::error::{Error, Invalid, Result};
+use crate::battle::{BattleType, ContestantSpec, ContestantStatus};
+use crate::error::{Invalid, Result};
 use crate::pack::{Pack, PackError, Task};
 use crate::pack_score::{self, PackScores, RunOutcome, TaskRun};
 use crate::series::{GoalCheck, SeriesPrompt, SeriesRequest, TaskRef};
-use crate::test_report::Outcome;
 
 use super::series::SeriesStart;
+pub use super::task_verdict::VerifierDetail;
 use super::Engine;
 
 /// The tag every battle of a pack run carries, with the pack's name.
@@ -58,22 +57,6 @@ pub struct PackRunStart {
     pub start: SeriesStart,
     pub skipped: Vec<SkippedTask>,
     pub project: PathBuf,
-}
-
-/// What a verifier found beside its verdict, kept with the goal check
-/// ([`GoalCheck::detail`]).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct VerifierDetail {
-    pub fail_to_pass_passed: usize,
-    pub fail_to_pass_total: usize,
-    /// The agent's edits left out before the tests ran: `path: why`.
-    pub dropped: Vec<String>,
-    /// Listed tests that did not pass, and listed tests the report lacks.
-    pub failed: Vec<String>,
-    pub missing: Vec<String>,
-    pub verifier_seconds: f64,
-    /// The last lines of the verifier's output.
-    pub output_tail: String,
 }
 
 /// One run of one task by one contestant, as a report shows it.
@@ -372,132 +355,6 @@ fn outcome_of(status: ContestantStatus, check: Option<&GoalCheck>) -> (RunOutcom
             (RunOutcome::Error, Some("the run was cancelled".into()))
         }
         (None, _) => (RunOutcome::Error, None),
-    }
-}
-
-/// The verdicts of a task battle's contestants whose agents have ended:
-/// each one's change verified by the task's verifier, once (a verdict
-/// already recorded is kept), recorded as its goal check.
-pub(super) async fn verify_results(
-    engine: &Engine,
-    battle: &Battle,
-    task: &TaskRef,
-    token: &CancellationToken,
-) -> Result<()> {
-    let b = battle.id.clone();
-    let recorded = engine.db(move |s| s.goal_checks(&b)).await?;
-    let loaded = tokio::task::spawn_blocking({
-        let task = task.clone();
-        move || {
-            let pack = Pack::load(&task.pack)?;
-            pack.task(&task.id)
-                .cloned()
-                .ok_or_else(|| Error::Task(format!("the pack has no task `{}` any more", task.id)))
-        }
-    })
-    .await?;
-    for c in battle
-        .contestants
-        .iter()
-        .filter(|c| c.status == ContestantStatus::Done && !recorded.contains_key(&c.id))
-    {
-        if token.is_cancelled() {
-            return Ok(());
-        }
-        let check = match &loaded {
-            Err(e) => failed_check(engine, format!("the task could not be read: {e}")),
-            Ok(t) => verify_one(engine, battle, c, t, token).await,
-        };
-        let cid = c.id.clone();
-        engine
-            .db(move |s| s.transact(|tx| tx.insert_goal_check(&cid, &check)))
-            .await?;
-    }
-    Ok(())
-}
-
-/// A verdict that is an error of the run.
-fn failed_check(engine: &Engine, why: String) -> GoalCheck {
-    GoalCheck {
-        turn: 1,
-        passed: None,
-        reason: None,
-        error: Some(why),
-        by_check: true,
-        cost_usd: Some(0.0),
-        at: engine.now(),
-        detail: None,
-    }
-}
-
-/// One contestant's change verified by the task's verifier.
-async fn verify_one(
-    engine: &Engine,
-    battle: &Battle,
-    c: &crate::battle::Contestant,
-    task: &Task,
-    token: &CancellationToken,
-) -> GoalCheck {
-    let (Some(test_patch), Some(lists), Some(command)) =
-        (&task.test_patch, &task.lists, task.test_command())
-    else {
-        return failed_check(engine, "the task lacks its tests".into());
-    };
-    let limit = task
-        .toml
-        .verifier_timeout_sec
-        .filter(|s| s.is_finite() && *s > 0.0)
-        .map(|s| s.ceil() as u64)
-        .unwrap_or(engine.config().limits.check_timeout_secs);
-    let what = super::verify::VerifyTask {
-        test_patch: test_patch.clone(),
-        lists: lists.clone(),
-        test_command: command.to_string(),
-        time_limit: std::time::Duration::from_secs(limit),
-    };
-    let v = match super::verify::verify(engine, battle, c, &what, token).await {
-        Ok(v) => v,
-        Err(e) => return failed_check(engine, format!("the verifier could not run: {e}")),
-    };
-    let grade = &v.grade;
-    let dropped: Vec<String> = v
-        .dropped
-        .iter()
-        .map(|d| format!("{}: {}", d.path, d.reason))
-        .collect();
-    let detail = VerifierDetail {
-        fail_to_pass_passed: grade.fail_to_pass_passed,
-        fail_to_pass_total: grade.fail_to_pass_total,
-        dropped: dropped.clone(),
-        failed: grade.failed.clone(),
-        missing: grade.missing.clone(),
-        verifier_seconds: v.seconds,
-        output_tail: v.output_tail.clone(),
-    };
-    let mut reason = format!(
-        "{} ({}/{} FAIL_TO_PASS passed)",
-        grade.reason, grade.fail_to_pass_passed, grade.fail_to_pass_total
-    );
-    if !dropped.is_empty() {
-        reason.push_str(&format!(
-            "; dropped before the tests: {}",
-            dropped.join(", ")
-        ));
-    }
-    let (passed, error, reason) = match &grade.outcome {
-        Outcome::Resolved => (Some(true), None, Some(reason)),
-        Outcome::Unresolved => (Some(false), None, Some(reason)),
-        Outcome::Error(why) => (None, Some(why.clone()), None),
-    };
-    GoalCheck {
-        turn: 1,
-        passed,
-        reason,
-        error,
-        by_check: true,
-        cost_usd: Some(0.0),
-        at: engine.now(),
-        detail: serde_json::to_string(&detail).ok(),
     }
 }
 
