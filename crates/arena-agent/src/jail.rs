@@ -668,6 +668,18 @@ impl Jail {
                     overlays,
                 )?;
             }
+            // Its repository there is read-only: what is found at your
+            // project's `.git` is never written, not even the tree's copy.
+            let git = tree.join(".git");
+            if std::fs::symlink_metadata(on_host(&git)).is_ok_and(|m| m.is_dir()) {
+                let text = utf8("tree", &git)?;
+                push(
+                    &mut argv,
+                    "--ro-bind",
+                    text,
+                    utf8("tree's second place", &moved(&git))?,
+                );
+            }
             for path in outermost(read.clone()) {
                 if path.starts_with(place) && std::fs::symlink_metadata(on_host(path)).is_ok() {
                     let text = utf8("read folder", path)?;
@@ -1786,7 +1798,8 @@ mod tests {
         let written = pos("--bind", &tree, &tree);
         let second = pos("--bind", &tree, &project);
         assert!(written < second);
-        assert!(second < pos("--ro-bind", &objects, &objects));
+        let git = pos("--ro-bind", &tree.join(".git"), &project.join(".git"));
+        assert!(second < git && git < pos("--ro-bind", &objects, &objects));
         let hooks = tree.join(".git/hooks");
         assert!(second < pos("--ro-bind", &hooks, &project.join(".git/hooks")));
         let dash = argv.iter().position(|a| a == "--").unwrap();
