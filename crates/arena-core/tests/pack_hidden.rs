@@ -8,8 +8,10 @@
 //! --batch-all-objects`, `fsck` for unreachable and dangling objects, the
 //! reflog, the stash, every ref, every object folder on the alternates chain
 //! or anywhere on disk (read with git, loose objects inflated by hand, every
-//! pack indexed again from its bytes), names and texts on the whole file
-//! system, `/proc/*/cmdline` and `environ`. They find the base and nothing
+//! pack indexed again from its bytes), the project's folder and Arena's
+//! data folder by their paths, names and texts under every mount point of
+//! the jail and every folder above its tree (the jail's `/` itself cannot
+//! be listed), `/proc/*/cmdline` and `environ`. They find the base and nothing
 //! of the future. The same hunt, run on the project outside any jail, finds
 //! every secret: the hunt can see them when they are there.
 
@@ -198,13 +200,23 @@ for p in sys.stdin:
 done
 if [ "${HUNT_FS:-1}" = 1 ]; then
   prune='( -path /proc -o -path /sys -o -path /dev -o -path '"$scratch"' )'
-  echo "names: $(find / $prune -prune -o -print 2>/dev/null | wc -l)"
-  find / $prune -prune -o -print 2>/dev/null | hits names
-  # Texts: every file under 4 MB outside the system's own folders.
-  files=$(find / $prune -prune -o \( -path /usr -o -path /lib -o -path /lib64 -o -path /bin -o -path /sbin \) -prune -o -type f -size -4M -print 2>/dev/null | wc -l)
-  find / $prune -prune -o \( -path /usr -o -path /lib -o -path /lib64 -o -path /bin -o -path /sbin \) -prune -o -type f -size -4M -print0 2>/dev/null \
-    | timeout 400 xargs -0 cat 2>/dev/null | hits texts
-  echo "texts-walked $files files"
+  # Where to walk: every mount point of the jail, /, the home, the project
+  # and Arena's data folder (as an agent that knows them would), and every
+  # folder above the tree.
+  roots=$( { awk '{print $5}' /proc/self/mountinfo; echo /; echo "$HOME"; echo __PROJECT__; echo __DATA__;
+    dirname __PROJECT__; d=$(pwd); while [ "$d" != / ]; do echo "$d"; d=$(dirname "$d"); done; } | sort -u)
+  echo "roots: $(echo $roots)"
+  echo "project: $(ls -a __PROJECT__ 2>&1 | tr '\n' ' ')"
+  echo "project-git: $(ls -a __PROJECT__/.git 2>&1 | tr '\n' ' ')"
+  echo "data: $(ls -a __DATA__ 2>&1 | tr '\n' ' ')"
+  for r in $roots; do find "$r" $prune -prune -o -print 2>/dev/null; done | sort -u > "$scratch/names"
+  echo "names: $(wc -l < "$scratch/names")"
+  hits names < "$scratch/names"
+  # Texts: every file under 4 MB but the system's and the toolchains'.
+  skip='( -path /usr -o -path /lib -o -path /lib64 -o -path /bin -o -path /sbin -o -path */.rustup -o -path */.cargo -o -path */.pyenv -o -path */.nvm -o -path */.npm -o -path */.peers -o -path */node_modules -o -path */go/pkg )'
+  for r in $roots; do find "$r" $prune -prune -o $skip -prune -o -type f -size -4M -print 2>/dev/null; done | sort -u > "$scratch/files"
+  tr '\n' '\0' < "$scratch/files" | timeout 400 xargs -0 cat 2>/dev/null | hits texts
+  echo "texts-walked $(wc -l < "$scratch/files") files"
   cat /proc/*/cmdline /proc/*/environ 2>/dev/null | tr '\0' '\n' | hits proc
   ls -la /proc/*/cwd /proc/*/root /proc/*/fd 2>&1 | hits proc-links
 fi
@@ -220,8 +232,23 @@ fn found(text: &str) -> Vec<String> {
         .collect()
 }
 
+/// Arena's own binary as the jail's inner layer, the reader and the
+/// apply-first step, as in the app and the CLI (the workspace's `arena`
+/// when it is built, or `ARENA_BIN`): the check's tree is then an overlay
+/// of the sealed base's shared tree.
+fn use_arena_binary() {
+    let arena = std::env::var_os("ARENA_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/debug/arena"));
+    let arena = arena_core::agent::sandbox::lexical(&arena);
+    if arena.is_file() {
+        arena_core::agent::jail::set_confiner(arena);
+    }
+}
+
 #[tokio::test]
 async fn an_agent_hunting_for_the_future_finds_only_the_base() {
+    use_arena_binary();
     if let Err(why) = arena_core::agent::jail::jail_info() {
         assert!(
             std::env::var_os("ARENA_REQUIRE_JAIL").is_none(),
@@ -235,7 +262,11 @@ async fn an_agent_hunting_for_the_future_finds_only_the_base() {
         project_with_a_future(&Path::new(env!("CARGO_TARGET_TMPDIR")).join("hidden"));
     let p = project.path();
 
-    let hunt_script = HUNT.replace("__PATTERN__", &pattern());
+    let mut h = Harness::new().await;
+    let hunt_script = HUNT
+        .replace("__PATTERN__", &pattern())
+        .replace("__PROJECT__", &p.to_string_lossy())
+        .replace("__DATA__", &h.data.path().to_string_lossy());
     // The control: the hunt finds every secret in the project itself.
     let outside = tempfile::tempdir().unwrap();
     let hunt = outside.path().join("hunt.sh");
@@ -257,7 +288,6 @@ async fn an_agent_hunting_for_the_future_finds_only_the_base() {
         );
     }
 
-    let mut h = Harness::new().await;
     let script = format!(
         "cat > hunt.sh <<'HUNT_EOF'\n{hunt_script}HUNT_EOF\nbash hunt.sh found.txt\necho agent done\n"
     );
@@ -321,7 +351,18 @@ async fn an_agent_hunting_for_the_future_finds_only_the_base() {
         );
         assert!(text.contains("objects-dir "), "{text}");
         assert!(text.contains("pack "), "{text}");
-        assert!(text.contains("texts-walked"), "{text}");
+        let count = |what: &str| -> usize {
+            text.lines()
+                .find_map(|l| l.strip_prefix(what))
+                .and_then(|rest| rest.split_whitespace().next())
+                .and_then(|n| n.parse().ok())
+                .unwrap_or(0)
+        };
+        assert!(count("names: ") > 1000, "the walk saw little:\n{text}");
+        assert!(
+            count("texts-walked ") > 100,
+            "the walk read little:\n{text}"
+        );
         eprintln!("{}: {text}", c.id);
         assert_eq!(
             found(&text),
