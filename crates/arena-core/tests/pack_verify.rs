@@ -4,8 +4,10 @@
 //! no spoof resolves it — fake `PASSED` lines, a `conftest.py` that marks
 //! everything passed, the runner's configuration loading a plugin that
 //! does the same, replaced and deleted tests, fake reports in the agent's
-//! tree, a report swapped for a link at exit. A suite that never starts and
-//! a suite that runs past its time are errors of the run.
+//! tree, a report swapped for a link at exit; a change that breaks the
+//! module, ends the runner before it reports or hangs it fails the task
+//! (the tests run and report on the base). A suite that never starts and a
+//! suite that runs past its time on the base too are errors of the run.
 
 mod common;
 
@@ -194,6 +196,21 @@ fn report_fakers() -> Vec<(&'static str, String)> {
                  mkdir -p /logs/verifier 2>/dev/null && cp report.xml /logs/verifier/ 2>/dev/null\n\
                  echo 1 > logs/verifier/reward.txt\n"
             ),
+        ),
+        (
+            "breaker",
+            // A change that breaks the module the tests import.
+            "printf 'def add(a, b)\n    return a +\n' > src/calc.py\n".into(),
+        ),
+        (
+            "exiter",
+            // A change that ends the test process, successfully, as soon
+            // as the tests import it: no report is written.
+            "printf '\\nimport os\\nos._exit(0)\\n' >> src/calc.py\n".into(),
+        ),
+        (
+            "hanger",
+            "printf '\\nimport time\\ntime.sleep(600)\\n' >> src/calc.py\n".into(),
         ),
         (
             "swapper",
@@ -413,14 +430,44 @@ async fn fake_reports_a_suite_that_never_starts_and_a_timeout() {
         .verify(&battle, contestant(&battle, "swapper"), &task)
         .await
         .unwrap();
-    assert!(
-        matches!(swapper.grade.outcome, Outcome::Error(_)),
-        "{swapper:#?}"
-    );
+    assert_eq!(swapper.grade.outcome, Outcome::Unresolved, "{swapper:#?}");
     assert!(
         swapper.grade.reason.contains("not a plain file"),
         "{swapper:#?}"
     );
+
+    // A change that breaks what the tests import fails the task: the
+    // suite ran and found the tests failing to load.
+    let breaker = h
+        .engine
+        .verify(&battle, contestant(&battle, "breaker"), &task)
+        .await
+        .unwrap();
+    assert_eq!(breaker.grade.outcome, Outcome::Unresolved, "{breaker:#?}");
+    let exiter = h
+        .engine
+        .verify(&battle, contestant(&battle, "exiter"), &task)
+        .await
+        .unwrap();
+    // A change that ends the runner before it reports, or hangs it, fails
+    // the task (on the base the tests run and report): an agent cannot
+    // turn a failure into an error of the run, which scores leave out.
+    assert_eq!(exiter.grade.outcome, Outcome::Unresolved, "{exiter:#?}");
+    assert!(
+        exiter.grade.reason.contains("wrote no report"),
+        "{exiter:#?}"
+    );
+    let quick = VerifyTask {
+        time_limit: Duration::from_secs(10),
+        ..task.clone()
+    };
+    let hanger = h
+        .engine
+        .verify(&battle, contestant(&battle, "hanger"), &quick)
+        .await
+        .unwrap();
+    assert!(hanger.timed_out, "{hanger:#?}");
+    assert_eq!(hanger.grade.outcome, Outcome::Unresolved, "{hanger:#?}");
 
     // The fix, under a runner that is not there: an error of the run.
     let missing = VerifyTask {

@@ -20,7 +20,19 @@
 //!    the exit status ([`arena_domain::test_report::grade_report`]).
 //!
 //! A suite that never starts, a crash, or a timeout is an error of the
-//! run, not a failure of the agent.
+//! run, not a failure of the agent — unless the change caused it: when a
+//! run with the agent's change ends in such an error, the test patch alone
+//! is run on the base (once per base, command and test patch in a
+//! process), and if the tests run and report there, the change stopped
+//! them and the task is unresolved. An agent whose code ends the runner
+//! before it reports, or hangs it, cannot turn a failure into an error,
+//! which scores leave out.
+//!
+//! What this cannot catch: the code under test runs in the test process,
+//! so a change that rewrites the runner's report from inside it, as a
+//! plain file, and exits 0 is not told apart from a pass by the report
+//! and the exit code alone (SWE-bench and Harbor have the same limit). The
+//! change is in the battle's results for anyone to read.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -145,9 +157,67 @@ pub(super) async fn verify(
         ms = at.elapsed().as_millis() as u64,
         "verifier: the workspace"
     );
+    let (mut grade, run) = judge(
+        engine,
+        battle,
+        c,
+        &workspace,
+        (&base, &patch),
+        &plan,
+        task,
+        "verify",
+        token,
+    )
+    .await?;
+    // An error of the run that the change may have caused (its code ends
+    // the runner, hangs it, or keeps it from reporting) is the change's
+    // failure when the same tests run and report on the base: an agent
+    // cannot turn a failure into an error, which scores leave out.
+    if let test_report::Outcome::Error(why) = grade.outcome.clone() {
+        if !split.kept.trim().is_empty()
+            && base_reports(engine, battle, c, &workspace, &base, &plan, task, token).await?
+        {
+            grade = Grade {
+                outcome: test_report::Outcome::Unresolved,
+                reason: format!(
+                    "with the change, {why}; with the test patch alone on the base the tests \
+                     run and report, so the change is what stopped them"
+                ),
+                ..grade
+            };
+        }
+    }
+    Ok(Verification {
+        grade,
+        dropped: split.dropped,
+        command: plan.command,
+        output_tail: run.tail,
+        exit_code: run.exit.and_then(|e| e.code),
+        timed_out: run.exit.is_some_and(|e| e.timed_out),
+        seconds: started.elapsed().as_secs_f64(),
+        test_seconds: run.seconds,
+    })
+}
+
+/// Runs the task's tests over `patch` (the kept change and the test patch)
+/// applied to a fresh tree of `base`, and grades what they report; the
+/// tree is removed after. `suffix` names the tree (`verify`, `verify-base`).
+#[allow(clippy::too_many_arguments)]
+async fn judge(
+    engine: &Engine,
+    battle: &Battle,
+    c: &Contestant,
+    workspace: &Workspace,
+    (base, patch): (&str, &str),
+    plan: &test_report::ReportPlan,
+    task: &VerifyTask,
+    suffix: &str,
+    token: &CancellationToken,
+) -> Result<(Grade, TestRun)> {
+    let (base, patch) = (base.to_string(), patch.to_string());
     let root = engine.data_dir().join("worktrees").join(&battle.id);
     let name = format!(
-        "{}-{}-verify",
+        "{}-{}-{suffix}",
         crate::battle::short_id(&battle.id),
         results::contestant_dir(c)
     );
@@ -155,7 +225,7 @@ pub(super) async fn verify(
         &engine
             .data_dir()
             .join("agents")
-            .join(format!("{}-verifier", c.id)),
+            .join(format!("{}-{suffix}-logs", c.id)),
     )?;
     let logs = logs_root.path().join("verifier");
     std::fs::create_dir_all(&logs).map_err(|e| Error::io(&logs, e))?;
@@ -255,17 +325,65 @@ pub(super) async fn verify(
     };
     let gone = tree.clone();
     tokio::task::spawn_blocking(move || crate::agent::environment::remove(&gone)).await?;
-    drop(logs_root);
-    Ok(Verification {
-        grade,
-        dropped: split.dropped,
-        command: plan.command,
-        output_tail: run.tail,
-        exit_code: run.exit.and_then(|e| e.code),
-        timed_out: run.exit.is_some_and(|e| e.timed_out),
-        seconds: started.elapsed().as_secs_f64(),
-        test_seconds: run.seconds,
-    })
+    Ok((grade, run))
+}
+
+/// Whether the task's tests run and report on the base with the test patch
+/// alone (graded anything but an error); asked once per sealed source,
+/// base, command and test patch in a process.
+#[allow(clippy::too_many_arguments)]
+async fn base_reports(
+    engine: &Engine,
+    battle: &Battle,
+    c: &Contestant,
+    workspace: &Workspace,
+    base: &str,
+    plan: &test_report::ReportPlan,
+    task: &VerifyTask,
+    token: &CancellationToken,
+) -> Result<bool> {
+    use std::hash::{Hash, Hasher};
+    static KNOWN: std::sync::Mutex<Vec<(u64, bool)>> = std::sync::Mutex::new(Vec::new());
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    (
+        battle.objects_source(),
+        base,
+        &plan.command,
+        &task.test_patch,
+        task.time_limit,
+    )
+        .hash(&mut hasher);
+    let key = hasher.finish();
+    let known = |k: u64| {
+        KNOWN
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .find(|(x, _)| *x == k)
+            .map(|(_, v)| *v)
+    };
+    if let Some(answer) = known(key) {
+        return Ok(answer);
+    }
+    let (grade, _) = judge(
+        engine,
+        battle,
+        c,
+        workspace,
+        (base, &task.test_patch),
+        plan,
+        task,
+        "verify-base",
+        token,
+    )
+    .await?;
+    let reports = !matches!(grade.outcome, test_report::Outcome::Error(_));
+    tracing::info!(reports, "the verifier ran the tests on the base");
+    KNOWN
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .push((key, reports));
+    Ok(reports)
 }
 
 /// The patch Arena kept of the contestant's latest round (empty: none).
