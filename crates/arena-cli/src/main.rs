@@ -618,9 +618,15 @@ async fn run(cli: Cli) -> Result<(), Error> {
         if !command.needs_engine() {
             return pack::pack(command).await;
         }
-        let engine = Engine::open(EngineOptions::from_env()?)?;
+        let mut options = EngineOptions::from_env()?;
+        if matches!(command, pack::PackCommand::Check(_)) {
+            // The solution and the base play through a backend of Arena's.
+            options.config.backends.push(arena_core::solution_backend());
+        }
+        let engine = Engine::open(options)?;
         return match command {
             pack::PackCommand::Run(args) => pack_run::run(&engine, *args).await,
+            pack::PackCommand::Check(args) => pack_run::check(&engine, *args).await,
             pack::PackCommand::Report { run, format } => {
                 pack_run::report(&engine, &run, &format).await
             }

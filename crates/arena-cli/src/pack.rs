@@ -72,6 +72,10 @@ pub enum PackCommand {
     /// through the lanes, resumable), each result decided by the task's
     /// verifier; then the scores with their intervals.
     Run(Box<crate::pack_run::PackRunArgs>),
+    /// Check a pack: each task's solution must resolve it and its base
+    /// must not (through the same sealed battles and verifier as a run). A
+    /// task that fails is broken: later runs leave it out, saying why.
+    Check(Box<crate::pack_run::PackCheckArgs>),
     /// A pack run's report: md (default), html, json or csv.
     Report {
         /// The pack run (its series id or a unique prefix).
@@ -84,7 +88,10 @@ pub enum PackCommand {
 impl PackCommand {
     /// Whether it runs battles (and so needs the engine and its database).
     pub fn needs_engine(&self) -> bool {
-        matches!(self, PackCommand::Run(_) | PackCommand::Report { .. })
+        matches!(
+            self,
+            PackCommand::Run(_) | PackCommand::Check(_) | PackCommand::Report { .. }
+        )
     }
 }
 
@@ -95,7 +102,7 @@ pub async fn pack(command: PackCommand) -> Result<(), Error> {
 
 fn run(command: PackCommand) -> Result<(), Error> {
     match command {
-        PackCommand::Run(_) | PackCommand::Report { .. } => {
+        PackCommand::Run(_) | PackCommand::Check(_) | PackCommand::Report { .. } => {
             unreachable!("runs need the engine: main dispatches them to pack_run")
         }
         PackCommand::Import {

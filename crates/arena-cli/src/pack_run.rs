@@ -101,6 +101,54 @@ pub async fn run(engine: &Engine, args: PackRunArgs) -> Result<(), Error> {
     Ok(())
 }
 
+#[derive(Args)]
+pub struct PackCheckArgs {
+    /// The pack's folder.
+    pack: PathBuf,
+    /// The project the tasks' bases are in (default: the pack's own bundle).
+    #[arg(long, value_name = "DIR")]
+    project: Option<PathBuf>,
+    /// Only these tasks (ids, comma-separated).
+    #[arg(long, value_delimiter = ',', value_name = "ID,…")]
+    tasks: Vec<String>,
+    /// Print machine-readable JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// `arena pack check`: exit status 1 when a task is broken.
+pub async fn check(engine: &Engine, args: PackCheckArgs) -> Result<(), Error> {
+    let started = engine
+        .start_pack_check(&args.pack, args.project.as_deref(), &args.tasks)
+        .await?;
+    let id = started.start.series().id.clone();
+    crate::series::follow(engine, &id, !args.json).await?;
+    let check = engine.pack_check_report(&id, started.skipped).await?;
+    let broken = check.tasks.iter().filter(|t| t.broken.is_some()).count();
+    if args.json {
+        print_json(&check);
+    } else {
+        for t in &check.tasks {
+            match &t.broken {
+                None => println!("ok      {}", shown(&t.id)),
+                Some(why) => println!("broken  {}: {}", shown(&t.id), shown(why)),
+            }
+        }
+        for s in &check.skipped {
+            println!("skipped {}: {}", shown(&s.id), shown(&s.reason));
+        }
+        println!(
+            "{} of {} task(s) sound; broken ones are left out of later runs",
+            check.tasks.len() - broken,
+            check.tasks.len()
+        );
+    }
+    if broken > 0 {
+        std::process::exit(1);
+    }
+    Ok(())
+}
+
 /// `arena pack report RUN --format md|html|json|csv`.
 pub async fn report(engine: &Engine, id: &str, format: &str) -> Result<(), Error> {
     let report = engine.pack_run_report(id).await?;

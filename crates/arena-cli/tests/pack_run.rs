@@ -351,3 +351,100 @@ async fn the_built_in_agent_on_a_scripted_model_resolves_a_task() {
     assert_eq!(contestant(&report, "none")["resolved"], 0, "{report}");
     assert_eq!(report["tasks"].as_array().unwrap().len(), 1, "{report}");
 }
+
+/// `arena pack check`: the sample's solutions resolve their tasks and
+/// their bases do not; a task whose gold patch fixes nothing is broken
+/// (exit status 1, the reason given) and a later run leaves it out.
+#[tokio::test]
+async fn pack_check_finds_a_broken_task_and_a_run_leaves_it_out() {
+    if !ready() {
+        return;
+    }
+    let s = Setup::new().await;
+    setup(&s);
+    let pack = s.dir.path().join("pack");
+    let copied = std::process::Command::new("cp")
+        .args(["-a", sample().to_str().unwrap(), pack.to_str().unwrap()])
+        .status()
+        .unwrap();
+    assert!(copied.success());
+    // The median task's "solution" touches only the README.
+    let task = "textkit__add-median";
+    let work = tempfile::tempdir().unwrap();
+    let repo = work.path().join("repo");
+    let bundle = pack.join("repo.bundle");
+    git(
+        work.path(),
+        &[
+            "clone",
+            "-q",
+            bundle.to_str().unwrap(),
+            repo.to_str().unwrap(),
+        ],
+    );
+    let toml = std::fs::read_to_string(pack.join("tasks").join(task).join("task.toml")).unwrap();
+    let base = toml
+        .lines()
+        .find_map(|l| l.strip_prefix("base_commit = \""))
+        .and_then(|l| l.strip_suffix('"'))
+        .unwrap();
+    git(&repo, &["checkout", "-q", base]);
+    let readme = repo.join("README.md");
+    let mut text = std::fs::read_to_string(&readme).unwrap();
+    text.push_str("\nSee also: nothing.\n");
+    std::fs::write(&readme, text).unwrap();
+    let wrong = git(&repo, &["diff"]);
+    std::fs::write(
+        pack.join("tasks").join(task).join("solution/gold.patch"),
+        wrong,
+    )
+    .unwrap();
+
+    let out = s
+        .arena(&["pack", "check", pack.to_str().unwrap(), "--json"])
+        .await;
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let check = json_of(&out);
+    let tasks = check["tasks"].as_array().unwrap();
+    assert_eq!(tasks.len(), 3, "{check}");
+    for t in tasks {
+        if t["id"] == task {
+            let why = t["broken"].as_str().unwrap();
+            assert!(why.contains("solution does not resolve"), "{why}");
+        } else {
+            assert!(t["broken"].is_null(), "{t}");
+            assert_eq!(t["solution"]["outcome"], "resolved", "{t}");
+            assert_eq!(t["base"]["outcome"], "unresolved", "{t}");
+        }
+    }
+    // A run now leaves the broken task out, and says why.
+    let out = s
+        .arena(&[
+            "pack",
+            "run",
+            pack.to_str().unwrap(),
+            "-c",
+            "agent@gold",
+            "-c",
+            "agent@none",
+            "--runs",
+            "1",
+            "--json",
+        ])
+        .await;
+    let report = json_of(&out);
+    assert!(out.status.success(), "{report}");
+    let ids: Vec<&str> = report["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["id"].as_str().unwrap())
+        .collect();
+    assert!(!ids.contains(&task), "{ids:?}");
+    assert_eq!(ids.len(), 2);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("found it broken"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

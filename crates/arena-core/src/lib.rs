@@ -29,8 +29,9 @@ pub use battle::{
 };
 /// Running a task pack (a series of its tasks) and its report.
 pub use engine::{
-    pack_report_csv, pack_report_html, pack_report_markdown, PackRunReport, PackRunRequest,
-    PackRunRow, PackRunStart, PackRunTask, SkippedTask, VerifierDetail,
+    pack_report_csv, pack_report_html, pack_report_markdown, solution_backend, PackCheck,
+    PackRunReport, PackRunRequest, PackRunRow, PackRunStart, PackRunTask, SkippedTask, TaskCheck,
+    VerifierDetail,
 };
 pub use engine::{
     Activity, Engine, EngineOptions, EnvChoice, EnvEntry, EnvHold, EnvRecord, EnvState, Judged,

@@ -60,8 +60,8 @@ pub use changes::WorktreeEntry;
 pub use export::ReportFormat;
 pub use pack_run::{
     report_csv as pack_report_csv, report_html as pack_report_html,
-    report_markdown as pack_report_markdown, PackRunReport, PackRunRequest, PackRunRow,
-    PackRunStart, PackRunTask, SkippedTask, VerifierDetail,
+    report_markdown as pack_report_markdown, solution_backend, PackCheck, PackRunReport,
+    PackRunRequest, PackRunRow, PackRunStart, PackRunTask, SkippedTask, TaskCheck, VerifierDetail,
 };
 pub use prepare::{EnvChoice, EnvEntry, EnvHold, EnvRecord, EnvState, PrunedEnv};
 pub use series::SeriesStart;

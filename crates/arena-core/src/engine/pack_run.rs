@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::battle::{BattleType, ContestantSpec, ContestantStatus};
-use crate::error::{Invalid, Result};
+use crate::error::{Error, Invalid, Result};
 use crate::pack::{Pack, PackError, Task};
 use crate::pack_score::{self, PackScores, RunOutcome, TaskRun};
 use crate::series::{GoalCheck, SeriesPrompt, SeriesRequest, TaskRef};
@@ -120,12 +120,21 @@ impl Engine {
             ))
             .into());
         }
+        let broken = tokio::task::spawn_blocking({
+            let (data, root) = (self.data_dir().to_path_buf(), pack.root.clone());
+            move || broken_tasks(&data, &root)
+        })
+        .await?;
         let (mut prompts, mut skipped) = (Vec::new(), Vec::new());
         for task in &pack.tasks {
             if !wanted.is_empty() && !wanted.contains(&task.id.as_str()) {
                 continue;
             }
-            match runnable(task) {
+            let runnable = match broken.get(task.id.as_str()) {
+                Some(why) => Err(format!("`arena pack check` found it broken: {why}")),
+                None => runnable_as_written(task),
+            };
+            match runnable {
                 Err(reason) => skipped.push(SkippedTask {
                     id: task.id.as_str().to_string(),
                     reason,
@@ -303,8 +312,9 @@ fn pack_and_project(dir: &Path, project: Option<&Path>, data: &Path) -> Result<(
     Ok((pack, project))
 }
 
-/// The base a task's battles start from, or why it cannot run here.
-fn runnable(task: &Task) -> std::result::Result<&str, String> {
+/// The base a task's battles start from, or why it cannot run here (as
+/// it is written: a check's findings aside).
+fn runnable_as_written(task: &Task) -> std::result::Result<&str, String> {
     if let Some(defect) = task.defect() {
         return Err(defect);
     }
@@ -545,4 +555,238 @@ body{{font:14px system-ui,sans-serif;margin:2em;max-width:70em}}table{{border-co
         planned = r.planned,
         per = r.runs_per_task,
     )
+}
+
+// ---------------------------------------------------------------------------
+// Checking a pack: each task's solution must resolve it, its base must not.
+
+/// The backend that plays a task's solution in `arena pack check`: on
+/// model [`SOLUTION_MODEL`] it applies the patch it is given as its prompt
+/// (the task's gold patch) with `git apply`; on [`BASE_MODEL`] it changes
+/// nothing. Add it to the configuration with [`solution_backend`] before
+/// the engine opens.
+pub const SOLUTION_BACKEND: &str = "arena-solution";
+pub const SOLUTION_MODEL: &str = "gold";
+pub const BASE_MODEL: &str = "base";
+
+/// The `[[backend]]` of [`SOLUTION_BACKEND`].
+pub fn solution_backend() -> crate::config::CustomBackend {
+    crate::config::CustomBackend {
+        name: SOLUTION_BACKEND.into(),
+        command: vec![
+            "sh".into(),
+            "-c".into(),
+            format!(
+                "[ \"$0\" = {BASE_MODEL} ] && {{ echo 'the base: nothing changed'; exit 0; }}; \
+                 printf '%s' \"$1\" | git apply --whitespace=nowarn - && echo 'the solution applied'"
+            ),
+            "{model}".into(),
+            "{prompt}".into(),
+        ],
+    }
+}
+
+/// One task's check: what its solution and its base came to, and why it is
+/// broken when it is.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskCheck {
+    pub id: String,
+    pub solution: Option<PackRunRow>,
+    pub base: Option<PackRunRow>,
+    /// `None`: the solution resolves the task and the base does not.
+    pub broken: Option<String>,
+}
+
+/// What `arena pack check` found, kept per pack in the data directory so a
+/// pack run leaves a broken task out.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PackCheck {
+    pub series_id: String,
+    pub pack: String,
+    pub tasks: Vec<TaskCheck>,
+    /// Tasks not checked, and why (no gold patch, needs Docker, …).
+    pub skipped: Vec<SkippedTask>,
+}
+
+impl Engine {
+    /// Starts a pack's check: a series whose prompts are the tasks' gold
+    /// patches and whose two contestants are [`SOLUTION_BACKEND`] on the
+    /// solution and on the base, through the same sealed battles and
+    /// verifier as a run. The engine's configuration must hold
+    /// [`solution_backend`].
+    pub async fn start_pack_check(
+        &self,
+        pack: &Path,
+        project: Option<&Path>,
+        tasks: &[String],
+    ) -> Result<PackRunStart> {
+        if !self
+            .config()
+            .backends
+            .iter()
+            .any(|b| b.name == SOLUTION_BACKEND)
+        {
+            return Err(Error::Task(format!(
+                "the engine was opened without the `{SOLUTION_BACKEND}` backend a pack check needs"
+            )));
+        }
+        let data = self.data_dir().to_path_buf();
+        let (pack, project) = tokio::task::spawn_blocking({
+            let (dir, project) = (pack.to_path_buf(), project.map(Path::to_path_buf));
+            move || pack_and_project(&dir, project.as_deref(), &data)
+        })
+        .await??;
+        let (mut prompts, mut skipped) = (Vec::new(), Vec::new());
+        for task in &pack.tasks {
+            if !tasks.is_empty() && !tasks.iter().any(|t| t == task.id.as_str()) {
+                continue;
+            }
+            let id = task.id.as_str().to_string();
+            let gold = match &task.solution {
+                crate::pack::Solution::GoldPatch(p) if !p.trim().is_empty() => p.clone(),
+                _ => {
+                    skipped.push(SkippedTask {
+                        id,
+                        reason: "it has no solution/gold.patch".into(),
+                    });
+                    continue;
+                }
+            };
+            match runnable_as_written(task) {
+                Err(reason) => skipped.push(SkippedTask { id, reason }),
+                Ok(base) => prompts.push(SeriesPrompt {
+                    prompt: gold,
+                    goal: None,
+                    check: None,
+                    tags: vec![format!("task:{id}")],
+                    task: Some(TaskRef {
+                        pack: pack.root.clone(),
+                        id,
+                        base: base.to_string(),
+                    }),
+                }),
+            }
+        }
+        if prompts.is_empty() {
+            return Err(Invalid::Other("no task of the pack can be checked here".into()).into());
+        }
+        let contestants = [SOLUTION_MODEL, BASE_MODEL]
+            .iter()
+            .map(|m| ContestantSpec::parse(&format!("{SOLUTION_BACKEND}@{m}")))
+            .collect::<std::result::Result<Vec<_>, _>>()?;
+        let mut series =
+            SeriesRequest::new(BattleType::Coding, project.clone(), contestants, prompts);
+        series.analysis = false;
+        series.tags = vec![format!("pack-check:{}", pack.manifest.name)];
+        let start = self.create_series(series, None).await?;
+        Ok(PackRunStart {
+            start,
+            skipped,
+            project,
+        })
+    }
+
+    /// The check's findings (after [`Engine::run_series`]), written to the
+    /// data directory for later pack runs.
+    pub async fn pack_check_report(
+        &self,
+        id: &str,
+        skipped: Vec<SkippedTask>,
+    ) -> Result<PackCheck> {
+        let report = self.pack_run_report(id).await?;
+        let pick = |runs: &[PackRunRow], model: &str| {
+            runs.iter()
+                .find(|r| r.contestant == format!("{SOLUTION_BACKEND}@{model}"))
+                .cloned()
+        };
+        let tasks: Vec<TaskCheck> = report
+            .tasks
+            .iter()
+            .map(|t| {
+                let (solution, base) = (pick(&t.runs, SOLUTION_MODEL), pick(&t.runs, BASE_MODEL));
+                let broken = broken_because(solution.as_ref(), base.as_ref());
+                TaskCheck {
+                    id: t.id.clone(),
+                    solution,
+                    base,
+                    broken,
+                }
+            })
+            .collect();
+        let check = PackCheck {
+            series_id: report.series_id.clone(),
+            pack: report.pack.clone(),
+            tasks,
+            skipped,
+        };
+        let summary = self.series_summary(id).await?;
+        if let Some(task) = summary
+            .series
+            .request
+            .prompts
+            .iter()
+            .find_map(|p| p.task.as_ref())
+        {
+            let file = checks_file(self.data_dir(), &task.pack);
+            let text = serde_json::to_vec_pretty(&check)?;
+            tokio::task::spawn_blocking(move || write_checks(&file, &text)).await??;
+        }
+        Ok(check)
+    }
+}
+
+/// Why a task is broken, from its solution's and its base's runs.
+fn broken_because(solution: Option<&PackRunRow>, base: Option<&PackRunRow>) -> Option<String> {
+    let said = |r: &PackRunRow| r.reason.clone().unwrap_or_else(|| "not run".into());
+    match (solution, base) {
+        (None, _) | (_, None) => Some("the check did not finish".into()),
+        (Some(s), _) if s.outcome != RunOutcome::Resolved => {
+            Some(format!("its solution does not resolve it: {}", said(s)))
+        }
+        (_, Some(b)) if b.outcome == RunOutcome::Resolved => {
+            Some("its base already resolves it: the tests decide nothing".into())
+        }
+        (_, Some(b)) if b.outcome == RunOutcome::Error => {
+            Some(format!("its base could not be judged: {}", said(b)))
+        }
+        _ => None,
+    }
+}
+
+/// Where the checks of the pack at `pack` are kept.
+/// (a file per pack folder, named by an FNV-1a hash of its path: stable
+/// from release to release, unlike the standard library's hasher).
+fn checks_file(data: &Path, pack: &Path) -> PathBuf {
+    let hash = pack
+        .to_string_lossy()
+        .bytes()
+        .fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+        });
+    data.join("packs")
+        .join("checks")
+        .join(format!("{hash:016x}.json"))
+}
+
+fn write_checks(file: &Path, text: &[u8]) -> Result<()> {
+    let dir = file.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    let tmp = file.with_extension("json.tmp");
+    std::fs::write(&tmp, text).map_err(|e| Error::io(&tmp, e))?;
+    std::fs::rename(&tmp, file).map_err(|e| Error::io(file, e))
+}
+
+/// The tasks of the pack at `pack` its last check found broken, with why.
+fn broken_tasks(data: &Path, pack: &Path) -> BTreeMap<String, String> {
+    let Ok(text) = std::fs::read(checks_file(data, pack)) else {
+        return BTreeMap::new();
+    };
+    serde_json::from_slice::<PackCheck>(&text)
+        .map(|c| {
+            c.tasks
+                .into_iter()
+                .filter_map(|t| t.broken.map(|b| (t.id, b)))
+                .collect()
+        })
+        .unwrap_or_default()
 }
