@@ -311,16 +311,29 @@ async fn a_finished_agents_log_stays_lines_and_its_changed_files_are_the_diffs()
         );
     }
     // "Changed files" agrees with the diff: one file, not the scratch file.
-    let summaries: Vec<String> = app
-        .js(
-            "return [...document.querySelectorAll('[data-testid=changed-files-summary]')].map(s => s.textContent.replace(/\\s+/g, ' ').trim());",
-            vec![],
-        )
-        .await?;
-    ensure!(
-        summaries.len() == 2 && summaries.iter().all(|s| s.starts_with("Changed files (1)")),
-        "the panes' changed files read {summaries:?}"
-    );
+    // (The diff's summary comes with the stored battle, a moment after the
+    // last event.)
+    let seen = std::sync::Mutex::new(Vec::new());
+    app.wait_until(
+        "each pane's changed files to be the diff's",
+        Duration::from_secs(10),
+        || async {
+            let summaries: Vec<String> = app
+                .js(
+                    "return [...document.querySelectorAll('[data-testid=changed-files-summary]')].map(s => s.textContent.replace(/\\s+/g, ' ').trim());",
+                    vec![],
+                )
+                .await?;
+            let ok = summaries.len() == 2
+                && summaries.iter().all(|s| s.starts_with("Changed files (1)"));
+            if let Ok(mut last) = seen.lock() {
+                *last = summaries;
+            }
+            Ok(ok.then_some(()))
+        },
+    )
+    .await
+    .with_context(|| format!("the panes' changed files read {:?}", seen.lock().map(|s| s.clone())))?;
     let shown = app
         .count("[data-testid=output-pane] [data-testid=changed-files]")
         .await?;

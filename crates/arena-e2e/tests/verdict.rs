@@ -70,6 +70,29 @@ async fn wait_kind(app: &App, kind: &str) -> Result<()> {
     .await
 }
 
+/// Waits until the card's second line says each of `words` (what the
+/// stored analysis adds comes a moment after its event).
+async fn wait_detail(app: &App, words: &[&str]) -> Result<()> {
+    let said = std::sync::Mutex::new(String::new());
+    app.wait_until(
+        &format!("the verdict card to say {words:?}"),
+        Duration::from_secs(10),
+        || async {
+            let detail = app.text_content("[data-testid=verdict-detail]").await?;
+            let ok = words.iter().all(|w| detail.contains(w));
+            if let Ok(mut seen) = said.lock() {
+                *seen = detail;
+            }
+            Ok(ok.then_some(()))
+        },
+    )
+    .await
+    .with_context(|| {
+        let seen = said.lock().map(|s| s.clone()).unwrap_or_default();
+        format!("the card's second line reads {seen:?}")
+    })
+}
+
 /// The top of the first answer (CSS px from the top of the page).
 async fn answers_top(app: &App) -> Result<f64> {
     app.js(
@@ -192,11 +215,8 @@ async fn a_judge_that_is_down_says_why_in_the_one_verdict_card() -> Result<()> {
         BATTLE_TIMEOUT,
     )
     .await?;
-    let why = app.text_content("[data-testid=verdict-detail]").await?;
-    ensure!(
-        why.contains("names the capital") && why.contains("judge"),
-        "the judged card does not say why: {why:?}"
-    );
+    // The reason comes with the stored analysis, a moment after its event.
+    wait_detail(&app, &["names the capital", "judge"]).await?;
     // The picker's "no pick" names the judge's pick, not "Analysis decides".
     let none: String = app
         .js(
@@ -281,15 +301,11 @@ async fn cancelled_and_undecided_battles_say_so_and_the_picker_is_named_for_what
     app.wait_battle_status("done", BATTLE_TIMEOUT).await?;
     wait_kind(&app, "undecided").await?;
     let headline = app.text_content("[data-testid=verdict-headline]").await?;
-    let detail = app.text_content("[data-testid=verdict-detail]").await?;
     ensure!(
         headline.contains("No clear winner"),
         "the undecided headline reads {headline:?}"
     );
-    ensure!(
-        detail.contains("run 1 chose") && detail.contains("run 2 chose"),
-        "the card does not say what each run chose: {detail:?}"
-    );
+    wait_detail(&app, &["run 1 chose", "run 2 chose"]).await?;
     let none: String = app
         .js(
             "return document.querySelector('[data-testid=winner-select]').options[0].label;",
