@@ -190,34 +190,60 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     Ok(())
 }
 
-/// Adds `Arena/` to the project's `.gitignore` when the project is under git
-/// (or already has a `.gitignore`) and no line covers it yet.
-pub fn ensure_gitignored(project: &Path) -> Result<()> {
-    let path = project.join(".gitignore");
+/// Keeps `Arena/` out of the project's `git status` through the
+/// repository's own `info/exclude` (its common folder's, for a linked
+/// worktree), never a file in the project's tree: nothing new appears
+/// beside your files, and `.gitignore` is left as it is. A project that is
+/// no repository, or whose `.gitignore` or exclude file already covers
+/// `Arena/`, is left alone.
+pub fn ensure_excluded(project: &Path) -> Result<()> {
+    let covers = |text: &str| {
+        text.lines()
+            .map(str::trim)
+            .any(|l| matches!(l, "Arena" | "Arena/" | "/Arena" | "/Arena/"))
+    };
+    if std::fs::read_to_string(project.join(".gitignore")).is_ok_and(|t| covers(&t)) {
+        return Ok(());
+    }
+    let Ok(repo) = git2::Repository::open(project) else {
+        return Ok(());
+    };
+    // Not the repository's top folder: `/Arena/` would name another.
+    let top = repo.workdir().and_then(|w| w.canonicalize().ok());
+    if top.is_none() || top != project.canonicalize().ok() {
+        return Ok(());
+    }
+    // A linked worktree's repository names its common folder in `commondir`.
+    let git_dir = repo.path().to_path_buf();
+    let common = match std::fs::read_to_string(git_dir.join("commondir")) {
+        Ok(rel) => git_dir.join(rel.trim()),
+        Err(_) => git_dir,
+    };
+    let path = common.join("info").join("exclude");
     let existing = match std::fs::read_to_string(&path) {
-        Ok(text) => Some(text),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
         Err(e) => return Err(Error::io(&path, e)),
     };
-    if existing.is_none() && !project.join(".git").exists() {
+    if covers(&existing) {
         return Ok(());
     }
-    let text = existing.unwrap_or_default();
-    let covered = text
-        .lines()
-        .map(str::trim)
-        .any(|l| matches!(l, "Arena" | "Arena/" | "/Arena" | "/Arena/"));
-    if covered {
-        return Ok(());
-    }
-    let mut new = text;
+    let mut new = existing;
     if !new.is_empty() && !new.ends_with('\n') {
         new.push('\n');
     }
     new.push_str("# Arena battle results\n/Arena/\n");
     // Replaced whole, never truncated in place: a battle starting in
-    // another process at the same moment reads either file, never half of one.
-    write_atomic(&path, new.as_bytes())
+    // another process at the same moment reads either file, never half of
+    // one. Readable as git writes it.
+    write_atomic(&path, new.as_bytes())?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644))
+            .map_err(|e| Error::io(&path, e))?;
+    }
+    Ok(())
 }
 
 pub fn rfc3339(t: DateTime<Utc>) -> String {
@@ -703,22 +729,33 @@ mod tests {
     }
 
     #[test]
-    fn gitignore_gets_one_line() {
+    fn results_are_excluded_through_the_repository_not_the_tree() {
         let dir = tempfile::tempdir().unwrap();
-        std::fs::create_dir(dir.path().join(".git")).unwrap();
-        ensure_gitignored(dir.path()).unwrap();
-        ensure_gitignored(dir.path()).unwrap();
-        let text = std::fs::read_to_string(dir.path().join(".gitignore")).unwrap();
-        assert_eq!(text.matches("/Arena/").count(), 1);
-
+        git2::Repository::init(dir.path()).unwrap();
+        ensure_excluded(dir.path()).unwrap();
+        ensure_excluded(dir.path()).unwrap();
+        let exclude = dir.path().join(".git/info/exclude");
+        let text = std::fs::read_to_string(&exclude).unwrap();
+        assert_eq!(text.matches("/Arena/").count(), 1, "{text}");
+        assert!(!dir.path().join(".gitignore").exists());
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&exclude).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o644);
+        }
+        // No repository: nothing written.
         let plain = tempfile::tempdir().unwrap();
-        ensure_gitignored(plain.path()).unwrap();
+        ensure_excluded(plain.path()).unwrap();
         assert!(!plain.path().join(".gitignore").exists());
-
+        assert!(!plain.path().join(".git").exists());
+        // A .gitignore that covers it already: left alone, nothing added.
         let kept = tempfile::tempdir().unwrap();
-        std::fs::write(kept.path().join(".gitignore"), "target").unwrap();
-        ensure_gitignored(kept.path()).unwrap();
-        let text = std::fs::read_to_string(kept.path().join(".gitignore")).unwrap();
-        assert!(text.starts_with("target\n"));
+        git2::Repository::init(kept.path()).unwrap();
+        std::fs::write(kept.path().join(".gitignore"), "target\nArena/\n").unwrap();
+        ensure_excluded(kept.path()).unwrap();
+        let text =
+            std::fs::read_to_string(kept.path().join(".git/info/exclude")).unwrap_or_default();
+        assert!(!text.contains("/Arena/"), "{text}");
     }
 }

@@ -595,8 +595,10 @@ async fn results_folder_holds_manifest_and_result_files() {
     );
     assert!(cloud.benchmark.ttft_ms.is_some() && cloud.benchmark.duration_ms.is_some());
 
-    let gitignore = std::fs::read_to_string(h.project.path().join(".gitignore")).unwrap();
-    assert!(gitignore.lines().any(|l| l == "/Arena/"));
+    // Nothing is added to the project's tree to keep results out of git
+    // (a real repository gets `/Arena/` in its own `info/exclude`: see
+    // `results::tests::results_are_excluded_through_the_repository_not_the_tree`).
+    assert!(!h.project.path().join(".gitignore").exists());
 }
 
 #[tokio::test]
@@ -690,8 +692,9 @@ async fn the_anthropic_messages_api_streams_too() {
             .map(|s| s.starts_with("You are a patient teacher")),
         Some(true)
     );
-    // No project .git: no .gitignore is created.
+    // No project .git: nothing is written to keep results out of git.
     assert!(!project.path().join(".gitignore").exists());
+    assert!(!project.path().join(".git").exists());
 }
 
 #[tokio::test]

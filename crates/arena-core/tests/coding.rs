@@ -106,6 +106,17 @@ async fn native_contestants_edit_in_their_own_worktrees() {
     assert!(pa.contains("-    1\n+    2\n"));
     // The project itself is untouched; each worktree has only its own file.
     assert!(!project.path().join("a.txt").exists());
+    // Its results are kept out of `git status` by the repository's own
+    // exclude file: nothing new in its tree, not even a `.gitignore`.
+    let status = Command::new("git")
+        .args(["status", "--porcelain", "--untracked-files=all"])
+        .current_dir(project.path())
+        .output()
+        .unwrap();
+    assert!(status.stdout.is_empty(), "{status:?}");
+    assert!(!project.path().join(".gitignore").exists());
+    let exclude = std::fs::read_to_string(project.path().join(".git/info/exclude")).unwrap();
+    assert!(exclude.lines().any(|l| l == "/Arena/"), "{exclude}");
     let (wa, wb) = (
         b.contestants[0].worktree.clone().unwrap(),
         b.contestants[1].worktree.clone().unwrap(),

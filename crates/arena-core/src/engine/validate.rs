@@ -285,7 +285,7 @@ pub(super) async fn record(
             let dir = &battle.results_path;
             let written = std::fs::create_dir_all(dir)
                 .map_err(|e| crate::error::Error::io(dir, e))
-                .and_then(|()| results::ensure_gitignored(&project));
+                .and_then(|()| results::ensure_excluded(&project));
             (root_existed, written)
         })
         .await?
