@@ -18,6 +18,7 @@ pub mod decisions;
 pub mod error;
 pub mod event;
 pub mod leaderboard;
+pub mod mining;
 pub mod pack;
 pub mod pack_score;
 pub mod patch;
