@@ -1,0 +1,667 @@
+//! Mining a project's history for tasks (issue 41), the static half: walk
+//! the first-parent history newest first (a merge is diffed against its
+//! first parent: it is where the project merges pull requests), keep the
+//! commits that change both tests and code within the size rules
+//! (`arena_domain::mining`), and split each into the hidden `test.patch`
+//! and the `gold.patch` on its parent, the base. Validation by running and
+//! the instruction come later: a mined pack's tests.json is empty.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use arena_domain::mining::{
+    self, apply_hunks, cfg_test_ranges, classify_path, hunk_kind, parse_hunk_header, DropReason,
+    Ecosystem, FileChange, FileRole, Hunk, HunkKind,
+};
+use serde::Serialize;
+
+use super::PackError;
+
+/// What to mine.
+#[derive(Debug, Clone, Default)]
+pub struct MineOptions {
+    pub project: PathBuf,
+    /// Stop after this many candidates.
+    pub limit: Option<usize>,
+    /// Only commits committed on or after / before these dates (as git's
+    /// `--since`/`--until` read them).
+    pub since: Option<String>,
+    pub until: Option<String>,
+}
+
+/// A candidate: a commit whose change splits into tests and a fix.
+#[derive(Debug, Clone, Serialize)]
+pub struct MinedTask {
+    pub commit: String,
+    /// The first parent: the task's base.
+    pub base: String,
+    /// The commit date, ISO 8601.
+    pub committed_at: String,
+    pub subject: String,
+    /// The non-test files the gold patch changes.
+    pub files: Vec<String>,
+    /// Non-test lines changed (added + deleted).
+    pub lines: u64,
+    pub ecosystem: Ecosystem,
+    /// The files the test patch changes (a Rust source file with a
+    /// `#[cfg(test)]` hunk is in both lists).
+    pub test_files: Vec<String>,
+    /// Lockfiles and manifests the commit changes: the environment key of
+    /// the commit differs from its base's.
+    pub environment_changes: Vec<String>,
+    pub test_patch_bytes: usize,
+    pub gold_patch_bytes: usize,
+    #[serde(skip)]
+    pub test_patch: String,
+    #[serde(skip)]
+    pub gold_patch: String,
+    /// The commit's whole message.
+    #[serde(skip)]
+    pub message: String,
+}
+
+/// The scan's yield.
+#[derive(Debug, Clone, Serialize)]
+pub struct MineReport {
+    pub scanned: usize,
+    pub candidates: usize,
+    pub dropped: BTreeMap<String, usize>,
+    pub tasks: Vec<MinedTask>,
+    pub seconds_per_stage: BTreeMap<String, f64>,
+}
+
+/// Runs git in `dir` with nothing of the caller's git session, and with
+/// `index` as its index when given.
+fn git(
+    dir: &Path,
+    args: &[&str],
+    input: Option<&[u8]>,
+    index: Option<&Path>,
+) -> Result<Vec<u8>, PackError> {
+    let failed = |detail: String| PackError::Git {
+        what: args.first().copied().unwrap_or("").to_string(),
+        dir: dir.to_path_buf(),
+        detail,
+    };
+    let mut command = Command::new("git");
+    command
+        .args([
+            "-c",
+            "core.hooksPath=/dev/null",
+            "-c",
+            "core.quotePath=false",
+        ])
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_WORK_TREE")
+        .env_remove("GIT_INDEX_FILE")
+        .env_remove("GIT_OBJECT_DIRECTORY")
+        .env_remove("GIT_ALTERNATE_OBJECT_DIRECTORIES")
+        .env_remove("GIT_NAMESPACE")
+        .stdin(if input.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    if let Some(index) = index {
+        command.env("GIT_INDEX_FILE", index);
+    }
+    let mut child = command.spawn().map_err(|e| failed(e.to_string()))?;
+    let writer = match (input, child.stdin.take()) {
+        (Some(bytes), Some(mut stdin)) => {
+            let bytes = bytes.to_vec();
+            // From a thread: git answers while it reads.
+            Some(std::thread::spawn(move || {
+                let _ = stdin.write_all(&bytes);
+            }))
+        }
+        _ => None,
+    };
+    let out = child
+        .wait_with_output()
+        .map_err(|e| failed(e.to_string()))?;
+    if let Some(w) = writer {
+        let _ = w.join();
+    }
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        let line = err.lines().rfind(|l| !l.trim().is_empty()).unwrap_or("");
+        return Err(failed(format!("{} ({})", line.trim(), out.status)));
+    }
+    Ok(out.stdout)
+}
+
+/// One commit of the first-parent walk.
+struct Record {
+    commit: String,
+    parent: Option<String>,
+    committed_at: String,
+    name: String,
+    email: String,
+    message: String,
+    files: Vec<FileChange>,
+}
+
+fn parse_log(out: &[u8]) -> Vec<Record> {
+    let text = String::from_utf8_lossy(out);
+    let mut records = Vec::new();
+    for rec in text.split('\u{1e}').filter(|r| !r.is_empty()) {
+        let parts: Vec<&str> = rec.splitn(7, '\u{1f}').collect();
+        if parts.len() < 7 {
+            continue;
+        }
+        let files = parts[6]
+            .split('\0')
+            .map(|e| e.trim_start_matches('\n'))
+            .filter(|e| !e.is_empty())
+            .filter_map(|e| {
+                let mut it = e.splitn(3, '\t');
+                let added = it.next()?.parse().ok();
+                let deleted = it.next()?.parse().ok();
+                let path = it.next()?.to_string();
+                Some(FileChange {
+                    path,
+                    added,
+                    deleted,
+                })
+            })
+            .collect();
+        records.push(Record {
+            commit: parts[0].to_string(),
+            parent: parts[1].split_whitespace().next().map(str::to_string),
+            committed_at: parts[2].to_string(),
+            name: parts[3].to_string(),
+            email: parts[4].to_string(),
+            message: parts[5].to_string(),
+            files,
+        });
+    }
+    records
+}
+
+/// Reads `rev:path` for each spec through one `git cat-file --batch`;
+/// `None` for a path that does not exist at that revision.
+fn read_blobs(dir: &Path, specs: &[String]) -> Result<Vec<Option<Vec<u8>>>, PackError> {
+    if specs.is_empty() {
+        return Ok(Vec::new());
+    }
+    let input = specs.join("\n") + "\n";
+    let out = git(dir, &["cat-file", "--batch"], Some(input.as_bytes()), None)?;
+    let mut blobs = Vec::with_capacity(specs.len());
+    let mut at = 0usize;
+    for _ in specs {
+        let Some(nl) = out[at..].iter().position(|&b| b == b'\n') else {
+            blobs.push(None);
+            continue;
+        };
+        let header = String::from_utf8_lossy(&out[at..at + nl]).to_string();
+        at += nl + 1;
+        let fields: Vec<&str> = header.split(' ').collect();
+        if fields.len() == 3 && fields[1] == "blob" {
+            let size: usize = fields[2].parse().unwrap_or(0);
+            let end = (at + size).min(out.len());
+            blobs.push(Some(out[at..end].to_vec()));
+            at = end + 1;
+        } else if fields.len() == 3 {
+            // Not a blob (a submodule, a tree): its content is skipped.
+            let size: usize = fields[2].parse().unwrap_or(0);
+            at = (at + size + 1).min(out.len());
+            blobs.push(None);
+        } else {
+            blobs.push(None);
+        }
+    }
+    Ok(blobs)
+}
+
+/// A Rust source file's change, split into its test and code hunks.
+struct SplitFile {
+    path: String,
+    old: String,
+    new: String,
+    test_hunks: Vec<Hunk>,
+    code_lines: u64,
+    has_code: bool,
+}
+
+/// How the miner judged one commit.
+enum Judged {
+    Drop(DropReason),
+    Keep(Box<MinedTask>),
+}
+
+/// Scans the project's first-parent history, newest first.
+pub fn mine(options: &MineOptions) -> Result<MineReport, PackError> {
+    let dir = super::repository_root(&options.project)?;
+    let mut stages: BTreeMap<String, f64> = BTreeMap::new();
+    let started = Instant::now();
+    let mut args: Vec<String> = [
+        "log",
+        "--first-parent",
+        "--diff-merges=first-parent",
+        "--no-renames",
+        "--no-ext-diff",
+        "--numstat",
+        "-z",
+        "--format=%x1e%H%x1f%P%x1f%cI%x1f%an%x1f%ae%x1f%B%x1f",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    if let Some(s) = &options.since {
+        args.push(format!("--since={s}"));
+    }
+    if let Some(u) = &options.until {
+        args.push(format!("--until={u}"));
+    }
+    args.push("HEAD".into());
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = git(&dir, &refs, None, None)?;
+    let records = parse_log(&out);
+    stages.insert("walk".into(), started.elapsed().as_secs_f64());
+
+    let scratch = tempfile::tempdir().map_err(|source| PackError::Io {
+        path: std::env::temp_dir(),
+        source,
+    })?;
+    let mut classify = 0f64;
+    let mut split = 0f64;
+    let mut dropped: BTreeMap<String, usize> = BTreeMap::new();
+    let mut tasks = Vec::new();
+    let mut scanned = 0usize;
+    for record in &records {
+        if options.limit.is_some_and(|l| tasks.len() >= l) {
+            break;
+        }
+        scanned += 1;
+        match judge(&dir, record, scratch.path(), &mut classify, &mut split)? {
+            Judged::Drop(reason) => {
+                tracing::debug!(commit = %record.commit, reason = reason.as_str(), "not a candidate");
+                *dropped.entry(reason.as_str().to_string()).or_default() += 1;
+            }
+            Judged::Keep(task) => tasks.push(*task),
+        }
+    }
+    stages.insert("classify".into(), classify);
+    stages.insert("split".into(), split);
+    tracing::info!(project = %dir.display(), scanned, candidates = tasks.len(), "mined the history");
+    Ok(MineReport {
+        scanned,
+        candidates: tasks.len(),
+        dropped,
+        tasks,
+        seconds_per_stage: stages,
+    })
+}
+
+fn judge(
+    dir: &Path,
+    r: &Record,
+    scratch: &Path,
+    classify: &mut f64,
+    split: &mut f64,
+) -> Result<Judged, PackError> {
+    let t = Instant::now();
+    let judged = judge_static(dir, r);
+    *classify += t.elapsed().as_secs_f64();
+    let (mut task, splits, test_paths) = match judged? {
+        Ok(kept) => kept,
+        Err(reason) => return Ok(Judged::Drop(reason)),
+    };
+    let t = Instant::now();
+    let patches = split_patches(dir, &task.base, &task.commit, &test_paths, &splits, scratch);
+    *split += t.elapsed().as_secs_f64();
+    let (test_patch, gold_patch) = patches?;
+    task.test_patch_bytes = test_patch.len();
+    task.gold_patch_bytes = gold_patch.len();
+    task.test_patch = test_patch;
+    task.gold_patch = gold_patch;
+    Ok(Judged::Keep(Box::new(task)))
+}
+
+type Kept = (MinedTask, Vec<SplitFile>, Vec<String>);
+
+fn judge_static(dir: &Path, r: &Record) -> Result<Result<Kept, DropReason>, PackError> {
+    let Some(parent) = r.parent.clone() else {
+        return Ok(Err(DropReason::NoParent));
+    };
+    if let Some(reason) = mining::first_drop(&r.message, &r.name, &r.email, &r.files) {
+        return Ok(Err(reason));
+    }
+    let mut test_paths = Vec::new();
+    let mut code: Vec<&FileChange> = Vec::new();
+    let mut environment = Vec::new();
+    for f in &r.files {
+        match classify_path(&f.path) {
+            FileRole::Test => test_paths.push(f.path.clone()),
+            FileRole::Code => code.push(f),
+            FileRole::Environment => environment.push(f.path.clone()),
+            FileRole::Ci | FileRole::Docs | FileRole::Generated => {}
+        }
+    }
+    // A cheap bound first: with no test file and no Rust source that may
+    // hold test modules, there is nothing to split.
+    let rust: Vec<&FileChange> = code
+        .iter()
+        .copied()
+        .filter(|f| Ecosystem::of(&f.path) == Ecosystem::Rust)
+        .collect();
+    if test_paths.is_empty() && rust.is_empty() {
+        return Ok(Err(DropReason::NoTests));
+    }
+    if code.is_empty() {
+        return Ok(Err(DropReason::NoCode));
+    }
+    // Both sides of every code file: the Rust test modules, the generated marker.
+    let specs: Vec<String> = code
+        .iter()
+        .flat_map(|f| {
+            [
+                format!("{parent}:{}", f.path),
+                format!("{}:{}", r.commit, f.path),
+            ]
+        })
+        .collect();
+    let blobs = read_blobs(dir, &specs)?;
+    let mut splits = Vec::new();
+    for (i, f) in code.iter().enumerate() {
+        let old = blobs.get(2 * i).cloned().flatten().unwrap_or_default();
+        let new = blobs.get(2 * i + 1).cloned().flatten().unwrap_or_default();
+        for side in [&old, &new] {
+            let head = String::from_utf8_lossy(&side[..side.len().min(2048)]);
+            if mining::is_generated_text(&head) {
+                return Ok(Err(DropReason::GeneratedOrVendored));
+            }
+        }
+        if Ecosystem::of(&f.path) != Ecosystem::Rust {
+            continue;
+        }
+        let old = String::from_utf8_lossy(&old).into_owned();
+        let new = String::from_utf8_lossy(&new).into_owned();
+        if !old.contains("#[cfg(test)]") && !new.contains("#[cfg(test)]") {
+            continue;
+        }
+        let diff = git(
+            dir,
+            &[
+                "diff",
+                "--no-ext-diff",
+                "--no-color",
+                "-U0",
+                &parent,
+                &r.commit,
+                "--",
+                &f.path,
+            ],
+            None,
+            None,
+        )?;
+        let hunks: Vec<Hunk> = String::from_utf8_lossy(&diff)
+            .lines()
+            .filter_map(parse_hunk_header)
+            .collect();
+        let (old_ranges, new_ranges) = (cfg_test_ranges(&old), cfg_test_ranges(&new));
+        let mut test_hunks = Vec::new();
+        let mut code_lines = 0u64;
+        for h in &hunks {
+            match hunk_kind(h, &old_ranges, &new_ranges) {
+                HunkKind::Mixed => return Ok(Err(DropReason::MixedTestHunk)),
+                HunkKind::Test => test_hunks.push(*h),
+                HunkKind::Code => code_lines += (h.old_count + h.new_count) as u64,
+            }
+        }
+        if !test_hunks.is_empty() {
+            splits.push(SplitFile {
+                path: f.path.clone(),
+                has_code: test_hunks.len() < hunks.len(),
+                old,
+                new,
+                test_hunks,
+                code_lines,
+            });
+        }
+    }
+    let split_of = |p: &str| splits.iter().find(|s| s.path == p);
+    let mut files = Vec::new();
+    let mut lines = 0u64;
+    let mut binary = false;
+    for f in &code {
+        match split_of(&f.path) {
+            Some(s) if !s.has_code => {}
+            Some(s) => {
+                files.push(f.path.clone());
+                lines += s.code_lines;
+            }
+            None => {
+                files.push(f.path.clone());
+                match f.lines() {
+                    Some(n) => lines += n,
+                    None => binary = true,
+                }
+            }
+        }
+    }
+    let mut all_tests = test_paths.clone();
+    all_tests.extend(splits.iter().map(|s| s.path.clone()));
+    all_tests.sort();
+    if let Some(reason) = mining::size_drop(all_tests.len(), files.len(), lines, binary) {
+        return Ok(Err(reason));
+    }
+    // Formatting only: nothing left of the code change with whitespace ignored.
+    let mut ws: Vec<&str> = vec![
+        "diff",
+        "--no-ext-diff",
+        "--numstat",
+        "-w",
+        &parent,
+        &r.commit,
+        "--",
+    ];
+    ws.extend(files.iter().map(String::as_str));
+    let ws_out = git(dir, &ws, None, None)?;
+    let substantive = String::from_utf8_lossy(&ws_out)
+        .lines()
+        .any(|l| !l.starts_with("0\t0\t"));
+    if !substantive {
+        return Ok(Err(DropReason::FormattingOnly));
+    }
+    let ecosystem = mining::ecosystem_of(&files);
+    let subject = r.message.lines().next().unwrap_or("").to_string();
+    Ok(Ok((
+        MinedTask {
+            commit: r.commit.clone(),
+            base: parent,
+            committed_at: r.committed_at.clone(),
+            subject,
+            files,
+            lines,
+            ecosystem,
+            test_files: all_tests,
+            environment_changes: environment,
+            test_patch_bytes: 0,
+            gold_patch_bytes: 0,
+            test_patch: String::new(),
+            gold_patch: String::new(),
+            message: r.message.clone(),
+        },
+        splits,
+        test_paths,
+    )))
+}
+
+/// The tree between the two patches: the base with the test files of the
+/// commit and the test hunks of its split files; `git diff` base→it is the
+/// test patch and it→commit the gold patch, so that base + test + gold is
+/// the commit.
+fn split_patches(
+    dir: &Path,
+    base: &str,
+    commit: &str,
+    test_paths: &[String],
+    splits: &[SplitFile],
+    scratch: &Path,
+) -> Result<(String, String), PackError> {
+    let index = scratch.join("index");
+    let _ = std::fs::remove_file(&index);
+    git(dir, &["read-tree", base], None, Some(&index))?;
+    let mut info = String::new();
+    let mut modes: BTreeMap<String, (String, String)> = BTreeMap::new();
+    let wanted: BTreeSet<&str> = test_paths
+        .iter()
+        .map(String::as_str)
+        .chain(splits.iter().map(|s| s.path.as_str()))
+        .collect();
+    if !wanted.is_empty() {
+        let mut ls: Vec<&str> = vec!["ls-tree", "-z", commit, "--"];
+        ls.extend(wanted.iter().copied());
+        let out = git(dir, &ls, None, None)?;
+        for entry in String::from_utf8_lossy(&out)
+            .split('\0')
+            .filter(|e| !e.is_empty())
+        {
+            if let Some((meta, path)) = entry.split_once('\t') {
+                let m: Vec<&str> = meta.split(' ').collect();
+                if m.len() == 3 {
+                    modes.insert(path.to_string(), (m[0].to_string(), m[2].to_string()));
+                }
+            }
+        }
+    }
+    for p in test_paths {
+        match modes.get(p) {
+            Some((mode, sha)) => info.push_str(&format!("{mode} {sha}\t{p}\n")),
+            None => info.push_str(&format!("0 {}\t{p}\n", "0".repeat(40))),
+        }
+    }
+    for s in splits {
+        let between = apply_hunks(&s.old, &s.new, &s.test_hunks);
+        let sha = git(
+            dir,
+            &["hash-object", "-w", "--stdin"],
+            Some(between.as_bytes()),
+            None,
+        )?;
+        let sha = String::from_utf8_lossy(&sha).trim().to_string();
+        let mode = modes
+            .get(&s.path)
+            .map(|(m, _)| m.as_str())
+            .unwrap_or("100644");
+        info.push_str(&format!("{mode} {sha}\t{}\n", s.path));
+    }
+    git(
+        dir,
+        &["update-index", "--index-info"],
+        Some(info.as_bytes()),
+        Some(&index),
+    )?;
+    let tree = git(dir, &["write-tree"], None, Some(&index))?;
+    let tree = String::from_utf8_lossy(&tree).trim().to_string();
+    let diff = |a: &str, b: &str| -> Result<String, PackError> {
+        let out = git(
+            dir,
+            &[
+                "diff",
+                "--no-ext-diff",
+                "--no-color",
+                "--binary",
+                "--no-renames",
+                "--full-index",
+                a,
+                b,
+            ],
+            None,
+            None,
+        )?;
+        Ok(String::from_utf8_lossy(&out).into_owned())
+    };
+    let test_patch = diff(base, &tree)?;
+    let gold_patch = diff(&tree, commit)?;
+    Ok((test_patch, gold_patch))
+}
+
+/// The instruction a mined task has until the writer (a later stage) writes it.
+pub const PLACEHOLDER_INSTRUCTION: &str = "This task was mined from the project's history and is not validated yet: its instruction is not written and its tests.json lists no FAIL_TO_PASS test. Validation by running decides them.\n";
+
+/// Writes the candidates as a pack of repo-native tasks (through the
+/// SWE-bench mapping of `import`): the base is each commit's parent, the
+/// patches are the split's, the instruction a placeholder and tests.json
+/// empty, so that `pack show` and `pack run` say each task is not usable
+/// until it is validated.
+pub fn write_pack(
+    report: &MineReport,
+    project: &Path,
+    out: &Path,
+    test_command: Option<String>,
+) -> Result<super::ImportReport, PackError> {
+    if report.tasks.is_empty() {
+        return Err(PackError::Usage(
+            "no candidate to write: the pack would be empty".into(),
+        ));
+    }
+    let scratch = tempfile::tempdir().map_err(|source| PackError::Io {
+        path: std::env::temp_dir(),
+        source,
+    })?;
+    let mut jsonl = String::new();
+    for t in &report.tasks {
+        let instance = serde_json::json!({
+            "instance_id": format!("mined-{}", &t.commit[..t.commit.len().min(12)]),
+            "base_commit": t.base,
+            "patch": t.gold_patch,
+            "test_patch": t.test_patch,
+            "problem_statement": PLACEHOLDER_INSTRUCTION,
+            "created_at": t.committed_at,
+            "FAIL_TO_PASS": [],
+            "PASS_TO_PASS": [],
+            "mined_commit": t.commit,
+            "mined_subject": t.subject,
+            "environment_changes": t.environment_changes.join(" "),
+        });
+        jsonl.push_str(&instance.to_string());
+        jsonl.push('\n');
+    }
+    let file = scratch.path().join("mined.jsonl");
+    std::fs::write(&file, jsonl).map_err(|source| PackError::Io {
+        path: file.clone(),
+        source,
+    })?;
+    let options = super::ImportOptions {
+        out: out.to_path_buf(),
+        project: Some(project.to_path_buf()),
+        test_command,
+        name: None,
+        description: Some(format!(
+            "Mined from the history of {} (not validated yet)",
+            project.display()
+        )),
+        bundle: false,
+        time_limit_secs: None,
+    };
+    super::import(&file, &options)
+}
+
+/// The yield table, for the terminal.
+pub fn yield_table(report: &MineReport) -> String {
+    let mut s = String::new();
+    s.push_str(&format!("{:<28}{:>8}\n", "commits scanned", report.scanned));
+    s.push_str(&format!("{:<28}{:>8}\n", "candidates", report.candidates));
+    let mut drops: Vec<(&String, &usize)> = report.dropped.iter().collect();
+    drops.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    for (reason, n) in drops {
+        s.push_str(&format!("{:<28}{:>8}\n", format!("dropped: {reason}"), n));
+    }
+    s.push_str(&format!("{:<28}{:>8}\n", "validated", "later"));
+    s.push_str(&format!("{:<28}{:>8}\n", "instructions approved", "later"));
+    for (stage, secs) in &report.seconds_per_stage {
+        s.push_str(&format!("{:<28}{:>7.2}s\n", format!("time: {stage}"), secs));
+    }
+    s
+}

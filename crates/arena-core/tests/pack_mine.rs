@@ -1,0 +1,463 @@
+//! `arena pack mine`, the static scan (issue 41): a scripted repository
+//! (real git, fixed dates) with a commit of every kind; exactly the right
+//! ones are candidates, each other one is dropped with its reason, and the
+//! split patches apply on the base and give back the commit.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use arena_core::pack::mine::{mine, write_pack, MineOptions, MineReport};
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .output()
+        .expect("git runs");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+struct Repo {
+    dir: PathBuf,
+    day: u32,
+}
+
+impl Repo {
+    fn new(dir: &Path) -> Repo {
+        git(dir, &["init", "-q", "-b", "main"]);
+        git(dir, &["config", "user.name", "Ada"]);
+        git(dir, &["config", "user.email", "ada@example.org"]);
+        git(dir, &["config", "commit.gpgsign", "false"]);
+        Repo {
+            dir: dir.to_path_buf(),
+            day: 0,
+        }
+    }
+
+    fn write(&self, path: &str, text: &str) {
+        let p = self.dir.join(path);
+        std::fs::create_dir_all(p.parent().expect("a parent")).expect("mkdir");
+        std::fs::write(p, text).expect("write");
+    }
+
+    fn commit_as(&mut self, subject: &str, name: &str, email: &str) -> String {
+        self.day += 1;
+        let date = format!("2024-01-01T{:02}:00:00+00:00", self.day);
+        let date = if self.day >= 24 {
+            format!("2024-01-02T{:02}:00:00+00:00", self.day - 24)
+        } else {
+            date
+        };
+        git(&self.dir, &["add", "-A"]);
+        let out = Command::new("git")
+            .args(["commit", "-q", "--allow-empty", "-m", subject])
+            .current_dir(&self.dir)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_AUTHOR_NAME", name)
+            .env("GIT_AUTHOR_EMAIL", email)
+            .env("GIT_AUTHOR_DATE", &date)
+            .env("GIT_COMMITTER_DATE", &date)
+            .output()
+            .expect("git commit");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        git(&self.dir, &["rev-parse", "HEAD"])
+    }
+
+    fn commit(&mut self, subject: &str) -> String {
+        self.commit_as(subject, "Ada", "ada@example.org")
+    }
+}
+
+const LIB_RS: &str = "pub fn double(x: i32) -> i32 {\n    x + x\n}\n\npub fn half(x: i32) -> i32 {\n    x / 2\n}\n\n#[cfg(test)]\nmod tests {\n    use super::*;\n\n    #[test]\n    fn doubles() {\n        assert_eq!(double(2), 4);\n    }\n}\n";
+
+/// Builds the scripted history; returns the subjects expected as candidates.
+fn scripted(dir: &Path) -> Repo {
+    let mut r = Repo::new(dir);
+    r.write(
+        "pkg/calc.py",
+        "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n",
+    );
+    r.write(
+        "tests/test_calc.py",
+        "from pkg.calc import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n",
+    );
+    r.write("src/lib.rs", LIB_RS);
+    r.write("README.md", "calc\n");
+    r.commit("Start the project");
+
+    // A Python fix with its test.
+    r.write("pkg/calc.py", "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    # None is refused.\n    if a is None:\n        raise ValueError('a')\n    return a - b\n");
+    r.write("tests/test_calc.py", "from pkg.calc import add, sub\nimport pytest\n\n\ndef test_add():\n    assert add(1, 2) == 3\n\n\ndef test_sub_none():\n    with pytest.raises(ValueError):\n        sub(None, 1)\n");
+    r.commit("Fix sub on None");
+
+    // A feature with tests.
+    r.write(
+        "pkg/mul.py",
+        "def mul(a, b):\n    out = 0\n    for _ in range(b):\n        out += a\n    return out\n",
+    );
+    r.write(
+        "tests/test_mul.py",
+        "from pkg.mul import mul\n\n\ndef test_mul():\n    assert mul(2, 3) == 6\n",
+    );
+    let feature = r.commit("Add mul");
+
+    // Its revert.
+    git(&r.dir, &["revert", "--no-edit", "--no-commit", &feature]);
+    r.commit(&format!(
+        "Revert \"Add mul\"\n\nThis reverts commit {feature}."
+    ));
+
+    // Formatting only (its test is touched too, so only the whitespace rule drops it).
+    r.write("pkg/calc.py", "def add(a, b):\n    return a  +  b\n\n\ndef sub(a, b):\n    # None is refused.\n    if a is None:\n        raise ValueError('a')\n    return a   -   b\n");
+    r.write("tests/test_calc.py", "from pkg.calc import add, sub\nimport pytest\n\n\ndef test_add():\n    assert add(1, 2) == 3\n    assert add(0, 0) == 0\n\n\ndef test_sub_none():\n    with pytest.raises(ValueError):\n        sub(None, 1)\n");
+    r.commit("Reformat calc");
+
+    // A vendored change.
+    r.write("vendor/six/six.py", "X = 1\nY = 2\nZ = 3\n");
+    r.write("tests/test_six.py", "def test_six():\n    assert True\n");
+    r.commit("Vendor six");
+
+    // CI only.
+    r.write(".github/workflows/ci.yml", "on: push\njobs: {}\n");
+    r.commit("Add CI");
+
+    // A bot's change.
+    r.write("pkg/calc.py", "def add(a, b):\n    return a  +  b\n\n\ndef sub(a, b):\n    # None is refused.\n    if a is None:\n        raise ValueError('a is None')\n    return a   -   b\n\n\nVERSION = 2\n");
+    r.write("tests/test_calc.py", "from pkg.calc import add, sub\nimport pytest\n\n\ndef test_add():\n    assert add(1, 2) == 3\n    assert add(0, 0) == 0\n\n\ndef test_sub_none():\n    with pytest.raises(ValueError):\n        sub(None, 1)\n\n\ndef test_version():\n    pass\n");
+    r.commit_as(
+        "Bump the version",
+        "dependabot[bot]",
+        "49699333+dependabot[bot]@users.noreply.github.com",
+    );
+
+    // A Rust fix with its #[cfg(test)] hunk in the same file: split.
+    r.write("src/lib.rs", &LIB_RS.replace("    x / 2\n", "    if x < 0 {\n        return -((-x) / 2);\n    }\n    x / 2\n").replace("        assert_eq!(double(2), 4);\n", "        assert_eq!(double(2), 4);\n    }\n\n    #[test]\n    fn halves_negatives() {\n        assert_eq!(half(-3), -1);\n"));
+    r.commit("Round half toward zero for negatives");
+
+    // A Rust hunk mixing a fix and a test module.
+    let now = std::fs::read_to_string(r.dir.join("src/lib.rs")).expect("read");
+    r.write("src/lib.rs", &format!("{now}\npub fn triple(x: i32) -> i32 {{\n    x * 3\n}}\n#[cfg(test)]\nmod more {{\n    #[test]\n    fn triples() {{\n        assert_eq!(super::triple(2), 6);\n    }}\n}}\n"));
+    r.commit("Add triple");
+
+    // A lockfile changes with the fix: kept, flagged.
+    r.write("pkg/calc.py", "def add(a, b):\n    return a  +  b\n\n\ndef sub(a, b):\n    # None is refused, a and b alike.\n    if a is None:\n        raise ValueError('a is None')\n    if b is None:\n        raise ValueError('b is None')\n    return a   -   b\n\n\nVERSION = 2\n");
+    r.write("tests/test_calc.py", "from pkg.calc import add, sub\nimport pytest\n\n\ndef test_add():\n    assert add(1, 2) == 3\n    assert add(0, 0) == 0\n\n\ndef test_sub_none():\n    with pytest.raises(ValueError):\n        sub(None, 1)\n    with pytest.raises(ValueError):\n        sub(1, None)\n\n\ndef test_version():\n    pass\n");
+    r.write(
+        "poetry.lock",
+        "# lock\n[[package]]\nname = \"pytest\"\nversion = \"8.0\"\n",
+    );
+    r.commit("Check b too, with pytest 8");
+
+    // A branch merged with a merge commit: the merge is the unit.
+    git(&r.dir, &["checkout", "-q", "-b", "feature"]);
+    r.write(
+        "pkg/div.py",
+        "def div(a, b):\n    if b == 0:\n        return None\n    return a / b\n",
+    );
+    r.commit("div: the code");
+    r.write(
+        "tests/test_div.py",
+        "from pkg.div import div\n\n\ndef test_div_zero():\n    assert div(1, 0) is None\n",
+    );
+    r.commit("div: the test");
+    git(&r.dir, &["checkout", "-q", "main"]);
+    r.write("NOTES.md", "notes\n");
+    r.commit("Notes");
+    git(
+        &r.dir,
+        &[
+            "merge",
+            "-q",
+            "--no-ff",
+            "feature",
+            "-m",
+            "Merge pull request from feature: div",
+        ],
+    );
+    r.day += 1;
+
+    // Too big.
+    let big: String = (0..450).map(|i| format!("V{i} = {i}\n")).collect();
+    r.write("pkg/big.py", &big);
+    r.write("tests/test_big.py", "def test_big():\n    assert True\n");
+    r.commit("Add a big table");
+
+    // Generated, by its marker.
+    r.write(
+        "pkg/gen.py",
+        "# @generated by protoc, DO NOT EDIT\nA = 1\nB = 2\nC = 3\n",
+    );
+    r.write("tests/test_gen.py", "def test_gen():\n    assert True\n");
+    r.commit("Regenerate");
+    r
+}
+
+fn by_subject(report: &MineReport) -> BTreeMap<String, usize> {
+    report
+        .tasks
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (t.subject.clone(), i))
+        .collect()
+}
+
+/// base + test.patch + gold.patch is the commit's tree (checked on a fresh clone).
+fn assert_split_reproduces(
+    origin: &Path,
+    work: &Path,
+    base: &str,
+    commit: &str,
+    test: &str,
+    gold: &str,
+) {
+    if !work.exists() {
+        git(
+            origin.parent().expect("a parent"),
+            &[
+                "clone",
+                "-q",
+                origin.to_str().expect("utf-8"),
+                work.to_str().expect("utf-8"),
+            ],
+        );
+    }
+    git(work, &["checkout", "-q", "-f", base]);
+    git(work, &["clean", "-qfdx"]);
+    std::fs::write(work.join("../t.patch"), test).expect("write");
+    std::fs::write(work.join("../g.patch"), gold).expect("write");
+    git(work, &["apply", "--index", "../t.patch"]);
+    git(work, &["apply", "--index", "../g.patch"]);
+    let left = git(work, &["diff", "--cached", "--stat", commit]);
+    assert_eq!(left, "", "base + test + gold differs from {commit}");
+}
+
+#[test]
+fn a_scripted_history_yields_exactly_its_candidates() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let origin = tmp.path().join("origin");
+    std::fs::create_dir_all(&origin).expect("mkdir");
+    scripted(&origin);
+    let report = mine(&MineOptions {
+        project: origin.clone(),
+        ..MineOptions::default()
+    })
+    .expect("mines");
+
+    let subjects = by_subject(&report);
+    let names: Vec<&str> = report.tasks.iter().map(|t| t.subject.as_str()).collect();
+    assert_eq!(
+        names,
+        vec![
+            "Merge pull request from feature: div",
+            "Check b too, with pytest 8",
+            "Round half toward zero for negatives",
+            "Add mul",
+            "Fix sub on None",
+        ],
+        "the candidates, newest first"
+    );
+    let expected: BTreeMap<String, usize> = [
+        ("generated_or_vendored", 2),
+        ("too_big", 1),
+        ("no_tests", 1), // "Notes"
+        ("mixed_test_hunk", 1),
+        ("bot", 1),
+        ("ci_only", 1),
+        ("formatting_only", 1),
+        ("revert", 1),
+        ("no_parent", 1),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect();
+    assert_eq!(report.dropped, expected);
+    // The branch's own commits are not walked: only the first-parent line.
+    assert_eq!(report.scanned, 5 + 10);
+    assert_eq!(report.candidates, 5);
+
+    let lock = &report.tasks[subjects["Check b too, with pytest 8"]];
+    assert_eq!(lock.environment_changes, vec!["poetry.lock".to_string()]);
+    assert_eq!(lock.ecosystem, arena_domain::mining::Ecosystem::Python);
+    assert_eq!(lock.files, vec!["pkg/calc.py".to_string()]);
+    assert_eq!(lock.lines, 4);
+    assert!(
+        lock.committed_at.starts_with("2024-01-01T11:00:00"),
+        "{}",
+        lock.committed_at
+    );
+
+    let merge = &report.tasks[subjects["Merge pull request from feature: div"]];
+    assert_eq!(merge.files, vec!["pkg/div.py".to_string()]);
+    assert_eq!(merge.test_files, vec!["tests/test_div.py".to_string()]);
+    assert!(merge.environment_changes.is_empty());
+
+    // The Rust split: the test module's hunk is the test patch, the fix the gold.
+    let rust = &report.tasks[subjects["Round half toward zero for negatives"]];
+    assert_eq!(rust.ecosystem, arena_domain::mining::Ecosystem::Rust);
+    assert_eq!(rust.files, vec!["src/lib.rs".to_string()]);
+    assert_eq!(rust.test_files, vec!["src/lib.rs".to_string()]);
+    assert_eq!(rust.lines, 3);
+    assert!(rust.test_patch.contains("+    fn halves_negatives() {"));
+    assert!(!rust.test_patch.contains("return -((-x) / 2);"));
+    assert!(rust.gold_patch.contains("+        return -((-x) / 2);"));
+    assert!(!rust.gold_patch.contains("halves_negatives"));
+    assert_eq!(rust.test_patch_bytes, rust.test_patch.len());
+
+    let py = &report.tasks[subjects["Fix sub on None"]];
+    assert!(py.test_patch.contains("tests/test_calc.py") && !py.test_patch.contains("pkg/calc.py"));
+    assert!(py.gold_patch.contains("pkg/calc.py") && !py.gold_patch.contains("tests/test_calc.py"));
+
+    // Every split applies on its base and gives back the commit.
+    let work = tmp.path().join("work");
+    for t in &report.tasks {
+        assert_split_reproduces(
+            &origin,
+            &work,
+            &t.base,
+            &t.commit,
+            &t.test_patch,
+            &t.gold_patch,
+        );
+    }
+    assert!(report.seconds_per_stage.contains_key("walk"));
+}
+
+#[test]
+fn limit_and_dates_bound_the_scan() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    scripted(tmp.path());
+    let two = mine(&MineOptions {
+        project: tmp.path().to_path_buf(),
+        limit: Some(2),
+        ..MineOptions::default()
+    })
+    .expect("mines");
+    assert_eq!(two.candidates, 2);
+    assert_eq!(two.tasks[1].subject, "Check b too, with pytest 8");
+    let early = mine(&MineOptions {
+        project: tmp.path().to_path_buf(),
+        until: Some("2024-01-01T05:30:00+00:00".into()),
+        ..MineOptions::default()
+    })
+    .expect("mines");
+    let names: Vec<&str> = early.tasks.iter().map(|t| t.subject.as_str()).collect();
+    assert_eq!(names, vec!["Add mul", "Fix sub on None"]);
+    assert_eq!(early.scanned, 5);
+}
+
+#[test]
+fn a_mined_pack_is_not_validated_yet() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let origin = tmp.path().join("origin");
+    std::fs::create_dir_all(&origin).expect("mkdir");
+    scripted(&origin);
+    let report = mine(&MineOptions {
+        project: origin.clone(),
+        ..MineOptions::default()
+    })
+    .expect("mines");
+    let out = tmp.path().join("pack");
+    let written =
+        write_pack(&report, &origin, &out, Some("python -m pytest".into())).expect("writes");
+    assert_eq!(written.tasks.len(), 5);
+    let pack = arena_core::pack::Pack::load(&out).expect("loads");
+    assert_eq!(pack.tasks.len(), 5);
+    for task in &pack.tasks {
+        let defect = task.defect().expect("a mined task is not runnable yet");
+        assert!(defect.contains("FAIL_TO_PASS"), "{defect}");
+        let instruction =
+            std::fs::read_to_string(task.dir.join("instruction.md")).expect("instruction");
+        assert!(instruction.contains("not validated yet"));
+    }
+}
+
+/// 10,000 commits through `git fast-import`, then the scan timed.
+/// `cargo test --release -p arena-core --test pack_mine -- --ignored --nocapture scan_10k`
+#[test]
+#[ignore = "a benchmark: prints the time of scanning 10,000 commits"]
+fn scan_10k() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path();
+    git(dir, &["init", "-q", "-b", "main"]);
+    let mut stream = String::new();
+    let n = 10_000;
+    for i in 0..n {
+        let msg = format!("Change {i}");
+        stream.push_str(&format!(
+            "commit refs/heads/main\nmark :{m}\ncommitter Ada <ada@example.org> {t} +0000\ndata {len}\n{msg}\n",
+            m = i + 1,
+            t = 1_700_000_000 + i * 60,
+            len = msg.len(),
+        ));
+        if i > 0 {
+            stream.push_str(&format!("from :{i}\n"));
+        }
+        let module = i % 50;
+        let code = format!(
+            "def f{module}(x):\n    return x + {i}\n\n\ndef g{module}(x):\n    return x * {i}\n"
+        );
+        stream.push_str(&format!(
+            "M 100644 inline pkg/m{module}.py\ndata {}\n{code}\n",
+            code.len()
+        ));
+        if i % 3 == 0 {
+            let test = format!("def test_f{module}():\n    assert {i} == {i}\n");
+            stream.push_str(&format!(
+                "M 100644 inline tests/test_m{module}.py\ndata {}\n{test}\n",
+                test.len()
+            ));
+        }
+        if i % 7 == 0 {
+            let rs = format!("pub fn v() -> u64 {{\n    {i}\n}}\n\n#[cfg(test)]\nmod tests {{\n    #[test]\n    fn v() {{\n        assert_eq!(super::v(), {i});\n    }}\n}}\n");
+            stream.push_str(&format!(
+                "M 100644 inline src/m{module}.rs\ndata {}\n{rs}\n",
+                rs.len()
+            ));
+        }
+    }
+    let mut child = Command::new("git")
+        .args(["fast-import", "--quiet"])
+        .current_dir(dir)
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .expect("fast-import");
+    {
+        use std::io::Write as _;
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(stream.as_bytes())
+            .expect("feed");
+    }
+    assert!(child.wait().expect("waits").success());
+    git(dir, &["checkout", "-q", "-f", "main"]);
+    let started = Instant::now();
+    let report = mine(&MineOptions {
+        project: dir.to_path_buf(),
+        ..MineOptions::default()
+    })
+    .expect("mines");
+    let secs = started.elapsed().as_secs_f64();
+    println!(
+        "scanned {} commits in {secs:.2} s: {} candidates, dropped {:?}, stages {:?}",
+        report.scanned, report.candidates, report.dropped, report.seconds_per_stage
+    );
+    assert_eq!(report.scanned, n as usize);
+    assert!(report.candidates > 0);
+    assert!(secs <= 30.0, "{secs} s");
+}
