@@ -76,6 +76,10 @@ pub enum PackCommand {
     /// must not (through the same sealed battles and verifier as a run). A
     /// task that fails is broken: later runs leave it out, saying why.
     Check(Box<crate::pack_run::PackCheckArgs>),
+    /// Scan a project's history for tasks: the commits that change both
+    /// tests and code, split into a hidden test patch and a gold patch on
+    /// the parent; every other commit counted by why it is dropped.
+    Mine(Box<crate::pack_mine::MineArgs>),
     /// A pack run's report: md (default), html, json or csv.
     Report {
         /// The pack run (its series id or a unique prefix).
@@ -105,6 +109,7 @@ fn run(command: PackCommand) -> Result<(), Error> {
         PackCommand::Run(_) | PackCommand::Check(_) | PackCommand::Report { .. } => {
             unreachable!("runs need the engine: main dispatches them to pack_run")
         }
+        PackCommand::Mine(args) => crate::pack_mine::run(*args)?,
         PackCommand::Import {
             source,
             project,

@@ -414,7 +414,8 @@ fn scan_10k() {
             "M 100644 inline pkg/m{module}.py\ndata {}\n{code}\n",
             code.len()
         ));
-        if i % 3 == 0 {
+        // One commit in ten changes a test: about the share of real histories.
+        if i % 10 == 0 {
             let test = format!("def test_f{module}():\n    assert {i} == {i}\n");
             stream.push_str(&format!(
                 "M 100644 inline tests/test_m{module}.py\ndata {}\n{test}\n",

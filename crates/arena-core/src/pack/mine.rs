@@ -63,6 +63,27 @@ pub struct MinedTask {
     pub message: String,
 }
 
+impl MinedTask {
+    fn empty() -> MinedTask {
+        MinedTask {
+            commit: String::new(),
+            base: String::new(),
+            committed_at: String::new(),
+            subject: String::new(),
+            files: Vec::new(),
+            lines: 0,
+            ecosystem: Ecosystem::Other,
+            test_files: Vec::new(),
+            environment_changes: Vec::new(),
+            test_patch_bytes: 0,
+            gold_patch_bytes: 0,
+            test_patch: String::new(),
+            gold_patch: String::new(),
+            message: String::new(),
+        }
+    }
+}
+
 /// The scan's yield.
 #[derive(Debug, Clone, Serialize)]
 pub struct MineReport {
@@ -187,39 +208,97 @@ fn parse_log(out: &[u8]) -> Vec<Record> {
     records
 }
 
-/// Reads `rev:path` for each spec through one `git cat-file --batch`;
+/// One `git cat-file --batch` for the whole scan: a blob per request,
 /// `None` for a path that does not exist at that revision.
-fn read_blobs(dir: &Path, specs: &[String]) -> Result<Vec<Option<Vec<u8>>>, PackError> {
-    if specs.is_empty() {
-        return Ok(Vec::new());
-    }
-    let input = specs.join("\n") + "\n";
-    let out = git(dir, &["cat-file", "--batch"], Some(input.as_bytes()), None)?;
-    let mut blobs = Vec::with_capacity(specs.len());
-    let mut at = 0usize;
-    for _ in specs {
-        let Some(nl) = out[at..].iter().position(|&b| b == b'\n') else {
-            blobs.push(None);
-            continue;
+struct Blobs {
+    child: std::process::Child,
+    input: std::process::ChildStdin,
+    output: std::io::BufReader<std::process::ChildStdout>,
+    dir: PathBuf,
+}
+
+impl Blobs {
+    fn open(dir: &Path) -> Result<Blobs, PackError> {
+        let failed = |detail: String| PackError::Git {
+            what: "cat-file".into(),
+            dir: dir.to_path_buf(),
+            detail,
         };
-        let header = String::from_utf8_lossy(&out[at..at + nl]).to_string();
-        at += nl + 1;
-        let fields: Vec<&str> = header.split(' ').collect();
-        if fields.len() == 3 && fields[1] == "blob" {
-            let size: usize = fields[2].parse().unwrap_or(0);
-            let end = (at + size).min(out.len());
-            blobs.push(Some(out[at..end].to_vec()));
-            at = end + 1;
-        } else if fields.len() == 3 {
-            // Not a blob (a submodule, a tree): its content is skipped.
-            let size: usize = fields[2].parse().unwrap_or(0);
-            at = (at + size + 1).min(out.len());
-            blobs.push(None);
-        } else {
-            blobs.push(None);
-        }
+        let mut child = Command::new("git")
+            .args(["-c", "core.hooksPath=/dev/null", "cat-file", "--batch"])
+            .current_dir(dir)
+            .env("GIT_TERMINAL_PROMPT", "0")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env_remove("GIT_DIR")
+            .env_remove("GIT_WORK_TREE")
+            .env_remove("GIT_OBJECT_DIRECTORY")
+            .env_remove("GIT_ALTERNATE_OBJECT_DIRECTORIES")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| failed(e.to_string()))?;
+        let (Some(input), Some(output)) = (child.stdin.take(), child.stdout.take()) else {
+            return Err(failed("no pipes".into()));
+        };
+        Ok(Blobs {
+            child,
+            input,
+            output: std::io::BufReader::new(output),
+            dir: dir.to_path_buf(),
+        })
     }
-    Ok(blobs)
+
+    fn get(&mut self, spec: &str) -> Result<Option<Vec<u8>>, PackError> {
+        use std::io::{BufRead as _, Read as _};
+        let failed = |detail: String| PackError::Git {
+            what: "cat-file".into(),
+            dir: self.dir.clone(),
+            detail,
+        };
+        if spec.contains('\n') {
+            return Ok(None);
+        }
+        self.input
+            .write_all(format!("{spec}\n").as_bytes())
+            .and_then(|_| self.input.flush())
+            .map_err(|e| failed(e.to_string()))?;
+        let mut header = String::new();
+        self.output
+            .read_line(&mut header)
+            .map_err(|e| failed(e.to_string()))?;
+        let fields: Vec<&str> = header.trim_end().split(' ').collect();
+        if fields.len() != 3 {
+            // "<spec> missing" (or ambiguous): nothing at that revision.
+            return Ok(None);
+        }
+        let size: usize = fields[2]
+            .parse()
+            .map_err(|_| failed(format!("a header `{}`", header.trim_end())))?;
+        let mut body = vec![0u8; size + 1];
+        self.output
+            .read_exact(&mut body)
+            .map_err(|e| failed(e.to_string()))?;
+        body.truncate(size);
+        Ok((fields[1] == "blob").then_some(body))
+    }
+}
+
+impl Drop for Blobs {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The text with its whitespace left out: two versions that are equal so
+/// differ in whitespace only.
+fn without_whitespace(bytes: &[u8]) -> Vec<u8> {
+    bytes
+        .iter()
+        .copied()
+        .filter(|b| !b.is_ascii_whitespace())
+        .collect()
 }
 
 /// A Rust source file's change, split into its test and code hunks.
@@ -230,12 +309,6 @@ struct SplitFile {
     test_hunks: Vec<Hunk>,
     code_lines: u64,
     has_code: bool,
-}
-
-/// How the miner judged one commit.
-enum Judged {
-    Drop(DropReason),
-    Keep(Box<MinedTask>),
 }
 
 /// Scans the project's first-parent history, newest first.
@@ -272,24 +345,80 @@ pub fn mine(options: &MineOptions) -> Result<MineReport, PackError> {
         path: std::env::temp_dir(),
         source,
     })?;
+    let mut blobs = Blobs::open(&dir)?;
     let mut classify = 0f64;
     let mut split = 0f64;
     let mut dropped: BTreeMap<String, usize> = BTreeMap::new();
-    let mut tasks = Vec::new();
     let mut scanned = 0usize;
+    let mut kept: Vec<Kept> = Vec::new();
+    let t = Instant::now();
     for record in &records {
-        if options.limit.is_some_and(|l| tasks.len() >= l) {
+        if options.limit.is_some_and(|l| kept.len() >= l) {
             break;
         }
         scanned += 1;
-        match judge(&dir, record, scratch.path(), &mut classify, &mut split)? {
-            Judged::Drop(reason) => {
+        match judge_static(&dir, &mut blobs, record)? {
+            Err(reason) => {
                 tracing::debug!(commit = %record.commit, reason = reason.as_str(), "not a candidate");
                 *dropped.entry(reason.as_str().to_string()).or_default() += 1;
             }
-            Judged::Keep(task) => tasks.push(*task),
+            Ok(k) => kept.push(k),
         }
     }
+    classify += t.elapsed().as_secs_f64();
+    // The splits are independent: on every core.
+    let t = Instant::now();
+    let workers = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .clamp(1, 8);
+    let chunk = kept.len().div_ceil(workers).max(1);
+    let results: Vec<Result<Vec<MinedTask>, PackError>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = kept
+            .chunks_mut(chunk)
+            .enumerate()
+            .map(|(n, part)| {
+                let dir = &dir;
+                let scratch = scratch.path().join(format!("w{n}"));
+                scope.spawn(move || -> Result<Vec<MinedTask>, PackError> {
+                    std::fs::create_dir_all(&scratch).map_err(|source| PackError::Io {
+                        path: scratch.clone(),
+                        source,
+                    })?;
+                    let mut done = Vec::with_capacity(part.len());
+                    for (task, splits, test_paths) in part.iter_mut() {
+                        let (test_patch, gold_patch) = split_patches(
+                            dir,
+                            &task.base,
+                            &task.commit,
+                            test_paths,
+                            splits,
+                            &scratch,
+                        )?;
+                        let mut task = std::mem::replace(task, MinedTask::empty());
+                        task.test_patch_bytes = test_patch.len();
+                        task.gold_patch_bytes = gold_patch.len();
+                        task.test_patch = test_patch;
+                        task.gold_patch = gold_patch;
+                        done.push(task);
+                    }
+                    Ok(done)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(PackError::Usage("a split worker panicked".into())))
+            })
+            .collect()
+    });
+    let mut tasks = Vec::with_capacity(kept.len());
+    for r in results {
+        tasks.extend(r?);
+    }
+    split += t.elapsed().as_secs_f64();
     stages.insert("classify".into(), classify);
     stages.insert("split".into(), split);
     tracing::info!(project = %dir.display(), scanned, candidates = tasks.len(), "mined the history");
@@ -302,34 +431,13 @@ pub fn mine(options: &MineOptions) -> Result<MineReport, PackError> {
     })
 }
 
-fn judge(
-    dir: &Path,
-    r: &Record,
-    scratch: &Path,
-    classify: &mut f64,
-    split: &mut f64,
-) -> Result<Judged, PackError> {
-    let t = Instant::now();
-    let judged = judge_static(dir, r);
-    *classify += t.elapsed().as_secs_f64();
-    let (mut task, splits, test_paths) = match judged? {
-        Ok(kept) => kept,
-        Err(reason) => return Ok(Judged::Drop(reason)),
-    };
-    let t = Instant::now();
-    let patches = split_patches(dir, &task.base, &task.commit, &test_paths, &splits, scratch);
-    *split += t.elapsed().as_secs_f64();
-    let (test_patch, gold_patch) = patches?;
-    task.test_patch_bytes = test_patch.len();
-    task.gold_patch_bytes = gold_patch.len();
-    task.test_patch = test_patch;
-    task.gold_patch = gold_patch;
-    Ok(Judged::Keep(Box::new(task)))
-}
-
 type Kept = (MinedTask, Vec<SplitFile>, Vec<String>);
 
-fn judge_static(dir: &Path, r: &Record) -> Result<Result<Kept, DropReason>, PackError> {
+fn judge_static(
+    dir: &Path,
+    blobs: &mut Blobs,
+    r: &Record,
+) -> Result<Result<Kept, DropReason>, PackError> {
     let Some(parent) = r.parent.clone() else {
         return Ok(Err(DropReason::NoParent));
     };
@@ -360,21 +468,20 @@ fn judge_static(dir: &Path, r: &Record) -> Result<Result<Kept, DropReason>, Pack
     if code.is_empty() {
         return Ok(Err(DropReason::NoCode));
     }
-    // Both sides of every code file: the Rust test modules, the generated marker.
-    let specs: Vec<String> = code
-        .iter()
-        .flat_map(|f| {
-            [
-                format!("{parent}:{}", f.path),
-                format!("{}:{}", r.commit, f.path),
-            ]
-        })
-        .collect();
-    let blobs = read_blobs(dir, &specs)?;
+    // Both sides of every code file: the Rust test modules, the generated
+    // marker, whether anything but whitespace changed.
     let mut splits = Vec::new();
-    for (i, f) in code.iter().enumerate() {
-        let old = blobs.get(2 * i).cloned().flatten().unwrap_or_default();
-        let new = blobs.get(2 * i + 1).cloned().flatten().unwrap_or_default();
+    let mut substantive = false;
+    for f in &code {
+        let old = blobs
+            .get(&format!("{parent}:{}", f.path))?
+            .unwrap_or_default();
+        let new = blobs
+            .get(&format!("{}:{}", r.commit, f.path))?
+            .unwrap_or_default();
+        if !substantive && without_whitespace(&old) != without_whitespace(&new) {
+            substantive = true;
+        }
         for side in [&old, &new] {
             let head = String::from_utf8_lossy(&side[..side.len().min(2048)]);
             if mining::is_generated_text(&head) {
@@ -455,21 +562,8 @@ fn judge_static(dir: &Path, r: &Record) -> Result<Result<Kept, DropReason>, Pack
     if let Some(reason) = mining::size_drop(all_tests.len(), files.len(), lines, binary) {
         return Ok(Err(reason));
     }
-    // Formatting only: nothing left of the code change with whitespace ignored.
-    let mut ws: Vec<&str> = vec![
-        "diff",
-        "--no-ext-diff",
-        "--numstat",
-        "-w",
-        &parent,
-        &r.commit,
-        "--",
-    ];
-    ws.extend(files.iter().map(String::as_str));
-    let ws_out = git(dir, &ws, None, None)?;
-    let substantive = String::from_utf8_lossy(&ws_out)
-        .lines()
-        .any(|l| !l.starts_with("0\t0\t"));
+    // Formatting only: nothing left of the code change with whitespace
+    // ignored (a split file counts whole).
     if !substantive {
         return Ok(Err(DropReason::FormattingOnly));
     }
@@ -509,6 +603,9 @@ fn split_patches(
     splits: &[SplitFile],
     scratch: &Path,
 ) -> Result<(String, String), PackError> {
+    if splits.is_empty() {
+        return Ok(split_by_file(dir, base, commit, test_paths)?);
+    }
     let index = scratch.join("index");
     let _ = std::fs::remove_file(&index);
     git(dir, &["read-tree", base], None, Some(&index))?;
@@ -585,6 +682,53 @@ fn split_patches(
     let test_patch = diff(base, &tree)?;
     let gold_patch = diff(&tree, commit)?;
     Ok((test_patch, gold_patch))
+}
+
+/// The commit's diff cut file by file: the test files' sections are the
+/// test patch, the rest the gold patch.
+fn split_by_file(
+    dir: &Path,
+    base: &str,
+    commit: &str,
+    test_paths: &[String],
+) -> Result<(String, String), PackError> {
+    let out = git(
+        dir,
+        &[
+            "diff",
+            "--no-ext-diff",
+            "--no-color",
+            "--binary",
+            "--no-renames",
+            "--full-index",
+            base,
+            commit,
+        ],
+        None,
+        None,
+    )?;
+    let text = String::from_utf8_lossy(&out);
+    let tests: BTreeSet<String> = test_paths
+        .iter()
+        .map(|p| format!("diff --git a/{p} b/{p}\n"))
+        .collect();
+    let (mut test, mut gold) = (String::new(), String::new());
+    let mut sections: Vec<usize> = text
+        .match_indices("diff --git ")
+        .map(|(i, _)| i)
+        .filter(|&i| i == 0 || text.as_bytes()[i - 1] == b'\n')
+        .collect();
+    sections.push(text.len());
+    for w in sections.windows(2) {
+        let section = &text[w[0]..w[1]];
+        let header = section.split_inclusive('\n').next().unwrap_or("");
+        if tests.contains(header) {
+            test.push_str(section);
+        } else {
+            gold.push_str(section);
+        }
+    }
+    Ok((test, gold))
 }
 
 /// The instruction a mined task has until the writer (a later stage) writes it.
