@@ -374,11 +374,11 @@ pub fn cfg_test_ranges(source: &str) -> Vec<(usize, usize)> {
     let mut i = 0;
     while i < lines.len() {
         let t = lines[i].trim();
-        if t.starts_with("#[cfg(test)]") {
+        if let Some(rest) = t.strip_prefix("#[cfg(test)]") {
             let start = i;
             // The item the attribute is on: skip further attributes and blank lines.
             let mut j = i;
-            let rest = t["#[cfg(test)]".len()..].trim();
+            let rest = rest.trim();
             let mut item = rest.to_string();
             while item.is_empty() || item.starts_with("#[") {
                 j += 1;

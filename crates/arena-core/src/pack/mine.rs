@@ -604,7 +604,7 @@ fn split_patches(
     scratch: &Path,
 ) -> Result<(String, String), PackError> {
     if splits.is_empty() {
-        return Ok(split_by_file(dir, base, commit, test_paths)?);
+        return split_by_file(dir, base, commit, test_paths);
     }
     let index = scratch.join("index");
     let _ = std::fs::remove_file(&index);
