@@ -206,6 +206,11 @@ fn scripted(dir: &Path) -> Repo {
     r
 }
 
+/// Every object of the repository, reachable or not.
+fn objects(dir: &Path) -> String {
+    git(dir, &["cat-file", "--batch-all-objects", "--batch-check"])
+}
+
 fn by_subject(report: &MineReport) -> BTreeMap<String, usize> {
     report
         .tasks
@@ -251,12 +256,15 @@ fn a_scripted_history_yields_exactly_its_candidates() {
     let origin = tmp.path().join("origin");
     std::fs::create_dir_all(&origin).expect("mkdir");
     scripted(&origin);
+    let objects_before = objects(&origin);
     let report = mine(&MineOptions {
         project: origin.clone(),
         ..MineOptions::default()
     })
     .expect("mines");
 
+    // The split writes nothing into the project: its objects are as they were.
+    assert_eq!(objects(&origin), objects_before);
     let subjects = by_subject(&report);
     let names: Vec<&str> = report.tasks.iter().map(|t| t.subject.as_str()).collect();
     assert_eq!(

@@ -100,7 +100,7 @@ fn git(
     dir: &Path,
     args: &[&str],
     input: Option<&[u8]>,
-    index: Option<&Path>,
+    scratch: Option<&Scratch>,
 ) -> Result<Vec<u8>, PackError> {
     let failed = |detail: String| PackError::Git {
         what: args.first().copied().unwrap_or("").to_string(),
@@ -132,8 +132,13 @@ fn git(
         })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    if let Some(index) = index {
-        command.env("GIT_INDEX_FILE", index);
+    if let Some(s) = scratch {
+        // Its own index, and its own object store in front of the
+        // project's: nothing the split writes lands in the project.
+        command
+            .env("GIT_INDEX_FILE", &s.index)
+            .env("GIT_OBJECT_DIRECTORY", &s.objects)
+            .env("GIT_ALTERNATE_OBJECT_DIRECTORIES", &s.alternates);
     }
     let mut child = command.spawn().map_err(|e| failed(e.to_string()))?;
     let writer = match (input, child.stdin.take()) {
@@ -158,6 +163,14 @@ fn git(
         return Err(failed(format!("{} ({})", line.trim(), out.status)));
     }
     Ok(out.stdout)
+}
+
+/// Where a split writes: an index and an object store of its own, the
+/// project's objects read through `alternates`.
+pub(crate) struct Scratch {
+    index: PathBuf,
+    objects: PathBuf,
+    alternates: PathBuf,
 }
 
 /// One commit of the first-parent walk.
@@ -346,6 +359,18 @@ pub fn mine(options: &MineOptions) -> Result<MineReport, PackError> {
         source,
     })?;
     let mut blobs = Blobs::open(&dir)?;
+    let alternates = git(
+        &dir,
+        &[
+            "rev-parse",
+            "--path-format=absolute",
+            "--git-path",
+            "objects",
+        ],
+        None,
+        None,
+    )?;
+    let alternates = PathBuf::from(String::from_utf8_lossy(&alternates).trim());
     let mut classify = 0f64;
     let mut split = 0f64;
     let mut dropped: BTreeMap<String, usize> = BTreeMap::new();
@@ -379,10 +404,16 @@ pub fn mine(options: &MineOptions) -> Result<MineReport, PackError> {
             .enumerate()
             .map(|(n, part)| {
                 let dir = &dir;
+                let alternates = &alternates;
                 let scratch = scratch.path().join(format!("w{n}"));
                 scope.spawn(move || -> Result<Vec<MinedTask>, PackError> {
-                    std::fs::create_dir_all(&scratch).map_err(|source| PackError::Io {
-                        path: scratch.clone(),
+                    let scratch = Scratch {
+                        index: scratch.join("index"),
+                        objects: scratch.join("objects"),
+                        alternates: alternates.clone(),
+                    };
+                    std::fs::create_dir_all(&scratch.objects).map_err(|source| PackError::Io {
+                        path: scratch.objects.clone(),
                         source,
                     })?;
                     let mut done = Vec::with_capacity(part.len());
@@ -601,14 +632,13 @@ fn split_patches(
     commit: &str,
     test_paths: &[String],
     splits: &[SplitFile],
-    scratch: &Path,
+    scratch: &Scratch,
 ) -> Result<(String, String), PackError> {
     if splits.is_empty() {
         return split_by_file(dir, base, commit, test_paths);
     }
-    let index = scratch.join("index");
-    let _ = std::fs::remove_file(&index);
-    git(dir, &["read-tree", base], None, Some(&index))?;
+    let _ = std::fs::remove_file(&scratch.index);
+    git(dir, &["read-tree", base], None, Some(scratch))?;
     let mut info = String::new();
     let mut modes: BTreeMap<String, (String, String)> = BTreeMap::new();
     let wanted: BTreeSet<&str> = test_paths
@@ -619,7 +649,7 @@ fn split_patches(
     if !wanted.is_empty() {
         let mut ls: Vec<&str> = vec!["ls-tree", "-z", commit, "--"];
         ls.extend(wanted.iter().copied());
-        let out = git(dir, &ls, None, None)?;
+        let out = git(dir, &ls, None, Some(scratch))?;
         for entry in String::from_utf8_lossy(&out)
             .split('\0')
             .filter(|e| !e.is_empty())
@@ -644,7 +674,7 @@ fn split_patches(
             dir,
             &["hash-object", "-w", "--stdin"],
             Some(between.as_bytes()),
-            None,
+            Some(scratch),
         )?;
         let sha = String::from_utf8_lossy(&sha).trim().to_string();
         let mode = modes
@@ -657,9 +687,9 @@ fn split_patches(
         dir,
         &["update-index", "--index-info"],
         Some(info.as_bytes()),
-        Some(&index),
+        Some(scratch),
     )?;
-    let tree = git(dir, &["write-tree"], None, Some(&index))?;
+    let tree = git(dir, &["write-tree"], None, Some(scratch))?;
     let tree = String::from_utf8_lossy(&tree).trim().to_string();
     let diff = |a: &str, b: &str| -> Result<String, PackError> {
         let out = git(
@@ -675,7 +705,7 @@ fn split_patches(
                 b,
             ],
             None,
-            None,
+            Some(scratch),
         )?;
         Ok(String::from_utf8_lossy(&out).into_owned())
     };
