@@ -195,10 +195,13 @@ impl Engine {
             ))
             .into());
         };
-        let (name, version) = match Pack::load(&first.pack) {
+        // Named by its manifest; by its folder when it is gone since.
+        let dir = first.pack.clone();
+        let (name, version) = tokio::task::spawn_blocking(move || match Pack::load(&dir) {
             Ok(p) => (p.manifest.name, p.manifest.version),
-            Err(_) => (first.pack.display().to_string(), String::new()),
-        };
+            Err(_) => (dir.display().to_string(), String::new()),
+        })
+        .await?;
         let sid = series.id.clone();
         let checks = self.db(move |s| s.series_goal_checks(&sid)).await?;
         let mut rows = Vec::new();
