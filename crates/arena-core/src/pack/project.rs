@@ -28,31 +28,7 @@ pub(crate) fn git(dir: &Path, args: &[&str], input: Option<&[u8]>) -> Result<Vec
         dir: dir.to_path_buf(),
         detail,
     };
-    let mut command = Command::new("git");
-    command
-        .args([
-            "-c",
-            "core.hooksPath=/dev/null",
-            "-c",
-            "credential.interactive=never",
-        ])
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env_remove("GIT_DIR")
-        .env_remove("GIT_WORK_TREE")
-        .env_remove("GIT_INDEX_FILE")
-        .env_remove("GIT_OBJECT_DIRECTORY")
-        .env_remove("GIT_ALTERNATE_OBJECT_DIRECTORIES")
-        .env_remove("GIT_NAMESPACE")
-        .stdin(if input.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+    let mut command = git_command(dir, "credential.interactive=never", args, input.is_some());
     let mut child = command.spawn().map_err(|e| failed(e.to_string()))?;
     if let (Some(bytes), Some(mut stdin)) = (input, child.stdin.take()) {
         let bytes = bytes.to_vec();
@@ -282,4 +258,28 @@ pub fn environment_keys(dir: &Path, bases: &BTreeSet<String>) -> BTreeMap<String
             }
         })
         .collect()
+}
+
+/// `git ARGS` in `dir` as Arena runs it on a repository it only reads or
+/// packs: no hooks, no prompt, no system configuration, none of the
+/// caller's `GIT_*` redirections, and `config` (`name=value`) set; stdin
+/// piped when `input`, else closed; stdout and stderr piped.
+pub(super) fn git_command(dir: &Path, config: &str, args: &[&str], input: bool) -> Command {
+    let mut command = Command::new("git");
+    command
+        .args(["-c", "core.hooksPath=/dev/null", "-c", config])
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_WORK_TREE")
+        .env_remove("GIT_INDEX_FILE")
+        .env_remove("GIT_OBJECT_DIRECTORY")
+        .env_remove("GIT_ALTERNATE_OBJECT_DIRECTORIES")
+        .env_remove("GIT_NAMESPACE")
+        .stdin(if input { Stdio::piped() } else { Stdio::null() })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    command
 }
