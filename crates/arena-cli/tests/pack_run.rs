@@ -284,12 +284,12 @@ async fn a_pack_run_killed_mid_way_resumes_without_running_a_finished_run_again(
     assert_eq!(after.len(), 2 * 2 * n, "{after:?}");
 }
 
-/// The file a task's gold patch leaves at `path`: the pack's bundle cloned,
-/// the base checked out, the gold patch applied.
-fn solved_file(task: &str, path: &str) -> String {
+/// A clone of `pack`'s bundle (in a folder dropped with the first value)
+/// checked out at `task`'s base commit.
+fn at_base(pack: &Path, task: &str) -> (tempfile::TempDir, PathBuf) {
     let work = tempfile::tempdir().unwrap();
     let repo = work.path().join("repo");
-    let bundle = sample().join("repo.bundle");
+    let bundle = pack.join("repo.bundle");
     git(
         work.path(),
         &[
@@ -299,15 +299,25 @@ fn solved_file(task: &str, path: &str) -> String {
             repo.to_str().unwrap(),
         ],
     );
-    let dir = sample().join("tasks").join(task);
-    let toml = std::fs::read_to_string(dir.join("task.toml")).unwrap();
+    let toml = std::fs::read_to_string(pack.join("tasks").join(task).join("task.toml")).unwrap();
     let base = toml
         .lines()
         .find_map(|l| l.strip_prefix("base_commit = \""))
         .and_then(|l| l.strip_suffix('"'))
-        .unwrap();
-    git(&repo, &["checkout", "-q", base]);
-    let gold = dir.join("solution/gold.patch");
+        .unwrap()
+        .to_string();
+    git(&repo, &["checkout", "-q", &base]);
+    (work, repo)
+}
+
+/// The file a task's gold patch leaves at `path`: the pack's bundle cloned,
+/// the base checked out, the gold patch applied.
+fn solved_file(task: &str, path: &str) -> String {
+    let (_work, repo) = at_base(&sample(), task);
+    let gold = sample()
+        .join("tasks")
+        .join(task)
+        .join("solution/gold.patch");
     git(&repo, &["apply", gold.to_str().unwrap()]);
     std::fs::read_to_string(repo.join(path)).unwrap()
 }
@@ -370,25 +380,7 @@ async fn pack_check_finds_a_broken_task_and_a_run_leaves_it_out() {
     assert!(copied.success());
     // The median task's "solution" touches only the README.
     let task = "textkit__add-median";
-    let work = tempfile::tempdir().unwrap();
-    let repo = work.path().join("repo");
-    let bundle = pack.join("repo.bundle");
-    git(
-        work.path(),
-        &[
-            "clone",
-            "-q",
-            bundle.to_str().unwrap(),
-            repo.to_str().unwrap(),
-        ],
-    );
-    let toml = std::fs::read_to_string(pack.join("tasks").join(task).join("task.toml")).unwrap();
-    let base = toml
-        .lines()
-        .find_map(|l| l.strip_prefix("base_commit = \""))
-        .and_then(|l| l.strip_suffix('"'))
-        .unwrap();
-    git(&repo, &["checkout", "-q", base]);
+    let (_work, repo) = at_base(&pack, task);
     let readme = repo.join("README.md");
     let mut text = std::fs::read_to_string(&readme).unwrap();
     text.push_str("\nSee also: nothing.\n");
