@@ -41,6 +41,7 @@ pub fn run(args: MineArgs) -> Result<(), Error> {
         limit: args.limit,
         since: args.since.clone(),
         until: args.until.clone(),
+        cancel: None,
     })?;
     let written = match &args.out {
         Some(out) => Some(mine::write_pack(

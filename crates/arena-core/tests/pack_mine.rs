@@ -368,6 +368,44 @@ fn limit_and_dates_bound_the_scan() {
 }
 
 #[test]
+fn progress_is_told_and_a_cancel_stops_the_scan() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    scripted(tmp.path());
+    let mut seen: Vec<arena_core::pack::mine::MineProgress> = Vec::new();
+    let report = arena_core::pack::mine::mine_with_progress(
+        &MineOptions {
+            project: tmp.path().to_path_buf(),
+            ..MineOptions::default()
+        },
+        |p| seen.push(p.clone()),
+    )
+    .expect("mines");
+    let stages: Vec<&str> = seen.iter().map(|p| p.stage.as_str()).collect();
+    assert_eq!(stages, vec!["scan", "split", "done"]);
+    let last = seen.last().expect("a last report");
+    assert_eq!(last.scanned, report.scanned as u64);
+    assert_eq!(last.candidates, 5);
+    assert_eq!(last.dropped.get("revert"), Some(&1));
+    assert!(seen[0].current.is_some(), "the scan names its commit");
+    assert!(!report.cancelled);
+
+    let cancel = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let mut last_stage = String::new();
+    let stopped = arena_core::pack::mine::mine_with_progress(
+        &MineOptions {
+            project: tmp.path().to_path_buf(),
+            cancel: Some(cancel),
+            ..MineOptions::default()
+        },
+        |p| last_stage = p.stage.clone(),
+    )
+    .expect("a cancelled run still reports");
+    assert!(stopped.cancelled);
+    assert_eq!(stopped.scanned, 0);
+    assert_eq!(last_stage, "cancelled");
+}
+
+#[test]
 fn a_mined_pack_is_not_validated_yet() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let origin = tmp.path().join("origin");

@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Fewest and most non-test files a candidate changes.
 pub const MIN_CODE_FILES: usize = 1;
@@ -588,6 +588,27 @@ pub fn apply_hunks(old: &str, new: &str, hunks: &[Hunk]) -> String {
         out.push_str(l);
     }
     out
+}
+
+/// Where a mining run stands, for a progress display (the app's "Mine my
+/// history", the terminal): the stage (`scan`, `split`, `validate`,
+/// `write`, `done`, `cancelled`), the counts so far, each drop by reason,
+/// and an estimate of the time left when one can be made.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MineProgress {
+    pub stage: String,
+    /// Commits scanned so far.
+    pub scanned: u64,
+    /// Candidates found by the static scan so far.
+    pub candidates: u64,
+    /// Candidates validated by running so far.
+    pub validated: u64,
+    /// Commits and candidates dropped so far, by reason.
+    pub dropped: BTreeMap<String, u64>,
+    /// Seconds left, estimated from the pace so far (`None`: not known yet).
+    pub eta_secs: Option<u64>,
+    /// The commit being worked on, with its subject.
+    pub current: Option<String>,
 }
 
 #[cfg(test)]

@@ -10,8 +10,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Instant;
 
+pub use arena_domain::mining::MineProgress;
 use arena_domain::mining::{
     self, apply_hunks, cfg_test_ranges, classify_path, hunk_kind, parse_hunk_header, DropReason,
     Ecosystem, FileChange, FileRole, Hunk, HunkKind,
@@ -30,6 +33,18 @@ pub struct MineOptions {
     /// `--since`/`--until` read them).
     pub since: Option<String>,
     pub until: Option<String>,
+    /// Set from elsewhere to stop the run: what was found so far is
+    /// reported, marked cancelled.
+    pub cancel: Option<Arc<AtomicBool>>,
+}
+
+impl MineOptions {
+    /// Whether the run was asked to stop.
+    pub fn cancelled(&self) -> bool {
+        self.cancel
+            .as_ref()
+            .is_some_and(|c| c.load(Ordering::Relaxed))
+    }
 }
 
 /// A candidate: a commit whose change splits into tests and a fix.
@@ -92,6 +107,28 @@ pub struct MineReport {
     pub dropped: BTreeMap<String, usize>,
     pub tasks: Vec<MinedTask>,
     pub seconds_per_stage: BTreeMap<String, f64>,
+    /// The run was cancelled: the counts are those found until then.
+    #[serde(default)]
+    pub cancelled: bool,
+}
+
+impl MineReport {
+    /// The report as progress at `stage`.
+    pub fn progress(&self, stage: &str) -> MineProgress {
+        MineProgress {
+            stage: stage.to_string(),
+            scanned: self.scanned as u64,
+            candidates: self.candidates as u64,
+            validated: 0,
+            dropped: self
+                .dropped
+                .iter()
+                .map(|(k, v)| (k.clone(), *v as u64))
+                .collect(),
+            eta_secs: None,
+            current: None,
+        }
+    }
 }
 
 /// Runs git in `dir` with nothing of the caller's git session, and with
@@ -303,6 +340,20 @@ struct SplitFile {
 
 /// Scans the project's first-parent history, newest first.
 pub fn mine(options: &MineOptions) -> Result<MineReport, PackError> {
+    mine_with_progress(options, |_| {})
+}
+
+/// How many commits the scan classifies between two progress reports.
+const PROGRESS_EVERY: usize = 100;
+
+/// [`mine`], telling `on_progress` where it stands (stage `scan` every
+/// [`PROGRESS_EVERY`] commits, then `split`, then `done` or `cancelled`),
+/// and stopping when [`MineOptions::cancel`] is set: the report then holds
+/// what was found until then, marked cancelled.
+pub fn mine_with_progress(
+    options: &MineOptions,
+    mut on_progress: impl FnMut(&MineProgress),
+) -> Result<MineReport, PackError> {
     let dir = super::repository_root(&options.project)?;
     let mut stages: BTreeMap<String, f64> = BTreeMap::new();
     let started = Instant::now();
@@ -353,10 +404,40 @@ pub fn mine(options: &MineOptions) -> Result<MineReport, PackError> {
     let mut dropped: BTreeMap<String, usize> = BTreeMap::new();
     let mut scanned = 0usize;
     let mut kept: Vec<Kept> = Vec::new();
+    let mut cancelled = false;
     let t = Instant::now();
+    let progress = |stage: &str, scanned: usize, kept: usize, dropped: &BTreeMap<String, usize>| {
+        let pace = t.elapsed().as_secs_f64() / scanned.max(1) as f64;
+        MineProgress {
+            stage: stage.to_string(),
+            scanned: scanned as u64,
+            candidates: kept as u64,
+            validated: 0,
+            dropped: dropped
+                .iter()
+                .map(|(k, v)| (k.clone(), *v as u64))
+                .collect(),
+            eta_secs: (stage == "scan" && scanned > 0)
+                .then(|| (pace * records.len().saturating_sub(scanned) as f64).ceil() as u64),
+            current: None,
+        }
+    };
     for record in &records {
         if options.limit.is_some_and(|l| kept.len() >= l) {
             break;
+        }
+        if options.cancelled() {
+            cancelled = true;
+            break;
+        }
+        if scanned % PROGRESS_EVERY == 0 {
+            let mut p = progress("scan", scanned, kept.len(), &dropped);
+            p.current = Some(format!(
+                "{} {}",
+                &record.commit[..record.commit.len().min(12)],
+                record.message.lines().next().unwrap_or("")
+            ));
+            on_progress(&p);
         }
         scanned += 1;
         match judge_static(&dir, &mut blobs, record)? {
@@ -368,6 +449,7 @@ pub fn mine(options: &MineOptions) -> Result<MineReport, PackError> {
         }
     }
     classify += t.elapsed().as_secs_f64();
+    on_progress(&progress("split", scanned, kept.len(), &dropped));
     // The splits are independent: on every core.
     let t = Instant::now();
     let workers = std::thread::available_parallelism()
@@ -429,14 +511,17 @@ pub fn mine(options: &MineOptions) -> Result<MineReport, PackError> {
     split += t.elapsed().as_secs_f64();
     stages.insert("classify".into(), classify);
     stages.insert("split".into(), split);
-    tracing::info!(project = %dir.display(), scanned, candidates = tasks.len(), "mined the history");
-    Ok(MineReport {
+    tracing::info!(project = %dir.display(), scanned, candidates = tasks.len(), cancelled, "mined the history");
+    let report = MineReport {
         scanned,
         candidates: tasks.len(),
         dropped,
         tasks,
         seconds_per_stage: stages,
-    })
+        cancelled,
+    };
+    on_progress(&report.progress(if cancelled { "cancelled" } else { "done" }));
+    Ok(report)
 }
 
 type Kept = (MinedTask, Vec<SplitFile>, Vec<String>);
