@@ -87,9 +87,10 @@ wire_enum!(
     UserVerdictDto from core::battle::UserVerdict { Tie, AllBad }
 );
 wire_enum!(
-    /// Whose verdicts the leaderboard counts: `mine`, `judge`, or `both`
-    /// (the user's where given, else the judge's).
-    SourceDto from core::leaderboard::Source { Mine, Judge, Both }
+    /// Whose verdicts the leaderboard counts: `mine`, `judge`, `both`
+    /// (the user's where given, else the judge's), or `packs` (the task
+    /// packs' verifiers, task by task).
+    SourceDto from core::leaderboard::Source { Mine, Judge, Both, Packs }
 );
 wire_enum!(
     /// Where a tokens/s figure came from.

@@ -106,8 +106,10 @@ enum Command {
         #[arg(long, value_name = "NAME")]
         user: Option<String>,
         /// Whose verdicts count: mine (your votes and winner choices), judge
-        /// (the analysis), or both (yours where given, else the judge's).
-        #[arg(long, default_value = "both", value_parser = ["mine", "judge", "both"])]
+        /// (the analysis), both (yours where given, else the judge's), or
+        /// packs (the task packs' verifiers: each task of a pack run as
+        /// matches between its contestants).
+        #[arg(long, default_value = "both", value_parser = ["mine", "judge", "both", "packs"])]
         source: String,
         #[arg(long, conflicts_with = "csv")]
         json: bool,

@@ -186,6 +186,35 @@ async fn a_pack_run_scores_a_gold_agent_and_an_idle_one_with_honest_intervals() 
         assert!(out.status.success(), "{out:?}");
         assert!(stdout(&out).contains(needle), "{format}: {}", stdout(&out));
     }
+    // The pack's tasks are a leaderboard source of their own: each task a
+    // match the gold agent won; the battles' own verdicts (none here) do
+    // not count, and the judge's board has nothing from the pack.
+    let out = s
+        .arena(&["leaderboard", "--source", "packs", "--json"])
+        .await;
+    let board = json_of(&out);
+    assert!(out.status.success(), "{board}");
+    let rows = board["standings"].as_array().unwrap();
+    assert_eq!(rows.len(), 2, "{board}");
+    assert_eq!(rows[0]["model"], "gold", "{board}");
+    assert_eq!(rows[0]["wins"], n as u64, "{board}");
+    assert_eq!(rows[1]["model"], "none", "{board}");
+    assert_eq!(rows[1]["losses"], n as u64, "{board}");
+    assert!(
+        rows[0]["rating"].as_f64() > rows[1]["rating"].as_f64(),
+        "{board}"
+    );
+    let only_run = s
+        .arena(&["leaderboard", "--source", "packs", "--series", id, "--json"])
+        .await;
+    assert_eq!(json_of(&only_run)["standings"], board["standings"]);
+    let judged = json_of(
+        &s.arena(&["leaderboard", "--source", "judge", "--json"])
+            .await,
+    );
+    for row in judged["standings"].as_array().unwrap() {
+        assert_eq!(row["wins"], 0, "{judged}");
+    }
 }
 
 /// The pack run (the only series) and its runs with a verdict: each

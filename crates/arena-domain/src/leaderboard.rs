@@ -12,7 +12,9 @@
 //! winner, or a tie for "no clear winner"). [`Options::source`] picks the
 //! one that counts for the ratings and the records: [`Source::Mine`] the
 //! user's, [`Source::Judge`] the judge's, [`Source::Both`] (the default) the
-//! user's where the user gave one, else the judge's. Everything below works
+//! user's where the user gave one, else the judge's, and [`Source::Packs`]
+//! the task packs' verifiers (each task of a pack run as pairwise matches,
+//! in place of the judge's verdict). Everything below works
 //! on that counted verdict ([`BattleOutcome::verdict`]); the other one only
 //! enters the agreement.
 //!
@@ -212,10 +214,15 @@ pub enum Source {
     /// The user's verdict where the user gave one, else the judge's.
     #[default]
     Both,
+    /// The task packs' verifiers: every task of a pack run as pairwise
+    /// matches between its contestants (the one that resolved it at the
+    /// higher rate wins, equal rates tie), kept in
+    /// [`BattleOutcome::judge`] (see `pack_score::pairwise_outcomes`).
+    Packs,
 }
 
 impl Source {
-    pub const ALL: [Source; 3] = [Source::Mine, Source::Judge, Source::Both];
+    pub const ALL: [Source; 4] = [Source::Mine, Source::Judge, Source::Both, Source::Packs];
 
     /// `"mine"`, `"judge"` or `"both"`.
     pub fn as_str(self) -> &'static str {
@@ -223,6 +230,7 @@ impl Source {
             Source::Mine => "mine",
             Source::Judge => "judge",
             Source::Both => "both",
+            Source::Packs => "packs",
         }
     }
 
@@ -233,7 +241,7 @@ impl Source {
             .into_iter()
             .find(|v| v.as_str() == s)
             .ok_or_else(|| {
-                format!("unknown verdict source `{s}`: expected one of mine, judge, both")
+                format!("unknown verdict source `{s}`: expected one of mine, judge, both, packs")
             })
     }
 }
@@ -274,7 +282,7 @@ impl BattleOutcome {
     pub fn verdict(&self, source: Source) -> Verdict {
         match source {
             Source::Mine => self.user,
-            Source::Judge => self.judge,
+            Source::Judge | Source::Packs => self.judge,
             Source::Both => match self.user {
                 Verdict::Winner(w) if w < self.entries.len() => self.user,
                 Verdict::Tie => self.user,

@@ -57,11 +57,12 @@ describe('toLeaderboardQuery', () => {
     expect(toLeaderboardQuery({ ...initialLeaderboardFilter(), user: '' }).user).toBeNull();
   });
 
-  it('lists both, mine and the judge', () => {
+  it('lists both, mine, the judge and the task packs', () => {
     expect(SOURCES.map((s) => [s.value, s.label])).toEqual([
       ['both', "Mine and the judge's"],
       ['mine', 'Mine'],
       ['judge', "The judge's"],
+      ['packs', 'Task packs (their verifiers)'],
     ]);
   });
 });

@@ -51,6 +51,7 @@ export const SOURCES: readonly { value: SourceDto; label: string }[] = [
   { value: 'both', label: "Mine and the judge's" },
   { value: 'mine', label: 'Mine' },
   { value: 'judge', label: "The judge's" },
+  { value: 'packs', label: 'Task packs (their verifiers)' },
 ];
 
 /** Blank is `null`. */

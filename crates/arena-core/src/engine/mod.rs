@@ -19,6 +19,7 @@ mod goals;
 mod journal;
 mod lane;
 mod launch;
+mod pack_board;
 mod pack_run;
 mod place;
 mod prepare;

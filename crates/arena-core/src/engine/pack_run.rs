@@ -185,24 +185,64 @@ impl Engine {
     /// The report of the pack run `id` (a series whose prompts are tasks):
     /// every run's verdict and the scores with their intervals.
     pub async fn pack_run_report(&self, id: &str) -> Result<PackRunReport> {
-        let summary = self.series_summary(id).await?;
-        let series = &summary.series;
-        let request = &series.request;
-        let Some(first) = request.prompts.iter().find_map(|p| p.task.as_ref()) else {
+        let Some((summary, rows)) = self.pack_run_rows(id).await? else {
             return Err(Invalid::Other(format!(
                 "series {} is not a pack run",
-                crate::battle::short_id(&series.id)
+                crate::battle::short_id(id)
             ))
             .into());
         };
+        let series = &summary.series;
+        let request = &series.request;
         // Named by its manifest; by its folder when it is gone since.
-        let dir = first.pack.clone();
+        let dir = request
+            .prompts
+            .iter()
+            .find_map(|p| p.task.as_ref())
+            .map(|t| t.pack.clone())
+            .unwrap_or_default();
         let (name, version) = tokio::task::spawn_blocking(move || match Pack::load(&dir) {
             Ok(p) => (p.manifest.name, p.manifest.version),
             Err(_) => (dir.display().to_string(), String::new()),
         })
         .await?;
-        let sid = series.id.clone();
+        let runs = task_runs(&rows);
+        let scores = pack_score::score(&runs);
+        let mut tasks: BTreeMap<String, Vec<PackRunRow>> = BTreeMap::new();
+        for p in request.prompts.iter().filter_map(|p| p.task.as_ref()) {
+            tasks.entry(p.id.clone()).or_default();
+        }
+        let done = rows.iter().filter(|r| r.reason.is_some()).count();
+        for r in rows {
+            tasks.entry(r.task.clone()).or_default().push(r);
+        }
+        Ok(PackRunReport {
+            series_id: series.id.clone(),
+            pack: name,
+            version,
+            status: series.status.as_str().to_string(),
+            runs_per_task: request.runs,
+            done,
+            planned: request.battles() as usize * request.contestants.len(),
+            scores,
+            tasks: tasks
+                .into_iter()
+                .map(|(id, runs)| PackRunTask { id, runs })
+                .collect(),
+        })
+    }
+    /// Every run of the pack run `id` with its verdict, and the series'
+    /// summary; `None` when the series is not a pack run.
+    pub(super) async fn pack_run_rows(
+        &self,
+        id: &str,
+    ) -> Result<Option<(crate::series::SeriesSummary, Vec<PackRunRow>)>> {
+        let summary = self.series_summary(id).await?;
+        let request = &summary.series.request;
+        if !request.prompts.iter().any(|p| p.task.is_some()) {
+            return Ok(None);
+        }
+        let sid = summary.series.id.clone();
         let checks = self.db(move |s| s.series_goal_checks(&sid)).await?;
         let mut rows = Vec::new();
         for row in &summary.rows {
@@ -235,51 +275,33 @@ impl Engine {
                 seconds: row.duration_ms.map_or(0.0, |ms| ms as f64 / 1000.0) + verifier,
             });
         }
-        let runs: Vec<TaskRun> = rows
-            .iter()
-            .filter(|r| r.outcome != RunOutcome::Error || r.reason.is_some())
-            .map(|r| {
-                let (identity, model) = r
-                    .contestant
-                    .split_once('@')
-                    .unwrap_or((r.contestant.as_str(), ""));
-                TaskRun {
-                    task: r.task.clone(),
-                    contestant: r.contestant.clone(),
-                    identity: identity.to_string(),
-                    model: model.to_string(),
-                    run: r.run,
-                    outcome: r.outcome,
-                    fail_to_pass_fraction: r.fail_to_pass_fraction,
-                    cost_usd: r.cost_usd,
-                    seconds: r.seconds,
-                }
-            })
-            .collect();
-        let scores = pack_score::score(&runs);
-        let mut tasks: BTreeMap<String, Vec<PackRunRow>> = BTreeMap::new();
-        for p in request.prompts.iter().filter_map(|p| p.task.as_ref()) {
-            tasks.entry(p.id.clone()).or_default();
-        }
-        let done = rows.iter().filter(|r| r.reason.is_some()).count();
-        for r in rows {
-            tasks.entry(r.task.clone()).or_default().push(r);
-        }
-        Ok(PackRunReport {
-            series_id: series.id.clone(),
-            pack: name,
-            version,
-            status: series.status.as_str().to_string(),
-            runs_per_task: request.runs,
-            done,
-            planned: request.battles() as usize * request.contestants.len(),
-            scores,
-            tasks: tasks
-                .into_iter()
-                .map(|(id, runs)| PackRunTask { id, runs })
-                .collect(),
-        })
+        Ok(Some((summary, rows)))
     }
+}
+
+/// The runs that have a verdict (or an error with its reason), as the
+/// scores take them.
+pub(super) fn task_runs(rows: &[PackRunRow]) -> Vec<TaskRun> {
+    rows.iter()
+        .filter(|r| r.outcome != RunOutcome::Error || r.reason.is_some())
+        .map(|r| {
+            let (identity, model) = r
+                .contestant
+                .split_once('@')
+                .unwrap_or((r.contestant.as_str(), ""));
+            TaskRun {
+                task: r.task.clone(),
+                contestant: r.contestant.clone(),
+                identity: identity.to_string(),
+                model: model.to_string(),
+                run: r.run,
+                outcome: r.outcome,
+                fail_to_pass_fraction: r.fail_to_pass_fraction,
+                cost_usd: r.cost_usd,
+                seconds: r.seconds,
+            }
+        })
+        .collect()
 }
 
 /// The pack at `dir` and its project: `project` when given (checked to be

@@ -190,6 +190,9 @@ impl Engine {
             ),
             None => None,
         };
+        if query.source == Source::Packs {
+            return self.pack_leaderboard(&query, series_id, project).await;
+        }
         let exact = |text: &Option<String>| {
             text.as_deref()
                 .map(str::trim)
