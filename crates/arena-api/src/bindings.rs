@@ -37,6 +37,10 @@ fn export_into(dir: &Path) -> Result<(), ts_rs::ExportError> {
     WorkerStateDto::export_all(&cfg)?;
     ErrorDto::export_all(&cfg)?;
     StartBattleRequest::export_all(&cfg)?;
+    // Coding battles (coding.rs).
+    CodingBaseDto::export_all(&cfg)?;
+    CheckProbeRequest::export_all(&cfg)?;
+    CheckProbeDto::export_all(&cfg)?;
     BattleTypeDto::export_all(&cfg)?;
     BattleDto::export_all(&cfg)?;
     BattleDetailDto::export_all(&cfg)?;

@@ -236,6 +236,11 @@ pub struct AppInfo {
     pub startup_error: Option<String>,
 }
 
+/// Coding battles on the wire: the base, a check that could not run, the
+/// check outcome (issue 42).
+pub mod coding;
+pub use coding::*;
+
 // ---------------------------------------------------------------------------
 // Battles
 
@@ -257,6 +262,10 @@ pub struct StartBattleRequest {
     pub blind: bool,
     #[serde(default)]
     pub tags: Vec<String>,
+    /// Coding: start from HEAD (the default) or from the working tree as
+    /// it is (a snapshot in Arena's own repository).
+    #[serde(default)]
+    pub base: BaseChoiceDto,
 }
 
 impl StartBattleRequest {
@@ -398,6 +407,9 @@ pub struct CheckResultDto {
     /// Files the change touches that decide what the check runs (tests,
     /// test configuration, build files).
     pub touches_check: Vec<String>,
+    /// Why the check could not run (its program missing or not
+    /// executable); `null` when it ran. It then counts for no contestant.
+    pub could_not_run: Option<String>,
 }
 
 impl From<&core::battle::CheckResult> for CheckResultDto {
@@ -412,6 +424,7 @@ impl From<&core::battle::CheckResult> for CheckResultDto {
             not_in_change: c.not_in_change.clone(),
             not_in_change_count: c.not_in_change_count,
             touches_check: c.touches_check.clone(),
+            could_not_run: c.could_not_run.clone(),
         }
     }
 }
@@ -452,6 +465,11 @@ pub struct ContestantDto {
     pub worktree: Option<String>,
     pub diff: Option<DiffSummaryDto>,
     pub check: Option<CheckResultDto>,
+    /// Its check in one word (the roster's check column).
+    pub check_outcome: CheckOutcomeDto,
+    /// What speaks against applying its change ("its check failed: …"),
+    /// for an Apply made secondary; `null`: nothing does.
+    pub apply_advice: Option<String>,
     /// While queued: why it has not started ("waiting for llama-swap
     /// (127.0.0.1:8080): battle 1a2b3c4d, contestant 2").
     pub waiting: Option<String>,
@@ -482,6 +500,10 @@ impl From<&core::Contestant> for ContestantDto {
             worktree: c.worktree.as_deref().map(path),
             diff: c.diff.as_ref().map(Into::into),
             check: c.check.as_ref().map(Into::into),
+            check_outcome: core::check_outcome::CheckOutcome::of(c.check.as_ref()).into(),
+            apply_advice: core::check_outcome::CheckOutcome::of(c.check.as_ref())
+                .apply_advice()
+                .map(str::to_string),
             waiting: c.waiting.clone(),
             rounds: Vec::new(),
         }
@@ -504,9 +526,16 @@ pub struct BattleDto {
     /// The user's choice, else the analysis's.
     pub winner: Option<WinnerDto>,
     pub contestants: Vec<ContestantDto>,
-    /// Coding: the commit every worktree branched from.
+    /// Coding: the commit every worktree branched from (a working-tree
+    /// battle's snapshot commit).
     pub base_commit: Option<String>,
+    /// Coding: which base it started from (`head` or `working_tree`);
+    /// `null` for Q&A.
+    pub base: Option<BaseChoiceDto>,
     pub check_command: Option<String>,
+    /// Coding: the battle-level warning of a check that could not run
+    /// ("The check `pytest -q` could not run: …"); `null` otherwise.
+    pub check_warning: Option<String>,
     /// The series it is a run of, if any.
     pub series_id: Option<String>,
     /// Started blind.
@@ -571,7 +600,9 @@ impl From<&core::blind::BattleView> for BattleDto {
                 })
                 .collect(),
             base_commit: b.base_commit.clone(),
+            base: core::coding_base::base_of(b).map(Into::into),
             check_command: b.check_command.clone(),
+            check_warning: core::check_outcome::battle_warning(b),
             series_id: b.series_id.clone(),
             blind: b.blind,
             masked: view.masked,

@@ -74,6 +74,7 @@ fn check() -> core::battle::CheckResult {
         not_in_change: vec!["calc/ (a git repository of its own)".into()],
         not_in_change_count: 1,
         touches_check: vec!["tests/test_calc.py".into()],
+        could_not_run: None,
     }
 }
 

@@ -5,8 +5,8 @@
 //! stream. See `docs/ARCHITECTURE.md` for the map.
 
 pub use arena_domain::{
-    analysis, battle, benchmark, blind, cross_exam, decisions, event, leaderboard, pack_score,
-    patch, series, test_infra, test_report, VERSION,
+    analysis, battle, benchmark, blind, check_outcome, coding_base, cross_exam, decisions, event,
+    leaderboard, pack_score, patch, series, test_infra, test_report, VERSION,
 };
 
 pub mod clock;

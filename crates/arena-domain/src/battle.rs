@@ -310,6 +310,11 @@ pub struct CheckResult {
     /// [`crate::check_files::runs_the_check`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub touches_check: Vec<String>,
+    /// The check could not run (its program missing or not executable):
+    /// why, in a sentence ([`crate::check_outcome::could_not_run`]). It
+    /// then says nothing of the change and counts for no contestant.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub could_not_run: Option<String>,
 }
 
 /// How many entries "not part of the change" a check result names.

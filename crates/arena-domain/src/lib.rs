@@ -12,6 +12,8 @@ pub mod battle;
 pub mod benchmark;
 pub mod blind;
 pub mod check_files;
+pub mod check_outcome;
+pub mod coding_base;
 pub mod config;
 pub mod cross_exam;
 pub mod decisions;

@@ -27,4 +27,9 @@ not_in_change_count: number,
  * Files the change touches that decide what the check runs (tests,
  * test configuration, build files).
  */
-touches_check: Array<string>, };
+touches_check: Array<string>, 
+/**
+ * Why the check could not run (its program missing or not
+ * executable); `null` when it ran. It then counts for no contestant.
+ */
+could_not_run: string | null, };
