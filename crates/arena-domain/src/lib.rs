@@ -21,6 +21,7 @@ pub mod error;
 pub mod event;
 pub mod leaderboard;
 pub mod mining;
+pub mod mining_validate;
 pub mod pack;
 pub mod pack_score;
 pub mod patch;
