@@ -8,6 +8,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::battle::{Battle, CheckResult};
+use crate::leaderboard::Verdict;
 
 /// A contestant's check, in one word: what the roster's check column, the
 /// judge's prompt and the leaderboard read.
@@ -123,6 +124,60 @@ pub fn battle_warning(battle: &Battle) -> Option<String> {
     ))
 }
 
+/// The check rule of a Coding battle (`[coding] check_decides`) applied to
+/// a judge's winner: when its check failed and another contestant's
+/// passed, the first contestant of `ranking` whose check passed (else the
+/// first in `outcomes`' order) wins instead. `None`: the judge's winner
+/// stands. `outcomes` pairs each contestant id with its outcome.
+pub fn overrides_winner(
+    winner: &str,
+    ranking: &[String],
+    outcomes: &[(String, CheckOutcome)],
+) -> Option<String> {
+    let of = |id: &str| {
+        outcomes
+            .iter()
+            .find(|(c, _)| c == id)
+            .map_or(CheckOutcome::None, |(_, o)| *o)
+    };
+    if of(winner) != CheckOutcome::Failed {
+        return None;
+    }
+    ranking
+        .iter()
+        .map(String::as_str)
+        .chain(outcomes.iter().map(|(c, _)| c.as_str()))
+        .find(|id| of(id) == CheckOutcome::Passed)
+        .map(str::to_string)
+}
+
+/// The check rule applied to a battle's judge verdict on the leaderboard
+/// (`outcomes` by the finished contestants' places): a winner whose check
+/// failed gives way to the first whose check passed; a tie or no verdict
+/// becomes a win for the one contestant whose check passed when every
+/// other ran its check and failed it. Otherwise the verdict stands.
+pub fn decides(verdict: Verdict, outcomes: &[CheckOutcome]) -> Verdict {
+    let passed: Vec<usize> = (0..outcomes.len())
+        .filter(|&i| outcomes[i] == CheckOutcome::Passed)
+        .collect();
+    match verdict {
+        Verdict::Winner(i) if outcomes.get(i) == Some(&CheckOutcome::Failed) => {
+            passed.first().map_or(verdict, |&p| Verdict::Winner(p))
+        }
+        Verdict::Tie | Verdict::None
+            if passed.len() == 1
+                && outcomes.len() >= 2
+                && outcomes
+                    .iter()
+                    .enumerate()
+                    .all(|(i, o)| i == passed[0] || *o == CheckOutcome::Failed) =>
+        {
+            Verdict::Winner(passed[0])
+        }
+        other => other,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -183,6 +238,55 @@ mod tests {
             ),
             None
         );
+    }
+
+    #[test]
+    fn a_failed_checks_winner_gives_way_to_a_passed_one() {
+        use CheckOutcome::*;
+        let outcomes = vec![
+            ("a".to_string(), Failed),
+            ("b".to_string(), Passed),
+            ("c".to_string(), Passed),
+        ];
+        let ranking = vec!["a".to_string(), "c".to_string(), "b".to_string()];
+        assert_eq!(overrides_winner("a", &ranking, &outcomes), Some("c".into()));
+        assert_eq!(overrides_winner("b", &ranking, &outcomes), Option::None);
+        // Nobody passed, or the check could not run: the judge stands.
+        let none = vec![("a".to_string(), Failed), ("b".to_string(), CouldNotRun)];
+        assert_eq!(overrides_winner("a", &[], &none), Option::None);
+    }
+
+    #[test]
+    fn the_leaderboard_rule() {
+        use CheckOutcome::*;
+        assert_eq!(
+            decides(Verdict::Winner(0), &[Failed, Passed]),
+            Verdict::Winner(1)
+        );
+        assert_eq!(
+            decides(Verdict::Winner(1), &[Failed, Passed]),
+            Verdict::Winner(1)
+        );
+        assert_eq!(
+            decides(Verdict::None, &[Failed, Passed]),
+            Verdict::Winner(1)
+        );
+        assert_eq!(
+            decides(Verdict::Tie, &[Passed, Failed, Failed]),
+            Verdict::Winner(0)
+        );
+        // Two passed: the check does not tell them apart.
+        assert_eq!(decides(Verdict::Tie, &[Passed, Passed]), Verdict::Tie);
+        // A check that could not run says nothing.
+        assert_eq!(
+            decides(Verdict::None, &[CouldNotRun, Passed]),
+            Verdict::None
+        );
+        assert_eq!(
+            decides(Verdict::Winner(0), &[CouldNotRun, Passed]),
+            Verdict::Winner(0)
+        );
+        assert_eq!(decides(Verdict::None, &[None, None]), Verdict::None);
     }
 
     #[test]

@@ -265,11 +265,24 @@ pub struct CodingConfig {
     /// to those the machine's own package tools are configured with.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub registries: Vec<String>,
+    /// Whether check outcomes decide between contestants (default true):
+    /// a contestant whose check passed beats one whose check failed in the
+    /// judge's verdict and on the leaderboard, unless the user chose.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub check_decides: Option<bool>,
 }
 
 impl CodingConfig {
     pub fn is_empty(&self) -> bool {
-        self.environment.is_empty() && self.prepare.is_none() && self.registries.is_empty()
+        self.environment.is_empty()
+            && self.prepare.is_none()
+            && self.registries.is_empty()
+            && self.check_decides.is_none()
+    }
+
+    /// `check_decides`, true unless turned off.
+    pub fn check_decides(&self) -> bool {
+        self.check_decides.unwrap_or(true)
     }
 }
 

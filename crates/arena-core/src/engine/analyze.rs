@@ -317,7 +317,49 @@ async fn judge(
         a.ranking = v.ranking;
         a.reasons = v.reasons;
     }
+    if battle.battle_type.has_worktrees() && engine.config().coding.check_decides() {
+        check_decides(a, &survivors);
+    }
     Ok(())
+}
+
+/// A Coding battle's check rule (`[coding] check_decides`): when the
+/// judge's winner failed the check and another contestant passed it, that
+/// one wins instead, and its reason says why.
+fn check_decides(a: &mut Analysis, survivors: &[&crate::battle::Contestant]) {
+    use crate::check_outcome::{overrides_winner, CheckOutcome};
+    let Some(judged) = a.winner.clone() else {
+        return;
+    };
+    let outcomes: Vec<(String, CheckOutcome)> = survivors
+        .iter()
+        .map(|c| (c.id.clone(), CheckOutcome::of(c.check.as_ref())))
+        .collect();
+    let Some(winner) = overrides_winner(&judged, &a.ranking, &outcomes) else {
+        return;
+    };
+    let name = |id: &str| {
+        survivors
+            .iter()
+            .find(|c| c.id == id)
+            .map_or(id.to_string(), |c| format!("{}@{}", c.identity, c.model))
+    };
+    let why = format!(
+        "Chosen over the judge's pick, {}, whose check failed while this one's passed (a passed check beats a failed one: [coding] check_decides).",
+        name(&judged)
+    );
+    tracing::info!(judged = %judged, winner = %winner, "the check overrides the judge's winner");
+    let judge_said = a.reasons.remove(&winner);
+    a.reasons.insert(
+        winner.clone(),
+        match judge_said {
+            Some(r) => format!("{why} The judge said: {r}"),
+            None => why,
+        },
+    );
+    a.ranking.retain(|id| id != &winner);
+    a.ranking.insert(0, winner.clone());
+    a.winner = Some(winner);
 }
 
 /// [`result_text`] with `output` as the contestant's latest answer (a
@@ -380,12 +422,13 @@ fn evidence(c: &crate::battle::Contestant) -> Option<String> {
         ));
     }
     if let Some(check) = &c.check {
-        let verdict = if check.passed {
-            "passed"
-        } else if check.timed_out {
-            "timed out"
-        } else {
-            "failed"
+        use crate::check_outcome::CheckOutcome;
+        let verdict = match CheckOutcome::of(Some(check)) {
+            CheckOutcome::CouldNotRun => {
+                "could not run (its program is missing: this says nothing of the change)"
+            }
+            _ if check.timed_out => "timed out (failed)",
+            outcome => outcome.words(),
         };
         parts.push(format!("check `{}` {verdict}", check.command));
     }

@@ -104,15 +104,27 @@ pub(super) async fn run_check(
     }
     let duration_ms = started.elapsed().as_millis() as u64;
     match exit {
-        Ok(exit) => CheckResult {
-            command: command.to_string(),
-            exit_code: exit.code,
-            passed: exit.success(),
-            timed_out: exit.timed_out,
-            duration_ms,
-            output_tail: tail,
-            ..Default::default()
-        },
+        Ok(exit) => {
+            // A missing program (127), one that cannot be executed (126),
+            // the shell's "not found" for the first word: the check never
+            // ran, so it says nothing of the change.
+            let could_not_run = (!exit.timed_out && exit.limit.is_none())
+                .then(|| crate::check_outcome::could_not_run(command, exit.code, &tail))
+                .flatten();
+            if let Some(reason) = &could_not_run {
+                tracing::warn!(contestant = %c.id, %reason, "the check could not run");
+            }
+            CheckResult {
+                command: command.to_string(),
+                exit_code: exit.code,
+                passed: exit.success(),
+                timed_out: exit.timed_out,
+                duration_ms,
+                output_tail: tail,
+                could_not_run,
+                ..Default::default()
+            }
+        }
         Err(e) => CheckResult {
             duration_ms,
             ..failed(e.to_string())

@@ -1,11 +1,13 @@
 //! Verdicts: the user's winner, vote and reveal, a battle's tags, and the
 //! leaderboard that counts the user's and the judge's verdicts.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 
 use super::Engine;
 use crate::battle::{Battle, BattleType, ContestantStatus, Winner, WinnerSource};
 use crate::blind::Vote;
+use crate::check_outcome::CheckOutcome;
 use crate::error::{Error, Result};
 use crate::leaderboard::{BattleOutcome, Leaderboard, Options, Source, Verdict};
 use crate::results;
@@ -209,8 +211,17 @@ impl Engine {
         };
         // Two queries: the finished battles with their finished
         // contestants, and each battle's newest analysis outcome.
-        let (battles, judged) = self
-            .db(move |s| Ok::<_, Error>((s.ranked_battles(&filter)?, s.analysis_outcomes()?)))
+        let check_decides = self.config().coding.check_decides();
+        let (battles, judged, checks) = self
+            .db(move |s| {
+                let battles = s.ranked_battles(&filter)?;
+                let checks = if check_decides {
+                    coding_checks(s, &battles)?
+                } else {
+                    Default::default()
+                };
+                Ok::<_, Error>((battles, s.analysis_outcomes()?, checks))
+            })
             .await?;
         let outcomes: Vec<BattleOutcome> = battles
             .into_iter()
@@ -221,7 +232,15 @@ impl Engine {
                     (None, Some(_)) => Verdict::Tie,
                     (None, None) => Verdict::None,
                 };
-                let judge = judge_verdict(judged.get(&b.battle_id), place);
+                let mut judge = judge_verdict(judged.get(&b.battle_id), place);
+                if let Some(checks) = checks.get(&b.battle_id) {
+                    let outcomes: Vec<_> = b
+                        .finished
+                        .iter()
+                        .map(|(cid, _)| checks.get(cid).copied().unwrap_or(CheckOutcome::None))
+                        .collect();
+                    judge = crate::check_outcome::decides(judge, &outcomes);
+                }
                 BattleOutcome {
                     battle_id: b.battle_id,
                     battle_type: b.battle_type,
@@ -240,6 +259,31 @@ impl Engine {
                 .await?,
         )
     }
+}
+
+/// Each Coding battle's check outcomes by contestant id, for those
+/// battles where some contestant's check passed or failed (the check rule
+/// of the leaderboard, `[coding] check_decides`).
+fn coding_checks(
+    s: &crate::store::Store,
+    battles: &[crate::store::RankedBattle],
+) -> Result<HashMap<String, HashMap<String, CheckOutcome>>> {
+    let mut out = HashMap::new();
+    for b in battles.iter().filter(|b| b.battle_type.has_worktrees()) {
+        let battle = s.battle(&b.battle_id)?;
+        let outcomes: HashMap<String, CheckOutcome> = battle
+            .contestants
+            .iter()
+            .map(|c| (c.id.clone(), CheckOutcome::of(c.check.as_ref())))
+            .collect();
+        if outcomes
+            .values()
+            .any(|o| matches!(o, CheckOutcome::Passed | CheckOutcome::Failed))
+        {
+            out.insert(b.battle_id.clone(), outcomes);
+        }
+    }
+    Ok(out)
 }
 
 fn user_winner(contestant_id: &str) -> Winner {
