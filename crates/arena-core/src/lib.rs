@@ -40,5 +40,7 @@ pub use engine::{
 };
 /// The verifier of a task pack's runs (issue 40).
 pub use engine::{Verification, VerifyTask};
+/// A Coding check's dry run before the battle (issue 42).
+pub use engine::CheckProbe;
 pub use error::{Error, Invalid, Result};
 pub use event::{BattleEvent, EventKind};

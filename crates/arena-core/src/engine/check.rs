@@ -38,14 +38,7 @@ pub(super) async fn run_check(
         .data_dir()
         .join("agents")
         .join(format!("{}-check", c.id));
-    // The programs it names bring their installations (`npm` under nvm,
-    // `.venv/bin/python`, a tool given by its path).
-    let programs: Vec<PathBuf> = command
-        .split(|c: char| c.is_whitespace() || ";&|()`".contains(c))
-        .map(|word| word.trim_matches(['"', '\'']))
-        .filter(|word| !word.is_empty() && !word.starts_with('-') && !word.contains('='))
-        .filter_map(crate::backend::locate)
-        .collect();
+    let programs = programs(command);
     let confined = Scratch::create(&scratch_path).and_then(|scratch| {
         let reach = Reach {
             programs: &programs,
@@ -130,4 +123,16 @@ pub(super) async fn run_check(
             ..failed(e.to_string())
         },
     }
+}
+
+/// The programs a check command names, found on this machine: they bring
+/// their installations into the check's jail (`npm` under nvm,
+/// `.venv/bin/python`, a tool given by its path).
+pub(super) fn programs(command: &str) -> Vec<PathBuf> {
+    command
+        .split(|c: char| c.is_whitespace() || ";&|()`".contains(c))
+        .map(|word| word.trim_matches(['"', '\'']))
+        .filter(|word| !word.is_empty() && !word.starts_with('-') && !word.contains('='))
+        .filter_map(crate::backend::locate)
+        .collect()
 }

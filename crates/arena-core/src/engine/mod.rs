@@ -9,6 +9,7 @@ mod answer;
 mod approvals;
 mod changes;
 mod check;
+mod check_probe;
 mod coding;
 mod cross_exam;
 mod drive;
@@ -58,6 +59,7 @@ use crate::provider::Provider;
 use crate::store::{self, Store};
 
 pub use changes::WorktreeEntry;
+pub use check_probe::CheckProbe;
 pub use export::ReportFormat;
 pub use pack_run::{
     report_csv as pack_report_csv, report_html as pack_report_html,
