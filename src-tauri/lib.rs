@@ -40,6 +40,7 @@ pub mod events;
 #[cfg(test)]
 mod ipc_tests;
 pub mod notification;
+pub mod packs;
 pub mod state;
 pub mod worker;
 
@@ -106,6 +107,14 @@ pub fn app_builder<R: tauri::Runtime>(builder: tauri::Builder<R>) -> tauri::Buil
             commands::set_api_key,
             commands::subscribe_battle,
             commands::unsubscribe_battle,
+            packs::open_pack,
+            packs::import_pack,
+            packs::sample_pack,
+            packs::start_pack_run,
+            packs::pack_run_report,
+            packs::list_pack_runs,
+            packs::save_pack_report,
+            packs::mine_history,
         ])
         .on_page_load(|webview, payload| {
             // A new page has its own channels: the old page's subscriptions

@@ -65,6 +65,16 @@ fn export_into(dir: &Path) -> Result<(), ts_rs::ExportError> {
     BattlePageDto::export_all(&cfg)?;
     StartSeriesRequest::export_all(&cfg)?;
     BattleTypeInfoDto::export_all(&cfg)?;
+    // Task packs (packs.rs).
+    PackDto::export_all(&cfg)?;
+    ImportPackRequest::export_all(&cfg)?;
+    StartPackRunRequest::export_all(&cfg)?;
+    PackRunStartDto::export_all(&cfg)?;
+    PackRunReportDto::export_all(&cfg)?;
+    PackRunListDto::export_all(&cfg)?;
+    SavedReportDto::export_all(&cfg)?;
+    MineRequest::export_all(&cfg)?;
+    MineReportDto::export_all(&cfg)?;
     std::fs::write(dir.join(BATTLE_TYPES_MODULE), battle_types_module())?;
     std::fs::write(dir.join(AGENTS_MODULE), agents_module())?;
     write_index(dir)?;

@@ -13,6 +13,9 @@
 
 #[cfg(test)]
 mod bindings;
+/// Task packs on the wire: a pack, a pack run's report, mining (issues 40, 41).
+pub mod packs;
+pub use packs::*;
 
 use std::collections::BTreeMap;
 use std::path::Path;

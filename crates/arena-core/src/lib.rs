@@ -38,6 +38,8 @@ pub use engine::{
     LeaderboardQuery, PrunedEnv, Recovered, ReportFormat, SeriesStart, WorkerOptions,
     WorktreeEntry,
 };
+/// Pack runs listed, and a run's report saved as files (the app's Packs screen).
+pub use engine::{PackRunListing, PACK_REPORT_FILES};
 /// The verifier of a task pack's runs (issue 40).
 pub use engine::{Verification, VerifyTask};
 /// A Coding check's dry run before the battle (issue 42).

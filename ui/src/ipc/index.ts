@@ -46,8 +46,9 @@ export { BATTLE_TYPES, BattleType, battleTypeInfo } from './bindings/battleTypes
 export { AGENTS, Agent, type AgentName } from './bindings/agents';
 export { IpcError, isIpcErrorPayload, toIpcError, type IpcErrorPayload } from './errors';
 
-/** Calls a backend command; rejects with an {@link IpcError}. */
-async function call<T>(command: string, args?: Record<string, unknown>): Promise<T> {
+/** Calls a backend command; rejects with an {@link IpcError}. (Also for
+ * the feature modules of this folder, e.g. packs.ts.) */
+export async function call<T>(command: string, args?: Record<string, unknown>): Promise<T> {
   if (!isTauri()) {
     throw new IpcError(CLIENT_ERROR_CODES.notInTauri, 'Not running inside the Arena desktop app.');
   }

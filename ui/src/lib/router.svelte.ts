@@ -1,5 +1,6 @@
 // Which screen is showing, kept in the URL hash so back/forward work:
-// #/new, #/battle/<id>, #/series/<id>, #/history, #/leaderboard, #/settings.
+// #/new, #/battle/<id>, #/series/<id>, #/history, #/leaderboard, #/settings,
+// #/packs (a pack run's matrix and scores: #/packs/<run id>).
 
 export type Route =
   | { name: 'launcher' }
@@ -7,6 +8,7 @@ export type Route =
   | { name: 'series'; id: string }
   | { name: 'history' }
   | { name: 'leaderboard' }
+  | { name: 'packs'; run: string | null }
   | { name: 'settings' };
 
 /** A battle's or series' route from its escaped id; history when the id is garbled. */
@@ -32,6 +34,10 @@ export function parse(hash: string): Route {
       return { name: 'history' };
     case 'leaderboard':
       return { name: 'leaderboard' };
+    case 'packs': {
+      const run = idRoute('series', parts[1]);
+      return { name: 'packs', run: run.name === 'series' ? run.id : null };
+    }
     case 'settings':
       return { name: 'settings' };
     default:
@@ -47,6 +53,8 @@ export function href(route: Route): string {
       return `#/${route.name}/${encodeURIComponent(route.id)}`;
     case 'launcher':
       return '#/new';
+    case 'packs':
+      return route.run === null ? '#/packs' : `#/packs/${encodeURIComponent(route.run)}`;
     default:
       return `#/${route.name}`;
   }

@@ -21,6 +21,7 @@ mod journal;
 mod lane;
 mod launch;
 mod pack_board;
+mod pack_list;
 mod pack_run;
 mod place;
 mod prepare;
@@ -61,6 +62,7 @@ use crate::store::{self, Store};
 pub use changes::WorktreeEntry;
 pub use check_probe::CheckProbe;
 pub use export::ReportFormat;
+pub use pack_list::{PackRunListing, PACK_REPORT_FILES};
 pub use pack_run::{
     report_csv as pack_report_csv, report_html as pack_report_html,
     report_markdown as pack_report_markdown, solution_backend, PackCheck, PackRunReport,

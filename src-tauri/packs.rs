@@ -1,0 +1,273 @@
+//! IPC commands of the Packs screen (issues 40 and 41): open or import a
+//! pack, find the sample pack, start a pack run and read its report, save
+//! the report as files, and mine a project's history. Each validates,
+//! calls the engine (or `arena_core::pack`, off the async threads) and
+//! converts to the wire types of `arena_api::packs`.
+
+use std::path::{Path, PathBuf};
+
+use arena_api::{
+    ImportPackRequest, MineReportDto, MineRequest, PackDto, PackRunListDto, PackRunReportDto,
+    PackRunStartDto, SavedReportDto, StartPackRunRequest,
+};
+use arena_core::pack::{self, Pack, PackError};
+use arena_core::results::rfc3339;
+use tauri::{AppHandle, Manager, Runtime, State};
+
+use crate::background;
+use crate::error::Error;
+use crate::state::AppState;
+
+/// Where the sample pack may be given explicitly (packaging, tests).
+pub const SAMPLE_PACK_ENV: &str = "ARENA_SAMPLE_PACK";
+
+/// Runs blocking work (reading a pack, git) off the async threads.
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, Error> + Send + 'static,
+) -> Result<T, Error> {
+    tauri::async_runtime::spawn_blocking(f)
+        .await
+        .map_err(|e| Error::Internal(e.to_string()))?
+}
+
+fn pack_error(e: PackError) -> Error {
+    Error::Engine(e.into())
+}
+
+/// A path from the webview: trimmed, absolute, or an `invalid_input`.
+fn absolute(what: &str, value: &str) -> Result<PathBuf, Error> {
+    let value = value.trim();
+    if value.is_empty() {
+        return Err(arena_core::Invalid::Other(format!("choose the {what}")).into());
+    }
+    let path = PathBuf::from(value);
+    if !path.is_absolute() {
+        return Err(arena_core::Invalid::Other(format!(
+            "give the {what}'s full path (it starts with /)"
+        ))
+        .into());
+    }
+    Ok(path)
+}
+
+fn optional(what: &str, value: Option<String>) -> Result<Option<PathBuf>, Error> {
+    match value.filter(|v| !v.trim().is_empty()) {
+        Some(v) => absolute(what, &v).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// The pack at `dir` as the screen shows it, checked against `project`.
+fn read_pack(dir: &Path, project: Option<&Path>) -> Result<PackDto, Error> {
+    let mut pack = Pack::load(dir).map_err(pack_error)?;
+    if let Ok(root) = pack.root.canonicalize() {
+        pack.root = root;
+    }
+    let summary = pack::summarize(&pack, project);
+    Ok(PackDto::new(&pack.root, project, &summary))
+}
+
+/// Reads the pack at `path` (a folder holding `pack.toml`): its tasks,
+/// each with whether it can run here (with `project` when given, else the
+/// pack's own repository bundle) and why not.
+#[tauri::command]
+pub async fn open_pack(path: String, project: Option<String>) -> Result<PackDto, Error> {
+    let dir = absolute("pack folder", &path)?;
+    let project = optional("project folder", project)?;
+    blocking(move || read_pack(&dir, project.as_deref())).await
+}
+
+/// Imports a SWE-bench JSON/JSONL file or a Harbor task folder into a new
+/// pack at `out` (`arena pack import`), and reads it.
+#[tauri::command]
+pub async fn import_pack(request: ImportPackRequest) -> Result<PackDto, Error> {
+    let source = absolute("file or folder to import", &request.source)?;
+    let out = absolute("folder of the new pack", &request.out)?;
+    let project = optional("project folder", request.project)?;
+    let options = pack::ImportOptions {
+        out: out.clone(),
+        project: project.clone(),
+        test_command: request
+            .test_command
+            .map(|c| c.trim().to_string())
+            .filter(|c| !c.is_empty()),
+        ..pack::ImportOptions::default()
+    };
+    blocking(move || {
+        let report = pack::import(&source, &options).map_err(pack_error)?;
+        read_pack(&report.pack, project.as_deref())
+    })
+    .await
+}
+
+/// The folder of the sample pack that ships with Arena, if this install
+/// has one: `$ARENA_SAMPLE_PACK`, the app's resources (`packs/sample`),
+/// `share/arena/packs/sample` beside the installed binary, or, in a build
+/// from the repository, the repository's own `packs/sample`.
+#[tauri::command]
+pub async fn sample_pack<R: Runtime>(app: AppHandle<R>) -> Result<Option<String>, Error> {
+    let resources = app.path().resource_dir().ok();
+    blocking(move || Ok(find_sample_pack(resources.as_deref()).map(|p| p.display().to_string())))
+        .await
+}
+
+/// Where the sample pack is, in the order [`sample_pack`] says.
+pub fn find_sample_pack(resources: Option<&Path>) -> Option<PathBuf> {
+    let mut places: Vec<PathBuf> = Vec::new();
+    if let Some(dir) = std::env::var_os(SAMPLE_PACK_ENV) {
+        places.push(dir.into());
+    }
+    if let Some(r) = resources {
+        places.push(r.join("packs").join("sample"));
+    }
+    if let Some(bin) = std::env::current_exe()
+        .ok()
+        .and_then(|e| e.parent().map(Path::to_path_buf))
+    {
+        places.push(bin.join("../share/arena/packs/sample"));
+    }
+    places.push(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("packs")
+            .join("sample"),
+    );
+    places
+        .into_iter()
+        .find(|p| p.join(pack::PACK_FILE).is_file())
+        .map(|p| p.canonicalize().unwrap_or(p))
+}
+
+/// Starts a pack run (a Coding series of the pack's tasks) and runs it in
+/// the background; tasks that cannot run here are left out, with why.
+/// Follow it with `pack_run_report`.
+#[tauri::command]
+pub async fn start_pack_run(
+    state: State<'_, AppState>,
+    request: StartPackRunRequest,
+) -> Result<PackRunStartDto, Error> {
+    let engine = state.engine()?;
+    absolute("pack folder", &request.pack)?;
+    optional("project folder", request.project.clone())?;
+    let started = engine.start_pack_run(request.into_engine()?).await?;
+    if let arena_core::SeriesStart::Created(series) = &started.start {
+        tauri::async_runtime::spawn(background::run_series(engine.clone(), series.id.clone()));
+    }
+    Ok(PackRunStartDto::from(&started))
+}
+
+/// A pack run's report: every run's verdict so far and the scores with
+/// their intervals (read again while it runs).
+#[tauri::command]
+pub async fn pack_run_report(
+    state: State<'_, AppState>,
+    id: String,
+) -> Result<PackRunReportDto, Error> {
+    let report = state.engine()?.pack_run_report(&id).await?;
+    Ok(PackRunReportDto::from(&report))
+}
+
+/// Pack runs, newest first, among the newest `limit` series (default 50).
+#[tauri::command]
+pub async fn list_pack_runs(
+    state: State<'_, AppState>,
+    limit: Option<u32>,
+) -> Result<Vec<PackRunListDto>, Error> {
+    let limit = limit.unwrap_or(50).min(10_000) as usize;
+    let runs = state.engine()?.pack_runs(limit).await?;
+    Ok(runs
+        .iter()
+        .map(|r| PackRunListDto {
+            series_id: r.series_id.clone(),
+            pack: r.pack.display().to_string(),
+            status: r.status.clone(),
+            created_at: rfc3339(r.created_at),
+            contestants: r.contestants.clone(),
+        })
+        .collect())
+}
+
+/// Saves a pack run's report as `report.md`, `report.html`, `report.json`
+/// and `runs.csv` (what `arena pack report` prints) into `folder`, by
+/// default the run's folder in the data directory.
+#[tauri::command]
+pub async fn save_pack_report(
+    state: State<'_, AppState>,
+    id: String,
+    folder: Option<String>,
+) -> Result<SavedReportDto, Error> {
+    let folder = optional("report folder", folder)?;
+    let (folder, files) = state
+        .engine()?
+        .write_pack_report(&id, folder.as_deref())
+        .await?;
+    Ok(SavedReportDto {
+        folder: folder.display().to_string(),
+        files: files.iter().map(|f| f.display().to_string()).collect(),
+    })
+}
+
+/// Mines a project's history (`arena pack mine`, its static scan): the
+/// commits that change tests and code, each a candidate task, the others
+/// dropped with their reason; with `out`, the candidates written as a pack
+/// (not validated yet).
+#[tauri::command]
+pub async fn mine_history(request: MineRequest) -> Result<MineReportDto, Error> {
+    let project = absolute("project folder", &request.project)?;
+    let out = optional("folder of the new pack", request.out())?;
+    let options = request.options();
+    blocking(move || {
+        let report = pack::mine::mine(&options).map_err(pack_error)?;
+        let written = match &out {
+            Some(out) if !report.tasks.is_empty() => {
+                let done =
+                    pack::mine::write_pack(&report, &project, out, None).map_err(pack_error)?;
+                Some(done.pack.display().to_string())
+            }
+            _ => None,
+        };
+        Ok(MineReportDto::new(
+            &project.display().to_string(),
+            &report,
+            written,
+        ))
+    })
+    .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_repository_build_finds_its_sample_pack() {
+        let found = find_sample_pack(None).expect("packs/sample in the repository");
+        assert!(found.join("pack.toml").is_file(), "{}", found.display());
+        assert!(found.ends_with("packs/sample"), "{}", found.display());
+    }
+
+    #[test]
+    fn a_relative_pack_folder_is_refused_with_how_to_fix_it() {
+        let err = absolute("pack folder", "packs/sample").unwrap_err();
+        assert_eq!(err.code(), "invalid_input");
+        assert!(err.to_string().contains("full path"), "{err}");
+        assert_eq!(
+            absolute("pack folder", "  ").unwrap_err().code(),
+            "invalid_input"
+        );
+    }
+
+    #[test]
+    fn the_sample_pack_reads_with_its_tasks_runnable_from_its_bundle() {
+        let dir = find_sample_pack(None).expect("the sample pack");
+        let shown = read_pack(&dir, None).expect("it reads");
+        assert_eq!(shown.name, "sample");
+        assert_eq!(shown.tasks.len(), 3);
+        assert!(shown.bundle.is_some());
+        for t in &shown.tasks {
+            assert_eq!(t.kind, "repo");
+            assert!(t.runnable, "{t:?}");
+            assert!(t.why_not.is_none(), "{t:?}");
+            assert!(t.test_command.is_some(), "{t:?}");
+        }
+    }
+}
