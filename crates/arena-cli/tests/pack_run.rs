@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use arena_testserver::ModelScript;
+use common::pack::{gold_agent_backend, sample, tasks};
 use common::*;
 use serde_json::Value;
 
@@ -31,52 +32,12 @@ fn ready() -> bool {
     false
 }
 
-fn sample() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../packs/sample")
-}
-
-/// The sample pack's tasks: (id, its instruction's first line, its gold
-/// patch).
-fn tasks() -> Vec<(String, String, String)> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(sample().join("tasks")).unwrap() {
-        let dir = entry.unwrap().path();
-        let id = dir.file_name().unwrap().to_string_lossy().into_owned();
-        let instruction = std::fs::read_to_string(dir.join("instruction.md")).unwrap();
-        let first = instruction
-            .lines()
-            .find(|l| !l.trim().is_empty())
-            .unwrap()
-            .to_string();
-        let gold = std::fs::read_to_string(dir.join("solution/gold.patch")).unwrap();
-        out.push((id, first, gold));
-    }
-    out.sort();
-    out
-}
-
-/// `[[backend]] name = "agent"`: on model `gold` it applies the gold patch
-/// of the task whose instruction it was given (a scripted agent that knows
-/// the answers); on any other model it does nothing.
+/// The sample pack's scripted agent (see [`gold_agent_backend`]) in the
+/// set-up's config, with room for the verifiers.
 fn setup(s: &Setup) {
-    let mut script =
-        String::from("[ \"$0\" = gold ] || { echo 'I looked and changed nothing'; exit 0; }\n");
-    for (i, (_, first, gold)) in tasks().iter().enumerate() {
-        let file = s.dir.path().join(format!("gold-{i}.patch"));
-        std::fs::write(&file, gold).unwrap();
-        script.push_str(&format!(
-            "case \"$1\" in *{}*) git apply <<'GOLD_{i}'\n{}GOLD_{i}\n;; esac\n",
-            shell_words(first),
-            gold
-        ));
-    }
-    script.push_str("echo done\n");
     let config = s.dir.path().join("arena.toml");
     let mut text = std::fs::read_to_string(&config).unwrap();
-    text.push_str(&format!(
-        "\n[[backend]]\nname = \"agent\"\ncommand = [\"bash\", \"-c\", {}, \"{{model}}\", \"{{prompt}}\"]\n",
-        serde_json::to_string(&script).unwrap()
-    ));
+    text.push_str(&gold_agent_backend());
     text = text.replace(
         "stall_timeout_secs = 30",
         "stall_timeout_secs = 120\ncheck_timeout_secs = 300",
@@ -84,16 +45,6 @@ fn setup(s: &Setup) {
     std::fs::write(&config, text).unwrap();
     s.cloud.set_model("gold", ModelScript::tokens(1));
     s.cloud.set_model("none", ModelScript::tokens(1));
-}
-
-/// A glob pattern matching `line` literally enough: its first few words
-/// without shell specials.
-fn shell_words(line: &str) -> String {
-    line.split(|c: char| !c.is_ascii_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .take(6)
-        .collect::<Vec<_>>()
-        .join("*")
 }
 
 fn json_of(out: &std::process::Output) -> Value {

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use arena_testdb::Cluster;
 use arena_testserver::{ModelScript, TestServer};
+use common::pack::{gold_agent_backend, sample, tasks};
 use common::{git, write_turns_each};
 
 /// A team's set-up: the database, a scripted cloud server, one config.
@@ -975,4 +976,146 @@ async fn a_private_remote_is_never_fetched_with_the_workers_credentials() {
         team.count("SELECT COUNT(*) FROM battles WHERE machine = 'beta'"),
         0
     );
+}
+
+/// A pack run is a series like any other: a worker on another machine
+/// takes its places, fetches each task's base from the project's remote
+/// (and nothing after it), seals it, and verifies its results with the
+/// tests the series carries — it has no copy of the pack. Its verifier's
+/// test command runs there only as that machine's user allowed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_pack_run_is_shared_by_a_worker_on_another_machine() {
+    if arena_core::agent::jail::jail_info().is_err() {
+        assert!(std::env::var_os("ARENA_REQUIRE_JAIL").is_none(), "no jail");
+        return;
+    }
+    let Some(team) = Team::new("a_pack_run_is_shared_by_a_worker").await else {
+        return;
+    };
+    // The sample pack's repository, on a remote; its tip (past every
+    // task's base, with the answers) is the secret beta must not fetch.
+    let project = team.project();
+    std::fs::remove_dir_all(&project).unwrap();
+    let bundle = sample().join("repo.bundle");
+    git(
+        team.dir.path(),
+        &["clone", "-q", &bundle.to_string_lossy(), "project"],
+    );
+    git(&project, &["remote", "remove", "origin"]);
+    team.push_to_a_remote();
+    let tip = git(&project, &["rev-parse", "HEAD"]).trim().to_string();
+    // Both machines' configs: the scripted agent and room for verifiers.
+    let config = team.dir.path().join("arena.toml");
+    let text = std::fs::read_to_string(&config).unwrap().replace(
+        "stall_timeout_secs = 30",
+        "stall_timeout_secs = 120\ncheck_timeout_secs = 300",
+    ) + &gold_agent_backend();
+    std::fs::write(&config, text).unwrap();
+    team.server.set_model("gold", ModelScript::tokens(1));
+    team.server.set_model("none", ModelScript::tokens(1));
+    team.configure("beta", "[team]\nchecks = [\"python3 -m unittest\"]\n");
+    // A copy of the pack that alpha starts the run from, removed once the
+    // run is recorded.
+    let pack = team.dir.path().join("pack");
+    copy_dir(&sample(), &pack);
+
+    let beta = team.worker("beta", 2);
+    team.serving("beta").await;
+    let run = team
+        .arena(
+            "alpha",
+            &[
+                "pack",
+                "run",
+                &pack.to_string_lossy(),
+                "--project",
+                &project.to_string_lossy(),
+                "-c",
+                "agent@gold",
+                "-c",
+                "agent@none",
+                "--runs",
+                "2",
+                "--parallel",
+                "1",
+                "--json",
+            ],
+        )
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Once the run is recorded the pack may go: what the verifiers need
+    // travels with the series.
+    team.series_id().await;
+    std::fs::remove_dir_all(&pack).unwrap();
+    let report = finished(Running(Some(run))).await;
+    drop(beta);
+    let id = report["series_id"].as_str().unwrap();
+    let on_beta = team.count(&format!(
+        "SELECT COUNT(*) FROM battles WHERE series_id = '{id}' AND machine = 'beta'"
+    ));
+    assert!(
+        on_beta > 0,
+        "beta ran none of the places: {}",
+        team.sql(&format!(
+            "SELECT COALESCE(s.remote_url, '(no remote)') || ' ' || COALESCE(r.reason, '(no refusal)') \
+             FROM series s LEFT JOIN series_refusals r ON r.series_id = s.id WHERE s.id = '{id}'"
+        ))
+    );
+    // Every run verified, wherever it ran: the gold agent resolved each
+    // task, the idle one none.
+    let n = tasks().len() as u64;
+    let by = |model: &str| {
+        report["contestants"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["model"] == model)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(by("gold")["resolved"], 2 * n, "{report}");
+    assert_eq!(by("gold")["runs"], 2 * n, "{report}");
+    assert_eq!(by("none")["resolved"], 0, "{report}");
+    assert_eq!(by("none")["runs"], 2 * n, "{report}");
+    let verified_on_beta = team.count(&format!(
+        "SELECT COUNT(*) FROM goal_checks g JOIN contestants c ON c.id = g.contestant_id \
+         JOIN battles b ON b.id = c.battle_id \
+         WHERE b.series_id = '{id}' AND b.machine = 'beta' AND g.passed IS NOT NULL"
+    ));
+    assert_eq!(verified_on_beta, on_beta * 2);
+    // Beta fetched the tasks' bases, shallow, and not the tip.
+    let mirrors = team.dir.path().join("data-beta/mirrors");
+    for entry in std::fs::read_dir(&mirrors).unwrap() {
+        let dir = entry.unwrap().path();
+        if !dir.join(".git").is_dir() {
+            continue;
+        }
+        let has = |object: &str| {
+            Command::new("git")
+                .args(["cat-file", "-e", object])
+                .current_dir(&dir)
+                .status()
+                .unwrap()
+                .success()
+        };
+        assert!(!has(&tip), "the tip was fetched into {}", dir.display());
+        let shallow = git(&dir, &["rev-parse", "--is-shallow-repository"]);
+        assert_eq!(shallow.trim(), "true", "{}", dir.display());
+    }
+}
+
+/// Copies folder `from` to `to`, files only (the sample pack has no links).
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
 }

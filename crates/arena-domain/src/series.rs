@@ -47,6 +47,26 @@ pub struct TaskRef {
     pub id: String,
     /// The commit its battles start from.
     pub base: String,
+    /// What its verifier runs, carried with the series so that a worker on
+    /// a machine without the pack verifies it too (and a pack edited since
+    /// the run started changes none of its verdicts). Runs recorded before
+    /// it was carried have none: their pack is read again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tests: Option<TaskTests>,
+}
+
+/// A task's hidden tests as its verifier takes them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskTests {
+    /// The test patch, applied over the contestant's change.
+    pub test_patch: String,
+    /// The tests that decide it (the task's tests.json).
+    pub lists: crate::test_report::TestLists,
+    /// The command that runs them.
+    pub test_command: String,
+    /// The verifier's time limit, when the task sets one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_limit_secs: Option<u64>,
 }
 
 /// What the user asks for when starting a series. Its JSON is what an

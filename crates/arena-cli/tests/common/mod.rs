@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod pack;
+
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 

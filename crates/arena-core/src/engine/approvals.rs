@@ -123,7 +123,10 @@ fn checks_of(series: &Series) -> Vec<String> {
     }
     let mut checks: Vec<String> = Vec::new();
     for p in &r.prompts {
-        if let Some(c) = r.check_of(p).map(str::trim).filter(|c| !c.is_empty()) {
+        // A pack task's verifier runs its test command like a check.
+        let tests = p.task.as_ref().and_then(|t| t.tests.as_ref());
+        let command = tests.map(|t| t.test_command.as_str()).or(r.check_of(p));
+        if let Some(c) = command.map(str::trim).filter(|c| !c.is_empty()) {
             if !checks.iter().any(|k| k == c) {
                 checks.push(c.to_string());
             }

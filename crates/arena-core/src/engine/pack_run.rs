@@ -18,6 +18,7 @@ use crate::pack_score::{self, PackScores, RunOutcome, TaskRun};
 use crate::series::{GoalCheck, SeriesPrompt, SeriesRequest, TaskRef};
 
 use super::series::SeriesStart;
+use super::task_verdict::task_tests;
 pub use super::task_verdict::VerifierDetail;
 use super::Engine;
 
@@ -148,10 +149,19 @@ impl Engine {
                         pack: pack.root.clone(),
                         id: task.id.as_str().to_string(),
                         base: base.to_string(),
+                        tests: task_tests(task),
                     }),
                 }),
             }
         }
+        // Each base as the full commit it names in the project (a worker
+        // elsewhere fetches it by that name).
+        let (prompts, unknown) = tokio::task::spawn_blocking({
+            let project = project.clone();
+            move || full_bases(&project, prompts)
+        })
+        .await?;
+        skipped.extend(unknown);
         if prompts.is_empty() {
             let why: Vec<String> = skipped
                 .iter()
@@ -335,6 +345,29 @@ fn pack_and_project(dir: &Path, project: Option<&Path>, data: &Path) -> Result<(
         }
     };
     Ok((pack, project))
+}
+
+/// The prompts whose task's base is a commit of `project`, each base
+/// written as its full commit; the others left out with the reason.
+fn full_bases(project: &Path, prompts: Vec<SeriesPrompt>) -> (Vec<SeriesPrompt>, Vec<SkippedTask>) {
+    let (mut kept, mut skipped) = (Vec::new(), Vec::new());
+    for mut prompt in prompts {
+        let Some(task) = prompt.task.as_mut() else {
+            kept.push(prompt);
+            continue;
+        };
+        match crate::agent::seal::resolve(project, &task.base) {
+            Ok(full) => {
+                task.base = full;
+                kept.push(prompt);
+            }
+            Err(e) => skipped.push(SkippedTask {
+                id: task.id.clone(),
+                reason: e.to_string(),
+            }),
+        }
+    }
+    (kept, skipped)
 }
 
 /// The base a task's battles start from, or why it cannot run here (as
@@ -688,6 +721,7 @@ impl Engine {
                         pack: pack.root.clone(),
                         id,
                         base: base.to_string(),
+                        tests: task_tests(task),
                     }),
                 }),
             }

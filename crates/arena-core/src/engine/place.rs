@@ -58,7 +58,9 @@ pub(super) async fn run_place(
             // A pack's task starts from its base, sealed: nothing of its
             // future is in an agent's reach.
             if let Some(task) = &prompt.task {
-                let sealed = engine.seal_base(&request.project, &task.base).await?;
+                // From the plan's project: on a worker elsewhere, its
+                // fetched copy.
+                let sealed = engine.seal_base(&plan.project, &task.base).await?;
                 let base = crate::agent::seal::sealed_base(&sealed).ok_or_else(|| {
                     crate::error::Error::Git(format!("{} is not sealed", sealed.display()))
                 })?;

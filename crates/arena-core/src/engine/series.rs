@@ -98,12 +98,34 @@ impl Engine {
         let judges = self.judges(&request).await?;
         // A Coding series starts every place from the project's HEAD now;
         // on a team, workers elsewhere fetch it from a remote that holds it.
-        let base_commit = plan.base_commit().map(str::to_string);
+        // (A pack run's places start from their tasks' bases: its first.)
+        let first_task = request.prompts.first().and_then(|p| p.task.as_ref());
+        let base_commit = match first_task {
+            Some(task) => Some(task.base.clone()),
+            None => plan.base_commit().map(str::to_string),
+        };
         let remote_url = match (&base_commit, self.inner.store.is_team()) {
             (Some(base), true) => {
-                let (project, base) = (request.project.clone(), base.clone());
+                // A pack run's tasks start from bases of their own: the
+                // remote must hold each of them too.
+                let mut bases = vec![base.clone()];
+                bases.extend(
+                    request
+                        .prompts
+                        .iter()
+                        .filter_map(|p| Some(p.task.as_ref()?.base.clone())),
+                );
+                let project = request.project.clone();
                 tokio::task::spawn_blocking(move || {
-                    crate::worktree::remote_holding(&project, &base)
+                    let mut held = None;
+                    for base in &bases {
+                        let url = crate::worktree::remote_holding(&project, base)?;
+                        if url.is_none() || (held.is_some() && held != url) {
+                            return Ok(None);
+                        }
+                        held = url;
+                    }
+                    Ok::<_, crate::worktree::WorktreeError>(held)
                 })
                 .await?
                 .map_err(|e| Invalid::Other(e.to_string()))?

@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 use crate::battle::{Battle, ContestantStatus};
 use crate::error::{Error, Result};
 use crate::pack::{Pack, Task};
-use crate::series::{GoalCheck, TaskRef};
+use crate::series::{GoalCheck, TaskRef, TaskTests};
 use crate::test_report::Outcome;
 
 use super::Engine;
@@ -42,16 +42,24 @@ pub(super) async fn verify_results(
 ) -> Result<()> {
     let b = battle.id.clone();
     let recorded = engine.db(move |s| s.goal_checks(&b)).await?;
-    let loaded = tokio::task::spawn_blocking({
-        let task = task.clone();
-        move || {
-            let pack = Pack::load(&task.pack)?;
-            pack.task(&task.id)
-                .cloned()
-                .ok_or_else(|| Error::Task(format!("the pack has no task `{}` any more", task.id)))
+    // What the series carries; from the pack for a run recorded before
+    // the series carried it.
+    let loaded = match &task.tests {
+        Some(tests) => Ok(tests.clone()),
+        None => {
+            tokio::task::spawn_blocking({
+                let task = task.clone();
+                move || {
+                    let pack = Pack::load(&task.pack)?;
+                    let t = pack.task(&task.id).ok_or_else(|| {
+                        Error::Task(format!("the pack has no task `{}` any more", task.id))
+                    })?;
+                    task_tests(t).ok_or_else(|| Error::Task("the task lacks its tests".into()))
+                }
+            })
+            .await?
         }
-    })
-    .await?;
+    };
     for c in battle
         .contestants
         .iter()
@@ -91,25 +99,17 @@ async fn verify_one(
     engine: &Engine,
     battle: &Battle,
     c: &crate::battle::Contestant,
-    task: &Task,
+    task: &TaskTests,
     token: &CancellationToken,
 ) -> GoalCheck {
-    let (Some(test_patch), Some(lists), Some(command)) =
-        (&task.test_patch, &task.lists, task.test_command())
-    else {
-        return failed_check(engine, "the task lacks its tests".into());
-    };
-    let limit = task
-        .toml
-        .verifier_timeout_sec
-        .filter(|s| s.is_finite() && *s > 0.0)
-        .map(|s| s.ceil() as u64)
-        .unwrap_or(engine.config().limits.check_timeout_secs);
     let what = super::verify::VerifyTask {
-        test_patch: test_patch.clone(),
-        lists: lists.clone(),
-        test_command: command.to_string(),
-        time_limit: std::time::Duration::from_secs(limit),
+        test_patch: task.test_patch.clone(),
+        lists: task.lists.clone(),
+        test_command: task.test_command.clone(),
+        time_limit: std::time::Duration::from_secs(
+            task.time_limit_secs
+                .unwrap_or(engine.config().limits.check_timeout_secs),
+        ),
     };
     let v = match super::verify::verify(engine, battle, c, &what, token).await {
         Ok(v) => v,
@@ -155,4 +155,19 @@ async fn verify_one(
         at: engine.now(),
         detail: serde_json::to_string(&detail).ok(),
     }
+}
+
+/// What a task's verifier runs, carried in the series; `None` when the
+/// task lacks a part (its verdict then says so).
+pub(super) fn task_tests(task: &Task) -> Option<TaskTests> {
+    Some(TaskTests {
+        test_patch: task.test_patch.clone()?,
+        lists: task.lists.clone()?,
+        test_command: task.test_command()?.to_string(),
+        time_limit_secs: task
+            .toml
+            .verifier_timeout_sec
+            .filter(|s| s.is_finite() && *s > 0.0)
+            .map(|s| s.ceil() as u64),
+    })
 }

@@ -573,8 +573,22 @@ async fn fetch_project(
     let dir = crate::agent::mirror::folder(&engine.data_dir().join("mirrors"), &url);
     let d = dir.clone();
     let local = crate::config::allow_local_remotes();
+    // A pack run's tasks each start from a base of their own.
+    let mut commits = vec![base];
+    for task in series
+        .request
+        .prompts
+        .iter()
+        .filter_map(|p| p.task.as_ref())
+    {
+        if !commits.contains(&task.base) {
+            commits.push(task.base.clone());
+        }
+    }
     tokio::task::spawn_blocking(move || {
-        crate::agent::mirror::update(&url, &d, &base, local, credentials)
+        commits.iter().try_for_each(|commit| {
+            crate::agent::mirror::update(&url, &d, commit, local, credentials)
+        })
     })
     .await?
     .map_err(|e| crate::error::Invalid::Other(format!("cannot fetch its project: {e}")))?;
