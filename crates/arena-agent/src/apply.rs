@@ -193,6 +193,18 @@ pub fn apply_to_clean(project: &Path, patch: &str) -> Result<Applied, DiffError>
     apply_with(project, patch, Consent::Given, true)
 }
 
+/// [`apply`] to a working tree Arena has just found to be exactly the
+/// tree the patch was made against (a battle's snapshot of the working
+/// tree, uncommitted changes and all), so its status is not read; every
+/// other rule holds.
+pub fn apply_over_snapshot(
+    project: &Path,
+    patch: &str,
+    consent: Consent,
+) -> Result<Applied, DiffError> {
+    apply_with(project, patch, consent, true)
+}
+
 fn apply_with(
     project: &Path,
     patch: &str,

@@ -102,9 +102,16 @@ impl Engine {
             ))
         })?;
         let project = self.apply_target(&battle).await?;
+        // A change made against a snapshot of the working tree applies
+        // only while the tree still is that snapshot.
+        let over_snapshot = self.snapshot_still_there(&battle, &project).await?;
         let applied = tokio::task::spawn_blocking(move || {
-            crate::agent::apply::apply(&project, &patch, consent)
-                .map_err(|e| Error::Conflict(e.to_string()))
+            if over_snapshot {
+                crate::agent::apply::apply_over_snapshot(&project, &patch, consent)
+            } else {
+                crate::agent::apply::apply(&project, &patch, consent)
+            }
+            .map_err(|e| Error::Conflict(e.to_string()))
         })
         .await??;
         let changes = applied.changes();

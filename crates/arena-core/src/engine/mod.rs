@@ -31,6 +31,7 @@ mod sealed;
 mod series;
 mod series_report;
 mod settings;
+mod snapshot;
 mod task_verdict;
 mod turn;
 mod validate;

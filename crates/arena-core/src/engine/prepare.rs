@@ -192,8 +192,19 @@ pub(super) async fn environment_for(
     shown_to: Option<(&str, &str)>,
 ) -> Result<EnvChoice> {
     let (p, b) = (project.to_path_buf(), base.to_string());
+    // A snapshot of the working tree is a commit of Arena's own
+    // repository (`<data>/snapshots/<commit>`), not of the project's.
+    let snapshot = engine
+        .data_dir()
+        .join(crate::coding_base::SNAPSHOTS_DIR)
+        .join(base);
     let (at_base, now) = tokio::task::spawn_blocking(move || {
-        let at_base = envkey::key_at(&p, &b).map_err(|e| Error::Git(e.to_string()))?;
+        let at_base = envkey::key_at(&p, &b)
+            .or_else(|e| match snapshot.is_dir() {
+                true => envkey::key_at(&snapshot, &b),
+                false => Err(e),
+            })
+            .map_err(|e| Error::Git(e.to_string()))?;
         let now = envkey::key_of_tree(&p).map_err(|e| Error::Git(e.to_string()))?;
         Ok::<_, Error>((at_base, now))
     })
