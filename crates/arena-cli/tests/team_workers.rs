@@ -1013,16 +1013,8 @@ async fn a_pack_run_is_shared_by_a_worker_on_another_machine() {
     std::fs::write(&config, text).unwrap();
     team.server.set_model("gold", ModelScript::tokens(1));
     team.server.set_model("none", ModelScript::tokens(1));
-    team.configure("beta", "[team]\nchecks = [\"python3 -m unittest\"]\n");
-    // A copy of the pack that alpha starts the run from, removed once the
-    // run is recorded.
-    let pack = team.dir.path().join("pack");
-    copy_dir(&sample(), &pack);
-
-    let beta = team.worker("beta", 2);
-    team.serving("beta").await;
-    let run = team
-        .arena(
+    let pack_run = |pack: &Path, runs: &str| {
+        team.arena(
             "alpha",
             &[
                 "pack",
@@ -1035,7 +1027,7 @@ async fn a_pack_run_is_shared_by_a_worker_on_another_machine() {
                 "-c",
                 "agent@none",
                 "--runs",
-                "2",
+                runs,
                 "--parallel",
                 "1",
                 "--json",
@@ -1044,10 +1036,45 @@ async fn a_pack_run_is_shared_by_a_worker_on_another_machine() {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .unwrap();
+        .unwrap()
+    };
+
+    // Beta's user has not allowed the tasks' test command: beta leaves
+    // the run alone and says why; alpha runs it all.
+    let beta = team.worker("beta", 2);
+    team.serving("beta").await;
+    let alone = finished(Running(Some(pack_run(&sample(), "1")))).await;
+    drop(beta);
+    let first = alone["series_id"].as_str().unwrap();
+    assert_eq!(
+        team.count(&format!(
+            "SELECT COUNT(*) FROM battles WHERE series_id = '{first}' AND machine = 'beta'"
+        )),
+        0
+    );
+    let reason = team.sql(&format!(
+        "SELECT reason FROM series_refusals WHERE series_id = '{first}' AND machine = 'beta'"
+    ));
+    assert!(
+        reason.contains("python3 -m unittest") && reason.contains("not approved"),
+        "{reason}"
+    );
+
+    // Allowed, beta shares the next run.
+    team.configure("beta", "[team]\nchecks = [\"python3 -m unittest\"]\n");
+    // A copy of the pack that alpha starts the run from, removed once the
+    // run is recorded.
+    let pack = team.dir.path().join("pack");
+    copy_dir(&sample(), &pack);
+    let beta = team.worker("beta", 2);
+    team.serving("beta").await;
+    let run = pack_run(&pack, "2");
     // Once the run is recorded the pack may go: what the verifiers need
     // travels with the series.
-    team.series_id().await;
+    until(Duration::from_secs(30), "the second run to start", || {
+        team.count_yet("SELECT COUNT(*) FROM series") >= 2
+    })
+    .await;
     std::fs::remove_dir_all(&pack).unwrap();
     let report = finished(Running(Some(run))).await;
     drop(beta);
