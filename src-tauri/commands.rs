@@ -153,7 +153,13 @@ pub async fn start_battle<R: Runtime>(
     request: StartBattleRequest,
 ) -> Result<BattleDto, Error> {
     let engine = state.engine()?;
-    let battle = engine.create_battle(request.into_engine()?).await?;
+    let from_working_tree = request.base == arena_api::BaseChoiceDto::WorkingTree;
+    let request = request.into_engine()?;
+    let battle = if from_working_tree {
+        engine.create_battle_from_working_tree(request).await?
+    } else {
+        engine.create_battle(request).await?
+    };
     tauri::async_runtime::spawn(background::run_and_judge(
         app,
         engine.clone(),

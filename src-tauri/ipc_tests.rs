@@ -28,10 +28,12 @@ fn registered_commands() -> BTreeSet<String> {
         .find("generate_handler![")
         .expect("the invoke handler");
     let end = start + source[start..].find(']').expect("end of the handler list");
-    source[start..end]
-        .split("commands::")
-        .skip(1)
-        .map(|s| s.trim_end_matches([',', ' ', '\n']).trim().to_string())
+    // Each entry is `module::command` (commands.rs, packs.rs, coding.rs).
+    source[start + "generate_handler![".len()..end]
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|s| s.rsplit("::").next().unwrap_or(s).to_string())
         .collect()
 }
 

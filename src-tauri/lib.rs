@@ -34,6 +34,7 @@
 //! and commit the result (see `crates/arena-api/src/bindings.rs`).
 
 pub mod background;
+pub mod coding;
 pub mod commands;
 pub mod error;
 pub mod events;
@@ -99,6 +100,8 @@ pub fn app_builder<R: tauri::Runtime>(builder: tauri::Builder<R>) -> tauri::Buil
             commands::refine,
             commands::leaderboard,
             commands::check_project,
+            coding::coding_base,
+            coding::probe_check,
             commands::providers,
             commands::personas,
             commands::backends,

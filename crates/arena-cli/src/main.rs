@@ -374,6 +374,11 @@ struct RunArgs {
     /// Coding: a shell command run in each finished worktree (e.g. "cargo test").
     #[arg(long, value_name = "CMD")]
     check: Option<String>,
+    /// Coding: start from your working tree as it is (tracked and
+    /// untracked-but-not-ignored files, as a snapshot in Arena's own
+    /// repository) instead of HEAD.
+    #[arg(long)]
+    from_working_tree: bool,
     /// Don't judge the results when the battle ends.
     #[arg(long)]
     no_analysis: bool,
@@ -808,8 +813,23 @@ async fn battle(engine: &Engine, command: BattleCommand) -> Result<(), Error> {
         BattleCommand::Run(args) => {
             let json = args.json.json;
             let analysis = (!args.no_analysis).then(|| args.analysis_model.clone());
+            let from_working_tree = args.from_working_tree;
             let request = run_request(args)?;
-            let battle = engine.create_battle(request).await?;
+            // A check that will not be able to run is said before the
+            // battle (a warning: it runs all the same).
+            if let (BattleType::Coding, Some(check)) = (request.battle_type, &request.check_command)
+            {
+                if let Ok(probe) = engine.probe_check(&request.project, check).await {
+                    if let Some(warning) = probe.warning {
+                        eprintln!("arena: warning: {warning}");
+                    }
+                }
+            }
+            let battle = if from_working_tree {
+                engine.create_battle_from_working_tree(request).await?
+            } else {
+                engine.create_battle(request).await?
+            };
             let battle = progress::follow(engine, battle, !json).await?;
             if let Some(model) = analysis {
                 auto_analyze(engine, &battle, model.as_deref(), !json).await;
