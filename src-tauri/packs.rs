@@ -162,8 +162,10 @@ pub async fn pack_run_report(
     state: State<'_, AppState>,
     id: String,
 ) -> Result<PackRunReportDto, Error> {
-    let report = state.engine()?.pack_run_report(&id).await?;
-    Ok(PackRunReportDto::from(&report))
+    let engine = state.engine()?;
+    let report = engine.pack_run_report(&id).await?;
+    let series = engine.series(&id).await?;
+    Ok(PackRunReportDto::new(&report, &series))
 }
 
 /// Pack runs, newest first, among the newest `limit` series (default 50).

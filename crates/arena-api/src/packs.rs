@@ -393,6 +393,9 @@ pub struct PackRunReportDto {
     pub runs_per_task: u32,
     pub done: u32,
     pub planned: u32,
+    /// The contestants asked for (`IDENTITY@MODEL`), in the run's order:
+    /// the matrix's columns before any of them has a score.
+    pub lineup: Vec<String>,
     pub contestants: Vec<PackScoreDto>,
     pub pairs: Vec<PackPairDto>,
     pub notes: Vec<String>,
@@ -409,6 +412,12 @@ impl From<&core::PackRunReport> for PackRunReportDto {
             runs_per_task: r.runs_per_task,
             done: count(r.done),
             planned: count(r.planned),
+            lineup: r
+                .scores
+                .contestants
+                .iter()
+                .map(|c| c.contestant.clone())
+                .collect(),
             contestants: r.scores.contestants.iter().map(Into::into).collect(),
             pairs: r.scores.pairs.iter().map(Into::into).collect(),
             notes: r.scores.notes.clone(),
@@ -420,6 +429,21 @@ impl From<&core::PackRunReport> for PackRunReportDto {
                     runs: t.runs.iter().map(Into::into).collect(),
                 })
                 .collect(),
+        }
+    }
+}
+
+impl PackRunReportDto {
+    /// The report with the run's contestants as they were asked for.
+    pub fn new(r: &core::PackRunReport, series: &core::series::Series) -> Self {
+        PackRunReportDto {
+            lineup: series
+                .request
+                .contestants
+                .iter()
+                .map(|c| format!("{}@{}", c.identity, c.model))
+                .collect(),
+            ..PackRunReportDto::from(r)
         }
     }
 }

@@ -120,6 +120,7 @@ function report(): PackRunReportDto {
     runs_per_task: 2,
     done: 5,
     planned: 8,
+    lineup: ['agent@gold', 'agent@idle'],
     contestants: [score('agent@gold', 1, 0.34, 1), score('agent@idle', 0, 0, 0.66)],
     pairs: [],
     notes: [],
@@ -230,6 +231,25 @@ describe('the matrix', () => {
     const r = report();
     r.tasks.push({ id: 't3', runs: [] });
     const cell = cellAt(matrix(r), 2, 1);
+    // Before any score, the columns are the contestants asked for.
+    expect(matrix({ ...r, contestants: [], tasks: [{ id: 't1', runs: [] }] })).toEqual({
+      contestants: ['agent@gold', 'agent@idle'],
+      rows: [
+        {
+          task: 't1',
+          cells: ['agent@gold', 'agent@idle'].map((contestant) => ({
+            task: 't1',
+            contestant,
+            planned: 2,
+            done: 0,
+            resolved: 0,
+            unresolved: 0,
+            errors: 0,
+            runs: [],
+          })),
+        },
+      ],
+    });
     expect(cell).toMatchObject({ done: 0, planned: 2 });
     expect(cellTone(cell)).toBe('pending');
   });

@@ -182,10 +182,16 @@ export interface Matrix {
   rows: { task: string; cells: MatrixCell[] }[];
 }
 
-/** The matrix of a run's report. Contestants in the scores' order, then
- * any that only appear in the runs; tasks in the report's order. */
+/** The matrix of a run's report. Contestants as the run asked for them,
+ * then any that only appear in the scores or the runs; tasks in the
+ * report's order. */
 export function matrix(report: PackRunReportDto): Matrix {
-  const contestants = report.contestants.map((c) => c.contestant);
+  const contestants = [...report.lineup];
+  for (const c of report.contestants) {
+    if (!contestants.includes(c.contestant)) {
+      contestants.push(c.contestant);
+    }
+  }
   for (const t of report.tasks) {
     for (const r of t.runs) {
       if (!contestants.includes(r.contestant)) {
@@ -299,13 +305,13 @@ export function atK(values: PackScoreDto['pass_at'], name: string, from = 2): st
 export function methodWords(method: string): string {
   switch (method) {
     case 'cluster_bootstrap':
-      return 'bootstrap over tasks';
+      return 'a bootstrap over tasks (their runs kept together)';
     case 'wilson':
-      return 'Wilson interval over tasks (too few tasks for a bootstrap)';
+      return 'a Wilson interval over tasks (too few tasks for a bootstrap)';
     case 'wilson_difference':
-      return 'difference of Wilson intervals';
+      return 'a difference of Wilson intervals';
     default:
-      return 'no task scored yet';
+      return 'not computed: no task is scored yet';
   }
 }
 

@@ -11,4 +11,9 @@ export type PackRunReportDto = { series_id: string, pack: string, version: strin
 /**
  * The series' status: `running`, `done`, `cancelled`, …
  */
-status: string, runs_per_task: number, done: number, planned: number, contestants: Array<PackScoreDto>, pairs: Array<PackPairDto>, notes: Array<string>, tasks: Array<PackRunTaskDto>, };
+status: string, runs_per_task: number, done: number, planned: number, 
+/**
+ * The contestants asked for (`IDENTITY@MODEL`), in the run's order:
+ * the matrix's columns before any of them has a score.
+ */
+lineup: Array<string>, contestants: Array<PackScoreDto>, pairs: Array<PackPairDto>, notes: Array<string>, tasks: Array<PackRunTaskDto>, };
