@@ -634,6 +634,7 @@ async fn run(cli: Cli) -> Result<(), Error> {
         let engine = Engine::open(options)?;
         return match command {
             pack::PackCommand::Run(args) => pack_run::run(&engine, *args).await,
+            pack::PackCommand::Mine(args) => pack_mine::run_validated(&engine, *args).await,
             pack::PackCommand::Check(args) => pack_run::check(&engine, *args).await,
             pack::PackCommand::Report { run, format } => {
                 pack_run::report(&engine, &run, &format).await

@@ -76,9 +76,10 @@ pub enum PackCommand {
     /// must not (through the same sealed battles and verifier as a run). A
     /// task that fails is broken: later runs leave it out, saying why.
     Check(Box<crate::pack_run::PackCheckArgs>),
-    /// Scan a project's history for tasks: the commits that change both
+    /// Mine a project's history for tasks: the commits that change both
     /// tests and code, split into a hidden test patch and a gold patch on
-    /// the parent; every other commit counted by why it is dropped.
+    /// the parent, each validated by running its tests (BASE, RED, GOLD);
+    /// every other commit and candidate counted by why it is dropped.
     Mine(Box<crate::pack_mine::MineArgs>),
     /// A pack run's report: md (default), html, json or csv.
     Report {
@@ -95,7 +96,7 @@ impl PackCommand {
         matches!(
             self,
             PackCommand::Run(_) | PackCommand::Check(_) | PackCommand::Report { .. }
-        )
+        ) || matches!(self, PackCommand::Mine(args) if !args.static_only)
     }
 }
 

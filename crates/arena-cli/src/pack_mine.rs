@@ -1,6 +1,9 @@
-//! `arena pack mine`: the static scan of a project's history for tasks
-//! (issue 41): the candidates, every drop by reason, the time per stage;
-//! with `--out`, the candidates as a pack that is not validated yet.
+//! `arena pack mine`: a project's history mined for tasks (issue 41): the
+//! static scan (candidates, every drop by reason), then each candidate
+//! validated by running (BASE, RED, GOLD in the check's jail), and the
+//! yield table; with `--out`, the validated tasks as a pack. With
+//! `--static-only`, the scan alone, and `--out` writes its candidates as a
+//! pack that is not validated yet.
 
 use std::path::PathBuf;
 
@@ -13,7 +16,8 @@ pub struct MineArgs {
     /// The project's repository.
     #[arg(long, value_name = "DIR")]
     pub project: PathBuf,
-    /// Stop after this many candidates (the scan goes newest first).
+    /// Stop after this many validated tasks (with --static-only: this many
+    /// candidates); the scan goes newest first.
     #[arg(long, value_name = "N")]
     pub limit: Option<usize>,
     /// Only commits committed since this date (as git reads it).
@@ -30,9 +34,133 @@ pub struct MineArgs {
     /// files at each base when not given).
     #[arg(long, value_name = "CMD")]
     pub test_command: Option<String>,
+    /// Runs of each tree (BASE, RED, GOLD) per candidate; 5 when they
+    /// disagree.
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    pub runs_to_validate: u32,
+    /// The static scan only: no test is run.
+    #[arg(long)]
+    pub static_only: bool,
     /// Print machine-readable JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+/// `arena pack mine` with validation by running.
+pub async fn run_validated(engine: &arena_core::Engine, args: MineArgs) -> Result<(), Error> {
+    let options = MineOptions {
+        project: args.project.clone(),
+        limit: None,
+        since: args.since.clone(),
+        until: args.until.clone(),
+        cancel: None,
+    };
+    let validate = arena_core::ValidateOptions {
+        runs: args.runs_to_validate.max(1),
+        test_command: args.test_command.clone(),
+        limit: args.limit,
+        cancel: None,
+    };
+    let quiet = args.json;
+    let mut last_validated = 0;
+    let run = engine
+        .mine_with_progress(&options, &validate, |p| {
+            if quiet {
+                return;
+            }
+            if let Some(current) = &p.current {
+                if p.stage == "validate" {
+                    eprintln!("arena: running {}", crate::view::shown(current));
+                }
+            } else if p.stage == "validate" && p.validated > last_validated {
+                last_validated = p.validated;
+                if let Some(eta) = p.eta_secs {
+                    eprintln!("arena: {} validated, about {eta} s left", p.validated);
+                }
+            }
+        })
+        .await?;
+    let written = match (&args.out, run.tasks.is_empty()) {
+        (Some(_), true) => {
+            eprintln!("arena: no task was validated: no pack is written");
+            None
+        }
+        (Some(out), false) => {
+            let (tasks, project, out, command) = (
+                run.tasks.clone(),
+                args.project.clone(),
+                out.clone(),
+                args.test_command.clone(),
+            );
+            // Files and git: off the async threads.
+            let written = tokio::task::spawn_blocking(move || {
+                let entries: Vec<mine::PackEntry> = tasks
+                    .iter()
+                    .map(|v| mine::PackEntry {
+                        task: &v.task,
+                        lists: arena_domain::test_report::TestLists {
+                            fail_to_pass: v.fail_to_pass.clone(),
+                            pass_to_pass: v.pass_to_pass.clone(),
+                        },
+                        red_output: Some(&v.red_output),
+                        test_command: Some(&v.test_command),
+                    })
+                    .collect();
+                mine::write_entries(&entries, &project, &out, command).map(|w| w.pack)
+            })
+            .await??;
+            Some(written)
+        }
+        (None, _) => None,
+    };
+    print_run(&run, written.as_deref(), args.json)
+}
+
+fn print_run(
+    run: &arena_core::MineRun,
+    pack: Option<&std::path::Path>,
+    json: bool,
+) -> Result<(), Error> {
+    if json {
+        let mut value = serde_json::to_value(run)?;
+        if let (Some(p), Some(map)) = (pack, value.as_object_mut()) {
+            map.insert(
+                "pack".into(),
+                serde_json::Value::String(p.display().to_string()),
+            );
+        }
+        println!("{value}");
+        return Ok(());
+    }
+    for v in &run.tasks {
+        let t = &v.task;
+        println!(
+            "{}  {}  validated: {} FAIL_TO_PASS, {} PASS_TO_PASS  {}",
+            &t.commit[..t.commit.len().min(12)],
+            t.committed_at.get(..10).unwrap_or(&t.committed_at),
+            v.fail_to_pass.len(),
+            v.pass_to_pass.len(),
+            crate::view::shown(&t.subject),
+        );
+    }
+    for d in &run.dropped_candidates {
+        println!(
+            "{}  dropped: {}  {}",
+            &d.commit[..d.commit.len().min(12)],
+            d.reason,
+            crate::view::shown(&d.subject),
+        );
+    }
+    println!();
+    print!("{}", run.yield_table());
+    if let Some(p) = pack {
+        println!(
+            "\nWrote {} validated task(s) to {} (instructions not written yet).",
+            run.validated,
+            p.display()
+        );
+    }
+    Ok(())
 }
 
 pub fn run(args: MineArgs) -> Result<(), Error> {

@@ -87,7 +87,7 @@ fn project(dir: &Path) {
 }
 
 #[test]
-fn mine_prints_its_yield_and_writes_a_pack_not_validated_yet() {
+fn a_static_mine_prints_its_yield_and_writes_a_pack_not_validated_yet() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let data = tmp.path().join("data");
     let repo = tmp.path().join("repo");
@@ -98,7 +98,14 @@ fn mine_prints_its_yield_and_writes_a_pack_not_validated_yet() {
 
     let json: Value = serde_json::from_str(&ok(&arena(
         &data,
-        &["pack", "mine", "--project", repo_s, "--json"],
+        &[
+            "pack",
+            "mine",
+            "--static-only",
+            "--project",
+            repo_s,
+            "--json",
+        ],
     )))
     .expect("JSON");
     assert_eq!(json["scanned"], 3);
@@ -125,7 +132,10 @@ fn mine_prints_its_yield_and_writes_a_pack_not_validated_yet() {
         assert!(json["seconds_per_stage"][stage].is_number(), "{stage}");
     }
 
-    let text = ok(&arena(&data, &["pack", "mine", "--project", repo_s]));
+    let text = ok(&arena(
+        &data,
+        &["pack", "mine", "--static-only", "--project", repo_s],
+    ));
     assert!(text.contains("commits scanned"), "{text}");
     assert!(text.contains("dropped: no_tests"), "{text}");
     assert!(text.contains("Refuse None in add"), "{text}");
@@ -137,6 +147,7 @@ fn mine_prints_its_yield_and_writes_a_pack_not_validated_yet() {
         &[
             "pack",
             "mine",
+            "--static-only",
             "--project",
             repo_s,
             "--out",

@@ -38,6 +38,8 @@ pub use engine::{
     LeaderboardQuery, PrunedEnv, Recovered, ReportFormat, SeriesStart, WorkerOptions,
     WorktreeEntry,
 };
+/// Mining validated by running (issue 41).
+pub use engine::{DroppedCandidate, MineRun, ValidateOptions, ValidatedTask};
 /// Pack runs listed, and a run's report saved as files (the app's Packs screen).
 pub use engine::{PackRunListing, PACK_REPORT_FILES};
 /// The verifier of a task pack's runs (issue 40).

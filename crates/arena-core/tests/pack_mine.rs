@@ -10,6 +10,8 @@ use std::time::Instant;
 
 use arena_core::pack::mine::{mine, write_pack, MineOptions, MineReport};
 
+mod common;
+
 fn git(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
         .args(args)
@@ -97,6 +99,7 @@ fn scripted(dir: &Path) -> Repo {
     );
     r.write("src/lib.rs", LIB_RS);
     r.write("README.md", "calc\n");
+    r.write("pkg/flaky.py", "READY = False\n");
     r.commit("Start the project");
 
     // A Python fix with its test.
@@ -162,6 +165,17 @@ fn scripted(dir: &Path) -> Repo {
     );
     r.commit("Check b too, with pytest 8");
 
+    // The lockfile changes again with a fix: its base's environment key
+    // (the first lock) is no longer the current tree's, and preparing it
+    // needs a tool this machine lacks.
+    r.write("pkg/calc.py", "def add(a, b):\n    # A string is refused.\n    if isinstance(a, str):\n        raise TypeError('a is a string')\n    return a  +  b\n\n\ndef sub(a, b):\n    # None is refused, a and b alike.\n    if a is None:\n        raise ValueError('a is None')\n    if b is None:\n        raise ValueError('b is None')\n    return a   -   b\n\n\nVERSION = 2\n");
+    r.write("tests/test_calc.py", "from pkg.calc import add, sub\nimport pytest\n\n\ndef test_add():\n    assert add(1, 2) == 3\n    assert add(0, 0) == 0\n\n\ndef test_add_str():\n    with pytest.raises(TypeError):\n        add('1', 2)\n\n\ndef test_sub_none():\n    with pytest.raises(ValueError):\n        sub(None, 1)\n    with pytest.raises(ValueError):\n        sub(1, None)\n\n\ndef test_version():\n    pass\n");
+    r.write(
+        "poetry.lock",
+        "# lock\n[[package]]\nname = \"pytest\"\nversion = \"8.1\"\n",
+    );
+    r.commit("Refuse strings in add, with pytest 8.1");
+
     // A branch merged with a merge commit: the merge is the unit.
     git(&r.dir, &["checkout", "-q", "-b", "feature"]);
     r.write(
@@ -203,6 +217,36 @@ fn scripted(dir: &Path) -> Repo {
     );
     r.write("tests/test_gen.py", "def test_gen():\n    assert True\n");
     r.commit("Regenerate");
+
+    // A flaky test: without the fix each of its cases passes one time in
+    // two; with it, always.
+    r.write(
+        "pkg/flaky.py",
+        "# Ready once the cache is warm.\nREADY = True\n\n\ndef ready():\n    return READY\n",
+    );
+    let cases: String = (0..8)
+        .map(|i| {
+            format!(
+                "\n\ndef test_ready_{i}():\n    assert flaky.ready() or random.random() < 0.5\n"
+            )
+        })
+        .collect();
+    r.write(
+        "tests/test_flaky.py",
+        &format!("import random\n\nfrom pkg import flaky\n\nflaky.ready = getattr(flaky, 'ready', lambda: False){cases}"),
+    );
+    r.commit("Warm the cache before ready");
+
+    // A gold that does not fix its test.
+    r.write(
+        "pkg/neg.py",
+        "def neg(x):\n    # Not yet: the sign is kept.\n    return x\n",
+    );
+    r.write(
+        "tests/test_neg.py",
+        "from pkg.neg import neg\n\n\ndef test_neg():\n    assert neg(1) == -1\n",
+    );
+    r.commit("Add neg");
     r
 }
 
@@ -270,7 +314,10 @@ fn a_scripted_history_yields_exactly_its_candidates() {
     assert_eq!(
         names,
         vec![
+            "Add neg",
+            "Warm the cache before ready",
             "Merge pull request from feature: div",
+            "Refuse strings in add, with pytest 8.1",
             "Check b too, with pytest 8",
             "Round half toward zero for negatives",
             "Add mul",
@@ -294,8 +341,8 @@ fn a_scripted_history_yields_exactly_its_candidates() {
     .collect();
     assert_eq!(report.dropped, expected);
     // The branch's own commits are not walked: only the first-parent line.
-    assert_eq!(report.scanned, 5 + 10);
-    assert_eq!(report.candidates, 5);
+    assert_eq!(report.scanned, 8 + 10);
+    assert_eq!(report.candidates, 8);
 
     let lock = &report.tasks[subjects["Check b too, with pytest 8"]];
     assert_eq!(lock.environment_changes, vec!["poetry.lock".to_string()]);
@@ -355,7 +402,7 @@ fn limit_and_dates_bound_the_scan() {
     })
     .expect("mines");
     assert_eq!(two.candidates, 2);
-    assert_eq!(two.tasks[1].subject, "Check b too, with pytest 8");
+    assert_eq!(two.tasks[1].subject, "Warm the cache before ready");
     let early = mine(&MineOptions {
         project: tmp.path().to_path_buf(),
         until: Some("2024-01-01T05:30:00+00:00".into()),
@@ -384,7 +431,7 @@ fn progress_is_told_and_a_cancel_stops_the_scan() {
     assert_eq!(stages, vec!["scan", "split", "done"]);
     let last = seen.last().expect("a last report");
     assert_eq!(last.scanned, report.scanned as u64);
-    assert_eq!(last.candidates, 5);
+    assert_eq!(last.candidates, 8);
     assert_eq!(last.dropped.get("revert"), Some(&1));
     assert!(seen[0].current.is_some(), "the scan names its commit");
     assert!(!report.cancelled);
@@ -419,9 +466,9 @@ fn a_mined_pack_is_not_validated_yet() {
     let out = tmp.path().join("pack");
     let written =
         write_pack(&report, &origin, &out, Some("python -m pytest".into())).expect("writes");
-    assert_eq!(written.tasks.len(), 5);
+    assert_eq!(written.tasks.len(), 8);
     let pack = arena_core::pack::Pack::load(&out).expect("loads");
-    assert_eq!(pack.tasks.len(), 5);
+    assert_eq!(pack.tasks.len(), 8);
     for task in &pack.tasks {
         let defect = task.defect().expect("a mined task is not runnable yet");
         assert!(defect.contains("FAIL_TO_PASS"), "{defect}");
@@ -507,4 +554,209 @@ fn scan_10k() {
     assert_eq!(report.scanned, n as usize);
     assert!(report.candidates > 0);
     assert!(secs <= 30.0, "{secs} s");
+}
+
+/// The peers' virtualenv's Python, when it has pytest (scripts/peers.sh
+/// installs it from the Python package index).
+fn pytest_python() -> Option<PathBuf> {
+    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.peers/venv/bin/python");
+    let ok = Command::new(&python)
+        .args(["-c", "import pytest"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        assert!(
+            std::env::var_os("ARENA_REQUIRE_PYTEST").is_none(),
+            "no pytest in {} (scripts/peers.sh installs it)",
+            python.display()
+        );
+        eprintln!("skipped: no pytest in {}", python.display());
+        return None;
+    }
+    // Named without `..`: the jail binds the path itself.
+    Some(arena_core::agent::sandbox::lexical(&python))
+}
+
+/// The jail's inner layer and the apply-first step are Arena's own binary,
+/// as in the app and the CLI (the workspace's `arena` when it is built).
+fn jail_ready() -> bool {
+    let arena = std::env::var_os("ARENA_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/debug/arena"));
+    let arena = arena_core::agent::sandbox::lexical(&arena);
+    if arena.is_file() {
+        arena_core::agent::jail::set_confiner(arena);
+    }
+    match arena_core::agent::jail::jail_info() {
+        Ok(_) => true,
+        Err(why) => {
+            assert!(
+                std::env::var_os("ARENA_REQUIRE_JAIL").is_none(),
+                "no jail: {why}"
+            );
+            eprintln!("skipped: {why}");
+            false
+        }
+    }
+}
+
+/// Validation by running, on the scripted history with real pytest in the
+/// real jail: exactly the tasks that should be are validated (with their
+/// FAIL_TO_PASS and PASS_TO_PASS), and every other candidate is dropped
+/// with its reason — the flaky test, the gold that does not fix its test,
+/// the lockfile whose environment cannot be prepared, the Rust change
+/// whose tests the Python runner does not run. The written pack keeps
+/// the RED output and the commit message beside each task's tests.
+#[tokio::test]
+async fn validation_by_running_keeps_exactly_the_tasks_it_should() {
+    let Some(python) = pytest_python() else {
+        return;
+    };
+    if !jail_ready() {
+        return;
+    }
+    let h = common::Harness::new().await;
+    // Outside /tmp, as a user's project is.
+    let parent = Path::new(env!("CARGO_TARGET_TMPDIR")).join("mine");
+    std::fs::create_dir_all(&parent).expect("mkdir");
+    let tmp = tempfile::tempdir_in(&parent).expect("tempdir");
+    let origin = tmp.path().join("origin");
+    std::fs::create_dir_all(&origin).expect("mkdir");
+    scripted(&origin);
+    let mut progress = Vec::new();
+    let started = Instant::now();
+    let run = h
+        .engine
+        .mine_with_progress(
+            &MineOptions {
+                project: origin.clone(),
+                ..MineOptions::default()
+            },
+            &arena_core::ValidateOptions {
+                test_command: Some(format!(
+                    "{} -m pytest -p no:cacheprovider",
+                    python.display()
+                )),
+                ..arena_core::ValidateOptions::default()
+            },
+            |p| progress.push(p.clone()),
+        )
+        .await
+        .expect("mines");
+    eprintln!("{}", run.yield_table());
+    eprintln!("{:#?}", run.dropped_candidates);
+    let validated: Vec<&str> = run.tasks.iter().map(|t| t.task.subject.as_str()).collect();
+    assert_eq!(
+        validated,
+        vec![
+            "Merge pull request from feature: div",
+            "Check b too, with pytest 8",
+            "Add mul",
+            "Fix sub on None",
+        ],
+        "the validated tasks, newest first"
+    );
+    let reasons: BTreeMap<&str, &str> = run
+        .dropped_candidates
+        .iter()
+        .map(|d| (d.subject.as_str(), d.reason.as_str()))
+        .collect();
+    let expected: BTreeMap<&str, &str> = [
+        ("Add neg", "gold_fails"),
+        ("Warm the cache before ready", "flaky_fail_to_pass"),
+        (
+            "Refuse strings in add, with pytest 8.1",
+            "environment_not_prepared",
+        ),
+        ("Round half toward zero for negatives", "no_fail_to_pass"),
+    ]
+    .into_iter()
+    .collect();
+    assert_eq!(reasons, expected);
+    assert_eq!(run.validated, 4);
+    assert_eq!(run.tried, 8);
+    assert_eq!(run.dropped.get("gold_fails"), Some(&1));
+    assert_eq!(run.dropped.get("revert"), Some(&1), "the scan's drops stay");
+    assert_eq!(run.instructions_approved, 0);
+
+    let by = |subject: &str| {
+        run.tasks
+            .iter()
+            .find(|t| t.task.subject == subject)
+            .expect("validated")
+    };
+    let check_b = by("Check b too, with pytest 8");
+    let names = |v: &[String]| {
+        v.iter()
+            .map(|n| n.rsplit(['.', ':']).next().unwrap_or(n).to_string())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(names(&check_b.fail_to_pass), vec!["test_sub_none"]);
+    assert_eq!(
+        names(&check_b.pass_to_pass),
+        vec!["test_add", "test_version"]
+    );
+    assert_eq!(check_b.runs.get("gold"), Some(&3));
+    assert_eq!(check_b.runs.get("base"), Some(&3));
+    assert!(
+        check_b.red_output.contains("test_sub_none"),
+        "{}",
+        check_b.red_output
+    );
+    // A new test file: nothing of it on the base, so nothing to keep passing.
+    let div = by("Merge pull request from feature: div");
+    assert_eq!(names(&div.fail_to_pass), vec!["test_div_zero"]);
+    assert!(div.pass_to_pass.is_empty());
+    let flaky = run
+        .dropped_candidates
+        .iter()
+        .find(|d| d.reason == "flaky_fail_to_pass")
+        .expect("the flaky one");
+    assert!(
+        flaky.detail.iter().all(|t| t.contains("test_ready_")),
+        "{:?}",
+        flaky.detail
+    );
+
+    // Progress: the scan, each candidate named, the end.
+    assert_eq!(progress.first().map(|p| p.stage.as_str()), Some("scan"));
+    assert!(progress
+        .iter()
+        .any(|p| p.stage == "validate"
+            && p.current.as_deref().is_some_and(|c| c.contains("Add neg"))));
+    let last = progress.last().expect("a last report");
+    assert_eq!((last.stage.as_str(), last.validated), ("done", 4));
+    eprintln!(
+        "validated the scripted history in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+
+    // The pack: tests.json filled, and what the instruction's writer reads.
+    let entries: Vec<arena_core::pack::mine::PackEntry> = run
+        .tasks
+        .iter()
+        .map(|v| arena_core::pack::mine::PackEntry {
+            task: &v.task,
+            lists: arena_domain::test_report::TestLists {
+                fail_to_pass: v.fail_to_pass.clone(),
+                pass_to_pass: v.pass_to_pass.clone(),
+            },
+            red_output: Some(&v.red_output),
+            test_command: Some(&v.test_command),
+        })
+        .collect();
+    let out = tmp.path().join("pack");
+    arena_core::pack::mine::write_entries(&entries, &origin, &out, None).expect("writes");
+    let pack = arena_core::pack::Pack::load(&out).expect("loads");
+    assert_eq!(pack.tasks.len(), 4);
+    for task in &pack.tasks {
+        assert_eq!(task.defect(), None, "a validated task runs as written");
+        let red = std::fs::read_to_string(task.dir.join(arena_core::pack::mine::RED_OUTPUT_FILE))
+            .expect("the RED output");
+        assert!(red.contains("failed") || red.contains("error"), "{red}");
+        let message =
+            std::fs::read_to_string(task.dir.join(arena_core::pack::mine::COMMIT_MESSAGE_FILE))
+                .expect("the commit message");
+        assert!(!message.trim().is_empty());
+    }
 }

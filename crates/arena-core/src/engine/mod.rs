@@ -20,6 +20,7 @@ mod goals;
 mod journal;
 mod lane;
 mod launch;
+mod mine_validate;
 mod pack_board;
 mod pack_list;
 mod pack_run;
@@ -63,6 +64,7 @@ use crate::store::{self, Store};
 pub use changes::WorktreeEntry;
 pub use check_probe::CheckProbe;
 pub use export::ReportFormat;
+pub use mine_validate::{DroppedCandidate, MineRun, ValidateOptions, ValidatedTask};
 pub use pack_list::{PackRunListing, PACK_REPORT_FILES};
 pub use pack_run::{
     report_csv as pack_report_csv, report_html as pack_report_html,

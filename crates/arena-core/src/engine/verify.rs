@@ -534,7 +534,7 @@ async fn run_tests(
 /// is none; an error (the run's) when it is a link, a FIFO or anything but
 /// a plain file, or longer than `limit`. Never follows a link, never
 /// blocks on a FIFO.
-fn read_report(file: &Path, limit: u64) -> Option<std::result::Result<String, String>> {
+pub(super) fn read_report(file: &Path, limit: u64) -> Option<std::result::Result<String, String>> {
     use std::io::Read;
     use std::os::unix::fs::OpenOptionsExt;
     let meta = match std::fs::symlink_metadata(file) {

@@ -826,6 +826,26 @@ fn split_by_file(
 /// The instruction a mined task has until the writer (a later stage) writes it.
 pub const PLACEHOLDER_INSTRUCTION: &str = "This task was mined from the project's history and is not validated yet: its instruction is not written and its tests.json lists no FAIL_TO_PASS test. Validation by running decides them.\n";
 
+/// The instruction a validated task has until the writer (a later stage)
+/// writes it.
+pub const VALIDATED_PLACEHOLDER: &str = "This task was mined from the project's history and validated by running; its instruction is not written yet (the commit message and the failing tests' output are kept beside its tests for the instruction's writer).\n";
+
+/// Where a validated task keeps, for the instruction's writer, the tail
+/// of its first RED run's output and its commit's message: beside its
+/// hidden tests (`tests/` is never bound into an agent's jail).
+pub const RED_OUTPUT_FILE: &str = "tests/red-output.txt";
+pub const COMMIT_MESSAGE_FILE: &str = "tests/commit-message.txt";
+
+/// A task to write: a candidate, its lists (empty: not validated), and
+/// for a validated one the tail of its RED output.
+pub struct PackEntry<'a> {
+    pub task: &'a MinedTask,
+    pub lists: arena_domain::test_report::TestLists,
+    pub red_output: Option<&'a str>,
+    /// The test command it was validated with.
+    pub test_command: Option<&'a str>,
+}
+
 /// Writes the candidates as a pack of repo-native tasks (through the
 /// SWE-bench mapping of `import`): the base is each commit's parent, the
 /// patches are the split's, the instruction a placeholder and tests.json
@@ -837,26 +857,64 @@ pub fn write_pack(
     out: &Path,
     test_command: Option<String>,
 ) -> Result<super::ImportReport, PackError> {
-    if report.tasks.is_empty() {
+    let entries: Vec<PackEntry> = report
+        .tasks
+        .iter()
+        .map(|task| PackEntry {
+            task,
+            lists: Default::default(),
+            red_output: None,
+            test_command: None,
+        })
+        .collect();
+    write_entries(&entries, project, out, test_command)
+}
+
+/// Writes tasks as a pack (see [`write_pack`]): a validated one (its lists
+/// given) gets its tests.json, a placeholder instruction, and its RED
+/// output and commit message in [`RED_OUTPUT_FILE`] and
+/// [`COMMIT_MESSAGE_FILE`].
+pub fn write_entries(
+    entries: &[PackEntry],
+    project: &Path,
+    out: &Path,
+    test_command: Option<String>,
+) -> Result<super::ImportReport, PackError> {
+    if entries.is_empty() {
         return Err(PackError::Usage(
-            "no candidate to write: the pack would be empty".into(),
+            "no task to write: the pack would be empty".into(),
         ));
     }
+    let validated = entries.iter().all(|e| !e.lists.fail_to_pass.is_empty());
+    // The command the tasks were validated with, when they share one.
+    let shared: BTreeSet<&str> = entries.iter().filter_map(|e| e.test_command).collect();
+    let test_command = match (test_command, shared.len()) {
+        (Some(c), _) => Some(c),
+        (None, 1) => shared.first().map(|c| c.to_string()),
+        (None, _) => None,
+    };
     let scratch = tempfile::tempdir().map_err(|source| PackError::Io {
         path: std::env::temp_dir(),
         source,
     })?;
     let mut jsonl = String::new();
-    for t in &report.tasks {
+    let id_of = |t: &MinedTask| format!("mined-{}", &t.commit[..t.commit.len().min(12)]);
+    for e in entries {
+        let t = e.task;
+        let instruction = if e.lists.fail_to_pass.is_empty() {
+            PLACEHOLDER_INSTRUCTION
+        } else {
+            VALIDATED_PLACEHOLDER
+        };
         let instance = serde_json::json!({
-            "instance_id": format!("mined-{}", &t.commit[..t.commit.len().min(12)]),
+            "instance_id": id_of(t),
             "base_commit": t.base,
             "patch": t.gold_patch,
             "test_patch": t.test_patch,
-            "problem_statement": PLACEHOLDER_INSTRUCTION,
+            "problem_statement": instruction,
             "created_at": t.committed_at,
-            "FAIL_TO_PASS": [],
-            "PASS_TO_PASS": [],
+            "FAIL_TO_PASS": e.lists.fail_to_pass,
+            "PASS_TO_PASS": e.lists.pass_to_pass,
             "mined_commit": t.commit,
             "mined_subject": t.subject,
             "environment_changes": t.environment_changes.join(" "),
@@ -874,14 +932,46 @@ pub fn write_pack(
         project: Some(project.to_path_buf()),
         test_command,
         name: None,
-        description: Some(format!(
-            "Mined from the history of {} (not validated yet)",
-            project.display()
-        )),
+        description: Some(if validated {
+            format!(
+                "Mined from the history of {} and validated by running",
+                project.display()
+            )
+        } else {
+            format!(
+                "Mined from the history of {} (not validated yet)",
+                project.display()
+            )
+        }),
         bundle: false,
         time_limit_secs: None,
     };
-    super::import(&file, &options)
+    let written = super::import(&file, &options)?;
+    // What the instruction's writer reads, beside the hidden tests.
+    let pack = super::Pack::load(&written.pack)?;
+    for e in entries {
+        let Some(red) = e.red_output else { continue };
+        let original = id_of(e.task);
+        let Some(id) = written
+            .tasks
+            .iter()
+            .find(|w| w.original_id == original)
+            .map(|w| w.id.clone())
+        else {
+            continue;
+        };
+        let Some(task) = pack.tasks.iter().find(|t| t.id.to_string() == id) else {
+            continue;
+        };
+        for (name, text) in [
+            (RED_OUTPUT_FILE, red),
+            (COMMIT_MESSAGE_FILE, e.task.message.as_str()),
+        ] {
+            let path = task.dir.join(name);
+            super::read::write_file(&path, text.as_bytes(), false)?;
+        }
+    }
+    Ok(written)
 }
 
 /// The yield table, for the terminal.
@@ -900,4 +990,51 @@ pub fn yield_table(report: &MineReport) -> String {
         s.push_str(&format!("{:<28}{:>7.2}s\n", format!("time: {stage}"), secs));
     }
     s
+}
+
+/// Which of `paths` exist in `rev`'s tree.
+pub fn existing_at(project: &Path, rev: &str, paths: &[String]) -> Result<Vec<String>, PackError> {
+    if paths.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut args: Vec<&str> = vec!["ls-tree", "-r", "-z", "--name-only", rev, "--"];
+    args.extend(paths.iter().map(String::as_str));
+    let out = git(project, &args, None, None)?;
+    let there: BTreeSet<String> = String::from_utf8_lossy(&out)
+        .split('\0')
+        .filter(|p| !p.is_empty())
+        .map(str::to_string)
+        .collect();
+    Ok(paths
+        .iter()
+        .filter(|p| there.contains(*p))
+        .cloned()
+        .collect())
+}
+
+/// The whole change of `commit` against `base` (the test patch and the
+/// gold patch in one: the GOLD tree of validation is the commit's).
+pub fn commit_patch(project: &Path, base: &str, commit: &str) -> Result<String, PackError> {
+    let out = git(
+        project,
+        &[
+            "diff",
+            "--no-ext-diff",
+            "--no-color",
+            "--binary",
+            "--no-renames",
+            "--full-index",
+            base,
+            commit,
+        ],
+        None,
+        None,
+    )?;
+    Ok(String::from_utf8_lossy(&out).into_owned())
+}
+
+/// The test command the files at `rev` call for, with the file that said
+/// so (`None`: nothing says).
+pub fn test_command_at(project: &Path, rev: &str) -> Result<Option<(String, String)>, PackError> {
+    Ok(super::project::detect_at(project, rev)?.map(|d| (d.command, d.reason)))
 }
