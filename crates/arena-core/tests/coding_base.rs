@@ -289,3 +289,54 @@ async fn the_launchers_base_lists_head_and_the_uncommitted_files_bounded() {
         "the query wrote into .git"
     );
 }
+
+/// Attack: a tracked folder replaced by a link out of the project. The
+/// snapshot keeps the link as a link and reads nothing through it.
+#[tokio::test]
+async fn a_folder_turned_into_a_link_out_of_the_project_is_kept_as_a_link() {
+    let mut h = Harness::new().await;
+    configure(&mut h);
+    let project = repo();
+    let root = project.path();
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("lib.rs"), "stolen\n").unwrap();
+    std::fs::write(outside.path().join("secret.txt"), "stolen\n").unwrap();
+    std::fs::remove_dir_all(root.join("src")).unwrap();
+    std::os::unix::fs::symlink(outside.path(), root.join("src")).unwrap();
+    let before = hash_tree(&root.join(".git"));
+
+    let b = h
+        .engine
+        .create_battle_from_working_tree(request(root))
+        .await
+        .expect("create from the working tree");
+    let snap = git2::Repository::open_bare(b.source.as_ref().unwrap()).unwrap();
+    let tree = snap
+        .find_commit(git2::Oid::from_str(b.base_commit.as_deref().unwrap()).unwrap())
+        .unwrap()
+        .tree()
+        .unwrap();
+    let src = tree.get_name("src").expect("src");
+    assert_eq!(
+        src.filemode(),
+        0o120000,
+        "src is not a link in the snapshot"
+    );
+    assert_eq!(
+        snap.find_blob(src.id()).unwrap().content(),
+        outside.path().as_os_str().as_encoded_bytes()
+    );
+    let mut all = Vec::new();
+    tree.walk(git2::TreeWalkMode::PreOrder, |dir, e| {
+        all.push(format!("{dir}{}", e.name().unwrap_or("")));
+        git2::TreeWalkResult::Ok
+    })
+    .unwrap();
+    assert!(!all.iter().any(|p| p.contains("secret.txt")), "{all:?}");
+    for e in tree.iter() {
+        if let Ok(blob) = snap.find_blob(e.id()) {
+            assert_ne!(blob.content(), b"stolen\n", "{:?}", e.name());
+        }
+    }
+    assert_eq!(hash_tree(&root.join(".git")), before);
+}

@@ -130,3 +130,102 @@ async fn the_users_pick_beats_the_check() {
     assert_eq!(standing(&board, "m2").wins, 1, "{board:?}");
     assert_eq!(standing(&board, "m1").wins, 0, "{board:?}");
 }
+
+/// A judge that prefers whichever answer's check failed, in both orders.
+fn contrary_judge() -> ModelScript {
+    ModelScript::respond_with(|body| {
+        let messages = body["messages"].as_array().cloned().unwrap_or_default();
+        let system = messages
+            .first()
+            .and_then(|m| m["content"].as_str())
+            .unwrap_or("");
+        if system.contains("You summarise one answer") {
+            return "Summary: it made a change.".into();
+        }
+        let user = messages
+            .last()
+            .and_then(|m| m["content"].as_str())
+            .unwrap_or("");
+        let (mut label, mut pick) = ("A", "A");
+        for line in user.lines() {
+            if let Some(rest) = line.strip_prefix("Answer ") {
+                label = &rest[..1];
+            }
+            if line.starts_with("Evidence:") && line.contains("` failed") {
+                pick = label;
+            }
+        }
+        let other = if pick == "A" { "B" } else { "A" };
+        format!(
+            "{{\"winner\": \"{pick}\", \"ranking\": [\"{pick}\", \"{other}\"], \"reasons\": {{\"{pick}\": \"bolder\", \"{other}\": \"timid\"}}}}"
+        )
+    })
+}
+
+async fn judged_battle(
+    check_decides: Option<bool>,
+) -> (Harness, arena_core::Battle, arena_core::analysis::Analysis) {
+    let mut h = Harness::new().await;
+    configure(&mut h, check_decides);
+    h.cloud.set_model("judge", contrary_judge());
+    let project = repo();
+    let b = run_coding(&h, project.path(), &["fake@m1", "fake@m2"], Some(CHECK)).await;
+    let a = h
+        .engine
+        .analyze(&b.id, Some("judge"))
+        .await
+        .expect("analysis");
+    (h, b, a)
+}
+
+/// The judge is told each check outcome; when it picks the contestant
+/// whose check failed over the one whose check passed, the passed one
+/// wins and the analysis says why. The leaderboard follows.
+#[tokio::test]
+async fn the_judges_pick_of_a_failed_check_gives_way_to_a_passed_one() {
+    let (h, b, a) = judged_battle(None).await;
+    let (pass, fail) = (&b.contestants[0].id, &b.contestants[1].id);
+    let prompts: Vec<String> = h
+        .cloud
+        .requests_for("judge")
+        .into_iter()
+        .map(|r| r.body.to_string())
+        .filter(|t| t.contains("Evidence:"))
+        .collect();
+    assert_eq!(prompts.len(), 2, "two judge runs");
+    for p in &prompts {
+        assert!(p.contains("passed") && p.contains("` failed"), "{p}");
+    }
+    // Both runs picked the failed one; the check rule overrides it.
+    assert!(a
+        .judge_runs
+        .iter()
+        .all(|r| r.verdict.as_ref().map(|v| &v.winner) == Some(fail)));
+    assert_eq!(a.winner.as_ref(), Some(pass), "{a:?}");
+    assert_eq!(a.ranking.first(), Some(pass));
+    assert!(
+        a.reasons[pass].contains("whose check failed") && a.reasons[pass].contains("check_decides"),
+        "{:?}",
+        a.reasons
+    );
+    let battle = h.engine.battle(&b.id).await.expect("battle");
+    assert_eq!(battle.winner.map(|w| w.contestant_id).as_ref(), Some(pass));
+    let board = h
+        .engine
+        .leaderboard(LeaderboardQuery {
+            battle_type: Some(BattleType::Coding),
+            source: Source::Judge,
+            ..Default::default()
+        })
+        .await
+        .expect("leaderboard")
+        .standings;
+    assert_eq!(standing(&board, "m1").wins, 1, "{board:?}");
+}
+
+/// With `check_decides = false` the judge's pick stands.
+#[tokio::test]
+async fn with_check_decides_off_the_judges_pick_stands() {
+    let (_h, b, a) = judged_battle(Some(false)).await;
+    assert_eq!(a.winner.as_ref(), Some(&b.contestants[1].id), "{a:?}");
+}

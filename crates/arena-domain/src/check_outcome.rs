@@ -63,7 +63,8 @@ pub fn first_word(command: &str) -> Option<&str> {
     command
         .split(|c: char| c.is_whitespace() || ";&|()".contains(c))
         .map(|w| w.trim_matches(['"', '\'']))
-        .find(|w| !w.is_empty() && !(w.contains('=') && !w.starts_with('=')))
+        // `NAME=value` assignments before the program are not it.
+        .find(|w| !w.is_empty() && (!w.contains('=') || w.starts_with('=')))
 }
 
 /// Why a check that ended with `exit_code` and printed `tail` could not
