@@ -88,6 +88,7 @@ impl Bench {
             database_url: None,
             team: Default::default(),
             coding: Default::default(),
+            model_cutoffs: Vec::new(),
         };
         Engine::open(EngineOptions::local(self.data(), config)).expect("engine")
     }

@@ -656,6 +656,7 @@ async fn the_anthropic_messages_api_streams_too() {
             database_url: None,
             team: Default::default(),
             coding: Default::default(),
+            model_cutoffs: Vec::new(),
         },
         clock: std::sync::Arc::new(arena_core::clock::SystemClock),
         database_password: None,

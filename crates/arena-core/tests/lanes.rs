@@ -46,6 +46,7 @@ async fn battle_on(
             database_url: None,
             team: Default::default(),
             coding: Default::default(),
+            model_cutoffs: Vec::new(),
         },
         clock: Arc::new(SystemClock),
         database_password: None,

@@ -242,6 +242,10 @@ pub struct Config {
     /// The project's environment in a Coding battle's jails (`[coding]`).
     #[serde(default, skip_serializing_if = "CodingConfig::is_empty")]
     pub coding: CodingConfig,
+    /// Models' training cutoffs (`[[model_cutoff]]`), before the known
+    /// ones: see [`Config::model_cutoffs`].
+    #[serde(default, rename = "model_cutoff", skip_serializing_if = "Vec::is_empty")]
+    pub model_cutoffs: Vec<crate::pack_cutoff::ModelCutoff>,
 }
 
 /// `[coding]`: the project's own environment inside a Coding battle's
@@ -531,6 +535,7 @@ impl Default for Config {
             database_url: None,
             team: TeamConfig::default(),
             coding: CodingConfig::default(),
+            model_cutoffs: Vec::new(),
         }
     }
 }
@@ -614,6 +619,7 @@ impl Config {
                 ));
             }
         }
+        crate::pack_cutoff::validate(&self.model_cutoffs)?;
         if self.limits.max_attempts == 0 {
             return Err("limits.max_attempts must be at least 1".into());
         }
@@ -642,6 +648,12 @@ impl Config {
             }
         }
         Ok(())
+    }
+
+    /// Every model's training cutoff: `[[model_cutoff]]` first, then the
+    /// ones Arena ships ([`crate::pack_cutoff::KNOWN_CUTOFFS`]).
+    pub fn model_cutoffs(&self) -> Vec<crate::pack_cutoff::ModelCutoff> {
+        crate::pack_cutoff::with_known(&self.model_cutoffs)
     }
 
     pub fn provider(&self, name: &str) -> Option<&ProviderConfig> {

@@ -287,6 +287,24 @@ mod tests {
     }
 
     #[test]
+    fn arena_toml_takes_model_cutoffs_and_refuses_a_date_that_is_not_a_day() {
+        let config = crate::config::Config::parse(
+            "[[model_cutoff]]\nmodel = \"gpt-4o*\"\ndate = \"2024-05-31\"\n",
+        )
+        .unwrap();
+        // The user's entry comes before the shipped one for the same model.
+        assert_eq!(
+            cutoff_for("gpt-4o", &config.model_cutoffs()),
+            NaiveDate::from_ymd_opt(2024, 5, 31)
+        );
+        let err = crate::config::Config::parse(
+            "[[model_cutoff]]\nmodel = \"m\"\ndate = \"last spring\"\n",
+        )
+        .unwrap_err();
+        assert!(err.contains("is not a day"), "{err}");
+    }
+
+    #[test]
     fn scores_split_at_each_contestant_s_cutoff_with_the_gap() {
         let dates: BTreeMap<String, String> = [
             ("old1", "2023-01-05T10:00:00Z"),

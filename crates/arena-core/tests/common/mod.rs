@@ -115,6 +115,7 @@ impl Harness {
             database_url: team.as_ref().map(TeamDb::url),
             team: Default::default(),
             coding: Default::default(),
+            model_cutoffs: Vec::new(),
         };
         let database_password = team.as_ref().map(|t| t.password().to_string());
         let data = tempfile::tempdir().expect("data dir");
