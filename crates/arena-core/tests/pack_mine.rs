@@ -391,6 +391,63 @@ fn a_scripted_history_yields_exactly_its_candidates() {
     assert!(report.seconds_per_stage.contains_key("walk"));
 }
 
+/// The agent-side repository of every candidate (its base sealed, as a
+/// pack run seals it) holds none of the objects its commit brings: not the
+/// gold patch's blobs, not the hidden tests', not the commit itself.
+#[test]
+fn a_sealed_base_holds_nothing_of_its_commit() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let origin = tmp.path().join("origin");
+    std::fs::create_dir_all(&origin).expect("mkdir");
+    scripted(&origin);
+    let report = mine(&MineOptions {
+        project: origin.clone(),
+        ..MineOptions::default()
+    })
+    .expect("mines");
+    assert!(!report.tasks.is_empty());
+    for t in &report.tasks {
+        let sealed = arena_core::agent::seal::seal(&origin, &t.base, &tmp.path().join(&t.base))
+            .expect("seals");
+        let new = git(
+            &origin,
+            &[
+                "rev-list",
+                "--objects",
+                &format!("{}..{}", t.base, t.commit),
+            ],
+        );
+        let new: Vec<&str> = new
+            .lines()
+            .filter_map(|l| l.split_whitespace().next())
+            .collect();
+        assert!(new.contains(&t.commit.as_str()), "{new:?}");
+        for object in new {
+            let found = Command::new("git")
+                .args(["cat-file", "-e", object])
+                .current_dir(&sealed.path)
+                .env("GIT_CONFIG_NOSYSTEM", "1")
+                .env("GIT_CONFIG_GLOBAL", "/dev/null")
+                .env_remove("GIT_DIR")
+                .output()
+                .expect("git runs");
+            assert!(
+                !found.status.success(),
+                "{}: the sealed base of {} holds {object}",
+                t.subject,
+                t.commit
+            );
+        }
+        // And it does hold its base.
+        let base = Command::new("git")
+            .args(["cat-file", "-e", &format!("{}^{{tree}}", t.base)])
+            .current_dir(&sealed.path)
+            .output()
+            .expect("git runs");
+        assert!(base.status.success(), "the sealed base lacks its own tree");
+    }
+}
+
 #[test]
 fn limit_and_dates_bound_the_scan() {
     let tmp = tempfile::tempdir().expect("tempdir");
