@@ -430,7 +430,7 @@ pub fn mine_with_progress(
             cancelled = true;
             break;
         }
-        if scanned % PROGRESS_EVERY == 0 {
+        if scanned.is_multiple_of(PROGRESS_EVERY) {
             let mut p = progress("scan", scanned, kept.len(), &dropped);
             p.current = Some(format!(
                 "{} {}",
