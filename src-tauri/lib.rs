@@ -118,6 +118,7 @@ pub fn app_builder<R: tauri::Runtime>(builder: tauri::Builder<R>) -> tauri::Buil
             packs::list_pack_runs,
             packs::save_pack_report,
             packs::mine_history,
+            packs::stop_mining,
         ])
         .on_page_load(|webview, payload| {
             // A new page has its own channels: the old page's subscriptions

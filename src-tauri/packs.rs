@@ -5,13 +5,16 @@
 //! converts to the wire types of `arena_api::packs`.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 use arena_api::{
-    ImportPackRequest, MineReportDto, MineRequest, PackDto, PackRunListDto, PackRunReportDto,
-    PackRunStartDto, SavedReportDto, StartPackRunRequest,
+    ImportPackRequest, MineProgressDto, MineReportDto, MineRequest, PackDto, PackRunListDto,
+    PackRunReportDto, PackRunStartDto, SavedReportDto, StartPackRunRequest,
 };
 use arena_core::pack::{self, Pack, PackError};
 use arena_core::results::rfc3339;
+use tauri::ipc::Channel;
 use tauri::{AppHandle, Manager, Runtime, State};
 
 use crate::background;
@@ -208,19 +211,76 @@ pub async fn save_pack_report(
     })
 }
 
+/// The mining run under way, if any: its stop switch (one at a time).
+#[derive(Default)]
+pub struct Mining(Mutex<Option<Arc<AtomicBool>>>);
+
+impl Mining {
+    /// A new run's stop switch, or a `conflict` while one runs.
+    fn begin(&self) -> Result<Arc<AtomicBool>, Error> {
+        let mut slot = self
+            .0
+            .lock()
+            .map_err(|_| Error::Internal("mining state".into()))?;
+        if slot.is_some() {
+            return Err(Error::Engine(arena_core::Error::Conflict(
+                "a history is being mined already; stop it or wait for it".into(),
+            )));
+        }
+        let stop = Arc::new(AtomicBool::new(false));
+        *slot = Some(stop.clone());
+        Ok(stop)
+    }
+
+    fn end(&self) {
+        if let Ok(mut slot) = self.0.lock() {
+            *slot = None;
+        }
+    }
+
+    /// Asks the run under way to stop; whether one was running.
+    fn stop(&self) -> bool {
+        match self.0.lock() {
+            Ok(slot) => slot.as_ref().is_some_and(|s| {
+                s.store(true, Ordering::SeqCst);
+                true
+            }),
+            Err(_) => false,
+        }
+    }
+}
+
+fn mining<R: Runtime>(app: &AppHandle<R>) -> tauri::State<'_, Mining> {
+    if app.try_state::<Mining>().is_none() {
+        app.manage(Mining::default());
+    }
+    app.state::<Mining>()
+}
+
 /// Mines a project's history (`arena pack mine`, its static scan): the
 /// commits that change tests and code, each a candidate task, the others
 /// dropped with their reason; with `out`, the candidates written as a pack
-/// (not validated yet).
+/// (not validated yet). Where it is goes to `on_progress` as it scans;
+/// `stop_mining` ends it early with what was found so far.
 #[tauri::command]
-pub async fn mine_history(request: MineRequest) -> Result<MineReportDto, Error> {
+pub async fn mine_history<R: Runtime>(
+    app: AppHandle<R>,
+    request: MineRequest,
+    on_progress: Channel<MineProgressDto>,
+) -> Result<MineReportDto, Error> {
     let project = absolute("project folder", &request.project)?;
     let out = optional("folder of the new pack", request.out())?;
-    let options = request.options();
-    blocking(move || {
-        let report = pack::mine::mine(&options).map_err(pack_error)?;
+    let mut options = request.options();
+    let stop = mining(&app).begin()?;
+    options.cancel = Some(stop);
+    let result = blocking(move || {
+        let report = pack::mine::mine_with_progress(&options, |p| {
+            // A page that went away stops listening; the scan goes on.
+            let _ = on_progress.send(MineProgressDto::from(p));
+        })
+        .map_err(pack_error)?;
         let written = match &out {
-            Some(out) if !report.tasks.is_empty() => {
+            Some(out) if !report.tasks.is_empty() && !report.cancelled => {
                 let done =
                     pack::mine::write_pack(&report, &project, out, None).map_err(pack_error)?;
                 Some(done.pack.display().to_string())
@@ -233,7 +293,16 @@ pub async fn mine_history(request: MineRequest) -> Result<MineReportDto, Error> 
             written,
         ))
     })
-    .await
+    .await;
+    mining(&app).end();
+    result
+}
+
+/// Stops the mining run under way (it reports what it found so far);
+/// whether one was running.
+#[tauri::command]
+pub async fn stop_mining<R: Runtime>(app: AppHandle<R>) -> Result<bool, Error> {
+    Ok(mining(&app).stop())
 }
 
 #[cfg(test)]
@@ -245,6 +314,18 @@ mod tests {
         let found = find_sample_pack(None).expect("packs/sample in the repository");
         assert!(found.join("pack.toml").is_file(), "{}", found.display());
         assert!(found.ends_with("packs/sample"), "{}", found.display());
+    }
+
+    #[test]
+    fn one_mining_run_at_a_time_and_stop_reaches_it() {
+        let m = Mining::default();
+        assert!(!m.stop(), "nothing to stop");
+        let stop = m.begin().expect("the first run");
+        assert_eq!(m.begin().unwrap_err().code(), "conflict");
+        assert!(m.stop());
+        assert!(stop.load(Ordering::SeqCst), "the run sees the stop");
+        m.end();
+        assert!(m.begin().is_ok(), "a new run after the end");
     }
 
     #[test]

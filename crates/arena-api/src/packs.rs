@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 
 use arena_core as core;
-use arena_core::pack::mine::{MineReport, MinedTask};
+use arena_core::pack::mine::{MineProgress, MineReport, MinedTask};
 use arena_core::pack::{PackSummary, TaskSummary};
 use arena_core::pack_score::{ContestantScore, Interval, IntervalMethod, PairScore};
 use serde::{Deserialize, Serialize};
@@ -534,6 +534,46 @@ pub struct DropCountDto {
     pub count: u32,
 }
 
+/// Where a mining run is, sent as it goes: the stage (`scan`, `split`,
+/// `validate`, …), commits scanned, candidates, validated, drops by
+/// reason so far, the seconds left when known, the commit at hand.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct MineProgressDto {
+    pub stage: String,
+    pub scanned: u32,
+    pub candidates: u32,
+    pub validated: u32,
+    /// Most first.
+    pub dropped: Vec<DropCountDto>,
+    pub eta_secs: Option<u32>,
+    pub current: Option<String>,
+}
+
+impl From<&MineProgress> for MineProgressDto {
+    fn from(p: &MineProgress) -> Self {
+        let big = |n: u64| u32::try_from(n).unwrap_or(u32::MAX);
+        MineProgressDto {
+            stage: p.stage.clone(),
+            scanned: big(p.scanned),
+            candidates: big(p.candidates),
+            validated: big(p.validated),
+            dropped: drop_counts(p.dropped.iter().map(|(r, n)| (r.clone(), big(*n)))),
+            eta_secs: p.eta_secs.map(big),
+            current: p.current.clone(),
+        }
+    }
+}
+
+/// Drop counts, most first (then by reason).
+fn drop_counts(counts: impl Iterator<Item = (String, u32)>) -> Vec<DropCountDto> {
+    let mut dropped: Vec<DropCountDto> = counts
+        .map(|(reason, count)| DropCountDto { reason, count })
+        .collect();
+    dropped.sort_by(|a, b| b.count.cmp(&a.count).then(a.reason.cmp(&b.reason)));
+    dropped
+}
+
 /// What mining found: commits scanned, candidates, drops by reason, the
 /// candidates, seconds per stage, and the pack written (if asked).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -548,19 +588,13 @@ pub struct MineReportDto {
     pub seconds: f64,
     /// The pack written, when `out` was given.
     pub pack: Option<String>,
+    /// Stopped before the end (what was found so far is here).
+    pub cancelled: bool,
 }
 
 impl MineReportDto {
     pub fn new(project: &str, report: &MineReport, pack: Option<String>) -> Self {
-        let mut dropped: Vec<DropCountDto> = report
-            .dropped
-            .iter()
-            .map(|(reason, n)| DropCountDto {
-                reason: reason.clone(),
-                count: count(*n),
-            })
-            .collect();
-        dropped.sort_by(|a, b| b.count.cmp(&a.count).then(a.reason.cmp(&b.reason)));
+        let dropped = drop_counts(report.dropped.iter().map(|(r, n)| (r.clone(), count(*n))));
         MineReportDto {
             project: project.to_string(),
             scanned: count(report.scanned),
@@ -569,6 +603,7 @@ impl MineReportDto {
             tasks: report.tasks.iter().map(Into::into).collect(),
             seconds: report.seconds_per_stage.values().sum(),
             pack,
+            cancelled: report.cancelled,
         }
     }
 }

@@ -1,8 +1,10 @@
 // The Packs screen's commands (src-tauri/packs.rs): task packs, pack runs
 // and their reports, mining a history. Types from ./bindings/ (arena-api's
 // packs module).
+import { Channel } from '@tauri-apps/api/core';
 import type {
   ImportPackRequest,
+  MineProgressDto,
   MineReportDto,
   MineRequest,
   PackDto,
@@ -51,7 +53,18 @@ export function savePackReport(id: string, folder: string | null): Promise<Saved
   return call<SavedReportDto>('save_pack_report', { id, folder });
 }
 
-/** Mines a project's history for candidate tasks (the static scan). */
-export function mineHistory(request: MineRequest): Promise<MineReportDto> {
-  return call<MineReportDto>('mine_history', { request });
+/** Mines a project's history for candidate tasks (the static scan),
+ * telling `onProgress` where it is as it goes. */
+export function mineHistory(
+  request: MineRequest,
+  onProgress: (progress: MineProgressDto) => void,
+): Promise<MineReportDto> {
+  const channel = new Channel<MineProgressDto>(onProgress);
+  return call<MineReportDto>('mine_history', { request, onProgress: channel });
+}
+
+/** Stops the mining run under way (it reports what it found so far);
+ * whether one was running. */
+export function stopMining(): Promise<boolean> {
+  return call<boolean>('stop_mining');
 }

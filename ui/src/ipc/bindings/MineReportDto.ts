@@ -14,4 +14,8 @@ dropped: Array<DropCountDto>, tasks: Array<MinedTaskDto>, seconds: number,
 /**
  * The pack written, when `out` was given.
  */
-pack: string | null, };
+pack: string | null, 
+/**
+ * Stopped before the end (what was found so far is here).
+ */
+cancelled: boolean, };

@@ -47,6 +47,7 @@ export type * from './LaneUseDto';
 export type * from './LeaderboardDto';
 export type * from './LeaderboardQueryDto';
 export type * from './LineKindDto';
+export type * from './MineProgressDto';
 export type * from './MineReportDto';
 export type * from './MineRequest';
 export type * from './MinedTaskDto';
