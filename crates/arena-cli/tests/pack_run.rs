@@ -73,6 +73,10 @@ async fn a_pack_run_scores_a_gold_agent_and_an_idle_one_with_honest_intervals() 
     }
     let s = Setup::new().await;
     setup(&s);
+    let config = s.dir.path().join("arena.toml");
+    let text = std::fs::read_to_string(&config).unwrap()
+        + "\n[[model_cutoff]]\nmodel = \"gold\"\ndate = \"2024-03-02\"\n";
+    std::fs::write(&config, text).unwrap();
     let n = tasks().len();
     let pack = sample();
     let out = s
@@ -125,10 +129,28 @@ async fn a_pack_run_scores_a_gold_agent_and_an_idle_one_with_honest_intervals() 
             );
         }
     }
+    // The tasks before and after each model's training cutoff: `gold`'s
+    // is set between the sample's commit days (2024-03-02, -03, -04);
+    // `none` has none known.
+    let cutoffs = report["cutoffs"].as_array().unwrap();
+    let cut = |model: &str| cutoffs.iter().find(|c| c["model"] == model).unwrap();
+    assert_eq!(cut("gold")["cutoff"], "2024-03-02", "{report}");
+    assert_eq!(cut("gold")["after"]["tasks"], 2, "{report}");
+    assert_eq!(cut("gold")["before"]["tasks"], 1, "{report}");
+    assert_eq!(cut("gold")["gap"], 0.0, "{report}");
+    assert!(cut("none")["cutoff"].is_null(), "{report}");
+    assert!(
+        cut("none")["summary"]
+            .as_str()
+            .unwrap()
+            .contains("[[model_cutoff]]"),
+        "{report}"
+    );
     // The report in every format, from the database.
     let id = report["series_id"].as_str().unwrap();
     for (format, needle) in [
         ("md", "| agent@gold |"),
+        ("md", "gold (cutoff 2024-03-02): 100 % on 2 task(s) after"),
         ("csv", "task,contestant,run"),
         ("html", "<h1>Pack"),
         ("json", "\"pass_at_1_interval\""),

@@ -244,7 +244,11 @@ pub struct Config {
     pub coding: CodingConfig,
     /// Models' training cutoffs (`[[model_cutoff]]`), before the known
     /// ones: see [`Config::model_cutoffs`].
-    #[serde(default, rename = "model_cutoff", skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        rename = "model_cutoff",
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub model_cutoffs: Vec<crate::pack_cutoff::ModelCutoff>,
 }
 

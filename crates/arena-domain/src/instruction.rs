@@ -109,7 +109,11 @@ pub fn added_lines(patch: &str) -> Vec<&str> {
 /// The identifiers (`[A-Za-z_][A-Za-z0-9_]*`) of `text`.
 fn identifiers(text: &str) -> impl Iterator<Item = &str> {
     text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-        .filter(|w| w.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_'))
+        .filter(|w| {
+            w.chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        })
 }
 
 /// An identifier that reads as code, not as an English word: it has an
@@ -122,7 +126,9 @@ fn is_code_like(word: &str) -> bool {
         && (word.trim_matches('_').contains('_')
             || word.chars().any(|c| c.is_ascii_digit())
             || word.chars().skip(1).any(|c| c.is_ascii_uppercase()))
-        && !word.chars().all(|c| c.is_ascii_uppercase() || c == '_' || c.is_ascii_digit())
+        && !word
+            .chars()
+            .all(|c| c.is_ascii_uppercase() || c == '_' || c.is_ascii_digit())
 }
 
 // ------------------------------------------------------------------ audit
@@ -364,8 +370,7 @@ pub fn interface(gold_patch: &str, test_patch: &str) -> Vec<InterfaceItem> {
         if !found.signature.is_empty() {
             let mut sig = found.signature.clone();
             let mut j = i + 1;
-            while !balanced(&sig) && j < lines.len() && j < i + 12 && lines[j].side == Side::Added
-            {
+            while !balanced(&sig) && j < lines.len() && j < i + 12 && lines[j].side == Side::Added {
                 sig.push(' ');
                 sig.push_str(lines[j].text.trim());
                 j += 1;
@@ -419,8 +424,7 @@ fn ident_at(s: &str) -> Option<(&str, &str)> {
         .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '$'))
         .unwrap_or(s.len());
     let name = &s[..end];
-    (!name.is_empty() && !name.starts_with(|c: char| c.is_ascii_digit()))
-        .then(|| (name, &s[end..]))
+    (!name.is_empty() && !name.starts_with(|c: char| c.is_ascii_digit())).then(|| (name, &s[end..]))
 }
 
 fn strip_words<'a>(mut s: &'a str, words: &[&str]) -> &'a str {
@@ -468,7 +472,9 @@ fn definition(lang: Lang, line: &str) -> Option<InterfaceItem> {
         Lang::Rust => {
             let s = strip_words(
                 line,
-                &["pub", "const", "async", "unsafe", "extern", "default", "\"C\""],
+                &[
+                    "pub", "const", "async", "unsafe", "extern", "default", "\"C\"",
+                ],
             );
             if let Some(rest) = s.strip_prefix("fn ") {
                 let (name, _) = ident_at(rest.trim_start())?;
@@ -555,11 +561,7 @@ fn definition(lang: Lang, line: &str) -> Option<InterfaceItem> {
                         // An exported arrow function keeps its parameters.
                         if after.starts_with('(') {
                             let params = after.split("=>").next().unwrap_or(after).trim();
-                            return Some(item(
-                                ItemKind::Function,
-                                name,
-                                format!("{name}{params}"),
-                            ));
+                            return Some(item(ItemKind::Function, name, format!("{name}{params}")));
                         }
                         return Some(item(ItemKind::Constant, name, String::new()));
                     }
@@ -567,7 +569,9 @@ fn definition(lang: Lang, line: &str) -> Option<InterfaceItem> {
             }
             // A method in a class body: `name(args) {`.
             let (name, after) = ident_at(s)?;
-            let reserved = ["if", "for", "while", "switch", "return", "catch", "function"];
+            let reserved = [
+                "if", "for", "while", "switch", "return", "catch", "function",
+            ];
             if after.starts_with('(')
                 && line.trim_end().ends_with('{')
                 && !reserved.contains(&name)
@@ -610,7 +614,10 @@ fn finish_signature(lang: Lang, sig: &str) -> String {
     let sig = sig.split_whitespace().collect::<Vec<_>>().join(" ");
     let cut = match lang {
         Lang::Python => sig.rfind(':').filter(|_| sig.trim_end().ends_with(':')),
-        Lang::Rust => sig.find(" where ").or_else(|| sig.rfind('{')).or_else(|| sig.rfind(';')),
+        Lang::Rust => sig
+            .find(" where ")
+            .or_else(|| sig.rfind('{'))
+            .or_else(|| sig.rfind(';')),
         Lang::Go | Lang::Script => sig.rfind('{'),
     };
     let sig = match cut {
@@ -717,11 +724,12 @@ pub fn writer_prompt(input: &WriterInput<'_>) -> String {
     s
 }
 
-/// The prompt asking for a rewrite after the audit rejected `draft`.
-pub fn rewrite_prompt(draft: &str, leaks: &[Leak]) -> String {
+/// The prompt asking for a rewrite after the audit rejected `draft` for
+/// `reasons` (each a [`Leak`]'s words, or another reason).
+pub fn rewrite_prompt(draft: &str, reasons: &[String]) -> String {
     let mut s = String::from("Your statement was rejected:\n");
-    for l in leaks {
-        s.push_str(&format!("- {l}\n"));
+    for r in reasons {
+        s.push_str(&format!("- {r}\n"));
     }
     s.push_str("\nYour statement was:\n<statement>\n");
     s.push_str(draft.trim());
@@ -814,15 +822,17 @@ pub fn set_review(
         file: file.to_string(),
         message,
     };
-    let mut doc: toml_edit::DocumentMut = text.parse().map_err(|e: toml_edit::TomlError| {
-        bad(e.message().to_string())
-    })?;
+    let mut doc: toml_edit::DocumentMut = text
+        .parse()
+        .map_err(|e: toml_edit::TomlError| bad(e.message().to_string()))?;
     let arena = doc
         .get_mut("metadata")
         .and_then(|m| m.as_table_like_mut())
         .and_then(|m| m.get_mut("arena"))
         .and_then(|a| a.as_table_like_mut())
-        .ok_or_else(|| bad("has no [metadata.arena]: only a repo-native task is reviewed".into()))?;
+        .ok_or_else(|| {
+            bad("has no [metadata.arena]: only a repo-native task is reviewed".into())
+        })?;
     arena.insert(REVIEW_KEY, toml_edit::value(state.as_str()));
     match reason {
         Some(r) => {
@@ -856,9 +866,8 @@ mod tests {
     const TITLE_TEST: &str = include_str!(
         "../../../packs/sample/tasks/textkit__title-case-apostrophes/tests/test.patch"
     );
-    const TITLE_INSTRUCTION: &str = include_str!(
-        "../../../packs/sample/tasks/textkit__title-case-apostrophes/instruction.md"
-    );
+    const TITLE_INSTRUCTION: &str =
+        include_str!("../../../packs/sample/tasks/textkit__title-case-apostrophes/instruction.md");
 
     /// A real Rust change of this repository's history shape: a new
     /// method on a struct and its `#[cfg(test)]` test.
@@ -906,13 +915,17 @@ mod tests {
         let text = "Fix it: `return \" \".join(w[:1].upper() + w[1:] for w in s.split(\" \"))`.";
         let leaks = audit(text, TITLE_GOLD, TITLE_TEST);
         assert!(
-            leaks.iter().any(|l| matches!(l, Leak::GoldLine(line) if line.starts_with("return \" \".join"))),
+            leaks.iter().any(
+                |l| matches!(l, Leak::GoldLine(line) if line.starts_with("return \" \".join"))
+            ),
             "{leaks:?}"
         );
         // `mid = len(s) // 2` is 17 characters trimmed: not looked for.
-        assert!(audit("Use mid = len(s) // 2 somewhere.", MEDIAN_GOLD, MEDIAN_TEST)
-            .iter()
-            .all(|l| !matches!(l, Leak::GoldLine(_))));
+        assert!(
+            audit("Use mid = len(s) // 2 somewhere.", MEDIAN_GOLD, MEDIAN_TEST)
+                .iter()
+                .all(|l| !matches!(l, Leak::GoldLine(_)))
+        );
         let roman = "Raise if not isinstance(n, int) or not 1 <= n <= 3999:";
         assert!(audit(roman, ROMAN_GOLD, ROMAN_TEST)
             .iter()
@@ -941,10 +954,22 @@ mod tests {
         let text = "Since 3f2693a (see #412 and GH-77, https://example.org/x) the range breaks. \
                     A heading # 1 and C#2 and the word deadbeef are fine; so is 1234567.";
         let leaks = audit(text, MEDIAN_GOLD, MEDIAN_TEST);
-        assert!(leaks.contains(&Leak::CommitHash("3f2693a".into())), "{leaks:?}");
-        assert!(leaks.contains(&Leak::IssueNumber("#412".into())), "{leaks:?}");
-        assert!(leaks.contains(&Leak::IssueNumber("GH-77".into())), "{leaks:?}");
-        assert!(leaks.contains(&Leak::Url("https://example.org/x".into())), "{leaks:?}");
+        assert!(
+            leaks.contains(&Leak::CommitHash("3f2693a".into())),
+            "{leaks:?}"
+        );
+        assert!(
+            leaks.contains(&Leak::IssueNumber("#412".into())),
+            "{leaks:?}"
+        );
+        assert!(
+            leaks.contains(&Leak::IssueNumber("GH-77".into())),
+            "{leaks:?}"
+        );
+        assert!(
+            leaks.contains(&Leak::Url("https://example.org/x".into())),
+            "{leaks:?}"
+        );
         assert_eq!(leaks.len(), 4, "{leaks:?}");
     }
 
@@ -967,22 +992,31 @@ mod tests {
         assert_eq!(rust.len(), 1, "{rust:?}");
         assert_eq!(rust[0].kind, ItemKind::Method);
         assert_eq!(rust[0].owner.as_deref(), Some("Range"));
-        assert_eq!(rust[0].signature, "overlaps_with( &self, other: &Range, ) -> bool");
+        assert_eq!(
+            rust[0].signature,
+            "overlaps_with( &self, other: &Range, ) -> bool"
+        );
         let section = interface_section(&rust);
         assert!(section.contains("method `overlaps_with("), "{section}");
         // The section itself passes the audit's line rule.
-        assert!(audit(&compose("Ranges should tell overlaps.", &rust), RUST_GOLD, RUST_TEST)
-            .is_empty());
+        assert!(audit(
+            &compose("Ranges should tell overlaps.", &rust),
+            RUST_GOLD,
+            RUST_TEST
+        )
+        .is_empty());
     }
 
     #[test]
     fn go_and_script_definitions_are_found() {
         let gold = "--- a/pkg/x.go\n+++ b/pkg/x.go\n@@ -1,1 +1,4 @@\n package x\n+func (c *Cache) Evict(key string) error {\n+type Policy interface {\n+func NewPolicy(n int) Policy {\n\
                     --- a/src/a.ts\n+++ b/src/a.ts\n@@ -1,1 +1,3 @@\n x\n+export async function loadAll(dir: string): Promise<void> {\n+export const toSlug = (s: string) => s.trim();\n";
-        let test = "+++ b/pkg/x_test.go\n@@ -0,0 +1 @@\n+ c.Evict(\"k\"); NewPolicy(3); var _ Policy\n\
+        let test =
+            "+++ b/pkg/x_test.go\n@@ -0,0 +1 @@\n+ c.Evict(\"k\"); NewPolicy(3); var _ Policy\n\
                     +++ b/src/a.test.ts\n@@ -0,0 +1 @@\n+ await loadAll('d'); toSlug(' A ')\n";
         let items = interface(gold, test);
-        let names: Vec<(&str, ItemKind)> = items.iter().map(|i| (i.name.as_str(), i.kind)).collect();
+        let names: Vec<(&str, ItemKind)> =
+            items.iter().map(|i| (i.name.as_str(), i.kind)).collect();
         assert_eq!(
             names,
             vec![
@@ -1034,7 +1068,10 @@ mod tests {
             .arena
             .unwrap();
         assert_eq!(review_of(&meta.other), Some((ReviewState::Approved, None)));
-        assert_eq!(meta.other["instruction_writer"].as_str(), Some("local/qwen"));
+        assert_eq!(
+            meta.other["instruction_writer"].as_str(),
+            Some("local/qwen")
+        );
         assert!(set_review("t", "version = \"1\"\n", ReviewState::Approved, None, None).is_err());
     }
 }

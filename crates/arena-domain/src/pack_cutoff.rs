@@ -151,7 +151,11 @@ pub struct CutoffSplit {
 
 fn side(runs: &[TaskRun], contestant: &str) -> CutoffSide {
     let scores = pack_score::score(runs);
-    match scores.contestants.iter().find(|c| c.contestant == contestant) {
+    match scores
+        .contestants
+        .iter()
+        .find(|c| c.contestant == contestant)
+    {
         Some(c) if c.tasks > c.tasks_all_errors => CutoffSide {
             tasks: c.tasks - c.tasks_all_errors,
             pass_at_1: c.pass_at.get(&1).copied(),

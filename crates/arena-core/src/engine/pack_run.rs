@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use crate::battle::{BattleType, ContestantSpec, ContestantStatus};
 use crate::error::{Error, Invalid, Result};
 use crate::pack::{Pack, PackError, Task};
+use crate::pack_cutoff::{self, CutoffSplit};
 use crate::pack_score::{self, PackScores, RunOutcome, TaskRun};
 use crate::series::{GoalCheck, SeriesPrompt, SeriesRequest, TaskRef};
 
@@ -90,6 +91,10 @@ pub struct PackRunReport {
     pub planned: usize,
     #[serde(flatten)]
     pub scores: PackScores,
+    /// Each contestant's scores on the tasks committed after its model's
+    /// training cutoff and on the rest (`[[model_cutoff]]`), with the gap.
+    #[serde(default)]
+    pub cutoffs: Vec<CutoffSplit>,
     pub tasks: Vec<PackRunTask>,
 }
 
@@ -211,12 +216,24 @@ impl Engine {
             .find_map(|p| p.task.as_ref())
             .map(|t| t.pack.clone())
             .unwrap_or_default();
-        let (name, version) = tokio::task::spawn_blocking(move || match Pack::load(&dir) {
-            Ok(p) => (p.manifest.name, p.manifest.version),
-            Err(_) => (dir.display().to_string(), String::new()),
+        // ...and each task's commit date with it, for the cutoff split.
+        let (name, version, dates) = tokio::task::spawn_blocking(move || match Pack::load(&dir) {
+            Ok(p) => {
+                let dates: BTreeMap<String, String> = p
+                    .tasks
+                    .iter()
+                    .filter_map(|t| Some((t.id.as_str().to_string(), t.meta.committed_at.clone()?)))
+                    .collect();
+                (p.manifest.name, p.manifest.version, dates)
+            }
+            Err(_) => (dir.display().to_string(), String::new(), BTreeMap::new()),
         })
         .await?;
         let runs = task_runs(&rows);
+        let cutoffs = match dates.is_empty() {
+            true => Vec::new(),
+            false => pack_cutoff::split(&runs, &dates, &self.config().model_cutoffs()),
+        };
         let scores = pack_score::score(&runs);
         let mut tasks: BTreeMap<String, Vec<PackRunRow>> = BTreeMap::new();
         for p in request.prompts.iter().filter_map(|p| p.task.as_ref()) {
@@ -235,6 +252,7 @@ impl Engine {
             done,
             planned: request.battles() as usize * request.contestants.len(),
             scores,
+            cutoffs,
             tasks: tasks
                 .into_iter()
                 .map(|(id, runs)| PackRunTask { id, runs })
@@ -485,6 +503,12 @@ pub fn report_markdown(r: &PackRunReport) -> String {
             out.push_str(&format!("- {}\n", p.summary));
         }
     }
+    if !r.cutoffs.is_empty() {
+        out.push_str("\n## After each model's training cutoff, and before\n\n");
+        for c in &r.cutoffs {
+            out.push_str(&format!("- {}: {}\n", c.contestant, c.summary));
+        }
+    }
     if !r.scores.notes.is_empty() {
         out.push_str("\n## Notes\n\n");
         for n in &r.scores.notes {
@@ -582,6 +606,16 @@ pub fn report_html(r: &PackRunReport) -> String {
         .iter()
         .map(|p| format!("<li>{}</li>", escape(&p.summary)))
         .collect();
+    let cutoffs = match r.cutoffs.is_empty() {
+        true => String::new(),
+        false => format!(
+            "<h2>After each model's training cutoff, and before</h2><ul>{}</ul>",
+            r.cutoffs
+                .iter()
+                .map(|c| format!("<li>{}: {}</li>", escape(&c.contestant), escape(&c.summary)))
+                .collect::<String>()
+        ),
+    };
     let mut runs = String::new();
     for t in &r.tasks {
         for run in &t.runs {
@@ -604,7 +638,7 @@ body{{font:14px system-ui,sans-serif;margin:2em;max-width:70em}}table{{border-co
 .resolved{{color:#17692f}}.unresolved{{color:#a11}}.error{{color:#a60}}</style></head><body>\
 <h1>Pack {name} {version}</h1><p>Series {id} · {status} · {done} of {planned} runs done · {per} run(s) of each task per contestant</p>\
 <h2>Scores</h2><table><tr><th>contestant</th><th>pass@1</th><th>95% interval</th><th>resolved</th><th>errors</th><th>cost</th></tr>{rows}</table>\
-<h2>Paired on the same tasks</h2><ul>{pairs}</ul><h2>Runs</h2><table><tr><th>task</th><th>contestant</th><th>run</th><th>outcome</th><th>why</th><th>dropped</th></tr>{runs}</table></body></html>\n",
+<h2>Paired on the same tasks</h2><ul>{pairs}</ul>{cutoffs}<h2>Runs</h2><table><tr><th>task</th><th>contestant</th><th>run</th><th>outcome</th><th>why</th><th>dropped</th></tr>{runs}</table></body></html>\n",
         name = escape(&r.pack),
         version = escape(&r.version),
         id = crate::battle::short_id(&r.series_id),

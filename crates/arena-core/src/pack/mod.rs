@@ -15,6 +15,7 @@ use serde::Serialize;
 
 mod export;
 mod import;
+pub mod instruct;
 pub mod mine;
 mod project;
 pub mod read;
