@@ -6,7 +6,7 @@
 
 pub use arena_domain::{
     analysis, battle, benchmark, blind, check_outcome, coding_base, cross_exam, decisions, event,
-    leaderboard, pack_score, patch, series, test_infra, test_report, VERSION,
+    leaderboard, pack_cutoff, pack_score, patch, series, test_infra, test_report, VERSION,
 };
 
 pub mod clock;
