@@ -162,6 +162,13 @@ pub fn battle_text(view: &DetailView, with_output: bool) -> String {
         b.prompt.lines().next().unwrap_or(""),
         b.results_path.display()
     );
+    if arena_core::coding_base::base_of(b) == Some(arena_core::coding_base::BaseChoice::WorkingTree)
+    {
+        out.push_str("Base: a snapshot of the working tree (uncommitted files included)\n");
+    }
+    if let Some(warning) = arena_core::check_outcome::battle_warning(b) {
+        out.push_str(&format!("Warning: {}\n", shown(&warning)));
+    }
     out.push_str(&format!(
         "  {:<3} {:<28} {:<6} {:<10} {:>8} {:>8} {:>7} {:>8} {:>8} {:>9}\n",
         "#",
@@ -378,7 +385,9 @@ pub fn page_text(battles: &[Battle], offset: usize, total: u64, filtered: bool) 
 /// base), the check's own files the change touches, and what the agent's
 /// tree held that the change does not carry; each line after `indent`.
 fn check_lines(check: &arena_core::battle::CheckResult, indent: &str) -> String {
-    let verdict = if check.timed_out {
+    let verdict = if let Some(why) = &check.could_not_run {
+        format!("could not run, counted for no one ({})", shown(why))
+    } else if check.timed_out {
         "timed out".to_string()
     } else if check.passed {
         "passed".to_string()

@@ -420,7 +420,7 @@ pub fn battle_report(r: &BattleReport) -> String {
                 body,
                 "<p>Check <code>{}</code>: {}</p>",
                 escape(&check.command),
-                if check.passed { "passed" } else { "failed" }
+                crate::check_outcome::CheckOutcome::of(Some(check)).words()
             );
         }
         if let Some(diff) = r.diffs.get(&c.id) {

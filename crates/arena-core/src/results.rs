@@ -471,7 +471,9 @@ fn push_work(md: &mut String, battle: &Battle, c: &Contestant, with_error: bool)
         md.push_str(&environment_note(d));
     }
     if let Some(check) = &c.check {
-        let verdict = if check.passed {
+        let verdict = if let Some(why) = &check.could_not_run {
+            format!("could not run ({why}); it counts for no contestant")
+        } else if check.passed {
             "passed".to_string()
         } else if check.timed_out {
             "timed out".to_string()
