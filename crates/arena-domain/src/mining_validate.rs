@@ -135,15 +135,21 @@ pub fn disagree(runs: &[StageRun]) -> bool {
 /// FAIL_TO_PASS = fails (or is missing) in every RED run and passes in
 /// every GOLD run; PASS_TO_PASS = passes in every BASE and every GOLD run
 /// and is not FAIL_TO_PASS; a test with mixed results is in neither. The
-/// candidate is dropped, in this order, when a GOLD run never started or
-/// ran over [`GOLD_SECONDS`]; when a test the test patch makes fail (it
+/// candidate is dropped, in this order, when a GOLD run never started (or
+/// reported no test: it did not build) or ran over [`GOLD_SECONDS`]; when a test the test patch makes fail (it
 /// does not fail in every BASE run) fails in every GOLD run too; when a
 /// test failing in every RED run passes in some GOLD runs only; when a
 /// test passing in every GOLD run fails in some RED runs only; when no
 /// test is FAIL_TO_PASS.
 pub fn decide(base: &[StageRun], red: &[StageRun], gold: &[StageRun]) -> Validation {
     let some = |tests: Vec<String>| tests.into_iter().take(5).collect::<Vec<_>>();
-    if gold.is_empty() || gold.iter().any(|r| !r.started && !r.timed_out) {
+    // A GOLD run that reported no test at all (it did not build, or
+    // collected nothing) ran no suite either.
+    if gold.is_empty()
+        || gold
+            .iter()
+            .any(|r| (!r.started || r.tests.is_empty()) && !r.timed_out)
+    {
         return Validation::Dropped(ValidateDrop::SuiteDidNotStart, Vec::new());
     }
     if gold
@@ -415,6 +421,16 @@ mod tests {
         stopped[0] = StageRun::default();
         assert_eq!(
             decide(&base, &red, &stopped),
+            Validation::Dropped(ValidateDrop::SuiteDidNotStart, Vec::new())
+        );
+        // A GOLD that does not build reports its crate, and no test.
+        let mut unbuilt = gold.clone();
+        unbuilt[1] = StageRun {
+            started: true,
+            ..StageRun::default()
+        };
+        assert_eq!(
+            decide(&base, &red, &unbuilt),
             Validation::Dropped(ValidateDrop::SuiteDidNotStart, Vec::new())
         );
     }

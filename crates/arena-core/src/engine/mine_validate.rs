@@ -411,7 +411,10 @@ async fn run_stages(
             break;
         }
         let (run, output) = trees.run(Stage::Gold, gold_patch, &after).await?;
-        let stop = !run.started || run.timed_out || run.seconds > rules::GOLD_SECONDS as f64;
+        let stop = !run.started
+            || run.tests.is_empty()
+            || run.timed_out
+            || run.seconds > rules::GOLD_SECONDS as f64;
         gold.push(run);
         if stop {
             gold_output = output;
