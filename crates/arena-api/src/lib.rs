@@ -2337,6 +2337,8 @@ mod tests {
         }
         assert!(c.get("benchmark").is_none());
         assert_eq!(c["waiting"], serde_json::Value::Null);
+        assert_eq!(c["check_outcome"], "passed");
+        assert_eq!(c["apply_advice"], serde_json::Value::Null);
         assert_eq!(c["result_path"], "/p/Arena/b/01-native-qwen3-8b/result.md");
         assert_eq!(c["worktree"], "/p/.worktrees/c1");
         assert_eq!(
@@ -2348,7 +2350,8 @@ mod tests {
             json!({
                 "command": "cargo test", "exit_code": 0, "passed": true,
                 "timed_out": false, "duration_ms": 900, "output_tail": "ok",
-                "not_in_change": [], "not_in_change_count": 0, "touches_check": []
+                "not_in_change": [], "not_in_change_count": 0, "touches_check": [],
+                "could_not_run": null
             })
         );
         assert_eq!(c["output"], "done");
