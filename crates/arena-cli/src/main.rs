@@ -7,6 +7,7 @@
 mod env;
 mod pack;
 mod pack_mine;
+mod pack_review;
 mod pack_run;
 mod progress;
 mod series;

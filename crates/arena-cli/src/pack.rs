@@ -81,6 +81,12 @@ pub enum PackCommand {
     /// the parent, each validated by running its tests (BASE, RED, GOLD);
     /// every other commit and candidate counted by why it is dropped.
     Mine(Box<crate::pack_mine::MineArgs>),
+    /// Write the instructions of a mined pack's validated tasks with a
+    /// model (local by default), audited so they do not give the fix away.
+    Write(Box<crate::pack_review::WriteArgs>),
+    /// Review written instructions one task a screen (a approve, e edit,
+    /// d drop, n/p next/previous, q quit), or with --approve/--drop.
+    Review(Box<crate::pack_review::ReviewArgs>),
     /// A pack run's report: md (default), html, json or csv.
     Report {
         /// The pack run (its series id or a unique prefix).
@@ -101,6 +107,9 @@ impl PackCommand {
 }
 
 pub async fn pack(command: PackCommand) -> Result<(), Error> {
+    if let PackCommand::Write(args) = command {
+        return crate::pack_review::write(*args).await;
+    }
     // All of it is files and git: off the async thread.
     tokio::task::spawn_blocking(move || run(command)).await?
 }
@@ -111,6 +120,8 @@ fn run(command: PackCommand) -> Result<(), Error> {
             unreachable!("runs need the engine: main dispatches them to pack_run")
         }
         PackCommand::Mine(args) => crate::pack_mine::run(*args)?,
+        PackCommand::Write(_) => unreachable!("the writer is async: pack() runs it"),
+        PackCommand::Review(args) => crate::pack_review::review(*args)?,
         PackCommand::Import {
             source,
             project,
