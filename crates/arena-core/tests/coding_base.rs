@@ -340,3 +340,48 @@ async fn a_folder_turned_into_a_link_out_of_the_project_is_kept_as_a_link() {
     }
     assert_eq!(hash_tree(&root.join(".git")), before);
 }
+
+/// A project that is a linked worktree (its `.git` a file pointing into
+/// the main repository's `.git/worktrees/`): the snapshot reads its
+/// objects through the common folder and writes nothing there.
+#[tokio::test]
+async fn a_linked_worktree_project_snapshots_without_writing_into_the_main_repository() {
+    let mut h = Harness::new().await;
+    configure(&mut h);
+    let main = repo();
+    let parent = tempfile::tempdir().unwrap();
+    let linked = parent.path().join("linked");
+    git(
+        main.path(),
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "-b",
+            "side",
+            linked.to_str().unwrap(),
+        ],
+    );
+    assert!(linked.join(".git").is_file());
+    std::fs::write(linked.join("new.txt"), "in the linked worktree\n").unwrap();
+    let before = hash_tree(&main.path().join(".git"));
+
+    let b = h
+        .engine
+        .create_battle_from_working_tree(request(&linked))
+        .await
+        .expect("create from a linked worktree");
+    let snap = git2::Repository::open_bare(b.source.as_ref().unwrap()).unwrap();
+    let tree = snap
+        .find_commit(git2::Oid::from_str(b.base_commit.as_deref().unwrap()).unwrap())
+        .unwrap()
+        .tree()
+        .unwrap();
+    let new = tree.get_name("new.txt").expect("the untracked file");
+    assert_eq!(
+        snap.find_blob(new.id()).unwrap().content(),
+        b"in the linked worktree\n"
+    );
+    assert!(tree.get_name("README.md").is_some());
+    assert_eq!(hash_tree(&main.path().join(".git")), before);
+}
