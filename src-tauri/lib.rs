@@ -119,6 +119,8 @@ pub fn app_builder<R: tauri::Runtime>(builder: tauri::Builder<R>) -> tauri::Buil
             packs::save_pack_report,
             packs::mine_history,
             packs::stop_mining,
+            packs::review_list,
+            packs::review_task,
         ])
         .on_page_load(|webview, payload| {
             // A new page has its own channels: the old page's subscriptions

@@ -10,7 +10,8 @@ use std::sync::{Arc, Mutex};
 
 use arena_api::{
     ImportPackRequest, MineProgressDto, MineReportDto, MineRequest, PackDto, PackRunListDto,
-    PackRunReportDto, PackRunStartDto, SavedReportDto, StartPackRunRequest,
+    PackRunReportDto, PackRunStartDto, ReviewDecisionDto, ReviewItemDto, SavedReportDto,
+    StartPackRunRequest,
 };
 use arena_core::pack::{self, Pack, PackError};
 use arena_core::results::rfc3339;
@@ -303,6 +304,38 @@ pub async fn mine_history<R: Runtime>(
 #[tauri::command]
 pub async fn stop_mining<R: Runtime>(app: AppHandle<R>) -> Result<bool, Error> {
     Ok(mining(&app).stop())
+}
+
+/// The tasks of the pack at `pack` whose instruction Arena wrote, pending
+/// ones first, for review.
+#[tauri::command]
+pub async fn review_list(pack: String) -> Result<Vec<ReviewItemDto>, Error> {
+    let dir = absolute("pack folder", &pack)?;
+    blocking(move || {
+        let pack = Pack::load(&dir).map_err(pack_error)?;
+        Ok(pack::review::reviewable(&pack)
+            .iter()
+            .map(ReviewItemDto::from)
+            .collect())
+    })
+    .await
+}
+
+/// A reviewer's decision on task `id`: approve, drop (with a reason) or
+/// edit its instruction (refused, saying why, when the edit gives the fix
+/// away). Returns the task as it is now.
+#[tauri::command]
+pub async fn review_task(
+    pack: String,
+    id: String,
+    decision: ReviewDecisionDto,
+) -> Result<ReviewItemDto, Error> {
+    let dir = absolute("pack folder", &pack)?;
+    blocking(move || {
+        let item = pack::review::decide(&dir, &id, decision.into()).map_err(pack_error)?;
+        Ok(ReviewItemDto::from(&item))
+    })
+    .await
 }
 
 #[cfg(test)]

@@ -76,6 +76,8 @@ fn export_into(dir: &Path) -> Result<(), ts_rs::ExportError> {
     MineRequest::export_all(&cfg)?;
     MineReportDto::export_all(&cfg)?;
     MineProgressDto::export_all(&cfg)?;
+    ReviewItemDto::export_all(&cfg)?;
+    ReviewDecisionDto::export_all(&cfg)?;
     std::fs::write(dir.join(BATTLE_TYPES_MODULE), battle_types_module())?;
     std::fs::write(dir.join(AGENTS_MODULE), agents_module())?;
     write_index(dir)?;

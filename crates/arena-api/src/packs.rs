@@ -607,3 +607,54 @@ impl MineReportDto {
         }
     }
 }
+
+/// A mined task whose instruction Arena wrote, for review: `pending`,
+/// `approved` or `dropped` (with why), its instruction, and what the
+/// audit finds in it now.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct ReviewItemDto {
+    pub id: String,
+    pub state: String,
+    pub reason: Option<String>,
+    pub instruction: String,
+    pub leaks: Vec<String>,
+}
+
+impl From<&core::pack::review::ReviewItem> for ReviewItemDto {
+    fn from(i: &core::pack::review::ReviewItem) -> Self {
+        ReviewItemDto {
+            id: i.id.clone(),
+            state: i.state.as_str().to_string(),
+            reason: i.reason.clone(),
+            instruction: i.instruction.clone(),
+            leaks: i.leaks.clone(),
+        }
+    }
+}
+
+/// A reviewer's decision on one task.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[serde(tag = "action", rename_all = "snake_case")]
+pub enum ReviewDecisionDto {
+    Approve,
+    Drop {
+        reason: Option<String>,
+    },
+    /// The rewritten instruction; approved when its audit finds nothing.
+    Edit {
+        instruction: String,
+    },
+}
+
+impl From<ReviewDecisionDto> for core::pack::review::Decision {
+    fn from(d: ReviewDecisionDto) -> Self {
+        use core::pack::review::Decision;
+        match d {
+            ReviewDecisionDto::Approve => Decision::Approve,
+            ReviewDecisionDto::Drop { reason } => Decision::Drop(reason),
+            ReviewDecisionDto::Edit { instruction } => Decision::Edit(instruction),
+        }
+    }
+}

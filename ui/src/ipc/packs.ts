@@ -11,6 +11,8 @@ import type {
   PackRunListDto,
   PackRunReportDto,
   PackRunStartDto,
+  ReviewDecisionDto,
+  ReviewItemDto,
   SavedReportDto,
   StartPackRunRequest,
 } from './bindings';
@@ -67,4 +69,18 @@ export function mineHistory(
  * whether one was running. */
 export function stopMining(): Promise<boolean> {
   return call<boolean>('stop_mining');
+}
+
+/** The pack's tasks whose instruction Arena wrote, pending ones first. */
+export function reviewList(pack: string): Promise<ReviewItemDto[]> {
+  return call<ReviewItemDto[]>('review_list', { pack });
+}
+
+/** Approves, drops or edits a task's instruction; the task as it is now. */
+export function reviewTask(
+  pack: string,
+  id: string,
+  decision: ReviewDecisionDto,
+): Promise<ReviewItemDto> {
+  return call<ReviewItemDto>('review_task', { pack, id, decision });
 }

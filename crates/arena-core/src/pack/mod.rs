@@ -19,6 +19,7 @@ pub mod instruct;
 pub mod mine;
 mod project;
 pub mod read;
+pub mod review;
 
 pub use export::{export, ExportFormat, ExportReport};
 pub use import::{import, ImportOptions, ImportReport, ImportedTask};

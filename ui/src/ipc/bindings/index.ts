@@ -68,6 +68,8 @@ export type * from './ProviderKindDto';
 export type * from './ProviderModelsDto';
 export type * from './ProviderSettingsDto';
 export type * from './RateSourceDto';
+export type * from './ReviewDecisionDto';
+export type * from './ReviewItemDto';
 export type * from './RoundDto';
 export type * from './RunOutcomeDto';
 export type * from './SavedReportDto';
