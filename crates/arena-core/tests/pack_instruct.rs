@@ -207,6 +207,25 @@ async fn the_writer_rewrites_a_leak_once_drops_a_second_leak_and_never_sends_the
     assert_eq!(state(MEDIAN), Some((ReviewState::Pending, None)));
     assert_eq!(state(ROMAN), Some((ReviewState::Dropped, Some(reason))));
     assert_eq!(state(TITLE), Some((ReviewState::Pending, None)));
+    let counts = instruct::count_states(&loaded);
+    assert_eq!(counts.get(&ReviewState::Pending), Some(&2));
+    assert_eq!(counts.get(&ReviewState::Dropped), Some(&1));
+    // A dropped task is not run: its defect says why.
+    let roman_task = loaded
+        .tasks
+        .iter()
+        .find(|t| t.id.as_str() == ROMAN)
+        .unwrap();
+    let defect = roman_task.defect().unwrap();
+    assert!(
+        defect.contains("its instruction was dropped: the audit rejected"),
+        "{defect}"
+    );
+    assert!(loaded
+        .tasks
+        .iter()
+        .filter(|t| t.id.as_str() != ROMAN)
+        .all(|t| t.defect().is_none()));
 
     // What the model was sent: the message, the tests, the RED output —
     // and no line of any gold patch.

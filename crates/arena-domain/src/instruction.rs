@@ -761,7 +761,7 @@ pub fn clean_answer(answer: &str) -> String {
 // ------------------------------------------------------------------ review
 
 /// Where a mined task's instruction stands: `[metadata.arena] review`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ReviewState {
     /// Written and audited, waiting for a person.

@@ -207,6 +207,19 @@ pub fn review_state(task: &Task) -> Option<(ReviewState, Option<String>)> {
     instruction::review_of(&task.meta.other)
 }
 
+/// How many of `pack`'s tasks are in each review state (tasks whose
+/// instruction Arena did not write are in none): for the yield table's
+/// "instructions approved".
+pub fn count_states(pack: &Pack) -> std::collections::BTreeMap<ReviewState, usize> {
+    let mut counts = std::collections::BTreeMap::new();
+    for task in &pack.tasks {
+        if let Some((state, _)) = review_state(task) {
+            *counts.entry(state).or_insert(0) += 1;
+        }
+    }
+    counts
+}
+
 /// Why `task` cannot get a written instruction, if it cannot.
 fn unwritable(task: &Task) -> Option<&'static str> {
     if task.kind() != TaskKind::Repo {

@@ -9,6 +9,7 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
+use arena_domain::instruction;
 pub use arena_domain::pack::*;
 use arena_domain::test_report::TestLists;
 use serde::Serialize;
@@ -156,6 +157,16 @@ impl Task {
                 }
                 Some(_) => {}
             }
+        }
+        // A mined task whose instruction was dropped (by the writer's
+        // audit or in review) is not a task to run.
+        if let Some((instruction::ReviewState::Dropped, reason)) =
+            instruction::review_of(&self.meta.other)
+        {
+            return Some(match reason {
+                Some(r) => format!("its instruction was dropped: {r}"),
+                None => "its instruction was dropped".into(),
+            });
         }
         None
     }
