@@ -384,4 +384,13 @@ async fn a_linked_worktree_project_snapshots_without_writing_into_the_main_repos
     );
     assert!(tree.get_name("README.md").is_some());
     assert_eq!(hash_tree(&main.path().join(".git")), before);
+
+    // The same tree again is the same snapshot, its repository reused.
+    let again = h
+        .engine
+        .create_battle_from_working_tree(request(&linked))
+        .await
+        .expect("again");
+    assert_eq!(again.base_commit, b.base_commit);
+    assert_eq!(again.source, b.source);
 }

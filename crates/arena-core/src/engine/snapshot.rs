@@ -271,8 +271,10 @@ pub fn make(project: &Path, root: &Path, max_file_bytes: u64) -> Result<(String,
     let (tree, head) = working_tree(&user, &into, max_file_bytes)?;
     let tree = into.find_tree(tree).map_err(git_error("read the tree"))?;
     let parent = into.find_commit(head).map_err(git_error("read HEAD"))?;
-    let who =
-        git2::Signature::now("Arena", "arena@localhost").map_err(git_error("sign the snapshot"))?;
+    // Signed at HEAD's time: the same tree over the same HEAD is the same
+    // commit, and its sealed repository is reused.
+    let who = git2::Signature::new("Arena", "arena@localhost", &parent.time())
+        .map_err(git_error("sign the snapshot"))?;
     let message = format!(
         "Working tree of {} as it was (HEAD {})\n",
         project.display(),
