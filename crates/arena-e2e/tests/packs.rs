@@ -315,3 +315,75 @@ async fn a_pack_run_from_the_packs_screen_scores_a_gold_agent_and_an_idle_one() 
         other => bail!("the engine's gold contestant: {other:?}"),
     }
 }
+
+/// Copies `from` into `to` (files only, as the sample pack holds).
+fn copy_tree(from: &Path, to: &Path) -> Result<()> {
+    std::fs::create_dir_all(to)?;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let target = to.join(entry.file_name());
+        if entry.file_type()?.is_dir() {
+            copy_tree(&entry.path(), &target)?;
+        } else {
+            std::fs::copy(entry.path(), &target)?;
+        }
+    }
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_written_instruction_is_reviewed_from_the_keyboard() -> Result<()> {
+    let Some(h) = Harness::start("packs_review").await? else {
+        return Ok(());
+    };
+    // A copy of the sample pack whose first task's instruction waits for
+    // review, as the instruction writer leaves it.
+    let pack = h.project_dir().join("mined");
+    copy_tree(&sample(), &pack)?;
+    let mut ids: Vec<String> = std::fs::read_dir(pack.join("tasks"))?
+        .map(|e| Ok(e?.file_name().to_string_lossy().into_owned()))
+        .collect::<Result<_>>()?;
+    ids.sort();
+    let first = ids.first().context("a task")?;
+    let toml = pack.join("tasks").join(first).join("task.toml");
+    let text = std::fs::read_to_string(&toml)?;
+    ensure!(text.contains("[metadata.arena]\n"), "{text}");
+    std::fs::write(
+        &toml,
+        text.replacen(
+            "[metadata.arena]\n",
+            "[metadata.arena]\nreview = \"pending\"\n",
+            1,
+        ),
+    )?;
+
+    let app = h.launch().await?;
+    app.goto("#/packs").await?;
+    let field = app.wait_for("input[data-testid=pack-path]").await?;
+    app.fill(&field, pack.to_str().context("a UTF-8 path")?)
+        .await?;
+    app.click("[data-testid=pack-open-button]").await?;
+    app.wait_for("[data-testid=pack-review]").await?;
+    ensure!(
+        app.text_of("[data-testid=review-state]").await? == "pending",
+        "the task waits for review"
+    );
+    let panel = app.wait_for("[data-testid=pack-review]").await?;
+    app.scroll_to(&panel).await?;
+    app.screenshot("packs-review").await?;
+    // `a` approves, from the keyboard.
+    app.js::<serde_json::Value>(
+        "document.activeElement.blur();
+         window.dispatchEvent(new KeyboardEvent('keydown', { key: 'a', bubbles: true })); return null;",
+        vec![],
+    )
+    .await?;
+    app.wait_until("the approval", Duration::from_secs(10), || async {
+        let now = app.text_of("[data-testid=review-state]").await?;
+        Ok((now == "approved").then_some(()))
+    })
+    .await?;
+    let after = std::fs::read_to_string(&toml)?;
+    ensure!(after.contains("review = \"approved\""), "{after}");
+    app.close().await
+}
