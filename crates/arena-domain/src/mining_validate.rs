@@ -61,6 +61,9 @@ pub enum ValidateDrop {
     EnvironmentNotPrepared,
     /// The tests never started (or never reported) with the gold patch.
     SuiteDidNotStart,
+    /// Arena's apply rules refuse the commit's change on a fresh tree of
+    /// its base (so no tree of the task can be made).
+    PatchDoesNotApply,
     /// A GOLD run took longer than [`GOLD_SECONDS`].
     GoldTooSlow,
     /// A test the test patch makes fail is still failing with the gold
@@ -79,6 +82,7 @@ impl ValidateDrop {
         match self {
             ValidateDrop::EnvironmentNotPrepared => "environment_not_prepared",
             ValidateDrop::SuiteDidNotStart => "suite_did_not_start",
+            ValidateDrop::PatchDoesNotApply => "patch_does_not_apply",
             ValidateDrop::GoldTooSlow => "gold_too_slow",
             ValidateDrop::GoldFails => "gold_fails",
             ValidateDrop::GoldNotAlwaysPassing => "gold_not_always_passing",

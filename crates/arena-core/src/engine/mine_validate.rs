@@ -430,6 +430,11 @@ async fn run_stages(
     {
         // The run's last lines say why.
         let why = rules::tail(&gold_output, 2048).to_string();
+        let reason = if reason == ValidateDrop::SuiteDidNotStart && not_applied(&gold_output) {
+            ValidateDrop::PatchDoesNotApply
+        } else {
+            reason
+        };
         return Ok(Outcome::Dropped(reason.as_str().into(), vec![why]));
     }
     let mut red = Vec::new();
@@ -477,6 +482,12 @@ async fn run_stages(
             red_output,
         }))),
     }
+}
+
+/// Whether a run's output says its patch was refused by Arena's apply
+/// rules (in the jail, or on a fresh checkout).
+fn not_applied(output: &str) -> bool {
+    output.contains("could not be applied") || output.starts_with("the patch does not apply")
 }
 
 impl<'a> Trees<'a> {
@@ -736,5 +747,21 @@ async fn run_tests(
             tail,
             seconds,
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refused_patch_is_told_from_a_suite_that_did_not_start() {
+        assert!(not_applied(
+            "the change could not be applied to a fresh tree of the base: invalid patch header"
+        ));
+        assert!(not_applied("the patch does not apply: a conflict"));
+        assert!(!not_applied(
+            "ERROR tests/test_x.py\nInterrupted: 1 error during collection"
+        ));
     }
 }
