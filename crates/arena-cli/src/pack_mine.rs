@@ -38,6 +38,11 @@ pub struct MineArgs {
     /// disagree.
     #[arg(long, value_name = "N", default_value_t = 3)]
     pub runs_to_validate: u32,
+    /// The model that writes the validated tasks' instructions (default:
+    /// the config's default model when its provider is local; a cloud
+    /// model only when named here).
+    #[arg(long, value_name = "MODEL")]
+    pub writer: Option<String>,
     /// The static scan only: no test is run.
     #[arg(long)]
     pub static_only: bool,
@@ -113,6 +118,15 @@ pub async fn run_validated(engine: &arena_core::Engine, args: MineArgs) -> Resul
         }
         (None, _) => None,
     };
+    if let Some(pack) = &written {
+        crate::pack_review::write_after_mining(
+            &engine.config(),
+            pack,
+            args.writer.as_deref(),
+            args.json,
+        )
+        .await?;
+    }
     print_run(&run, written.as_deref(), args.json)
 }
 

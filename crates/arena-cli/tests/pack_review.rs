@@ -276,3 +276,122 @@ async fn a_review_on_a_terminal_is_one_task_a_screen_driven_by_keys() {
         "Titles keep apostrophes\n\nA person wrote this.\n"
     );
 }
+
+/// The peers' virtualenv's Python, when it has pytest and a jail runs
+/// here, named without `..` (as `pack_mine_run.rs` finds it).
+fn pytest_python() -> Option<PathBuf> {
+    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.peers/venv/bin/python");
+    let ok = Command::new(&python)
+        .args(["-c", "import pytest"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok || arena_core::agent::jail::jail_info().is_err() {
+        assert!(
+            std::env::var_os("ARENA_REQUIRE_JAIL").is_none(),
+            "no jail or no pytest in {}",
+            python.display()
+        );
+        eprintln!("skipped: no jail or no pytest in {}", python.display());
+        return None;
+    }
+    Some(arena_core::agent::sandbox::lexical(&python))
+}
+
+/// A one-fix history: a start, then a fix with its test.
+fn history(dir: &Path) {
+    let git = |args: &[&str]| common::git(dir, args);
+    git(&["init", "-q", "-b", "main"]);
+    git(&["config", "user.name", "Ada"]);
+    git(&["config", "user.email", "ada@example.org"]);
+    let write = |path: &str, text: &str| {
+        let p = dir.join(path);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    };
+    let commit = |subject: &str, hour: u32| {
+        git(&["add", "-A"]);
+        let date = format!("2025-08-01T{hour:02}:00:00+00:00");
+        let out = Command::new("git")
+            .current_dir(dir)
+            .args(["commit", "-q", "-m", subject])
+            .env("GIT_AUTHOR_DATE", &date)
+            .env("GIT_COMMITTER_DATE", &date)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    write("calc.py", "def div(a, b):\n    return a / b\n");
+    write(
+        "tests/test_calc.py",
+        "from calc import div\n\n\ndef test_div():\n    assert div(4, 2) == 2\n",
+    );
+    commit("Start", 1);
+    write(
+        "calc.py",
+        "def div(a, b):\n    # Nothing divides by zero in this calculator.\n    if b == 0:\n        return None\n    return a / b\n",
+    );
+    write("tests/test_calc.py", "from calc import div\n\n\ndef test_div():\n    assert div(4, 2) == 2\n\n\ndef test_div_zero():\n    assert div(1, 0) is None\n");
+    commit(
+        "Divide by zero gives None\n\nIt raised ZeroDivisionError.",
+        2,
+    );
+}
+
+#[tokio::test]
+async fn mining_writes_the_validated_tasks_instructions_at_its_end() {
+    let Some(python) = pytest_python() else {
+        return;
+    };
+    let s = Setup::new().await;
+    s.local.set_model(
+        "judge",
+        ModelScript::respond_with(|_| {
+            "Dividing by zero crashes\n\n`div(1, 0)` raises today; it should give None.".into()
+        }),
+    );
+    let parent = Path::new(env!("CARGO_TARGET_TMPDIR")).join("mine-write");
+    std::fs::create_dir_all(&parent).unwrap();
+    let work = tempfile::tempdir_in(&parent).unwrap();
+    let repo = work.path().join("calc");
+    std::fs::create_dir_all(&repo).unwrap();
+    history(&repo);
+    let pack = work.path().join("pack");
+    let command = format!("{} -m pytest -p no:cacheprovider", python.display());
+    let mined = s
+        .json(&[
+            "pack",
+            "mine",
+            "--project",
+            repo.to_str().unwrap(),
+            "--out",
+            pack.to_str().unwrap(),
+            "--test-command",
+            &command,
+            "--json",
+        ])
+        .await;
+    assert_eq!(mined["validated"], 1, "{mined}");
+    let list = s
+        .json(&["pack", "review", pack.to_str().unwrap(), "--json"])
+        .await;
+    assert_eq!(list.as_array().unwrap().len(), 1, "{list}");
+    assert_eq!(list[0]["state"], "pending", "{list}");
+    assert_eq!(list[0]["writer"], "local/judge");
+    let id = list[0]["id"].as_str().unwrap();
+    let text = std::fs::read_to_string(pack.join("tasks").join(id).join("instruction.md")).unwrap();
+    assert!(text.starts_with("Dividing by zero crashes"), "{text}");
+    // The writer was given the commit message and the RED run's failure.
+    let asked = s.local.requests_for("judge");
+    assert_eq!(asked.len(), 1);
+    let body = asked[0].body.to_string();
+    assert!(body.contains("It raised ZeroDivisionError"), "{body}");
+    assert!(body.contains("test_div_zero"), "{body}");
+    assert!(
+        !body.contains("Nothing divides by zero in this calculator"),
+        "{body}"
+    );
+}
