@@ -249,7 +249,7 @@ pub struct Config {
         rename = "model_cutoff",
         skip_serializing_if = "Vec::is_empty"
     )]
-    pub model_cutoffs: Vec<crate::pack_cutoff::ModelCutoff>,
+    pub model_cutoffs: Vec<crate::model_cutoff::ModelCutoff>,
 }
 
 /// `[coding]`: the project's own environment inside a Coding battle's
@@ -623,7 +623,7 @@ impl Config {
                 ));
             }
         }
-        crate::pack_cutoff::validate(&self.model_cutoffs)?;
+        crate::model_cutoff::validate(&self.model_cutoffs)?;
         if self.limits.max_attempts == 0 {
             return Err("limits.max_attempts must be at least 1".into());
         }
@@ -655,9 +655,9 @@ impl Config {
     }
 
     /// Every model's training cutoff: `[[model_cutoff]]` first, then the
-    /// ones Arena ships ([`crate::pack_cutoff::KNOWN_CUTOFFS`]).
-    pub fn model_cutoffs(&self) -> Vec<crate::pack_cutoff::ModelCutoff> {
-        crate::pack_cutoff::with_known(&self.model_cutoffs)
+    /// ones Arena ships ([`crate::model_cutoff::KNOWN_CUTOFFS`]).
+    pub fn model_cutoffs(&self) -> Vec<crate::model_cutoff::ModelCutoff> {
+        crate::model_cutoff::with_known(&self.model_cutoffs)
     }
 
     pub fn provider(&self, name: &str) -> Option<&ProviderConfig> {

@@ -23,6 +23,7 @@ pub mod instruction;
 pub mod leaderboard;
 pub mod mining;
 pub mod mining_validate;
+pub mod model_cutoff;
 pub mod pack;
 pub mod pack_cutoff;
 pub mod pack_score;
