@@ -80,7 +80,7 @@ fn review_decisions_are_tagged_by_action() {
 
 #[test]
 fn a_run_report_carries_scores_intervals_runs_and_dropped_edits() {
-    let rows = vec![
+    let rows = [
         run(
             "t1",
             "agent@gold",
