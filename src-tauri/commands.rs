@@ -58,8 +58,18 @@ pub async fn app_info<R: Runtime>(
             engine.data_dir().to_path_buf(),
             Some(engine.battle_count().await?),
         ),
-        None => (app.path().app_data_dir().map_err(Error::DataDir)?, None),
+        // The engine's own choice (ARENA_DATA_DIR first), as it would open.
+        None => match arena_core::config::data_dir() {
+            Ok(dir) => (dir, None),
+            Err(_) => (app.path().app_data_dir().map_err(Error::DataDir)?, None),
+        },
     };
+    let config_missing = state
+        .config_missing
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .as_ref()
+        .map(|p| p.display().to_string());
     Ok(AppInfo {
         version: arena_core::VERSION.to_string(),
         commit: arena_api::COMMIT.to_string(),
@@ -67,7 +77,22 @@ pub async fn app_info<R: Runtime>(
         data_dir: data_dir.display().to_string(),
         battles,
         startup_error: state.startup_error.as_ref().map(|e| e.to_string()),
+        config_missing,
     })
+}
+
+/// Creates the missing config file `ARENA_CONFIG` names, with the defaults
+/// the app runs with meanwhile (never over a file that exists by then).
+#[tauri::command]
+/// `true` when it wrote the file, `false` when one was there by then.
+pub async fn create_config(state: State<'_, AppState>) -> Result<bool, Error> {
+    let path = config_file()?;
+    let created = blocking(move || Ok(Engine::create_config(&path)?)).await?;
+    *state
+        .config_missing
+        .lock()
+        .unwrap_or_else(|p| p.into_inner()) = None;
+    Ok(created)
 }
 
 /// Where Arena keeps its data (the database, asked now) and which machine
@@ -462,9 +487,12 @@ pub async fn open_worktree<R: Runtime>(
 fn open_folder<R: Runtime>(app: &AppHandle<R>, folder: &std::path::Path) -> Result<(), Error> {
     app.opener()
         .open_path(folder.display().to_string(), None::<&str>)
-        .map_err(|e| Error::Open {
-            path: folder.display().to_string(),
-            reason: e.to_string(),
+        .map_err(|e| {
+            // The opener's own words (a launcher's exit status) are for the log.
+            tracing::warn!(folder = %folder.display(), err = %e, "no file manager opened the folder");
+            Error::Open {
+                path: folder.display().to_string(),
+            }
         })
 }
 
@@ -560,11 +588,18 @@ pub async fn personas(state: State<'_, AppState>) -> Result<PersonasDto, Error> 
 #[tauri::command]
 pub async fn backends(state: State<'_, AppState>) -> Result<Vec<BackendDto>, Error> {
     let engine = state.engine()?;
+    let config = engine.config();
     Ok(engine
         .backends()
         .await?
         .into_iter()
-        .map(BackendDto::from)
+        .map(|b| {
+            let mut dto = BackendDto::from(b);
+            if let Some(custom) = config.backends.iter().find(|c| c.name == dto.name) {
+                dto.command = custom.command.clone();
+            }
+            dto
+        })
         .collect())
 }
 
@@ -589,6 +624,49 @@ pub async fn save_settings(
     let path = config_file()?;
     engine.save_settings(&path, update).await?;
     settings_of(engine).await
+}
+
+/// Adds a `[[backend]]` to arena.toml, or writes over the one named
+/// `previous` (comments and other sections kept, atomically). Rejects
+/// invalid input with `invalid_input`, naming the field.
+#[tauri::command]
+pub async fn save_backend(
+    state: State<'_, AppState>,
+    input: arena_api::BackendInputDto,
+) -> Result<Vec<BackendDto>, Error> {
+    let engine = state.engine()?;
+    let (previous, backend) = input.into_engine();
+    engine
+        .save_backend(&config_file()?, previous, Some(backend))
+        .await?;
+    backends(state).await
+}
+
+/// Removes the `[[backend]]` named `name` from arena.toml.
+#[tauri::command]
+pub async fn remove_backend(
+    state: State<'_, AppState>,
+    name: String,
+) -> Result<Vec<BackendDto>, Error> {
+    let engine = state.engine()?;
+    engine
+        .save_backend(&config_file()?, Some(name), None)
+        .await?;
+    backends(state).await
+}
+
+/// Adds a persona to AGENTS.md, or writes over the one named `previous`
+/// (every other line kept, atomically). Rejects invalid input with
+/// `invalid_input`, naming the field.
+#[tauri::command]
+pub async fn save_persona(
+    state: State<'_, AppState>,
+    input: arena_api::PersonaInputDto,
+) -> Result<PersonasDto, Error> {
+    let engine = state.engine()?;
+    let (previous, persona) = input.into_engine();
+    let registry = engine.save_persona(previous, persona).await?;
+    Ok(PersonasDto::from(&registry))
 }
 
 /// Stores a provider's API key in the OS keychain, or removes it with

@@ -18,9 +18,12 @@ pub enum Error {
     /// The engine could not open at start-up (the reason is in `app_info`).
     #[error("the engine is not running: {0}")]
     Unavailable(String),
-    /// The OS could not show a folder.
-    #[error("could not open {path}: {reason}")]
-    Open { path: String, reason: String },
+    /// The OS could not show a folder (no file manager answered); the
+    /// opener's own words go to the log.
+    #[error(
+        "no file manager could show the folder on this system. Open it yourself; its path: {path}"
+    )]
+    Open { path: String },
     /// Any other unexpected failure.
     #[error("internal error: {0}")]
     Internal(String),

@@ -16,11 +16,27 @@ pub struct AppState {
     pub subscriptions: Subscriptions,
     /// The worker switch in Settings (off at start).
     pub worker: Worker,
+    /// The config file `ARENA_CONFIG` names when it did not exist at start:
+    /// the engine runs with the defaults, and the window offers to create it.
+    pub config_missing: std::sync::Mutex<Option<std::path::PathBuf>>,
 }
 
 impl AppState {
     pub fn open() -> AppState {
-        match EngineOptions::from_env().and_then(Engine::open) {
+        // A config file named but missing is no reason not to start: the
+        // defaults run until the user creates it (the window offers to).
+        let missing = match arena_core::config::config_path() {
+            (Some(path), true) if !path.exists() => Some(path),
+            _ => None,
+        };
+        let options = match &missing {
+            Some(path) => {
+                tracing::warn!(path = %path.display(), "ARENA_CONFIG names a file that does not exist; running with the defaults");
+                defaults()
+            }
+            None => EngineOptions::from_env(),
+        };
+        let state = match options.and_then(Engine::open) {
             Ok(engine) => AppState::with_engine(engine),
             Err(err) => {
                 tracing::error!(%err, "could not open the engine");
@@ -29,9 +45,15 @@ impl AppState {
                     startup_error: Some(err),
                     subscriptions: Subscriptions::default(),
                     worker: Worker::default(),
+                    config_missing: Default::default(),
                 }
             }
-        }
+        };
+        *state
+            .config_missing
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = missing;
+        state
     }
 
     pub fn with_engine(engine: Engine) -> AppState {
@@ -40,6 +62,7 @@ impl AppState {
             startup_error: None,
             subscriptions: Subscriptions::default(),
             worker: Worker::default(),
+            config_missing: Default::default(),
         }
     }
 
@@ -54,4 +77,16 @@ impl AppState {
             )
         })
     }
+}
+
+/// What the engine opens with when the config file is missing: the
+/// defaults, with the data directory, machine and user from the environment.
+fn defaults() -> arena_core::Result<EngineOptions> {
+    let mut options = EngineOptions::local(
+        arena_core::config::data_dir()?,
+        arena_core::config::Config::default(),
+    );
+    options.machine = arena_core::config::machine_name()?;
+    options.user = arena_core::config::user_name()?;
+    Ok(options)
 }

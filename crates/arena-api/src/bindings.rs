@@ -56,6 +56,8 @@ fn export_into(dir: &Path) -> Result<(), ts_rs::ExportError> {
     ProviderModelsDto::export_all(&cfg)?;
     PersonasDto::export_all(&cfg)?;
     BackendDto::export_all(&cfg)?;
+    BackendInputDto::export_all(&cfg)?;
+    PersonaInputDto::export_all(&cfg)?;
     SettingsDto::export_all(&cfg)?;
     SettingsUpdateDto::export_all(&cfg)?;
     DiffViewDto::export_all(&cfg)?;

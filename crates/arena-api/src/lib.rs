@@ -16,6 +16,9 @@ mod bindings;
 /// Task packs on the wire: a pack, a pack run's report, mining (issues 40, 41).
 pub mod packs;
 pub use packs::*;
+/// Agents and personas as Settings edits them (issue 42).
+pub mod agents;
+pub use agents::*;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -237,6 +240,9 @@ pub struct AppInfo {
     pub battles: Option<u64>,
     /// Why the engine could not open, if it could not.
     pub startup_error: Option<String>,
+    /// The config file `ARENA_CONFIG` names when it does not exist: the app
+    /// runs with the defaults and offers to create it.
+    pub config_missing: Option<String>,
 }
 
 /// Coding battles on the wire: the base, a check that could not run, the
@@ -2042,6 +2048,9 @@ pub struct BackendDto {
     pub read_only: bool,
     /// A `[[backend]]` from arena.toml rather than a known agent.
     pub custom: bool,
+    /// A `[[backend]]`'s command as arena.toml has it (empty for a known
+    /// agent), for Settings to edit.
+    pub command: Vec<String>,
 }
 
 impl From<arena_core::backend::BackendStatus> for BackendDto {
@@ -2053,6 +2062,7 @@ impl From<arena_core::backend::BackendStatus> for BackendDto {
             path: b.path.map(|p| p.display().to_string()),
             read_only: b.read_only,
             custom: b.custom,
+            command: Vec::new(),
         }
     }
 }
@@ -2196,6 +2206,7 @@ mod tests {
             data_dir: "/data/dev.arena.desktop".into(),
             battles: Some(2),
             startup_error: None,
+            config_missing: None,
         };
         let json = serde_json::to_value(&info).expect("serialisable");
         assert_eq!(
@@ -2206,7 +2217,8 @@ mod tests {
                 "built": "2026-11-27",
                 "data_dir": "/data/dev.arena.desktop",
                 "battles": 2,
-                "startup_error": null
+                "startup_error": null,
+                "config_missing": null
             })
         );
     }

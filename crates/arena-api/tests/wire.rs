@@ -543,6 +543,7 @@ fn the_app_and_its_settings() {
         data_dir: "/data/dev.arena.desktop".into(),
         battles: Some(3),
         startup_error: None,
+        config_missing: None,
     });
     let provider = core::config::ProviderConfig::new(
         "openrouter",

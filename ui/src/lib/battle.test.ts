@@ -74,6 +74,8 @@ function contestant(
     id,
     position,
     label: null,
+    check_outcome: 'none',
+    apply_advice: null,
     identity: 'critic',
     model: `model-${id}`,
     provider: 'local',
@@ -115,6 +117,8 @@ function detail({
   tags,
 }: DetailOptions): BattleDetailDto {
   const battle: BattleDto = {
+    base: null,
+    check_warning: null,
     id: 'b1',
     battle_type: BattleType.Qa,
     status: status ?? 'running',

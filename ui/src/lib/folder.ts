@@ -14,3 +14,21 @@ export function projectProblem(project: string): string | null {
   }
   return null;
 }
+
+/** The marker before the folder's path in an `open_failed` error. */
+const PATH_MARK = 'its path: ';
+
+/**
+ * A folder the OS could not show (`open_failed`): the folder's path to open
+ * by hand; any other error keeps its message and has no path.
+ */
+export function folderFailure(error: { code: string; message: string }): {
+  path: string | null;
+  message: string;
+} {
+  const at = error.message.lastIndexOf(PATH_MARK);
+  if (error.code === 'open_failed' && at >= 0) {
+    return { path: error.message.slice(at + PATH_MARK.length).trim(), message: error.message };
+  }
+  return { path: null, message: error.message };
+}

@@ -4,6 +4,8 @@ import { changesOnItsOwn, changesTheRow, outcomeLine } from './history';
 
 function battle(over: Partial<BattleDto> = {}): BattleDto {
   return {
+    base: null,
+    check_warning: null,
     id: 'b1',
     battle_type: BattleType.Qa,
     status: 'done',

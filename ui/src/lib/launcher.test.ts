@@ -36,6 +36,7 @@ function form(over: Partial<LauncherForm> = {}): LauncherForm {
     checkCommand: '',
     blind: false,
     tags: '',
+    base: 'head',
     ...over,
   };
 }
@@ -277,6 +278,7 @@ describe('identityChoices', () => {
       path: '/usr/bin/claude',
       read_only: true,
       custom: false,
+      command: [],
     },
     {
       name: Agent.Codex,
@@ -285,6 +287,7 @@ describe('identityChoices', () => {
       path: null,
       read_only: true,
       custom: false,
+      command: [],
     },
   ];
 
@@ -330,6 +333,7 @@ describe('toRequest', () => {
       check_command: null,
       blind: false,
       tags: [],
+      base: 'head',
     });
   });
 
@@ -484,6 +488,7 @@ describe('the examiner', () => {
     path: installed ? `/bin/${name}` : null,
     read_only: readOnly,
     custom: false,
+    command: [],
   });
 
   it('is a persona or an installed agent that can examine', () => {

@@ -7,6 +7,7 @@ import {
   BattleType,
   battleTypeInfo,
   type BackendDto,
+  type BaseChoiceDto,
   type BattleTypeDto,
   type LaneDto,
   type PersonaDto,
@@ -47,6 +48,8 @@ export interface LauncherForm {
   blind: boolean;
   /** Comma-separated. */
   tags: string;
+  /** Coding: start from HEAD, or from the working tree as it is. */
+  base: BaseChoiceDto;
 }
 
 /** An option of an identity or model select. */
@@ -241,6 +244,7 @@ export function toRequest(form: LauncherForm): StartBattleRequest {
     check_command: battleTypeInfo(form.battleType).judged_by_check && check ? check : null,
     blind: form.blind,
     tags: parseTags(form.tags),
+    base: battleTypeInfo(form.battleType).has_worktrees ? form.base : 'head',
   };
 }
 
@@ -273,6 +277,7 @@ export function initialForm(storage: Storage | null): LauncherForm {
     contestants: perBattleType(blank),
     checkCommand: '',
     blind: false,
+    base: 'head',
     tags: '',
   };
   const saved = readSaved(storage);

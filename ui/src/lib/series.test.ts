@@ -27,6 +27,7 @@ function form(over: Partial<LauncherForm> = {}): LauncherForm {
     checkCommand: '',
     blind: false,
     tags: '',
+    base: 'head',
     ...over,
   };
 }

@@ -50,6 +50,23 @@ impl Engine {
         Ok(self.config())
     }
 
+    /// Creates the config file at `path` with the defaults (the engine's
+    /// configuration when no file exists: llama-swap on loopback), with
+    /// comments saying what goes where. Never overwrites a file: one that
+    /// exists by then is left as it is, and `Ok(false)` says so.
+    pub fn create_config(path: &Path) -> Result<bool> {
+        let dir = path.parent().unwrap_or(Path::new("."));
+        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+        let mut file = tempfile::NamedTempFile::new_in(dir).map_err(|e| Error::io(dir, e))?;
+        std::io::Write::write_all(&mut file, DEFAULT_CONFIG.as_bytes())
+            .map_err(|e| Error::io(path, e))?;
+        match file.persist_noclobber(path) {
+            Ok(_) => Ok(true),
+            Err(e) if e.error.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
+            Err(e) => Err(Error::io(path, e.error)),
+        }
+    }
+
     /// Adds the `[[backend]]` `backend` to the config file at `path`, or
     /// replaces the one named `previous` (renaming it when the names
     /// differ), or with `backend: None` removes `previous`. The file's other
@@ -149,6 +166,26 @@ impl Engine {
         futures::future::join_all(lookups).await
     }
 }
+
+/// The config file the app creates: the defaults, with comments.
+pub const DEFAULT_CONFIG: &str = r#"# Arena's configuration, created by the app with the defaults.
+# The app's Settings screen edits it and keeps your comments.
+
+# The judge model that analyses battles (a model one of the providers serves).
+# default_model = "qwen3-8b"
+
+# Where models are served: a local llama-swap on this machine.
+[[provider]]
+name = "llama-swap"
+kind = "openai"
+base_url = "http://127.0.0.1:8080/v1"
+lane = "local"
+
+# Your own command-line agents for Coding battles, for example:
+# [[backend]]
+# name = "my-agent"
+# command = ["my-agent", "--message", "{prompt}"]
+"#;
 
 /// A file's text, empty when it does not exist.
 fn read_or_empty(path: &Path) -> Result<String> {
@@ -625,6 +662,18 @@ command = ["my-agent", "--task", "{prompt}"]  # keep me
             edit_backend("not = [toml", None, Some(agent("x", &["c", "{prompt}"]))),
             Err(BackendEditError::Text(_))
         ));
+    }
+
+    #[test]
+    fn the_created_config_is_the_defaults_and_never_overwrites() {
+        assert_eq!(Config::parse(DEFAULT_CONFIG).unwrap(), Config::default());
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sub").join("arena.toml");
+        assert!(Engine::create_config(&path).unwrap());
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), DEFAULT_CONFIG);
+        std::fs::write(&path, "# mine\n").unwrap();
+        assert!(!Engine::create_config(&path).unwrap());
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "# mine\n");
     }
 
     #[test]

@@ -27,4 +27,9 @@ battles: number | null,
 /**
  * Why the engine could not open, if it could not.
  */
-startup_error: string | null, };
+startup_error: string | null, 
+/**
+ * The config file `ARENA_CONFIG` names when it does not exist: the app
+ * runs with the defaults and offers to create it.
+ */
+config_missing: string | null, };

@@ -23,4 +23,9 @@ read_only: boolean,
 /**
  * A `[[backend]]` from arena.toml rather than a known agent.
  */
-custom: boolean, };
+custom: boolean, 
+/**
+ * A `[[backend]]`'s command as arena.toml has it (empty for a known
+ * agent), for Settings to edit.
+ */
+command: Array<string>, };
