@@ -43,6 +43,9 @@ describe('parse', () => {
     ['#/battle/%', { name: 'history' }],
     ['#/series/0193a2b4', { name: 'series', id: '0193a2b4' }],
     ['#/series/', { name: 'history' }],
+    ['#/packs', { name: 'packs', run: null }],
+    ['#/packs/0193a2b4', { name: 'packs', run: '0193a2b4' }],
+    ['#/packs/%', { name: 'packs', run: null }],
   ])('%s shows %o', (hash, route) => {
     expect(parse(hash)).toEqual(route);
   });
@@ -56,6 +59,8 @@ describe('href', () => {
     expect(href({ name: 'settings' })).toBe('#/settings');
     expect(href({ name: 'battle', id: '01J9ZK' })).toBe('#/battle/01J9ZK');
     expect(href({ name: 'series', id: 's/1' })).toBe('#/series/s%2F1');
+    expect(href({ name: 'packs', run: null })).toBe('#/packs');
+    expect(href({ name: 'packs', run: 's/1' })).toBe('#/packs/s%2F1');
   });
 
   it('round-trips through parse, even for an id that needs escaping', () => {
