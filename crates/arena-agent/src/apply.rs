@@ -217,7 +217,8 @@ fn apply_with(
     // Before anything asks `DiffFile::mode`, which panics on a mode it
     // does not know.
     known_modes(patch)?;
-    let patch = quote_spaced_headers(patch);
+    let quoted = quote_spaced_headers(patch);
+    let patch = header_only_files(&quoted);
     let diff = git2::Diff::from_buffer(patch.as_bytes())
         .map_err(|error| DiffError::InvalidPatch(error.message().to_string()))?;
     if diff.deltas().len() == 0 {
@@ -1157,6 +1158,73 @@ fn quote_spaced_headers(patch: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(out)
 }
 
+/// Gives an empty file that a section adds or deletes its `---`/`+++`
+/// lines. git writes such a section as its header alone (`new file mode`,
+/// `index 0000000..e69de29`, nothing after), and libgit2 1.8 cannot read
+/// it ("invalid patch header"): an agent that adds an empty `__init__.py`
+/// would leave a change nothing could apply. With the two lines it reads
+/// the section as git does.
+fn header_only_files(patch: &str) -> std::borrow::Cow<'_, str> {
+    const START: &str = "diff --git ";
+    let starts: Vec<usize> = patch
+        .match_indices(START)
+        .map(|(i, _)| i)
+        .filter(|&i| i == 0 || patch.as_bytes()[i - 1] == b'\n')
+        .collect();
+    let mut out = String::new();
+    let mut copied = 0;
+    for (n, &start) in starts.iter().enumerate() {
+        let end = starts.get(n + 1).copied().unwrap_or(patch.len());
+        let section = &patch[start..end];
+        let lines: Vec<&str> = section.lines().collect();
+        let has = |prefix: &str| lines.iter().skip(1).any(|l| l.starts_with(prefix));
+        let body = ["--- ", "+++ ", "@@", "Binary files ", "GIT binary patch"];
+        if body.iter().any(|b| has(b)) {
+            continue;
+        }
+        let Some((old, new)) = header_paths(lines[0]) else {
+            continue;
+        };
+        let fill = if has("new file mode") {
+            format!("--- /dev/null\n+++ {new}\n")
+        } else if has("deleted file mode") {
+            format!("--- {old}\n+++ /dev/null\n")
+        } else {
+            continue;
+        };
+        out.push_str(&patch[copied..end]);
+        if !out.ends_with('\n') {
+            out.push('\n');
+        }
+        out.push_str(&fill);
+        copied = end;
+    }
+    if copied == 0 {
+        return std::borrow::Cow::Borrowed(patch);
+    }
+    out.push_str(&patch[copied..]);
+    std::borrow::Cow::Owned(out)
+}
+
+/// The two paths of a `diff --git` line of a file added or deleted (the
+/// same path twice): `a/P` and `b/P`, or both quoted as git quotes them.
+fn header_paths(line: &str) -> Option<(String, String)> {
+    let rest = line.strip_prefix("diff --git ")?.trim_end_matches('\r');
+    if let Some(quoted) = rest.strip_prefix('"') {
+        let (a, b) = quoted.split_once("\" \"")?;
+        let b = b.strip_suffix('"')?;
+        let (pa, pb) = (a.strip_prefix("a/")?, b.strip_prefix("b/")?);
+        return (pa == pb).then(|| (format!("\"a/{pa}\""), format!("\"b/{pb}\"")));
+    }
+    if rest.len() < 5 || !rest.starts_with("a/") {
+        return None;
+    }
+    let len = (rest.len() - 5) / 2;
+    let path = rest.get(2..2 + len)?;
+    (rest.get(2 + len..)? == format!(" b/{path}"))
+        .then(|| (format!("a/{path}"), format!("b/{path}")))
+}
+
 /// `a, b, c and 4 more`.
 fn name_some(files: &[String], shown: usize) -> String {
     let mut text = files
@@ -1435,5 +1503,39 @@ mod tests {
             apply(&dir, "  \n", Consent::Ask).ok(),
             Some(Applied::Written(Changes::default()))
         );
+    }
+}
+
+#[cfg(test)]
+mod header_only_tests {
+    use super::*;
+
+    #[test]
+    fn empty_files_added_or_deleted_get_their_lines_and_libgit2_reads_them() {
+        let empty = "diff --git a/t/__init__.py b/t/__init__.py\nnew file mode 100644\nindex 0000000..e69de29\n";
+        let gone = "diff --git \"a/d s/e\" \"b/d s/e\"\ndeleted file mode 100644\nindex e69de29..0000000\n";
+        let next = "diff --git a/x.py b/x.py\nindex 1111111..2222222 100644\n--- a/x.py\n+++ b/x.py\n@@ -1 +1 @@\n-a\n+b\n";
+        let patch = format!("{empty}{next}{gone}");
+        assert!(git2::Diff::from_buffer(patch.as_bytes()).is_err());
+        let fixed = header_only_files(&patch);
+        assert_eq!(
+            fixed,
+            format!(
+                "{empty}--- /dev/null\n+++ b/t/__init__.py\n{next}{gone}--- \"a/d s/e\"\n+++ /dev/null\n"
+            )
+        );
+        let diff = git2::Diff::from_buffer(fixed.as_bytes()).expect("libgit2 reads it");
+        assert_eq!(diff.deltas().count(), 3);
+        // Nothing else is touched: a mode change, a rename, a body.
+        for untouched in [
+            next.to_string(),
+            "diff --git a/s b/s\nold mode 100644\nnew mode 100755\n".into(),
+            "diff --git a/a b/b\nsimilarity index 100%\nrename from a\nrename to b\n".into(),
+        ] {
+            assert!(matches!(
+                header_only_files(&untouched),
+                std::borrow::Cow::Borrowed(_)
+            ));
+        }
     }
 }

@@ -770,3 +770,46 @@ fn hook_managers_in_package_json_wait_for_a_yes() {
         other => panic!("{other:?}"),
     }
 }
+
+/// git writes an empty file's section as its header alone; such a change
+/// (an agent adding an empty `__init__.py`, deleting an empty file) applies
+/// like any other, beside ordinary sections.
+#[test]
+fn empty_files_added_and_deleted_apply() {
+    let scene = scene();
+    write(&scene.project.join("empty.txt"), "");
+    git(&scene.project, &["add", "-A"]);
+    git(&scene.project, &["commit", "-q", "-m", "an empty file"]);
+    let added = scene.patch("added", |clone| {
+        write(&clone.join("tests/__init__.py"), "");
+        write(
+            &clone.join("src/lib.rs"),
+            "pub fn answer() -> u32 {\n    43\n}\n",
+        );
+        write(&clone.join("pkg/a b/__init__.py"), "");
+    });
+    let deleted = scene.patch("deleted", |clone| {
+        fs::remove_file(clone.join("empty.txt")).unwrap();
+    });
+    assert!(
+        added.contains("new file mode 100644\nindex 0000000..e69de29\ndiff"),
+        "{added}"
+    );
+    assert!(
+        deleted.ends_with("deleted file mode 100644\nindex e69de29..0000000\n"),
+        "{deleted}"
+    );
+    assert_eq!(scene.written(&deleted).files.len(), 1, "{deleted}");
+    // (Apply wants a clean tree: the user commits in between.)
+    git(&scene.project, &["commit", "-q", "-a", "-m", "deleted"]);
+    let changes = scene.written(&added);
+    assert_eq!(changes.files.len(), 3, "{added}");
+    for empty in ["tests/__init__.py", "pkg/a b/__init__.py"] {
+        assert_eq!(fs::read(scene.project.join(empty)).unwrap(), b"", "{empty}");
+    }
+    assert!(!scene.project.join("empty.txt").exists());
+    assert!(fs::read_to_string(scene.project.join("src/lib.rs"))
+        .unwrap()
+        .contains("43"));
+    assert_fsck_clean(&scene.project);
+}
