@@ -180,3 +180,59 @@ async fn a_pytest_the_environment_brings_is_found() {
     }
     assert_eq!(battle_warning(&b), None);
 }
+
+/// A contestant cannot make its own failed check read "could not run": a
+/// change that rewrites the check's script to print the shell's "not found"
+/// and exit 127 is the change's failure, because the check's program is
+/// there when it runs on the base (the dry run says so); the honest
+/// contestant's check passes, and the battle carries no warning.
+#[tokio::test]
+async fn a_change_that_fakes_a_missing_program_fails_its_check() {
+    let mut h = Harness::new().await;
+    let spoof = "set -e\nif [ \"$1\" = m2 ]; then printf 'echo \"sh: 1: pytest: not found\" >&2\\nexit 127\\n' > tests.sh; fi\necho done\n";
+    h.reconfigure(|config| {
+        config.backends = vec![CustomBackend {
+            name: "fake".into(),
+            command: vec![
+                "bash".into(),
+                "-c".into(),
+                spoof.into(),
+                "agent".into(),
+                "{model}".into(),
+            ],
+        }];
+    });
+    h.cloud.set_model("m1", ModelScript::tokens(1));
+    h.cloud.set_model("m2", ModelScript::tokens(1));
+    let project = repo();
+    std::fs::write(project.path().join("tests.sh"), "echo 'all good'\n").expect("tests.sh");
+    git(project.path(), &["add", "tests.sh"]);
+    git(project.path(), &["commit", "-q", "-m", "tests"]);
+
+    let b = run_coding(
+        &h,
+        project.path(),
+        &["fake@m1", "fake@m2"],
+        Some("sh tests.sh"),
+    )
+    .await;
+    let outcome = |model: &str| {
+        let c = b
+            .contestants
+            .iter()
+            .find(|c| c.model == model)
+            .expect(model);
+        let check = c.check.as_ref().expect("a check result");
+        (CheckOutcome::of(Some(check)), check.clone())
+    };
+    let (honest, check) = outcome("m1");
+    assert_eq!(honest, CheckOutcome::Passed, "{check:?}");
+    let (faked, check) = outcome("m2");
+    assert_eq!(check.exit_code, Some(127), "{check:?}");
+    assert_eq!(faked, CheckOutcome::Failed, "{check:?}");
+    assert!(
+        check.output_tail.contains("the change's failure"),
+        "{check:?}"
+    );
+    assert_eq!(battle_warning(&b), None);
+}

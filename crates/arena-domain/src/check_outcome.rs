@@ -96,7 +96,20 @@ pub fn could_not_run(command: &str, exit_code: Option<i32>, tail: &str) -> Optio
 /// interpreter it names) is missing.
 fn said_missing<'a>(word: &str, tail: &'a str) -> Option<&'a str> {
     let name = word.rsplit('/').next().unwrap_or(word);
+    // Only the shell's or env's own words: a test's output that mentions
+    // the program and a missing file is not the program missing.
+    const SAYERS: [&str; 6] = [
+        "sh: ",
+        "bash: ",
+        "/bin/sh: ",
+        "/usr/bin/env: ",
+        "env: ",
+        "zsh: ",
+    ];
     tail.lines().map(str::trim).find(|line| {
+        if !SAYERS.iter().any(|p| line.starts_with(p)) && !line.starts_with(word) {
+            return false;
+        }
         let mentions = line.contains(word) || (!name.is_empty() && line.contains(name));
         let missing = line.contains("command not found")
             || line.ends_with(": not found")

@@ -13,6 +13,36 @@ use super::launch::{self, Reach, Scratch};
 use super::workspace::Workspace;
 use super::Engine;
 
+/// A check that says it could not run (exit 126/127, the shell's "not
+/// found") is believed only when its program is missing where the check
+/// runs on the base too (the dry run of [`Engine::probe_check`]): the
+/// contestant's change cannot decide that. Otherwise it is the change's
+/// failure (a change that prints "pytest: not found" and exits 127 gains
+/// nothing), and the tail says why.
+pub(super) async fn confirm_could_not_run(
+    engine: &Engine,
+    project: &std::path::Path,
+    mut check: CheckResult,
+) -> CheckResult {
+    if check.could_not_run.is_none() {
+        return check;
+    }
+    let missing = match engine.probe_check(project, &check.command).await {
+        Ok(probe) => probe.warning.is_some(),
+        Err(e) => {
+            tracing::warn!(error = %e, "the check's dry run failed: its exit counts as a failure");
+            false
+        }
+    };
+    if !missing {
+        check.could_not_run = None;
+        check.output_tail.push_str(
+            "\n[Arena: its program is there where the check runs on the base, so this exit is the change's failure]\n",
+        );
+    }
+    check
+}
+
 /// Runs the battle's check command in a finished worktree, in the sandbox
 /// of an agent that builds and tests: it may change the worktree and read
 /// your toolchains, and connect nowhere. A check that cannot be sandboxed

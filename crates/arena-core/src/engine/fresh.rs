@@ -18,7 +18,7 @@ use crate::battle::{Battle, CheckResult, Contestant, NOT_IN_CHANGE_LISTED};
 use crate::error::{Error, Result};
 use crate::{diff, results, worktree};
 
-use super::check::run_check;
+use super::check::{confirm_could_not_run, run_check};
 use super::workspace::Workspace;
 use super::Engine;
 
@@ -117,6 +117,7 @@ async fn on_fresh_tree(
             Ok(left) => {
                 let fresh = workspace.at(&path);
                 let check = run_check(engine, c, command, &fresh, token).await;
+                let check = confirm_could_not_run(engine, &battle.project, check).await;
                 Ok(CheckResult {
                     not_in_change: left.listed,
                     not_in_change_count: left.count,
@@ -195,6 +196,7 @@ async fn over_the_base(
         Ok(left) => {
             let fresh = workspace.over(&path, &lower, &change.patch);
             let check = run_check(engine, c, command, &fresh, token).await;
+            let check = confirm_could_not_run(engine, &battle.project, check).await;
             Ok(CheckResult {
                 not_in_change: left.listed,
                 not_in_change_count: left.count,
