@@ -123,11 +123,12 @@ fn checks_of(series: &Series) -> Vec<String> {
     }
     let mut checks: Vec<String> = Vec::new();
     for p in &r.prompts {
-        // A pack task's verifier runs its test command like a check.
+        // A pack task's verifier runs its test command like a check (and a
+        // row may name a check beside it: both are asked for).
         let tests = p.task.as_ref().and_then(|t| t.tests.as_ref());
-        let command = tests.map(|t| t.test_command.as_str()).or(r.check_of(p));
-        if let Some(c) = command.map(str::trim).filter(|c| !c.is_empty()) {
-            if !checks.iter().any(|k| k == c) {
+        let commands = [tests.map(|t| t.test_command.as_str()), r.check_of(p)];
+        for c in commands.into_iter().flatten().map(str::trim) {
+            if !c.is_empty() && !checks.iter().any(|k| k == c) {
                 checks.push(c.to_string());
             }
         }
@@ -200,6 +201,21 @@ fn access(
 pub(super) fn check_commands(engine: &Engine, series: &Series) -> Result<()> {
     if !engine.inner.store.is_team() {
         return Ok(());
+    }
+    // A pack task without its tests would have its verifier read a pack
+    // folder the row names: a path from the team's database is not one
+    // this machine chose to run.
+    if series
+        .request
+        .prompts
+        .iter()
+        .any(|p| p.task.as_ref().is_some_and(|t| t.tests.is_none()))
+    {
+        return Err(Invalid::Other(format!(
+            "series {} is a pack run recorded without its tasks' tests (by an older Arena): only the machine that started it runs it",
+            short_id(&series.id)
+        ))
+        .into());
     }
     let asked = asks(engine, series)?;
     match asked.unapproved_checks.first() {

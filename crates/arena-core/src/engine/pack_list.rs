@@ -83,9 +83,13 @@ impl Engine {
             let mut written = Vec::new();
             for (name, text) in PACK_REPORT_FILES.iter().zip(texts) {
                 let file = folder.join(name);
-                let tmp = folder.join(format!(".{name}.tmp"));
-                std::fs::write(&tmp, text).map_err(|e| Error::io(&tmp, e))?;
-                std::fs::rename(&tmp, &file).map_err(|e| Error::io(&file, e))?;
+                // A fresh temporary file (created, never opened through a
+                // link left there), renamed over the report.
+                let mut tmp =
+                    tempfile::NamedTempFile::new_in(&folder).map_err(|e| Error::io(&folder, e))?;
+                std::io::Write::write_all(&mut tmp, text.as_bytes())
+                    .map_err(|e| Error::io(tmp.path(), e))?;
+                tmp.persist(&file).map_err(|e| Error::io(&file, e.error))?;
                 written.push(file);
             }
             Ok((folder, written))

@@ -52,7 +52,8 @@ pub(super) async fn run_place(
             // The series' tags (as edited), then the prompt's own.
             plan.tags =
                 crate::blind::tags(&series.tags.iter().chain(&prompt.tags).collect::<Vec<_>>())?;
-            if plan.battle_type.judged_by_check() {
+            // (A pack's task is decided by its verifier, never a check.)
+            if plan.battle_type.judged_by_check() && prompt.task.is_none() {
                 plan.check_command = request.check_of(prompt).map(str::to_string);
             }
             // A pack's task starts from its base, sealed: nothing of its

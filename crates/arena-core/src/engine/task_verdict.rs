@@ -94,6 +94,9 @@ fn failed_check(engine: &Engine, why: String) -> GoalCheck {
     }
 }
 
+/// A task's verifier runs 6 hours at most, whatever its row says.
+const MAX_VERIFIER_SECS: u64 = 6 * 3600;
+
 /// One contestant's change verified by the task's verifier.
 async fn verify_one(
     engine: &Engine,
@@ -106,9 +109,11 @@ async fn verify_one(
         test_patch: task.test_patch.clone(),
         lists: task.lists.clone(),
         test_command: task.test_command.clone(),
+        // The row's own limit, bounded (a team's row is data).
         time_limit: std::time::Duration::from_secs(
             task.time_limit_secs
-                .unwrap_or(engine.config().limits.check_timeout_secs),
+                .unwrap_or(engine.config().limits.check_timeout_secs)
+                .min(MAX_VERIFIER_SECS),
         ),
     };
     let v = match super::verify::verify(engine, battle, c, &what, token).await {

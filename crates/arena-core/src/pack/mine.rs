@@ -363,6 +363,7 @@ pub fn mine_with_progress(
         "--diff-merges=first-parent",
         "--no-renames",
         "--no-ext-diff",
+        "--no-textconv",
         "--numstat",
         "-z",
         "--format=%x1e%H%x1f%P%x1f%cI%x1f%an%x1f%ae%x1f%B%x1f",
@@ -594,6 +595,7 @@ fn judge_static(
             &[
                 "diff",
                 "--no-ext-diff",
+                "--no-textconv",
                 "--no-color",
                 "-U0",
                 &parent,
@@ -759,6 +761,7 @@ fn split_patches(
             &[
                 "diff",
                 "--no-ext-diff",
+                "--no-textconv",
                 "--no-color",
                 "--binary",
                 "--no-renames",
@@ -789,6 +792,7 @@ fn split_by_file(
         &[
             "diff",
             "--no-ext-diff",
+            "--no-textconv",
             "--no-color",
             "--binary",
             "--no-renames",
@@ -1020,6 +1024,7 @@ pub fn commit_patch(project: &Path, base: &str, commit: &str) -> Result<String, 
         &[
             "diff",
             "--no-ext-diff",
+            "--no-textconv",
             "--no-color",
             "--binary",
             "--no-renames",

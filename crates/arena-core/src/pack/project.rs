@@ -272,6 +272,8 @@ pub(super) fn git_command(dir: &Path, config: &str, args: &[&str], input: bool) 
         .current_dir(dir)
         .env("GIT_TERMINAL_PROMPT", "0")
         .env("GIT_CONFIG_NOSYSTEM", "1")
+        // A path from the repository is a path, never a pattern.
+        .env("GIT_LITERAL_PATHSPECS", "1")
         .env_remove("GIT_DIR")
         .env_remove("GIT_WORK_TREE")
         .env_remove("GIT_INDEX_FILE")
