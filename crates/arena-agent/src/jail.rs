@@ -962,6 +962,25 @@ fn may_be_key(name: &str) -> bool {
         || (name.starts_with("id_") && !name.ends_with(".pub"))
 }
 
+/// Whether a file at `rel` (a relative path) whose first bytes are `head`
+/// holds a credential as the jail tells them: a name of
+/// [`CREDENTIAL_FILES`], a place under one of [`CREDENTIAL_FOLDERS`], or a
+/// private key. (What Arena copies out of a user's tree, such as a
+/// working-tree snapshot, leaves these out as the jail hides them.)
+pub fn is_credential_file(rel: &Path, head: &[u8]) -> bool {
+    let name = rel
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    CREDENTIAL_FILES.contains(&name.as_str())
+        || rel.components().any(|c| {
+            CREDENTIAL_FOLDERS
+                .iter()
+                .any(|f| c.as_os_str() == std::ffi::OsStr::new(f))
+        })
+        || (may_be_key(&name) && head.windows(11).any(|w| w == b"PRIVATE KEY"))
+}
+
 /// Whether the file holds a private key (`-----BEGIN … PRIVATE KEY-----`
 /// in its first 8 KiB): a certificate bundle (`cacert.pem`) does not.
 fn holds_private_key(path: &Path) -> bool {

@@ -87,6 +87,20 @@ fn dirty_project() -> tempfile::TempDir {
     std::fs::create_dir(root.join("nested")).unwrap();
     std::fs::write(root.join("nested/.git"), "gitdir: /nowhere/.git\n").unwrap();
     std::fs::write(root.join("nested/x.txt"), "x\n").unwrap();
+    // New files that hold secrets, never ignored by the user.
+    std::fs::write(root.join(".env"), "API_KEY=sk-the-users-own\n").unwrap();
+    std::fs::write(root.join("config/.npmrc"), "//registry/:_authToken=t0k3n\n")
+        .or_else(|_| {
+            std::fs::create_dir(root.join("config"))?;
+            std::fs::write(root.join("config/.npmrc"), "//registry/:_authToken=t0k3n\n")
+        })
+        .unwrap();
+    std::fs::write(
+        root.join("deploy.pem"),
+        "-----BEGIN OPENSSH PRIVATE KEY-----\nAAAA\n-----END OPENSSH PRIVATE KEY-----\n",
+    )
+    .unwrap();
+    std::fs::write(root.join("cacert.pem"), "-----BEGIN CERTIFICATE-----\n").unwrap();
     project
 }
 
@@ -182,6 +196,14 @@ async fn a_battle_from_the_working_tree_takes_uncommitted_work_and_leaves_the_re
         tree.get_path(Path::new("src/lib.rs")).is_err(),
         "a deleted file came back"
     );
+    // Secrets stay out of every agent's tree; a certificate is no secret.
+    for secret in [".env", "config/.npmrc", "deploy.pem"] {
+        assert!(
+            tree.get_path(Path::new(secret)).is_err(),
+            "{secret} was taken into the snapshot"
+        );
+    }
+    assert!(tree.get_name("cacert.pem").is_some());
 
     // What the agent saw and what the check found.
     let saw = seen(&b, 0);

@@ -10,7 +10,10 @@
 //! followed), a path through a linked folder is not read, a file past
 //! `[limits] max_file_bytes` (the jail's file bound) refuses the snapshot
 //! naming it, anything under a `.git` (a nested repository's pointer file
-//! or folder) and anything that is neither file nor link is left out.
+//! or folder) and anything that is neither file nor link is left out. A
+//! new file that may hold a secret (`.env*`, what the jail hides as a
+//! credential: `.npmrc`, `credentials.json`, a private key …) is left out
+//! too: the snapshot is every agent's tree.
 //!
 //! Applying a result made from a snapshot: the change is against the
 //! snapshot, so it is applied only while the user's tree still is that
@@ -201,6 +204,18 @@ fn working_tree(user: &Repository, into: &Repository, max_file_bytes: u64) -> Re
             Some(m) if m.is_file() => {
                 use std::os::unix::fs::PermissionsExt;
                 let bytes = read_file(&path, &file.path, max_file_bytes)?;
+                // A new file that holds a secret (a `.env`, an `.npmrc`,
+                // a private key) stays out: the snapshot is every agent's
+                // tree, and the jail hides such files everywhere else.
+                let new = matches!(
+                    file.kind,
+                    UncommittedKind::Untracked | UncommittedKind::Added
+                );
+                if new && holds_secret(rel, &bytes) {
+                    tracing::warn!(path = %file.path, "left a file that may hold a secret out of the snapshot");
+                    let _ = index.remove_path(rel);
+                    continue;
+                }
                 let id = into.blob(&bytes).map_err(git_error("store a file"))?;
                 let mode = if m.permissions().mode() & 0o111 != 0 {
                     0o100755
@@ -237,6 +252,17 @@ fn working_tree(user: &Repository, into: &Repository, max_file_bytes: u64) -> Re
         .write_tree_to(into)
         .map_err(git_error("write the snapshot's tree"))?;
     Ok((tree, head))
+}
+
+/// Whether a new file of the working tree may hold a secret: what the jail
+/// hides as a credential, and a `.env` file (`.env`, `.env.local`, …).
+fn holds_secret(rel: &Path, bytes: &[u8]) -> bool {
+    let name = rel
+        .file_name()
+        .map(|n| n.to_string_lossy())
+        .unwrap_or_default();
+    let head = &bytes[..bytes.len().min(8192)];
+    name == ".env" || name.starts_with(".env.") || crate::agent::jail::is_credential_file(rel, head)
 }
 
 /// A bare repository at `dir` whose objects borrow `borrow` (read only).
