@@ -232,6 +232,13 @@ grep -q "^## $VERSION " CHANGELOG.md ||
 # The CLI: the binary alone.
 cli=$WORK/arena-cli
 install -D -m 0755 "$BIN/arena" "$cli/usr/bin/arena"
+# The sample pack (`arena pack run sample`): its files as they are in the
+# repository, read only (its test scripts keep their executable bit).
+mkdir -p "$cli/usr/share/arena/packs"
+cp -r packs/sample "$cli/usr/share/arena/packs/sample"
+find "$cli/usr/share/arena" -type d -exec chmod 0755 {} +
+find "$cli/usr/share/arena" -type f -perm -u+x -exec chmod 0755 {} +
+find "$cli/usr/share/arena" -type f ! -perm -u+x -exec chmod 0644 {} +
 finish arena-cli "$cli" "git, bubblewrap" \
   "compare AI models and coding agents on one prompt (command line)" \
   "Arena runs the same prompt against 2 to 6 AI contestants - local models (llama.cpp, llama-swap, Ollama), cloud models and CLI coding agents - and helps pick the best result: fair speed figures, diffs, checks, an LLM judge, blind votes and a leaderboard. This package is the arena command alone, for servers and CI; the desktop app is the arena package."

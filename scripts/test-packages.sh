@@ -79,6 +79,13 @@ version=$(arena --version)
 say "arena --version: $version"
 [[ $version == "arena $V1 (commit $COMMIT, built "*")" ]] ||
   fail "arena --version says \"$version\", expected version $V1 and commit $COMMIT"
+# The sample pack ships with the CLI and answers to its name.
+[[ -f /usr/share/arena/packs/sample/pack.toml ]] || fail "the CLI package has no sample pack"
+tasks=$(cd / && arena pack show sample --json |
+  python3 -c 'import json, sys; print(len(json.load(sys.stdin)["tasks"]))') ||
+  fail "arena pack show sample failed"
+[[ $tasks == 3 ]] || fail "the shipped sample pack has $tasks tasks, expected 3"
+say "the sample pack ships: $tasks tasks"
 
 # The scripted server, from the same build (package.sh built every binary
 # of the workspace).
