@@ -6,6 +6,7 @@
 
 mod env;
 mod pack;
+mod pack_folder;
 mod pack_mine;
 mod pack_review;
 mod pack_run;

@@ -15,7 +15,7 @@ use crate::view::shown;
 #[derive(Args)]
 pub struct PackRunArgs {
     /// The pack's folder (`sample`: the sample pack Arena ships).
-    #[arg(value_parser = crate::pack::pack_folder)]
+    #[arg(value_parser = crate::pack_folder::pack_folder)]
     pack: PathBuf,
     /// The project the tasks' bases are in (default: the pack's own bundle).
     #[arg(long, value_name = "DIR")]
@@ -105,7 +105,7 @@ pub async fn run(engine: &Engine, args: PackRunArgs) -> Result<(), Error> {
 #[derive(Args)]
 pub struct PackCheckArgs {
     /// The pack's folder (`sample`: the sample pack Arena ships).
-    #[arg(value_parser = crate::pack::pack_folder)]
+    #[arg(value_parser = crate::pack_folder::pack_folder)]
     pack: PathBuf,
     /// The project the tasks' bases are in (default: the pack's own bundle).
     #[arg(long, value_name = "DIR")]

@@ -27,6 +27,8 @@ pub use battle::{
     Battle, BattleRequest, BattleStatus, BattleType, Contestant, ContestantSpec, ContestantStatus,
     Lane,
 };
+/// A Coding check's dry run before the battle (issue 42).
+pub use engine::CheckProbe;
 /// Running a task pack (a series of its tasks) and its report.
 pub use engine::{
     pack_report_csv, pack_report_html, pack_report_markdown, solution_backend, PackCheck,
@@ -44,7 +46,5 @@ pub use engine::{DroppedCandidate, MineRun, ValidateOptions, ValidatedTask};
 pub use engine::{PackRunListing, PACK_REPORT_FILES};
 /// The verifier of a task pack's runs (issue 40).
 pub use engine::{Verification, VerifyTask};
-/// A Coding check's dry run before the battle (issue 42).
-pub use engine::CheckProbe;
 pub use error::{Error, Invalid, Result};
 pub use event::{BattleEvent, EventKind};
