@@ -90,23 +90,13 @@ pub(super) async fn run_check(
     };
     // On an overlay of the base tree: Arena's own binary applies the
     // change there, inside the jail, then becomes the check.
-    let (program, args) = match (&workspace.over, crate::agent::jail::confiner()) {
-        (Some((_, patch)), Some(arena)) => {
-            let file = _scratch.path().join("tmp").join("change.patch");
-            if let Err(e) = std::fs::write(&file, patch) {
-                return failed(format!(
-                    "the change could not be written for the check: {e}"
-                ));
-            }
-            let args = crate::agent::apply::apply_first_args(
-                path,
-                &file,
-                "sh",
-                &["-c".into(), command.into()],
-            );
-            (arena.to_path_buf(), args)
+    let (program, args) = match workspace.command_line(_scratch.path(), command) {
+        Ok(line) => line,
+        Err(e) => {
+            return failed(format!(
+                "the change could not be written for the check: {e}"
+            ))
         }
-        _ => (PathBuf::from("sh"), vec!["-c".into(), command.into()]),
     };
     let launch = Launch {
         program,

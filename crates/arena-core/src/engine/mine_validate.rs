@@ -702,20 +702,10 @@ async fn run_tests(
         super::verify::LOGS_VAR.to_string(),
         logs.to_string_lossy().into_owned(),
     ));
-    let (program, args) = match (&workspace.over, crate::agent::jail::confiner()) {
-        (Some((_, patch)), Some(arena)) => {
-            let file = scratch.path().join("tmp").join("change.patch");
-            std::fs::write(&file, patch).map_err(|e| Error::io(&file, e))?;
-            let args = crate::agent::apply::apply_first_args(
-                path,
-                &file,
-                "sh",
-                &["-c".into(), command.into()],
-            );
-            (arena.to_path_buf(), args)
-        }
-        _ => (PathBuf::from("sh"), vec!["-c".into(), command.into()]),
-    };
+    let tmp = scratch.path().join("tmp");
+    let (program, args) = workspace
+        .command_line(scratch.path(), command)
+        .map_err(|e| Error::io(&tmp, e))?;
     let launch = Launch {
         program,
         args,

@@ -54,6 +54,26 @@ pub(super) struct Workspace {
 }
 
 impl Workspace {
+    /// The program and arguments that run `command` (with `sh -c`) in this
+    /// workspace: on an overlay of the base, Arena's own binary first
+    /// applies the change there, inside the jail (the patch written into
+    /// `scratch`'s `tmp/`), then becomes the command.
+    pub(super) fn command_line(
+        &self,
+        scratch: &std::path::Path,
+        command: &str,
+    ) -> std::io::Result<(PathBuf, Vec<String>)> {
+        let shell = vec!["-c".to_string(), command.to_string()];
+        match (&self.over, crate::agent::jail::confiner()) {
+            (Some((_, patch)), Some(arena)) => {
+                let file = scratch.join("tmp").join("change.patch");
+                std::fs::write(&file, patch)?;
+                let args = crate::agent::apply::apply_first_args(&self.path, &file, "sh", &shell);
+                Ok((arena.to_path_buf(), args))
+            }
+            _ => Ok((PathBuf::from("sh"), shell)),
+        }
+    }
     /// The worktree at `path`, its repository put back in Arena's hands
     /// (before an agent works in it); a prepare its environment needs is
     /// said in `contestant_id`'s stream before it runs.
