@@ -83,31 +83,6 @@ fn history(dir: &Path) {
     commit(dir, "Divide by zero gives None", 3);
 }
 
-/// An arena.toml `[[backend]] name = "agent"`: on model `gold` it applies
-/// the gold patch of the task whose base its worktree starts from; on any
-/// other model it does nothing.
-fn gold_agent(pack: &Path) -> String {
-    let mut script =
-        String::from("[ \"$0\" = gold ] || { echo 'I looked and changed nothing'; exit 0; }\n");
-    script.push_str("case \"$(git rev-parse HEAD)\" in\n");
-    for entry in std::fs::read_dir(pack.join("tasks")).unwrap() {
-        let dir = entry.unwrap().path();
-        let toml = std::fs::read_to_string(dir.join("task.toml")).unwrap();
-        let base = toml
-            .lines()
-            .find_map(|l| l.trim().strip_prefix("base_commit = "))
-            .map(|v| v.trim_matches('"').to_string())
-            .unwrap_or_else(|| panic!("no base_commit in {toml}"));
-        let gold = std::fs::read_to_string(dir.join("solution/gold.patch")).unwrap();
-        script.push_str(&format!("{base}) git apply <<'GOLD'\n{gold}GOLD\n;;\n"));
-    }
-    script.push_str("esac\necho done\n");
-    format!(
-        "\n[[backend]]\nname = \"agent\"\ncommand = [\"bash\", \"-c\", {}, \"{{model}}\", \"{{prompt}}\"]\n",
-        serde_json::to_string(&script).unwrap()
-    )
-}
-
 fn json_of(out: &std::process::Output) -> Value {
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
         panic!(
@@ -166,7 +141,7 @@ async fn a_mined_pack_scores_a_gold_agent_100_and_an_idle_one_0() {
 
     let config = s.dir.path().join("arena.toml");
     let mut text = std::fs::read_to_string(&config).unwrap();
-    text.push_str(&gold_agent(&pack));
+    text.push_str(&common::pack::gold_agent_backend_for(&pack));
     text = text.replace(
         "stall_timeout_secs = 30",
         "stall_timeout_secs = 120\ncheck_timeout_secs = 300",

@@ -277,7 +277,11 @@ async fn a_pack_run_killed_mid_way_resumes_without_running_a_finished_run_again(
     assert_eq!(report["series_id"], before.0.as_str());
     assert_eq!(report["status"], "done", "{report}");
     let n = tasks().len();
-    assert_eq!(contestant(&report, "gold")["resolved"], 2 * n as u64);
+    assert_eq!(
+        contestant(&report, "gold")["resolved"],
+        2 * n as u64,
+        "{report}"
+    );
     // Every verdict recorded before the kill is the one reported now.
     let (_, after) = runs_so_far(&s).unwrap();
     for run in &before.1 {

@@ -28,9 +28,11 @@ pub fn tasks() -> Vec<(String, String, String)> {
     out
 }
 
-/// An arena.toml `[[backend]] name = "agent"`: on model `gold` it applies
-/// the gold patch of the task whose instruction it was given (a scripted
-/// agent that knows the answers); on any other model it does nothing.
+/// An arena.toml `[[backend]] name = "agent"` for the sample pack: on
+/// model `gold` it applies the gold patch of the task whose instruction it
+/// was given (a scripted agent that knows the answers; a run resumed after
+/// a kill finds them by the instruction too); on any other model it does
+/// nothing.
 pub fn gold_agent_backend() -> String {
     let mut script =
         String::from("[ \"$0\" = gold ] || { echo 'I looked and changed nothing'; exit 0; }\n");
@@ -42,10 +44,7 @@ pub fn gold_agent_backend() -> String {
         ));
     }
     script.push_str("echo done\n");
-    format!(
-        "\n[[backend]]\nname = \"agent\"\ncommand = [\"bash\", \"-c\", {}, \"{{model}}\", \"{{prompt}}\"]\n",
-        serde_json::to_string(&script).unwrap()
-    )
+    backend(&script)
 }
 
 /// A glob pattern matching `line` literally enough: its first few words
@@ -56,4 +55,34 @@ fn shell_words(line: &str) -> String {
         .take(6)
         .collect::<Vec<_>>()
         .join("*")
+}
+
+fn backend(script: &str) -> String {
+    format!(
+        "\n[[backend]]\nname = \"agent\"\ncommand = [\"bash\", \"-c\", {}, \"{{model}}\", \"{{prompt}}\"]\n",
+        serde_json::to_string(script).unwrap()
+    )
+}
+
+/// An arena.toml `[[backend]] name = "agent"`: on model `gold` it applies
+/// the gold patch of the task of `pack` whose base its worktree is at (for
+/// packs whose instructions do not tell the tasks apart, as a mined pack's
+/// placeholders); on any other model it does nothing.
+pub fn gold_agent_backend_for(pack: &Path) -> String {
+    let mut script =
+        String::from("[ \"$0\" = gold ] || { echo 'I looked and changed nothing'; exit 0; }\n");
+    script.push_str("case \"$(git rev-parse HEAD)\" in\n");
+    for entry in std::fs::read_dir(pack.join("tasks")).unwrap() {
+        let dir = entry.unwrap().path();
+        let toml = std::fs::read_to_string(dir.join("task.toml")).unwrap();
+        let base = toml
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("base_commit = "))
+            .map(|v| v.trim_matches('"').to_string())
+            .unwrap_or_else(|| panic!("no base_commit in {toml}"));
+        let gold = std::fs::read_to_string(dir.join("solution/gold.patch")).unwrap();
+        script.push_str(&format!("{base}) git apply <<'GOLD'\n{gold}GOLD\n;;\n"));
+    }
+    script.push_str("esac\necho done\n");
+    backend(&script)
 }
