@@ -422,7 +422,7 @@ fn a_battle_runs_streams_and_is_judged_through_ipc() {
     assert_eq!(
         backends[0],
         json!({"name": "native", "program": null, "installed": true, "path": null,
-               "read_only": false, "custom": false})
+               "read_only": false, "custom": false, "command": []})
     );
     let settings = app.ok("settings", json!({}));
     assert_eq!(settings["config_path"], json!(config));
