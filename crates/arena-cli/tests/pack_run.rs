@@ -446,3 +446,103 @@ async fn pack_check_finds_a_broken_task_and_a_run_leaves_it_out() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// SWE-bench's format round-trips through a run: the sample pack exported
+/// as SWE-bench JSONL, imported against its repository, run (the gold
+/// agent resolves every task, the idle one none), and exported again —
+/// every instance as it was.
+#[tokio::test]
+async fn a_swe_bench_file_imports_runs_and_exports_back_as_it_was() {
+    if !ready() {
+        return;
+    }
+    let s = Setup::new().await;
+    setup(&s);
+    let dir = s.dir.path();
+    let first = dir.join("instances.jsonl");
+    let ok = |out: &std::process::Output| {
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    };
+    let sample = sample();
+    ok(&s
+        .arena(&[
+            "pack",
+            "export",
+            sample.to_str().unwrap(),
+            "--format",
+            "swebench",
+            "--out",
+            first.to_str().unwrap(),
+        ])
+        .await);
+    let project = dir.join("textkit");
+    git(
+        dir,
+        &[
+            "clone",
+            "-q",
+            sample.join("repo.bundle").to_str().unwrap(),
+            project.to_str().unwrap(),
+        ],
+    );
+    let imported = dir.join("imported");
+    ok(&s
+        .arena(&[
+            "pack",
+            "import",
+            first.to_str().unwrap(),
+            "--project",
+            project.to_str().unwrap(),
+            "--out",
+            imported.to_str().unwrap(),
+            "--test-command",
+            "python3 -m unittest",
+        ])
+        .await);
+    let out = s
+        .arena(&[
+            "pack",
+            "run",
+            imported.to_str().unwrap(),
+            "--project",
+            project.to_str().unwrap(),
+            "-c",
+            "agent@gold",
+            "-c",
+            "agent@none",
+            "--runs",
+            "1",
+            "--json",
+        ])
+        .await;
+    let report = json_of(&out);
+    assert!(out.status.success(), "{report}");
+    let n = tasks().len() as u64;
+    assert_eq!(contestant(&report, "gold")["resolved"], n, "{report}");
+    assert_eq!(contestant(&report, "none")["resolved"], 0, "{report}");
+    let again = dir.join("again.jsonl");
+    ok(&s
+        .arena(&[
+            "pack",
+            "export",
+            imported.to_str().unwrap(),
+            "--format",
+            "swebench",
+            "--out",
+            again.to_str().unwrap(),
+        ])
+        .await);
+    let lines = |p: &Path| -> Vec<Value> {
+        std::fs::read_to_string(p)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    };
+    assert_eq!(lines(&again), lines(&first));
+    assert_eq!(lines(&first).len() as u64, n);
+}
