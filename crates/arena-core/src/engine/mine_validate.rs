@@ -30,7 +30,7 @@ use crate::battle::Battle;
 use crate::error::{Error, Result};
 use crate::pack::mine::{self as pmine, MineOptions, MineReport, MinedTask};
 
-use super::launch::{self, Reach, Scratch};
+use super::launch::{self, Scratch};
 use super::workspace::Workspace;
 use super::Engine;
 
@@ -674,38 +674,8 @@ async fn run_tests(
 ) -> Result<Ran> {
     let path = workspace.path.as_path();
     let scratch = Scratch::create(&engine.data_dir().join("agents").join(format!("{name}-run")))?;
-    let programs: Vec<PathBuf> = command
-        .split(|c: char| c.is_whitespace() || ";&|()`\"'".contains(c))
-        .filter(|word| !word.is_empty() && !word.starts_with('-') && !word.contains('='))
-        .filter_map(crate::backend::locate)
-        .collect();
-    let reach = Reach {
-        programs: &programs,
-        toolchains: true,
-        ..workspace.offline()
-    };
-    let confined = launch::agent_sandbox(engine, scratch.path(), reach)?;
-    let (mut env, sandbox) = match confined {
-        Some(mut c) => {
-            c.sandbox.write.push(logs.to_path_buf());
-            if c.sandbox.enforcement == crate::agent::sandbox::Enforcement::Jail {
-                c.sandbox.links.push((
-                    PathBuf::from(super::verify::LOGS_IN_JAIL),
-                    logs.to_path_buf(),
-                ));
-            }
-            (c.env, Some(c.sandbox))
-        }
-        None => (Vec::new(), None),
-    };
-    env.push((
-        super::verify::LOGS_VAR.to_string(),
-        logs.to_string_lossy().into_owned(),
-    ));
-    let tmp = scratch.path().join("tmp");
-    let (program, args) = workspace
-        .command_line(scratch.path(), command)
-        .map_err(|e| Error::io(&tmp, e))?;
+    let (env, sandbox, program, args) =
+        super::verify::test_jail(engine, &scratch, command, workspace, logs)?;
     let launch = Launch {
         program,
         args,

@@ -442,36 +442,7 @@ async fn run_tests(
             .join("agents")
             .join(format!("{}-verify", c.id)),
     )?;
-    // The programs it names bring their installations, as a check's do.
-    let programs: Vec<PathBuf> = command
-        .split(|c: char| c.is_whitespace() || ";&|()`\"'".contains(c))
-        .filter(|word| !word.is_empty() && !word.starts_with('-') && !word.contains('='))
-        .filter_map(crate::backend::locate)
-        .collect();
-    let reach = Reach {
-        programs: &programs,
-        toolchains: true,
-        ..workspace.offline()
-    };
-    let confined = launch::agent_sandbox(engine, scratch.path(), reach)?;
-    let logs_text = logs.to_string_lossy().into_owned();
-    let (mut env, sandbox) = match confined {
-        Some(mut c) => {
-            c.sandbox.write.push(logs.to_path_buf());
-            if c.sandbox.enforcement == crate::agent::sandbox::Enforcement::Jail {
-                c.sandbox
-                    .links
-                    .push((PathBuf::from(LOGS_IN_JAIL), logs.to_path_buf()));
-            }
-            (c.env, Some(c.sandbox))
-        }
-        None => (Vec::new(), None),
-    };
-    env.push((LOGS_VAR.to_string(), logs_text));
-    let tmp = scratch.path().join("tmp");
-    let (program, args) = workspace
-        .command_line(scratch.path(), command)
-        .map_err(|e| Error::io(&tmp, e))?;
+    let (env, sandbox, program, args) = test_jail(engine, &scratch, command, workspace, logs)?;
     let launch = Launch {
         program,
         args,
@@ -571,6 +542,54 @@ pub(super) fn read_report(file: &Path, limit: u64) -> Option<std::result::Result
     }
     Some(Ok(String::from_utf8_lossy(&bytes).into_owned()))
 }
+
+/// The jail, environment and command line of a test run over `workspace`
+/// (the verifier's, mining's validation): the check's jail (the programs
+/// the command names bring their installations, your toolchains, no
+/// network) with `logs` writable, bound at [`LOGS_IN_JAIL`] and named by
+/// [`LOGS_VAR`].
+pub(super) fn test_jail(
+    engine: &Engine,
+    scratch: &Scratch,
+    command: &str,
+    workspace: &Workspace,
+    logs: &Path,
+) -> Result<TestJail> {
+    let programs = super::check::programs(command);
+    let reach = Reach {
+        programs: &programs,
+        toolchains: true,
+        ..workspace.offline()
+    };
+    let confined = launch::agent_sandbox(engine, scratch.path(), reach)?;
+    let (mut env, sandbox) = match confined {
+        Some(mut c) => {
+            c.sandbox.write.push(logs.to_path_buf());
+            if c.sandbox.enforcement == crate::agent::sandbox::Enforcement::Jail {
+                c.sandbox
+                    .links
+                    .push((PathBuf::from(LOGS_IN_JAIL), logs.to_path_buf()));
+            }
+            (c.env, Some(c.sandbox))
+        }
+        None => (Vec::new(), None),
+    };
+    env.push((LOGS_VAR.to_string(), logs.to_string_lossy().into_owned()));
+    let tmp = scratch.path().join("tmp");
+    let (program, args) = workspace
+        .command_line(scratch.path(), command)
+        .map_err(|e| Error::io(&tmp, e))?;
+    Ok((env, sandbox, program, args))
+}
+
+/// What [`test_jail`] gives: the environment, the jail, the program and
+/// its arguments.
+pub(super) type TestJail = (
+    Vec<(String, String)>,
+    Option<crate::agent::sandbox::Sandbox>,
+    PathBuf,
+    Vec<String>,
+);
 
 #[cfg(test)]
 mod tests {
