@@ -787,23 +787,7 @@ fn split_by_file(
     commit: &str,
     test_paths: &[String],
 ) -> Result<(String, String), PackError> {
-    let out = git(
-        dir,
-        &[
-            "diff",
-            "--no-ext-diff",
-            "--no-textconv",
-            "--no-color",
-            "--binary",
-            "--no-renames",
-            "--full-index",
-            base,
-            commit,
-        ],
-        None,
-        None,
-    )?;
-    let text = String::from_utf8_lossy(&out);
+    let text = commit_patch(dir, base, commit)?;
     let tests: BTreeSet<String> = test_paths
         .iter()
         .map(|p| format!("diff --git a/{p} b/{p}\n"))
@@ -834,11 +818,9 @@ pub const PLACEHOLDER_INSTRUCTION: &str = "This task was mined from the project'
 /// writes it.
 pub const VALIDATED_PLACEHOLDER: &str = "This task was mined from the project's history and validated by running; its instruction is not written yet (the commit message and the failing tests' output are kept beside its tests for the instruction's writer).\n";
 
-/// Where a validated task keeps, for the instruction's writer, the tail
-/// of its first RED run's output and its commit's message: beside its
-/// hidden tests (`tests/` is never bound into an agent's jail).
-pub const RED_OUTPUT_FILE: &str = "tests/red-output.txt";
-pub const COMMIT_MESSAGE_FILE: &str = "tests/commit-message.txt";
+/// Where a task keeps its RED run's output and its commit message for
+/// the instruction's writer (the writer's own names).
+pub use arena_domain::instruction::{COMMIT_MESSAGE_FILE, RED_OUTPUT_FILE};
 
 /// A task to write: a candidate, its lists (empty: not validated), and
 /// for a validated one the tail of its RED output.
