@@ -753,3 +753,120 @@ async fn a_diff_is_there_the_moment_its_contestant_is_done() {
         "from a\n"
     );
 }
+
+/// A contestant whose driver died mid-run is run again from its base: the
+/// worktree of the lost attempt (its files, its commits) is not what the
+/// new attempt starts from, so a resumed run is the same task as a fresh one.
+#[tokio::test]
+async fn a_rerun_after_a_lost_driver_starts_from_the_base_not_the_lost_attempt() {
+    let mut h = Harness::new().await;
+    let project = repo();
+    let base = String::from_utf8(
+        Command::new("git")
+            .args(["rev-parse", "HEAD"])
+            .current_dir(project.path())
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap()
+    .trim()
+    .to_string();
+    // Both attempts note what they found; the lost one commits and then
+    // hangs until its driver is gone.
+    let attempt = |hang: bool| {
+        format!(
+            r#"if [ -e attempt.txt ]; then echo leftover > leftover.txt; fi
+git rev-parse HEAD > head.txt
+echo one > attempt.txt
+git add -A && git commit -qm wip && echo committed > committed.flag
+{}"#,
+            if hang { "sleep 60" } else { "true" }
+        )
+    };
+    with_backend(
+        &mut h,
+        vec!["bash".into(), "-c".into(), attempt(true), "{prompt}".into()],
+    );
+    h.cloud.set_model("m1", ModelScript::tokens(1));
+    h.cloud.set_model("m2", ModelScript::tokens(1));
+    let battle = h
+        .engine
+        .create_battle(BattleRequest {
+            battle_type: BattleType::Coding,
+            project: project.path().to_path_buf(),
+            prompt: "Make the change.".into(),
+            contestants: vec![
+                ContestantSpec::parse("fake@m1").unwrap(),
+                ContestantSpec::parse("fake@m2").unwrap(),
+            ],
+            check_command: None,
+            blind: false,
+            tags: Vec::new(),
+        })
+        .await
+        .unwrap();
+    let doomed = h.second_engine();
+    let run = {
+        let (engine, id) = (doomed.clone(), battle.id.clone());
+        tokio::spawn(async move { engine.run_battle(&id).await })
+    };
+    // Wait for the lost attempt to have committed its work.
+    let mut committed = false;
+    for _ in 0..600 {
+        let b = h.engine.battle(&battle.id).await.unwrap();
+        if let Some(wt) = &b.contestants[0].worktree {
+            if wt.join("committed.flag").exists() {
+                committed = true;
+                break;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(committed, "the first attempt never committed");
+    run.abort();
+    let _ = run.await;
+    drop(doomed);
+    h.engine
+        .store()
+        .transact(|tx| {
+            tx.exec_raw("UPDATE leases SET expires_at = 0", &[])?;
+            Ok(())
+        })
+        .unwrap();
+
+    with_backend(
+        &mut h,
+        vec![
+            "bash".into(),
+            "-c".into(),
+            attempt(false),
+            "{prompt}".into(),
+        ],
+    );
+    let resumed = tokio::time::timeout(Duration::from_secs(120), h.engine.resume(None))
+        .await
+        .expect("the resume ends")
+        .unwrap();
+    let b = resumed
+        .iter()
+        .find(|b| b.id == battle.id)
+        .expect("the battle is resumed");
+    let c = &b.contestants[0];
+    assert_eq!(c.status, ContestantStatus::Done, "{:?}", c.error);
+    assert_eq!(c.attempts, 2);
+    let wt = c.worktree.clone().expect("a worktree");
+    assert!(
+        !wt.join("leftover.txt").exists(),
+        "the second attempt found the first one's files"
+    );
+    let head = std::fs::read_to_string(wt.join("head.txt")).unwrap();
+    assert_eq!(
+        head.trim(),
+        base,
+        "the second attempt started from another commit"
+    );
+    let patch = patch_of(b, 0);
+    assert!(patch.contains("+one"), "{patch}");
+    assert!(!patch.contains("leftover"), "{patch}");
+}

@@ -388,6 +388,18 @@ pub(super) async fn resume_one(
                         })
                     })
                     .await?;
+                // It starts again from its base: the lost attempt's files
+                // and commits are not the task it is given.
+                if let Some(path) = c.worktree.clone() {
+                    let project = battle.objects_source().to_path_buf();
+                    tokio::task::spawn_blocking(move || {
+                        crate::worktree::remove(&project, &path, true)
+                    })
+                    .await?
+                    .map_err(|e| {
+                        Error::Git(format!("clearing the lost attempt's worktree: {e}"))
+                    })?;
+                }
             }
             ResumeAction::GiveUp(message) => {
                 engine
