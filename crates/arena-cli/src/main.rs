@@ -187,7 +187,8 @@ enum DatabaseCommand {
 enum WorktreesCommand {
     /// Every contestant's worktree with its state.
     List(JsonFlag),
-    /// Remove the worktrees of finished battles (uncommitted work is kept unless --force).
+    /// Remove the worktrees of finished battles (uncommitted work is kept unless --force),
+    /// and working-tree snapshots no battle needs any more.
     Prune {
         #[arg(long)]
         force: bool,

@@ -416,3 +416,51 @@ async fn a_linked_worktree_project_snapshots_without_writing_into_the_main_repos
     assert_eq!(again.base_commit, b.base_commit);
     assert_eq!(again.source, b.source);
 }
+
+/// Snapshots do not pile up: `worktrees prune` removes a snapshot once
+/// every battle started from it is over and has no worktree left, keeps one
+/// a battle still has worktrees of (or one just made), and applying a
+/// change whose snapshot was pruned is refused saying why.
+#[tokio::test]
+async fn a_snapshot_is_pruned_with_the_last_worktree_that_needs_it() {
+    let mut h = Harness::new().await;
+    configure(&mut h);
+    let project = dirty_project();
+    let b = run_from_working_tree(&h, project.path()).await;
+    let snapshot = b
+        .source
+        .clone()
+        .expect("the snapshot is the battle's source");
+    assert!(snapshot.is_dir());
+    // Made long ago, as far as the prune can tell.
+    let old = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    std::fs::File::open(&snapshot)
+        .unwrap()
+        .set_modified(old)
+        .unwrap();
+    // Its worktrees are still there (one with work not kept): kept.
+    let first = b.contestants[0].worktree.clone().unwrap();
+    std::fs::write(first.join("unkept.txt"), "edited after the battle\n").unwrap();
+    let (removed, _) = h.engine.prune_worktrees(false).await.unwrap();
+    assert!(!removed.contains(&snapshot), "{removed:?}");
+    assert!(snapshot.is_dir(), "a worktree still borrows its objects");
+    // Every worktree gone: the snapshot goes too.
+    let (removed, kept) = h.engine.prune_worktrees(true).await.unwrap();
+    assert!(removed.contains(&snapshot), "{removed:?} {kept:?}");
+    assert!(!snapshot.exists());
+    let err = h
+        .engine
+        .apply(&b.id, Some(&b.contestants[1].id), Consent::Given)
+        .await
+        .expect_err("apply without its snapshot");
+    assert!(err.to_string().contains("was pruned"), "{err}");
+    assert!(
+        !project.path().join("seen.txt").exists(),
+        "something was written"
+    );
+
+    // A snapshot made moments ago is left alone even with nothing using it.
+    let fresh = run_from_working_tree(&h, project.path()).await;
+    let (_, _) = h.engine.prune_worktrees(true).await.unwrap();
+    assert!(fresh.source.clone().unwrap().is_dir());
+}

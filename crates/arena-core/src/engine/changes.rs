@@ -45,6 +45,48 @@ fn orphans(root: &Path, known: &std::collections::HashSet<String>) -> Vec<PathBu
         .collect()
 }
 
+/// How long a new snapshot is left alone: it is made before the battle
+/// that starts from it is recorded.
+const SNAPSHOT_GRACE: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// The working-tree snapshots under `root` (`<data>/snapshots/<commit>`)
+/// that no battle needs any more: every battle started from one is over
+/// and none of its worktrees is left (a worktree borrows the snapshot's
+/// objects, and applying its change compares the user's tree with it).
+/// Snapshots made in the last [`SNAPSHOT_GRACE`] are kept.
+fn unused_snapshots(root: &Path, battles: &[Battle]) -> Vec<PathBuf> {
+    let needed: std::collections::HashSet<&Path> = battles
+        .iter()
+        .filter(|b| {
+            !b.status.is_terminal()
+                || b.contestants.iter().any(|c| {
+                    c.worktree
+                        .as_ref()
+                        .is_some_and(|w| w.symlink_metadata().is_ok())
+                })
+        })
+        .filter_map(|b| b.source.as_deref())
+        .collect();
+    let Ok(entries) = std::fs::read_dir(root) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        // `.compare-…`: a comparison at work.
+        .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+        .filter(|e| {
+            e.metadata()
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|t| t.elapsed().ok())
+                .is_some_and(|age| age > SNAPSHOT_GRACE)
+        })
+        .map(|e| e.path())
+        .filter(|p| !needed.contains(p.as_path()))
+        .collect()
+}
+
 /// `path` when it is a folder; else a `not_found` naming it.
 async fn existing_folder(what: &'static str, path: PathBuf) -> Result<PathBuf> {
     let probe = path.clone();
@@ -335,6 +377,16 @@ impl Engine {
                     Ok(()) => removed.push(path),
                     Err(err) => kept.push((path, err.to_string())),
                 }
+            }
+        }
+        let root = self.inner.data_dir.join(crate::coding_base::SNAPSHOTS_DIR);
+        let snapshots =
+            tokio::task::spawn_blocking(move || unused_snapshots(&root, &battles)).await?;
+        for path in snapshots {
+            let p = path.clone();
+            match tokio::task::spawn_blocking(move || std::fs::remove_dir_all(&p)).await? {
+                Ok(()) => removed.push(path),
+                Err(err) => kept.push((path, err.to_string())),
             }
         }
         Ok((removed, kept))

@@ -392,6 +392,14 @@ impl Engine {
         else {
             return Ok(false);
         };
+        if !source.is_dir() {
+            return Err(Error::Conflict(format!(
+                "the snapshot of your working tree this battle started from ({}) was pruned, so \
+                 Arena cannot tell whether your tree is still as it was; apply the change by hand \
+                 from the contestant's diff.patch",
+                source.display()
+            )));
+        }
         let (project, max) = (project.to_path_buf(), self.config().limits.max_file_bytes);
         let c = commit.clone();
         let same = tokio::task::spawn_blocking(move || unchanged_since(&project, &source, &c, max))
