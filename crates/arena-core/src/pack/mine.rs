@@ -235,6 +235,96 @@ fn parse_log(out: &[u8]) -> Vec<Record> {
     records
 }
 
+/// The first-parent log read as git writes it, a commit at a time, so the
+/// scan classifies one commit while git diffs the next (the walk and the
+/// classification each take about half of a large scan; on two cores they
+/// overlap). Killed when dropped before its end (a limit, a cancel).
+struct LogStream {
+    child: std::process::Child,
+    output: std::io::BufReader<std::process::ChildStdout>,
+    dir: PathBuf,
+    ended: bool,
+}
+
+impl LogStream {
+    fn open(dir: &Path, args: &[&str]) -> Result<LogStream, PackError> {
+        let failed = |detail: String| PackError::Git {
+            what: "log".into(),
+            dir: dir.to_path_buf(),
+            detail,
+        };
+        let mut command = super::project::git_command(dir, "core.quotePath=false", args, false);
+        // What git says on failure is its last line; nothing else is kept.
+        command.stderr(Stdio::piped());
+        let mut child = command.spawn().map_err(|e| failed(e.to_string()))?;
+        let Some(stdout) = child.stdout.take() else {
+            return Err(failed("no output".into()));
+        };
+        Ok(LogStream {
+            child,
+            output: std::io::BufReader::with_capacity(1 << 16, stdout),
+            dir: dir.to_path_buf(),
+            ended: false,
+        })
+    }
+
+    /// The next commit, newest first; `None` at the end of the log.
+    fn next_record(&mut self) -> Result<Option<Record>, PackError> {
+        use std::io::BufRead;
+        while !self.ended {
+            let mut piece = Vec::new();
+            let read = self
+                .output
+                .read_until(0x1e, &mut piece)
+                .map_err(|e| PackError::Io {
+                    path: self.dir.clone(),
+                    source: e,
+                })?;
+            if read == 0 {
+                self.ended = true;
+                self.finish()?;
+                break;
+            }
+            if let Some(record) = parse_log(&piece).pop() {
+                return Ok(Some(record));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Waits for git at the end of its output: a failure is an error with
+    /// its last line.
+    fn finish(&mut self) -> Result<(), PackError> {
+        use std::io::Read;
+        let mut err = String::new();
+        if let Some(mut stderr) = self.child.stderr.take() {
+            let _ = stderr.read_to_string(&mut err);
+        }
+        let status = self.child.wait().map_err(|e| PackError::Io {
+            path: self.dir.clone(),
+            source: e,
+        })?;
+        if status.success() {
+            return Ok(());
+        }
+        let line = err.lines().rfind(|l| !l.trim().is_empty()).unwrap_or("");
+        Err(PackError::Git {
+            what: "log".into(),
+            dir: self.dir.clone(),
+            detail: format!("{} ({status})", line.trim()),
+        })
+    }
+}
+
+impl Drop for LogStream {
+    fn drop(&mut self) {
+        if !self.ended {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
 /// One `git cat-file --batch` for the whole scan: a blob per request,
 /// `None` for a path that does not exist at that revision.
 struct Blobs {
@@ -378,10 +468,23 @@ pub fn mine_with_progress(
         args.push(format!("--until={u}"));
     }
     args.push("HEAD".into());
+    // How many commits the walk will give, for the time left.
+    let mut count_args: Vec<&str> = vec!["rev-list", "--first-parent", "--count"];
+    count_args.extend(
+        args.iter()
+            .filter(|a| a.starts_with("--since=") || a.starts_with("--until="))
+            .map(String::as_str),
+    );
+    count_args.push("HEAD");
+    let total: usize = String::from_utf8_lossy(&git(&dir, &count_args, None, None)?)
+        .trim()
+        .parse()
+        .unwrap_or(0);
     let refs: Vec<&str> = args.iter().map(String::as_str).collect();
-    let out = git(&dir, &refs, None, None)?;
-    let records = parse_log(&out);
-    stages.insert("walk".into(), started.elapsed().as_secs_f64());
+    let mut log = LogStream::open(&dir, &refs)?;
+    // The walk's time: starting git, then each wait for its next commit.
+    let mut walk = started.elapsed().as_secs_f64();
+    let mut waiting = 0f64;
 
     let scratch = tempfile::tempdir().map_err(|source| PackError::Io {
         path: std::env::temp_dir(),
@@ -419,11 +522,11 @@ pub fn mine_with_progress(
                 .map(|(k, v)| (k.clone(), *v as u64))
                 .collect(),
             eta_secs: (stage == "scan" && scanned > 0)
-                .then(|| (pace * records.len().saturating_sub(scanned) as f64).ceil() as u64),
+                .then(|| (pace * total.saturating_sub(scanned) as f64).ceil() as u64),
             current: None,
         }
     };
-    for record in &records {
+    loop {
         if options.limit.is_some_and(|l| kept.len() >= l) {
             break;
         }
@@ -431,6 +534,13 @@ pub fn mine_with_progress(
             cancelled = true;
             break;
         }
+        let waited = Instant::now();
+        let next = log.next_record()?;
+        waiting += waited.elapsed().as_secs_f64();
+        let Some(record) = next else {
+            break;
+        };
+        let record = &record;
         if scanned.is_multiple_of(PROGRESS_EVERY) {
             let mut p = progress("scan", scanned, kept.len(), &dropped);
             p.current = Some(format!(
@@ -449,7 +559,10 @@ pub fn mine_with_progress(
             Ok(k) => kept.push(k),
         }
     }
-    classify += t.elapsed().as_secs_f64();
+    drop(log);
+    classify += t.elapsed().as_secs_f64() - waiting;
+    walk += waiting;
+    stages.insert("walk".into(), walk);
     on_progress(&progress("split", scanned, kept.len(), &dropped));
     // The splits are independent: on every core.
     let t = Instant::now();
