@@ -1785,6 +1785,13 @@ pub struct SeriesDto {
     pub running: u64,
     /// Spent so far (USD); `null` when a price is unknown.
     pub spent_usd: Option<f64>,
+    /// What the known costs add up to (USD), even while some are unknown.
+    pub spent_known_usd: f64,
+    /// Runs and calls that ended without a known cost.
+    pub unknown_costs: u64,
+    /// The models among them with no price ("model at provider"), for
+    /// "set a price".
+    pub unpriced: Vec<String>,
     /// About how long it has left when this was read (ms): each battle as
     /// long as its finished ones took on average, the running ones
     /// counted from when they started, `parallel` at a time. `null` before
@@ -1921,6 +1928,9 @@ impl From<&core::series::SeriesSummary> for SeriesDto {
             runs_done: summary.progress.done,
             running: summary.progress.running,
             spent_usd: summary.progress.spent_usd,
+            spent_known_usd: summary.progress.spent_known_usd,
+            unknown_costs: summary.progress.unknown_costs,
+            unpriced: summary.progress.unpriced.clone(),
             time_left_ms: summary.progress.time_left_ms,
             decided_after: s.decided_after,
             created_at: rfc3339(s.created_at),

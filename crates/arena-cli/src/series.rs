@@ -300,10 +300,7 @@ pub(crate) async fn follow(engine: &Engine, id: &str, show: bool) -> Result<(), 
                     let eta = p
                         .time_left_ms
                         .map(|ms| format!(", about {} left", human(ms as f64 / 1000.0)));
-                    let spent = p
-                        .spent_usd
-                        .map(|s| format!(", spent {}", arena_core::benchmark::usd(s)))
-                        .unwrap_or_default();
+                    let spent = format!(", spent {}", arena_core::series::spent_line(&p));
                     let waiting = match engine.series(id).await {
                         Ok(s) => s.waiting.map(|w| format!("; {}", crate::view::shown(&w))),
                         Err(_) => None,

@@ -145,10 +145,13 @@ fn fmt_ms(ms: Option<u64>) -> String {
     }
 }
 
+/// Tokens written per second, marked `*` when the server reported it
+/// rather than Arena measuring it (the legend under the table says so).
 fn fmt_rate(c: &Contestant) -> String {
+    let server = c.benchmark.rate_source == Some(arena_core::battle::RateSource::Server);
     c.benchmark
         .tokens_per_sec
-        .map(|r| format!("{r:.1}"))
+        .map(|r| format!("{r:.1}{}", if server { "*" } else { "" }))
         .unwrap_or_else(|| "—".into())
 }
 
@@ -170,7 +173,7 @@ pub fn battle_text(view: &DetailView, with_output: bool) -> String {
         out.push_str(&format!("Warning: {}\n", shown(&warning)));
     }
     out.push_str(&format!(
-        "  {:<3} {:<28} {:<6} {:<10} {:>8} {:>8} {:>7} {:>8} {:>8} {:>9}\n",
+        "  {:<3} {:<28} {:<6} {:<10} {:>8} {:>8} {:>7} {:>12} {:>10} {:>9}\n",
         "#",
         "contestant",
         "lane",
@@ -178,7 +181,7 @@ pub fn battle_text(view: &DetailView, with_output: bool) -> String {
         "duration",
         "ttft",
         "tokens",
-        "pp t/s",
+        "prompt tok/s",
         "tok/s",
         "cost"
     ));
@@ -187,7 +190,7 @@ pub fn battle_text(view: &DetailView, with_output: bool) -> String {
         let winner = b.winner.as_ref().is_some_and(|w| w.contestant_id == c.id);
         let name = contestant_name(b, c);
         out.push_str(&format!(
-            "{} {:<3} {:<28} {:<6} {:<10} {:>8} {:>8} {:>7} {:>8} {:>8} {:>9}\n",
+            "{} {:<3} {:<28} {:<6} {:<10} {:>8} {:>8} {:>7} {:>12} {:>10} {:>9}\n",
             if winner { "🏆" } else { " " },
             c.label
                 .clone()
@@ -223,11 +226,20 @@ pub fn battle_text(view: &DetailView, with_output: bool) -> String {
         if let Some(reason) = &c.waiting {
             out.push_str(&format!("      {reason}\n"));
         }
-        if c.benchmark.model_switched {
+        if c.benchmark.model_switched && c.benchmark.ttft_ms.is_some() {
             out.push_str(
                 "      time to first token includes model load (the lane switched model)\n",
             );
         }
+    }
+    if !masked
+        && b.contestants
+            .iter()
+            .any(|c| c.benchmark.tokens_per_sec.is_some() || c.benchmark.prompt_per_sec.is_some())
+    {
+        out.push_str(
+            "  prompt tok/s: how fast the server read the prompt, as it reports; tok/s: how fast it wrote, measured by Arena (* as the server reports)\n",
+        );
     }
     let name = |id: &str| {
         b.contestants

@@ -111,18 +111,11 @@ async fn two_processes_take_turns_on_the_local_lane_and_show_who_holds_it() {
     })
     .await;
     let reason = waiting["contestants"][0]["waiting"].as_str().unwrap();
-    let short: String = {
-        let id: Vec<char> = a["id"]
-            .as_str()
-            .unwrap()
-            .chars()
-            .filter(|c| c.is_ascii_alphanumeric())
-            .collect();
-        id[id.len() - 8..].iter().collect()
-    };
+    // The battle holding the lane is named by its title, not its id.
+    let title = arena_core::battle::title(a["prompt"].as_str().unwrap());
     assert!(
         reason.starts_with(&format!(
-            "waiting for local ({}): battle {short}, contestant",
+            "waiting for local ({}): {title}, contestant",
             s.local.addr()
         )),
         "{reason}"

@@ -375,7 +375,12 @@ pub fn render_result(battle: &Battle, c: &Contestant) -> String {
     }
     let b = &c.benchmark;
     let rate = match (b.tokens_per_sec, b.rate_source) {
-        (Some(r), Some(src)) => format!("{r:.1} ({src})"),
+        (Some(r), Some(crate::battle::RateSource::Server)) => {
+            format!("{r:.1} (as the server reports)")
+        }
+        (Some(r), Some(crate::battle::RateSource::Measured)) => {
+            format!("{r:.1} (measured by Arena)")
+        }
         (Some(r), None) => format!("{r:.1}"),
         _ => "—".into(),
     };
@@ -405,11 +410,18 @@ pub fn render_result(battle: &Battle, c: &Contestant) -> String {
         ));
     }
     md.push('\n');
-    let ttft = match (b.ttft_ms, b.model_switched) {
+    // A model load is said beside a first token that waited for it: a
+    // model's answer on a local server that served another model just
+    // before. An agent (a shell or CLI agent) has no first token, and no
+    // model load of its own to speak of.
+    let ttft = match (
+        b.ttft_ms,
+        b.model_switched && !battle.battle_type.has_worktrees(),
+    ) {
         (Some(ms), true) => format!("{ms} ms (includes model load)"),
         (ttft, _) => fmt_opt(ttft, " ms"),
     };
-    md.push_str("## Benchmark\n\n| Duration | Time to first token | Prompt tokens | Completion tokens | Prompt tokens/s | Tokens/s |\n|---|---|---|---|---|---|\n");
+    md.push_str("## Benchmark\n\n| Duration | Time to first token | Prompt tokens | Completion tokens | Prompt read (tokens/s) | Written (tokens/s) |\n|---|---|---|---|---|---|\n");
     md.push_str(&format!(
         "| {} | {} | {} | {} | {} | {} |\n\n",
         duration,

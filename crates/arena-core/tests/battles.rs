@@ -286,7 +286,7 @@ async fn retries_give_up_after_max_attempts() {
     let c = &battle.contestants[0];
     assert_eq!(c.status, ContestantStatus::Error);
     assert!(
-        c.error.as_deref().unwrap().contains("after 3 attempts"),
+        c.error.as_deref().unwrap().contains("(request retried 2×)"),
         "{:?}",
         c.error
     );
@@ -583,7 +583,7 @@ async fn results_folder_holds_manifest_and_result_files() {
     if let Some(machine) = &battle.machine {
         assert!(md.contains(&format!("- Ran on: `{machine}`")), "{md}");
     }
-    assert!(md.contains("## Benchmark") && md.contains("(server)"));
+    assert!(md.contains("## Benchmark") && md.contains("(as the server reports)"));
     assert!(md.contains("## Output\n\nThe answer is 42.\n"));
     assert_eq!(local.benchmark.rate_source, Some(RateSource::Server));
     let cloud = &battle.contestants[1];

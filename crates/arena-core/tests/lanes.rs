@@ -137,8 +137,8 @@ async fn two_battles_share_one_local_lane_first_come_first_served() {
     }
     assert!(
         reason.starts_with(&format!(
-            "waiting for local ({server}): battle {}, contestant ",
-            arena_core::battle::short_id(&a.id)
+            "waiting for local ({server}): {}, contestant ",
+            arena_core::battle::title(&a.prompt)
         )),
         "{reason}"
     );

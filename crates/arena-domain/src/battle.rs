@@ -170,6 +170,30 @@ pub fn short_id(id: &str) -> String {
     tail[tail.len().saturating_sub(8)..].iter().collect()
 }
 
+/// A battle's title as people know it: its prompt's first words, quoted
+/// ("“What is the capital of France?”", cut with "…" past 40 characters).
+/// Other waiters read it in a queue reason, never an internal id.
+pub fn title(prompt: &str) -> String {
+    const MAX: usize = 40;
+    let line = prompt
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("");
+    let line = crate::terminal::printable(line).into_owned();
+    let words: String = if line.chars().count() > MAX {
+        let cut: String = line.chars().take(MAX - 1).collect();
+        format!("{}…", cut.trim_end())
+    } else {
+        line
+    };
+    if words.is_empty() {
+        "a battle with an empty prompt".into()
+    } else {
+        format!("“{words}”")
+    }
+}
+
 /// One `IDENTITY@MODEL` as the user wrote it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ContestantSpec {
@@ -495,6 +519,19 @@ pub struct RunSpec {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_battle_is_titled_by_its_prompts_first_words() {
+        assert_eq!(
+            title("\n  What is the capital of France?\nAnswer briefly."),
+            "“What is the capital of France?”"
+        );
+        assert_eq!(
+            title("Write a function that parses every date format people use"),
+            "“Write a function that parses every date…”"
+        );
+        assert_eq!(title("  \n"), "a battle with an empty prompt");
+    }
 
     #[test]
     fn battle_types_answer_questions() {

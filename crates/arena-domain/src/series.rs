@@ -728,9 +728,56 @@ pub struct SeriesProgress {
     /// Spent so far (USD): contestants, analyses and goal judges; `None`
     /// when a price is unknown.
     pub spent_usd: Option<f64>,
+    /// What the costs that are known add up to (USD), whatever else is
+    /// unknown: a series whose models have no price still shows what the
+    /// priced ones cost.
+    pub spent_known_usd: f64,
+    /// Runs and calls that ended without a known cost.
+    pub unknown_costs: u64,
+    /// The models among them that have no price ("model at provider"): a
+    /// `[[price]]` would give their cost.
+    pub unpriced: Vec<String>,
     /// About how long it has left (see [`time_left_ms`]); `None` before
     /// its first battle ends and once it has ended.
     pub time_left_ms: Option<u64>,
+}
+
+/// What a series spent as its rows say: the known costs' sum, how many
+/// runs and calls ended without a cost, and the models those ran on
+/// (`(provider, model)`, each once; goal checks name none).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SeriesSpent {
+    pub known_usd: f64,
+    pub unknown: u64,
+    pub unknown_models: Vec<(String, String)>,
+}
+
+impl SeriesSpent {
+    /// The whole amount, when every cost is known.
+    pub fn total(&self) -> Option<f64> {
+        (self.unknown == 0).then_some(self.known_usd)
+    }
+}
+
+/// What a series spent, in words: the amount when every cost is known,
+/// else the known part and what is missing ("$0.0042 so far; 6 runs
+/// without a known cost — no price for gpt-4.1 at cloud").
+pub fn spent_line(p: &SeriesProgress) -> String {
+    let amount = crate::benchmark::usd(p.spent_known_usd);
+    if p.unknown_costs == 0 {
+        return amount;
+    }
+    let runs = if p.unknown_costs == 1 {
+        "1 run".to_string()
+    } else {
+        format!("{} runs", p.unknown_costs)
+    };
+    let why = if p.unpriced.is_empty() {
+        "ended before its server reported one".to_string()
+    } else {
+        format!("no price for {} ([[price]])", p.unpriced.join(", "))
+    };
+    format!("{amount} counted; {runs} without a known cost — {why}")
 }
 
 /// A series with everything its report is computed from.
@@ -789,7 +836,7 @@ pub fn report_markdown(summary: &SeriesSummary) -> String {
         let _ = writeln!(out, "- Stopped by: {error}");
     }
     let _ = writeln!(out, "- Type: {}", r.battle_type);
-    let _ = writeln!(out, "- Spent: {}", usd(summary.progress.spent_usd));
+    let _ = writeln!(out, "- Spent: {}", spent_line(&summary.progress));
     if let Some(b) = r.budget_usd {
         let _ = writeln!(out, "- Budget: ${b:.2}");
     }
@@ -998,6 +1045,33 @@ mod tests {
     }
 
     #[test]
+    fn what_a_series_spent_keeps_the_known_part_and_names_the_unpriced() {
+        let mut p = SeriesProgress {
+            status: SeriesStatus::Done,
+            done: 3,
+            total: 3,
+            running: 0,
+            spent_usd: Some(0.0042),
+            spent_known_usd: 0.0042,
+            unknown_costs: 0,
+            unpriced: Vec::new(),
+            time_left_ms: None,
+        };
+        assert_eq!(spent_line(&p), "$0.00420");
+        p.spent_usd = None;
+        p.unknown_costs = 6;
+        p.unpriced = vec!["gpt-4.1 at cloud".into()];
+        assert_eq!(
+            spent_line(&p),
+            "$0.00420 counted; 6 runs without a known cost — no price for gpt-4.1 at cloud ([[price]])"
+        );
+        p.unknown_costs = 1;
+        p.unpriced.clear();
+        assert!(spent_line(&p)
+            .ends_with("1 run without a known cost — ended before its server reported one"));
+    }
+
+    #[test]
     fn a_prompt_set_is_lines_or_jsonl() {
         let plain = parse_prompts("# a comment\nFirst?\n\n  Second?  \n").unwrap();
         assert_eq!(
@@ -1172,6 +1246,9 @@ mod tests {
                 total: 2,
                 running: 0,
                 spent_usd: Some(0.00008),
+                spent_known_usd: 0.00008,
+                unknown_costs: 0,
+                unpriced: Vec::new(),
                 time_left_ms: None,
             },
             awaiting_votes: 0,

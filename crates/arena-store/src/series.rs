@@ -6,7 +6,9 @@ use std::path::PathBuf;
 
 use crate::sql::params;
 use arena_domain::decisions::Lease;
-use arena_domain::series::{GoalCheck, RoundCost, Series, SeriesRequest, SeriesStatus};
+use arena_domain::series::{
+    GoalCheck, RoundCost, Series, SeriesRequest, SeriesSpent, SeriesStatus,
+};
 use chrono::{DateTime, Utc};
 
 use crate::error::{Error, Result};
@@ -111,10 +113,6 @@ impl Store {
         })
     }
 
-    /// A series' battles ended and under way, and what it spent (USD):
-    /// its contestants, every analysis, goal check and round; `None` when
-    /// any of them has an unknown cost (a round that did not finish costs
-    /// nothing).
     /// A series' blind battles not yet revealed.
     pub fn series_masked(&self, id: &str) -> Result<u64> {
         self.query(|c| {
@@ -127,7 +125,11 @@ impl Store {
         })
     }
 
-    pub fn series_progress(&self, id: &str) -> Result<(u64, u64, Option<f64>)> {
+    /// A series' battles ended and under way, and what it spent (USD):
+    /// its contestants, every analysis, goal check and round — the known
+    /// costs' sum, and which ended without one (a round that did not
+    /// finish costs nothing).
+    pub fn series_progress(&self, id: &str) -> Result<(u64, u64, SeriesSpent)> {
         self.query(|c| progress_in(c, id))
     }
 
@@ -140,7 +142,7 @@ impl Store {
     pub fn series_progress_and_pace(
         &self,
         id: &str,
-    ) -> Result<((u64, u64, Option<f64>), (Vec<i64>, Vec<i64>))> {
+    ) -> Result<((u64, u64, SeriesSpent), (Vec<i64>, Vec<i64>))> {
         self.snapshot(|c| Ok((progress_in(c, id)?, pace_in(c, id)?)))
     }
 
@@ -366,34 +368,57 @@ impl Tx<'_> {
     }
 }
 
-/// A series' battles ended and running, and what it has spent (`None`
-/// while some cost is unknown).
-fn progress_in(c: crate::sql::Conn<'_>, id: &str) -> Result<(u64, u64, Option<f64>)> {
+/// A series' battles ended and running, and what it has spent: the known
+/// costs add up whatever else is unknown (a model without a price made the
+/// whole amount unknown, and the priced ones' cost was lost with it).
+fn progress_in(c: crate::sql::Conn<'_>, id: &str) -> Result<(u64, u64, SeriesSpent)> {
     let (done, running): (i64, i64) = c.row(
         "SELECT COUNT(*) FILTER (WHERE status <> 'running'), COUNT(*) FILTER (WHERE status = 'running')
          FROM battles WHERE series_id = ?1",
         &[&id],
         |r| Ok((r.get(0)?, r.get(1)?)),
     )?;
-    let (spent, unknown): (f64, i64) = c.row(
-        "WITH b AS (SELECT id FROM battles WHERE series_id = ?1),
+    // Every cost of the series, whether it is known (one not ended yet is
+    // nothing so far), and the model it ran on (a goal check's is not kept).
+    const COSTS: &str = "WITH b AS (SELECT id FROM battles WHERE series_id = ?1),
               k AS (SELECT id FROM contestants WHERE battle_id IN (SELECT id FROM b)),
-              costs(cost, known) AS (
-                SELECT cost_usd, cost_usd IS NOT NULL OR status IN ('queued', 'running')
+              costs(cost, known, provider, model) AS (
+                SELECT cost_usd, cost_usd IS NOT NULL OR status IN ('queued', 'running'), provider, model
                   FROM contestants WHERE id IN (SELECT id FROM k)
-                UNION ALL SELECT cost_usd, cost_usd IS NOT NULL OR status = 'running'
+                UNION ALL SELECT cost_usd, cost_usd IS NOT NULL OR status = 'running', provider, model
                   FROM analyses WHERE battle_id IN (SELECT id FROM b)
-                UNION ALL SELECT cost_usd, cost_usd IS NOT NULL FROM goal_checks WHERE contestant_id IN (SELECT id FROM k)
-                UNION ALL SELECT cost_usd, cost_usd IS NOT NULL OR status != 'done'
-                  FROM rounds WHERE contestant_id IN (SELECT id FROM k))
-         SELECT COALESCE(SUM(cost), 0.0), COUNT(*) FILTER (WHERE NOT known) FROM costs",
+                UNION ALL SELECT cost_usd, cost_usd IS NOT NULL, NULL, NULL
+                  FROM goal_checks WHERE contestant_id IN (SELECT id FROM k)
+                UNION ALL SELECT r.cost_usd, r.cost_usd IS NOT NULL OR r.status != 'done', k2.provider, k2.model
+                  FROM rounds r JOIN contestants k2 ON k2.id = r.contestant_id
+                  WHERE r.contestant_id IN (SELECT id FROM k))";
+    let (known_usd, unknown): (f64, i64) = c.row(
+        &format!(
+            "{COSTS} SELECT COALESCE(SUM(cost), 0.0), COUNT(*) FILTER (WHERE NOT known) FROM costs"
+        ),
         &[&id],
         |r| Ok((r.get(0)?, r.get(1)?)),
     )?;
+    let unknown_models = if unknown > 0 {
+        c.rows(
+            &format!(
+                "{COSTS} SELECT DISTINCT provider, model FROM costs
+                  WHERE NOT known AND provider IS NOT NULL ORDER BY provider, model"
+            ),
+            &[&id],
+            |r| Ok((r.get::<String>(0)?, r.get::<String>(1)?)),
+        )?
+    } else {
+        Vec::new()
+    };
     Ok((
         done.max(0) as u64,
         running.max(0) as u64,
-        (unknown == 0).then_some(spent),
+        SeriesSpent {
+            known_usd,
+            unknown: unknown.max(0) as u64,
+            unknown_models,
+        },
     ))
 }
 

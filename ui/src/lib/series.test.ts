@@ -5,8 +5,10 @@ import {
   initialSeriesFields,
   interval,
   leader,
+  noLeaderLine,
   percent,
   seriesProblemCount,
+  spentView,
   statusLine,
   timeLeft,
   toSeriesRequest,
@@ -88,6 +90,9 @@ function series(over: Partial<SeriesDto> = {}): SeriesDto {
     runs_done: 0,
     running: 0,
     spent_usd: null,
+    spent_known_usd: 0,
+    unknown_costs: 0,
+    unpriced: [],
     time_left_ms: null,
     decided_after: null,
     created_at: '2026-01-01T00:00:00Z',
@@ -217,5 +222,48 @@ describe('waitingText', () => {
     expect(waitingText(series())).toBeNull();
     expect(waitingText(series({ waiting: '  ' }))).toBeNull();
     expect(waitingText(series({ status: 'cancelled', waiting: why }))).toBeNull();
+  });
+});
+
+describe('what a series spent', () => {
+  it('is the amount when every cost is known', () => {
+    expect(spentView(series({ spent_known_usd: 0.0042 }))).toEqual({
+      amount: '$0.00420',
+      missing: null,
+      unpriced: [],
+    });
+  });
+
+  it('keeps the known part and names the models without a price', () => {
+    const s = spentView(
+      series({ spent_known_usd: 0.75, unknown_costs: 6, unpriced: ['gpt-4.1 at cloud'] }),
+    );
+    expect(s.amount).toBe('$0.750');
+    expect(s.missing).toBe(
+      'not counted: 6 runs without a known cost (no price for gpt-4.1 at cloud)',
+    );
+    expect(s.unpriced).toEqual(['gpt-4.1 at cloud']);
+    expect(spentView(series({ unknown_costs: 1 })).missing).toBe(
+      'not counted: 1 run without a known cost (their servers reported no cost)',
+    );
+  });
+});
+
+describe('a series nobody leads', () => {
+  const tied = contestant({ wins: 0, ties: 3, decided: 3, win_rate: 0, win_rate_ci: [0, 0.56] });
+
+  it('says there is no leader yet after ties only, with how little they tell', () => {
+    const s = series({ status: 'done', contestants: [tied, { ...tied, identity: 'poet' }] });
+    expect(leader(s)).toBeNull();
+    expect(noLeaderLine(s)).toBe(
+      "No leader yet: 3 ties in 3 decided battles, no contestant has won one. So few battles say little: any contestant's win rate could still be 0–56% (95% interval).",
+    );
+  });
+
+  it('says nothing while running, with a leader, or without a decided battle', () => {
+    expect(noLeaderLine(series({ status: 'running', contestants: [tied] }))).toBeNull();
+    expect(noLeaderLine(series({ status: 'done', contestants: [contestant()] }))).toBeNull();
+    const undecided = contestant({ wins: 0, decided: 0, win_rate: null });
+    expect(noLeaderLine(series({ status: 'done', contestants: [undecided] }))).toBeNull();
   });
 });

@@ -8,7 +8,7 @@ import {
   type StartSeriesRequest,
 } from '../ipc';
 import { parseTags } from './blind';
-import { contestantName } from './format';
+import { contestantName, count, usd } from './format';
 import { toRequest, type LauncherForm } from './launcher';
 
 /** The most battles one series may have (runs × prompts). */
@@ -238,4 +238,53 @@ export function seriesCharts(s: SeriesDto): {
       ? s.contestants.map((c) => ({ name: name(c), value: c.cost_usd, low: null, high: null }))
       : null,
   };
+}
+
+/**
+ * What a series spent, as its progress line says it: the known costs'
+ * sum (kept while other costs are unknown: a cloud model without a price
+ * once made the whole amount "—"), and what is missing from it — how many
+ * runs ended without a known cost, and the models among them that have no
+ * price (for "set a price").
+ */
+export function spentView(s: Pick<SeriesDto, 'spent_known_usd' | 'unknown_costs' | 'unpriced'>): {
+  amount: string;
+  missing: string | null;
+  unpriced: string[];
+} {
+  const n = s.unknown_costs;
+  if (n === 0) {
+    return { amount: usd(s.spent_known_usd), missing: null, unpriced: [] };
+  }
+  const runs = n === 1 ? '1 run' : `${count(n)} runs`;
+  const why =
+    s.unpriced.length > 0
+      ? `no price for ${s.unpriced.join(', ')}`
+      : 'their servers reported no cost';
+  return {
+    amount: usd(s.spent_known_usd),
+    missing: `not counted: ${runs} without a known cost (${why})`,
+    unpriced: s.unpriced,
+  };
+}
+
+/**
+ * The headline of an ended series nobody leads (every decided battle a
+ * tie): says so with the count, and how little so few battles tell (the
+ * widest 95% interval any contestant's win rate still has); `null` while
+ * it runs, when someone leads, or when no battle was decided.
+ */
+export function noLeaderLine(s: SeriesDto): string | null {
+  if (s.status === 'running' || leader(s) !== null) {
+    return null;
+  }
+  const decided = Math.max(0, ...s.contestants.map((c) => c.decided));
+  if (decided === 0) {
+    return null;
+  }
+  const ties = Math.max(0, ...s.contestants.map((c) => c.ties));
+  const high = Math.max(0, ...s.contestants.map((c) => c.win_rate_ci[1]));
+  const battles = decided === 1 ? '1 decided battle' : `${count(decided)} decided battles`;
+  const tied = ties === 1 ? '1 tie' : `${count(ties)} ties`;
+  return `No leader yet: ${tied} in ${battles}, no contestant has won one. So few battles say little: any contestant's win rate could still be ${interval([0, high])} (95% interval).`;
 }

@@ -230,7 +230,7 @@ async fn judge(
             let (system, prompt) = analysis::digest_prompt(&battle.prompt, &output, fence);
             let req = request(target, system, prompt, 600);
             let sink = Sink::analysis(&battle.id, &analysis_id, format!("digest {}", c.id));
-            let holder = format!("{}, analysis (digest)", lane::battle_name(&battle.id));
+            let holder = format!("{}, analysis (digest)", lane::battle_name(battle));
             let reply = ask(engine, target, req, sink, holder, i as u32, token).await?;
             let digest = Digest {
                 contestant_id: c.id.clone(),
@@ -270,7 +270,7 @@ async fn judge(
         let (system, prompt) = analysis::judge_prompt(&battle.prompt, &items, &fence);
         let stage = format!("judge {}", n + 1);
         let sink = Sink::analysis(&battle.id, &a.id, stage.clone());
-        let holder = format!("{}, analysis ({stage})", lane::battle_name(&battle.id));
+        let holder = format!("{}, analysis ({stage})", lane::battle_name(battle));
         let judged = request(target, system.clone(), prompt.clone(), 1000);
         let reply = ask(
             engine,

@@ -199,7 +199,7 @@ pub(super) async fn continue_turn(
         sink: Sink::round(&battle.id, &c.id),
         holder: format!(
             "{}, {} (round {})",
-            lane::battle_name(&battle.id),
+            lane::battle_name(battle),
             crate::blind::seat_name(battle, c),
             round.number
         ),

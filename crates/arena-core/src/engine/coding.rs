@@ -463,7 +463,7 @@ pub(super) async fn refine(
         model: c.model.clone(),
         holder: format!(
             "{}, {} (refine round {})",
-            lane::battle_name(&battle.id),
+            lane::battle_name(battle),
             crate::blind::seat_name(battle, c),
             round.number
         ),

@@ -23,7 +23,7 @@ use super::{files, lane, launch, Engine};
 
 /// How the lane's other waiters see a cross-examination.
 fn holder(battle: &Battle) -> String {
-    format!("{}, cross-examination", lane::battle_name(&battle.id))
+    format!("{}, cross-examination", lane::battle_name(battle))
 }
 
 /// Cross-examines a finished battle with a persona and model.

@@ -199,7 +199,7 @@ fn want(battle: &Battle, c: &Contestant, ready_at: chrono::DateTime<chrono::Utc>
         model: c.model.clone(),
         holder: format!(
             "{}, {}",
-            lane::battle_name(&battle.id),
+            lane::battle_name(battle),
             crate::blind::seat_name(battle, c)
         ),
         battle_id: Some(battle.id.clone()),

@@ -199,11 +199,15 @@ async fn judge_goal(
     let fence = Fence::new(&uuid::Uuid::new_v4().simple().to_string());
     let (system, prompt) = crate::series::goal_prompt(goal, &battle.prompt, output, &fence);
     let token = CancellationToken::new();
-    let holder = format!(
-        "{}, goal check of {}",
-        lane::battle_name(&battle.id),
-        lane::battle_name(contestant_id)
-    );
+    let seat = battle
+        .contestants
+        .iter()
+        .find(|c| c.id == contestant_id)
+        .map_or_else(
+            || "a contestant".into(),
+            |c| crate::blind::seat_name(battle, c),
+        );
+    let holder = format!("{}, goal check of {seat}", lane::battle_name(battle));
     let call = |request| {
         let (sink, holder) = (Sink::silent(&battle.id), holder.clone());
         ask(engine, target, request, sink, holder, 0, &token)

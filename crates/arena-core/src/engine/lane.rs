@@ -89,9 +89,10 @@ pub(super) struct Want {
     pub position: u32,
 }
 
-/// How a battle is named to other waiters: "battle 1a2b3c4d".
-pub(super) fn battle_name(battle_id: &str) -> String {
-    format!("battle {}", crate::battle::short_id(battle_id))
+/// How a battle is named to other waiters: by its title, its prompt's
+/// first words ("“What is the capital of France?”"), never its id.
+pub(super) fn battle_name(battle: &crate::battle::Battle) -> String {
+    crate::battle::title(&battle.prompt)
 }
 
 /// A slot of a lane, held until dropped.

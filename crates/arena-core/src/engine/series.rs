@@ -652,6 +652,7 @@ impl Driver<'_> {
             if let Some(budget) = request.budget_usd {
                 let i = id.clone();
                 let (_, _, spent) = engine.db(move |s| s.series_progress(&i)).await?;
+                let spent = spent.total();
                 let (prompt, _) = request.slot(slot);
                 let guess = self.prices.as_ref().map_or(0.0, |(plan, judges)| {
                     first_guess(engine, plan, &request.prompts[prompt].prompt, judges)

@@ -21,7 +21,7 @@ impl Engine {
     pub async fn series_progress(&self, id: &str) -> Result<SeriesProgress> {
         let series = self.series(id).await?;
         let i = series.id.clone();
-        let ((done, running, spent_usd), (ended, started)) =
+        let ((done, running, spent), (ended, started)) =
             self.db(move |s| s.series_progress_and_pace(&i)).await?;
         let time_left_ms = if series.status == SeriesStatus::Running {
             let now = crate::store::ms(self.now());
@@ -41,9 +41,26 @@ impl Engine {
             done,
             total: series.total,
             running,
-            spent_usd,
+            spent_usd: spent.total(),
+            spent_known_usd: spent.known_usd,
+            unknown_costs: spent.unknown,
+            unpriced: self.unpriced(&spent.unknown_models),
             time_left_ms,
         })
+    }
+
+    /// Of the models a series ran without a known cost, those with no
+    /// price ("model at provider"): a `[[price]]` would give their cost
+    /// (the others ended before their server reported one).
+    fn unpriced(&self, models: &[(String, String)]) -> Vec<String> {
+        let config = self.config();
+        models
+            .iter()
+            .filter(|(provider, model)| {
+                !provider.is_empty() && config.price(provider, model).is_none()
+            })
+            .map(|(provider, model)| format!("{model} at {provider}"))
+            .collect()
     }
 
     /// The rows of the battle at place `slot` of a series.

@@ -69,8 +69,10 @@ impl Ending {
     pub fn message(&self, provider: &str) -> Option<String> {
         Some(match self {
             Ending::Done | Ending::Cancelled => return None,
+            // In the roster's words: "request retried 3×" beside it, not
+            // "after 4 attempts" (the same number said two ways).
             Ending::Failed { error, attempts } if *attempts > 1 => {
-                format!("{error} (after {attempts} attempts)")
+                format!("{error} (request retried {}×)", attempts - 1)
             }
             Ending::Failed { error, .. } => error.to_string(),
             Ending::TooLong {

@@ -41,6 +41,19 @@ running: number,
  */
 spent_usd: number | null, 
 /**
+ * What the known costs add up to (USD), even while some are unknown.
+ */
+spent_known_usd: number, 
+/**
+ * Runs and calls that ended without a known cost.
+ */
+unknown_costs: number, 
+/**
+ * The models among them with no price ("model at provider"), for
+ * "set a price".
+ */
+unpriced: Array<string>, 
+/**
  * About how long it has left when this was read (ms): each battle as
  * long as its finished ones took on average, the running ones
  * counted from when they started, `parallel` at a time. `null` before
