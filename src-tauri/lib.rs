@@ -42,6 +42,7 @@ pub mod events;
 mod ipc_tests;
 pub mod notification;
 pub mod packs;
+pub mod rerun;
 pub mod state;
 pub mod worker;
 
@@ -102,6 +103,8 @@ pub fn app_builder<R: tauri::Runtime>(builder: tauri::Builder<R>) -> tauri::Buil
             commands::check_project,
             coding::coding_base,
             coding::probe_check,
+            rerun::battle_launch,
+            rerun::rerun_battle,
             commands::providers,
             commands::personas,
             commands::backends,

@@ -41,6 +41,8 @@ fn export_into(dir: &Path) -> Result<(), ts_rs::ExportError> {
     CodingBaseDto::export_all(&cfg)?;
     CheckProbeRequest::export_all(&cfg)?;
     CheckProbeDto::export_all(&cfg)?;
+    // Run again, Edit & rerun (rerun.rs).
+    LaunchDto::export_all(&cfg)?;
     BattleTypeDto::export_all(&cfg)?;
     BattleDto::export_all(&cfg)?;
     BattleDetailDto::export_all(&cfg)?;

@@ -250,6 +250,10 @@ pub struct AppInfo {
 pub mod coding;
 pub use coding::*;
 
+/// A battle started again: what it was started with (issue 42).
+pub mod rerun;
+pub use rerun::*;
+
 // ---------------------------------------------------------------------------
 // Battles
 

@@ -1,9 +1,10 @@
 // Which screen is showing, kept in the URL hash so back/forward work:
-// #/new, #/battle/<id>, #/series/<id>, #/history, #/leaderboard, #/settings,
+// #/new (#/new/from/<battle id>: the launcher filled in with what that
+// battle was started with, for Edit & rerun), #/battle/<id>, #/series/<id>, #/history, #/leaderboard, #/settings,
 // #/packs (a pack run's matrix and scores: #/packs/<run id>).
 
 export type Route =
-  | { name: 'launcher' }
+  | { name: 'launcher'; from?: string }
   | { name: 'battle'; id: string }
   | { name: 'series'; id: string }
   | { name: 'history' }
@@ -40,6 +41,10 @@ export function parse(hash: string): Route {
     }
     case 'settings':
       return { name: 'settings' };
+    case 'new': {
+      const from = parts[1] === 'from' ? idRoute('battle', parts[2]) : null;
+      return from?.name === 'battle' ? { name: 'launcher', from: from.id } : { name: 'launcher' };
+    }
     default:
       return { name: 'launcher' };
   }
@@ -52,7 +57,7 @@ export function href(route: Route): string {
     case 'series':
       return `#/${route.name}/${encodeURIComponent(route.id)}`;
     case 'launcher':
-      return '#/new';
+      return route.from === undefined ? '#/new' : `#/new/from/${encodeURIComponent(route.from)}`;
     case 'packs':
       return route.run === null ? '#/packs' : `#/packs/${encodeURIComponent(route.run)}`;
     default:

@@ -46,6 +46,9 @@ describe('parse', () => {
     ['#/packs', { name: 'packs', run: null }],
     ['#/packs/0193a2b4', { name: 'packs', run: '0193a2b4' }],
     ['#/packs/%', { name: 'packs', run: null }],
+    ['#/new/from/01J9ZK', { name: 'launcher', from: '01J9ZK' }],
+    ['#/new/from/', { name: 'launcher' }],
+    ['#/new/from/%', { name: 'launcher' }],
   ])('%s shows %o', (hash, route) => {
     expect(parse(hash)).toEqual(route);
   });
@@ -61,6 +64,7 @@ describe('href', () => {
     expect(href({ name: 'series', id: 's/1' })).toBe('#/series/s%2F1');
     expect(href({ name: 'packs', run: null })).toBe('#/packs');
     expect(href({ name: 'packs', run: 's/1' })).toBe('#/packs/s%2F1');
+    expect(href({ name: 'launcher', from: 'b/1' })).toBe('#/new/from/b%2F1');
   });
 
   it('round-trips through parse, even for an id that needs escaping', () => {

@@ -45,6 +45,8 @@ export type * from './JudgingDto';
 export type * from './KeySourceDto';
 export type * from './LaneDto';
 export type * from './LaneUseDto';
+export type * from './LaunchContestantDto';
+export type * from './LaunchDto';
 export type * from './LeaderboardDto';
 export type * from './LeaderboardQueryDto';
 export type * from './LineKindDto';
