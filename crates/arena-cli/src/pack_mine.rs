@@ -8,7 +8,7 @@
 use std::path::PathBuf;
 
 use arena_core::pack::mine::{self, MineOptions};
-use arena_core::Error;
+use arena_core::{Error, MineEvent};
 use clap::Args;
 
 #[derive(Args)]
@@ -51,7 +51,9 @@ pub struct MineArgs {
     pub json: bool,
 }
 
-/// `arena pack mine` with validation by running.
+/// `arena pack mine` with validation by running: arena-core's one path
+/// for mining into a pack ([`arena_core::Engine::mine_pack`]), told here
+/// as it goes.
 pub async fn run_validated(engine: &arena_core::Engine, args: MineArgs) -> Result<(), Error> {
     let options = MineOptions {
         project: args.project.clone(),
@@ -66,68 +68,47 @@ pub async fn run_validated(engine: &arena_core::Engine, args: MineArgs) -> Resul
         limit: args.limit,
         cancel: None,
     };
+    let pack = arena_core::MinePackOptions {
+        out: args.out.clone(),
+        test_command: args.test_command.clone(),
+        writer: args.writer.clone(),
+    };
     let quiet = args.json;
     let mut last_validated = 0;
-    let run = engine
-        .mine_with_progress(&options, &validate, |p| {
-            if quiet {
-                return;
-            }
-            if let Some(current) = &p.current {
-                if p.stage == "validate" {
-                    eprintln!("arena: running {}", crate::view::shown(current));
+    let mined = engine
+        .mine_pack(&options, &validate, &pack, |event| match event {
+            MineEvent::Progress(p) => {
+                if quiet {
+                    return;
                 }
-            } else if p.stage == "validate" && p.validated > last_validated {
-                last_validated = p.validated;
-                if let Some(eta) = p.eta_secs {
-                    eprintln!("arena: {} validated, about {eta} s left", p.validated);
+                if let Some(current) = &p.current {
+                    if p.stage == "validate" {
+                        eprintln!("arena: running {}", crate::view::shown(current));
+                    }
+                } else if p.stage == "validate" && p.validated > last_validated {
+                    last_validated = p.validated;
+                    if let Some(eta) = p.eta_secs {
+                        eprintln!("arena: {} validated, about {eta} s left", p.validated);
+                    }
                 }
             }
+            MineEvent::Writer {
+                name,
+                leaves_the_machine: true,
+            } => eprintln!(
+                "arena: the writer {name} is a cloud model: each task's commit message, hidden \
+                 tests and failure output leave this machine for it."
+            ),
+            MineEvent::Writer { .. } => {}
         })
         .await?;
-    let written = match (&args.out, run.tasks.is_empty()) {
-        (Some(_), true) => {
-            eprintln!("arena: no task was validated: no pack is written");
-            None
-        }
-        (Some(out), false) => {
-            let (tasks, project, out, command) = (
-                run.tasks.clone(),
-                args.project.clone(),
-                out.clone(),
-                args.test_command.clone(),
-            );
-            // Files and git: off the async threads.
-            let written = tokio::task::spawn_blocking(move || {
-                let entries: Vec<mine::PackEntry> = tasks
-                    .iter()
-                    .map(|v| mine::PackEntry {
-                        task: &v.task,
-                        lists: arena_domain::test_report::TestLists {
-                            fail_to_pass: v.fail_to_pass.clone(),
-                            pass_to_pass: v.pass_to_pass.clone(),
-                        },
-                        red_output: Some(&v.red_output),
-                        test_command: Some(&v.test_command),
-                    })
-                    .collect();
-                mine::write_entries(&entries, &project, &out, command).map(|w| w.pack)
-            })
-            .await??;
-            Some(written)
-        }
-        (None, _) => None,
-    };
-    if let Some(pack) = &written {
-        crate::pack_review::write_after_mining(
-            &engine.config(),
-            pack,
-            args.writer.as_deref(),
-            args.json,
-        )
-        .await?;
+    if args.out.is_some() && mined.pack.is_none() {
+        eprintln!("arena: no task was validated: no pack is written");
     }
-    print_run(&run, written.as_deref(), args.json)
+    if let Some(pack) = &mined.pack {
+        crate::pack_review::said_after_mining(&mined.instructions, pack, quiet);
+    }
+    print_run(&mined.run, mined.pack.as_deref(), args.json)
 }
 
 fn print_run(

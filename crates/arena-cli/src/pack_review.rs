@@ -96,46 +96,36 @@ pub async fn write(args: WriteArgs) -> Result<(), Error> {
     Ok(())
 }
 
-/// The writer at the end of `arena pack mine --out PACK [--writer
-/// MODEL]`: the instructions of the pack's validated tasks, written as
-/// `arena pack write` writes them. A writer that cannot be chosen (no
-/// local model, a cloud default) is said, not fatal: the validated pack
-/// stays, and `arena pack write` can write them later.
-pub async fn write_after_mining(
-    config: &arena_core::config::Config,
+/// What `arena pack mine --out PACK [--writer MODEL]` says of the
+/// instructions it wrote at its end (arena-core's
+/// [`arena_core::Engine::mine_pack`] wrote them as `arena pack write`
+/// does). A writer that could not be chosen (no local model, a cloud
+/// default) is said, not fatal: the validated pack stays, and `arena pack
+/// write` can write them later.
+pub fn said_after_mining(
+    instructions: &arena_core::Instructions,
     pack: &std::path::Path,
-    writer: Option<&str>,
     quiet: bool,
-) -> Result<Option<instruct::WriteReport>, Error> {
-    let writer = match Writer::choose(config, writer).await {
-        Ok(w) => w,
-        Err(e) => {
-            eprintln!(
-                "arena: instructions not written ({e}); write them later with `arena pack write {}`",
-                pack.display()
-            );
-            return Ok(None);
-        }
-    };
-    if writer.leaves_the_machine() {
-        eprintln!(
-            "arena: the writer {} is a cloud model: each task's commit message, hidden tests and \
-             failure output leave this machine for it.",
-            writer.name()
-        );
-    }
-    let report = instruct::write_instructions(pack, &writer, &WriteOptions::default()).await?;
-    if !quiet {
-        eprintln!(
-            "arena: {} instruction(s) written with {}, {} dropped by the audit; review them with \
-             `arena pack review {}`",
-            report.count(ReviewState::Pending),
-            report.writer,
-            report.count(ReviewState::Dropped),
+) {
+    match instructions {
+        arena_core::Instructions::NotAsked => {}
+        arena_core::Instructions::NoWriter { why } => eprintln!(
+            "arena: instructions not written ({why}); write them later with `arena pack write {}`",
             pack.display()
-        );
+        ),
+        arena_core::Instructions::Written(report) => {
+            if !quiet {
+                eprintln!(
+                    "arena: {} instruction(s) written with {}, {} dropped by the audit; review \
+                     them with `arena pack review {}`",
+                    report.count(ReviewState::Pending),
+                    report.writer,
+                    report.count(ReviewState::Dropped),
+                    pack.display()
+                );
+            }
+        }
     }
-    Ok(Some(report))
 }
 
 /// One task in the review's list.

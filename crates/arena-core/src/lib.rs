@@ -42,6 +42,10 @@ pub use engine::{
 };
 /// Mining validated by running (issue 41).
 pub use engine::{DroppedCandidate, MineRun, ValidateOptions, ValidatedTask};
+/// Mining into a pack, its instructions written (the CLI's and the app's one path).
+pub use engine::{
+    InstructionCounts, Instructions, MineEvent, MinePackOptions, MinedPack, WriteEvent,
+};
 /// Pack runs listed, and a run's report saved as files (the app's Packs screen).
 pub use engine::{PackRunListing, PACK_REPORT_FILES};
 /// The verifier of a task pack's runs (issue 40).

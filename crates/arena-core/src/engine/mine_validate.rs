@@ -115,7 +115,13 @@ pub struct MineRun {
 }
 
 impl MineRun {
-    fn progress(&self, stage: &str, current: Option<String>, eta: Option<u64>) -> MineProgress {
+    /// The run as progress at `stage`.
+    pub(crate) fn progress(
+        &self,
+        stage: &str,
+        current: Option<String>,
+        eta: Option<u64>,
+    ) -> MineProgress {
         MineProgress {
             stage: stage.to_string(),
             scanned: self.scanned as u64,
@@ -165,6 +171,15 @@ impl MineRun {
             s.push_str("(cancelled: the counts are those until then)\n");
         }
         s
+    }
+}
+
+/// A task aborted when this is dropped.
+struct Aborting(tokio::task::JoinHandle<()>);
+
+impl Drop for Aborting {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 
@@ -218,6 +233,17 @@ impl Engine {
         let token = CancellationToken::new();
         let started = Instant::now();
         let stop = options.cancel.clone().or_else(|| validate.cancel.clone());
+        // A stop ends the candidate at hand too (its test runs), not only
+        // the run between two candidates.
+        let _watch = stop.clone().map(|flag| {
+            let token = token.clone();
+            Aborting(tokio::spawn(async move {
+                while !flag.load(std::sync::atomic::Ordering::Relaxed) {
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+                token.cancel();
+            }))
+        });
         for task in &report.tasks {
             if validate.limit.is_some_and(|l| run.validated >= l) {
                 break;

@@ -20,6 +20,7 @@ mod goals;
 mod journal;
 mod lane;
 mod launch;
+mod mine_pack;
 mod mine_validate;
 mod pack_board;
 mod pack_list;
@@ -64,6 +65,9 @@ use crate::store::{self, Store};
 pub use changes::WorktreeEntry;
 pub use check_probe::CheckProbe;
 pub use export::ReportFormat;
+pub use mine_pack::{
+    InstructionCounts, Instructions, MineEvent, MinePackOptions, MinedPack, WriteEvent,
+};
 pub use mine_validate::{DroppedCandidate, MineRun, ValidateOptions, ValidatedTask};
 pub use pack_list::{PackRunListing, PACK_REPORT_FILES};
 pub use pack_run::{

@@ -220,6 +220,12 @@ pub fn count_states(pack: &Pack) -> std::collections::BTreeMap<ReviewState, usiz
     counts
 }
 
+/// Whether `task` can get a written instruction (a validated repo-native
+/// task with its gold patch and test patch).
+pub fn writable(task: &Task) -> bool {
+    unwritable(task).is_none()
+}
+
 /// Why `task` cannot get a written instruction, if it cannot.
 fn unwritable(task: &Task) -> Option<&'static str> {
     if task.kind() != TaskKind::Repo {
