@@ -38,10 +38,6 @@ fn overlapping(requests: &[RecordedRequest]) -> Vec<(String, String)> {
     pairs
 }
 
-fn short_id(id: &str) -> String {
-    arena_core::battle::short_id(id)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_battles_from_the_launcher_take_turns_and_show_who_they_wait_for() -> Result<()> {
     let Some(h) = Harness::start("two_battles_from_the_launcher_take_turns").await? else {
@@ -70,11 +66,11 @@ async fn two_battles_from_the_launcher_take_turns_and_show_who_they_wait_for() -
         ))
         .await?;
     ensure!(first != second, "two battles were started");
-    // The second battle's view: its local contestants wait for the first's.
+    // The second battle's view: its local contestants wait for the first's,
+    // named by its title.
     let expected = format!(
-        "waiting for local ({}): battle {}, contestant",
-        local.addr(),
-        short_id(&first)
+        "waiting for local ({}): “First battle”, contestant",
+        local.addr()
     );
     let reason = app
         .wait_until(
