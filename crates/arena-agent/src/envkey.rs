@@ -11,6 +11,13 @@
 //! file's path and its git blob id (for `pyproject.toml`, only its
 //! dependency tables), sorted by path.
 //!
+//! A Rust tree with `Cargo.toml` files and no `Cargo.lock` at all (a
+//! library that does not commit its lockfile) is keyed by its manifests
+//! instead: each `Cargo.toml` by the tables that decide what gets resolved
+//! (its version, description, profiles and targets left out), and a
+//! `Cargo.lock` marked absent. Its prepare resolves and fetches them
+//! (`cargo generate-lockfile && cargo fetch`).
+//!
 //! Everything here is synchronous (git2 and files); callers run it in
 //! `spawn_blocking`.
 
@@ -23,8 +30,11 @@ use sha2::{Digest, Sha256};
 pub const DEPTH: usize = 6;
 /// How many tree entries (files and folders) are looked at, at most.
 pub const ENTRIES: usize = 100_000;
-/// The largest `pyproject.toml` read for its dependency tables.
+/// The largest `pyproject.toml` or `Cargo.toml` read for its dependency
+/// tables.
 const PYPROJECT_BYTES: u64 = 1024 * 1024;
+/// The id of the `Cargo.lock` a tree keyed by its manifests lacks.
+pub const NO_LOCKFILE: &str = "absent: resolved when prepared";
 
 /// Folders never looked into (installed dependencies, VCS data).
 const NOT_WALKED: &[&str] = &[
@@ -69,6 +79,9 @@ pub enum Ecosystem {
     /// `requirements*.txt`: a virtualenv and pip.
     Pip,
     Cargo,
+    /// `Cargo.toml` with no `Cargo.lock` anywhere in the tree: the
+    /// manifests, resolved when prepared.
+    CargoManifests,
     Go,
     Gradle,
     /// A toolchain pin alone (`.nvmrc`, `rust-toolchain`, …).
@@ -113,6 +126,7 @@ impl EnvKey {
         let key = self;
         let mut steps: Vec<String> = Vec::new();
         let mut dirs: Vec<&Path> = key.ecosystems.iter().map(|f| f.dir.as_path()).collect();
+        dirs.sort();
         dirs.dedup();
         for dir in dirs {
             let here: Vec<&Found> = key.ecosystems.iter().filter(|f| f.dir == dir).collect();
@@ -146,6 +160,10 @@ impl EnvKey {
             }
             if has(Ecosystem::Cargo) {
                 cmds.push("cargo fetch --locked".into());
+            } else if has(Ecosystem::CargoManifests) {
+                // Resolved today (the newest versions the manifests
+                // allow), as `cargo build` does for a user who clones it.
+                cmds.push("cargo generate-lockfile && cargo fetch".into());
             }
             if here
                 .iter()
@@ -164,6 +182,40 @@ impl EnvKey {
             }
         }
         (!steps.is_empty()).then(|| steps.join(" && "))
+    }
+
+    /// The key of what a walk found: `manifests` (each `Cargo.toml`'s
+    /// folder, path and id) count only when no `Cargo.lock` was found.
+    fn found(
+        mut files: Vec<(String, String)>,
+        mut ecosystems: Vec<Found>,
+        manifests: Vec<(PathBuf, String, String)>,
+    ) -> EnvKey {
+        let locked = ecosystems.iter().any(|f| f.ecosystem == Ecosystem::Cargo);
+        if !locked && !manifests.is_empty() {
+            // The prepare runs where a manifest has none above it (a
+            // workspace's root, or a crate's); one absent lockfile each.
+            let roots: Vec<&PathBuf> = manifests
+                .iter()
+                .map(|(dir, _, _)| dir)
+                .filter(|dir| {
+                    !manifests
+                        .iter()
+                        .any(|(other, _, _)| other != *dir && dir.starts_with(other))
+                })
+                .collect();
+            for dir in roots {
+                let marker = slash_path(&dir.join("Cargo.lock"));
+                files.push((marker, NO_LOCKFILE.to_string()));
+                ecosystems.push(Found {
+                    ecosystem: Ecosystem::CargoManifests,
+                    dir: dir.clone(),
+                    file: "Cargo.toml".into(),
+                });
+            }
+            files.extend(manifests.into_iter().map(|(_, path, id)| (path, id)));
+        }
+        EnvKey::of(files, ecosystems)
     }
 
     fn of(mut files: Vec<(String, String)>, mut ecosystems: Vec<Found>) -> EnvKey {
@@ -230,6 +282,7 @@ pub fn key_at(repo: &Path, commit: &str) -> Result<EnvKey, EnvKeyError> {
         .map_err(git(&format!("find commit {commit}")))?;
     let mut files = Vec::new();
     let mut ecosystems = Vec::new();
+    let mut manifests = Vec::new();
     let mut seen = 0usize;
     let walked = tree.walk(TreeWalkMode::PreOrder, |parent, entry| {
         seen += 1;
@@ -250,7 +303,15 @@ pub fn key_at(repo: &Path, commit: &str) -> Result<EnvKey, EnvKeyError> {
             }
             Some(ObjectType::Blob) => {
                 let dir = Path::new(parent.trim_end_matches('/'));
-                if let Some(ecosystem) = classify(dir, name) {
+                if name == "Cargo.toml" {
+                    let id = repository
+                        .find_blob(entry.id())
+                        .ok()
+                        .filter(|b| b.size() as u64 <= PYPROJECT_BYTES)
+                        .map(|b| manifest_id(b.content()))
+                        .unwrap_or_else(|| entry.id().to_string());
+                    manifests.push((dir.to_path_buf(), format!("{parent}{name}"), id));
+                } else if let Some(ecosystem) = classify(dir, name) {
                     let path = format!("{parent}{name}");
                     let id = if name == "pyproject.toml" {
                         repository
@@ -273,7 +334,7 @@ pub fn key_at(repo: &Path, commit: &str) -> Result<EnvKey, EnvKeyError> {
     if seen <= ENTRIES {
         walked.map_err(git("walk the commit's tree"))?;
     }
-    Ok(EnvKey::of(files, ecosystems))
+    Ok(EnvKey::found(files, ecosystems, manifests))
 }
 
 /// The key of the working files under `project` as they are now (committed
@@ -295,6 +356,7 @@ pub fn key_of_tree(project: &Path) -> Result<EnvKey, EnvKeyError> {
     };
     let mut files = Vec::new();
     let mut ecosystems = Vec::new();
+    let mut manifests = Vec::new();
     let mut queue = std::collections::VecDeque::from([(PathBuf::new(), 0usize)]);
     let mut seen = 0usize;
     while let Some((rel, depth)) = queue.pop_front() {
@@ -314,7 +376,7 @@ pub fn key_of_tree(project: &Path) -> Result<EnvKey, EnvKeyError> {
         for (name, kind) in names {
             seen += 1;
             if seen > ENTRIES {
-                return Ok(EnvKey::of(files, ecosystems));
+                return Ok(EnvKey::found(files, ecosystems, manifests));
             }
             if kind.is_dir() {
                 if depth < DEPTH
@@ -324,13 +386,20 @@ pub fn key_of_tree(project: &Path) -> Result<EnvKey, EnvKeyError> {
                     queue.push_back((rel.join(&name), depth + 1));
                 }
             } else if kind.is_file() {
-                let Some(ecosystem) = classify(&rel, &name) else {
-                    continue;
-                };
-                if ignored(&rel.join(&name), false) {
+                let manifest = name == "Cargo.toml";
+                let ecosystem = classify(&rel, &name);
+                if (!manifest && ecosystem.is_none()) || ignored(&rel.join(&name), false) {
                     continue;
                 }
                 let file = at.join(&name);
+                let Some(ecosystem) = ecosystem else {
+                    let id = match small_file(&file)? {
+                        Some(bytes) => manifest_id(&bytes),
+                        None => blob_id(&file)?,
+                    };
+                    manifests.push((rel.clone(), slash_path(&rel.join(&name)), id));
+                    continue;
+                };
                 let id = if name == "pyproject.toml" {
                     let meta = std::fs::metadata(&file).map_err(|source| EnvKeyError::Io {
                         path: file.clone(),
@@ -361,7 +430,19 @@ pub fn key_of_tree(project: &Path) -> Result<EnvKey, EnvKeyError> {
             }
         }
     }
-    Ok(EnvKey::of(files, ecosystems))
+    Ok(EnvKey::found(files, ecosystems, manifests))
+}
+
+/// A file's bytes when it is no larger than [`PYPROJECT_BYTES`].
+fn small_file(file: &Path) -> Result<Option<Vec<u8>>, EnvKeyError> {
+    let io = |source| EnvKeyError::Io {
+        path: file.to_path_buf(),
+        source,
+    };
+    if std::fs::metadata(file).map_err(io)?.len() > PYPROJECT_BYTES {
+        return Ok(None);
+    }
+    std::fs::read(file).map(Some).map_err(io)
 }
 
 /// The files of `commit`'s tree in the repository at `repo`, written into
@@ -526,6 +607,63 @@ fn pyproject_id(bytes: &[u8]) -> String {
     format!("deps:{}", hex_of(&hash.finalize()))
 }
 
+/// What of a `Cargo.toml` decides what gets resolved, as one hash: all of
+/// it but the package's metadata (version, authors, description, links,
+/// docs.rs settings…), profiles and targets, so that a release or a new
+/// keyword keeps the key. An unreadable file is hashed whole.
+fn manifest_id(bytes: &[u8]) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    let Ok(mut doc) = text.parse::<toml::Table>() else {
+        return format!("raw:{}", hex_of(&Sha256::digest(bytes)));
+    };
+    const METADATA: &[&str] = &[
+        "version",
+        "authors",
+        "description",
+        "documentation",
+        "homepage",
+        "repository",
+        "readme",
+        "keywords",
+        "categories",
+        "license",
+        "license-file",
+        "exclude",
+        "include",
+        "publish",
+        "metadata",
+        "default-run",
+        "build",
+        "autobins",
+        "autoexamples",
+        "autotests",
+        "autobenches",
+    ];
+    for table in [
+        "badges", "profile", "lib", "bin", "test", "bench", "example",
+    ] {
+        doc.remove(table);
+    }
+    let strip = |t: Option<&mut toml::Value>| {
+        if let Some(toml::Value::Table(t)) = t {
+            for key in METADATA {
+                t.remove(*key);
+            }
+        }
+    };
+    strip(doc.get_mut("package"));
+    strip(doc.get_mut("project"));
+    if let Some(toml::Value::Table(w)) = doc.get_mut("workspace") {
+        w.remove("metadata");
+        strip(w.get_mut("package"));
+    }
+    // A `toml::Table` keeps its keys sorted: the text is canonical.
+    format!(
+        "manifest:{}",
+        hex_of(&Sha256::digest(doc.to_string().as_bytes()))
+    )
+}
+
 fn hex_of(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -556,6 +694,127 @@ mod tests {
         assert_eq!(
             classify(Path::new("gradle/wrapper"), "gradle-wrapper.properties"),
             Some(Ecosystem::Gradle)
+        );
+    }
+
+    /// Commits every file of the repository's working tree; its id.
+    fn commit_all(repo: &Repository, message: &str) -> String {
+        let mut index = repo.index().expect("index");
+        index
+            .add_all(["*"], git2::IndexAddOption::DEFAULT, None)
+            .expect("add");
+        index.write().expect("write the index");
+        let tree = repo
+            .find_tree(index.write_tree().expect("tree"))
+            .expect("tree");
+        let sig = git2::Signature::now("t", "t@t").expect("sig");
+        let parent = repo.head().ok().and_then(|h| h.peel_to_commit().ok());
+        let parents: Vec<&git2::Commit> = parent.iter().collect();
+        repo.commit(Some("HEAD"), &sig, &sig, message, &tree, &parents)
+            .expect("commit")
+            .to_string()
+    }
+
+    #[test]
+    fn a_rust_tree_without_a_lockfile_is_keyed_by_its_manifests() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let repo = Repository::init(dir.path()).expect("init");
+        let manifest = |version: &str, itoa: &str| {
+            format!(
+                "[package]\nname = \"demo\"\nversion = \"{version}\"\nedition = \"2021\"\n\
+                 description = \"A demo, {version}\"\n\n[dependencies]\nitoa = \"{itoa}\"\n\
+                 macros = {{ path = \"macros\" }}\n\n[profile.release]\nlto = true\n\n\
+                 [workspace]\nmembers = [\"macros\"]\n"
+            )
+        };
+        std::fs::create_dir_all(dir.path().join("macros")).expect("mkdir");
+        std::fs::write(dir.path().join("Cargo.toml"), manifest("0.1.0", "1")).expect("write");
+        std::fs::write(
+            dir.path().join("macros/Cargo.toml"),
+            "[package]\nname = \"macros\"\nversion = \"0.1.0\"\n",
+        )
+        .expect("write");
+        // The project ignores its lockfile, as such libraries do.
+        std::fs::write(dir.path().join(".gitignore"), "/Cargo.lock\n/target\n").expect("write");
+        let one = commit_all(&repo, "one");
+        let key = key_at(dir.path(), &one).expect("key");
+        assert!(!key.is_empty());
+        let paths: Vec<&str> = key.files.iter().map(|(p, _)| p.as_str()).collect();
+        assert_eq!(paths, ["Cargo.lock", "Cargo.toml", "macros/Cargo.toml"]);
+        assert_eq!(key.files[0].1, NO_LOCKFILE);
+        assert_eq!(
+            key.ecosystems,
+            vec![Found {
+                ecosystem: Ecosystem::CargoManifests,
+                dir: PathBuf::new(),
+                file: "Cargo.toml".into(),
+            }],
+            "the prepare runs at the workspace's root only"
+        );
+        assert_eq!(
+            key.prepare_command().as_deref(),
+            Some("cargo generate-lockfile && cargo fetch")
+        );
+        // A lockfile the project ignores (a build made it) changes nothing.
+        std::fs::write(dir.path().join("Cargo.lock"), "version = 3\n").expect("write");
+        assert_eq!(key_of_tree(dir.path()).expect("key of tree"), key);
+        // A release (version, description, profile) keeps the key…
+        std::fs::write(dir.path().join("Cargo.toml"), manifest("0.2.0", "1")).expect("write");
+        let release = commit_all(&repo, "release");
+        assert_eq!(key_at(dir.path(), &release).expect("key").hex, key.hex);
+        // …a dependency's requirement does not.
+        std::fs::write(dir.path().join("Cargo.toml"), manifest("0.2.0", "1.0.9")).expect("write");
+        let bumped = commit_all(&repo, "itoa 1.0.9");
+        let other = key_at(dir.path(), &bumped).expect("key");
+        assert_ne!(other.hex, key.hex);
+        assert_eq!(key_of_tree(dir.path()).expect("key of tree"), other);
+        // A member's dependency counts too.
+        std::fs::write(
+            dir.path().join("macros/Cargo.toml"),
+            "[package]\nname = \"macros\"\nversion = \"0.1.0\"\n[dependencies]\nryu = \"1\"\n",
+        )
+        .expect("write");
+        assert_ne!(key_of_tree(dir.path()).expect("key of tree").hex, other.hex);
+        // A committed lockfile keys the tree alone, as before.
+        std::fs::write(dir.path().join(".gitignore"), "/target\n").expect("write");
+        let locked = commit_all(&repo, "lock");
+        let locked = key_at(dir.path(), &locked).expect("key");
+        let paths: Vec<&str> = locked.files.iter().map(|(p, _)| p.as_str()).collect();
+        assert_eq!(paths, ["Cargo.lock"]);
+        assert_eq!(
+            locked.prepare_command().as_deref(),
+            Some("cargo fetch --locked")
+        );
+    }
+
+    #[test]
+    fn one_step_per_folder_whatever_the_ecosystems_order() {
+        let key = EnvKey::of(
+            vec![("x".into(), "1".into())],
+            vec![
+                Found {
+                    ecosystem: Ecosystem::Npm,
+                    dir: PathBuf::new(),
+                    file: "package-lock.json".into(),
+                },
+                Found {
+                    ecosystem: Ecosystem::Pip,
+                    dir: PathBuf::from("py"),
+                    file: "requirements.txt".into(),
+                },
+                Found {
+                    ecosystem: Ecosystem::Cargo,
+                    dir: PathBuf::new(),
+                    file: "Cargo.lock".into(),
+                },
+            ],
+        );
+        assert_eq!(
+            key.prepare_command().as_deref(),
+            Some(
+                "npm ci && cargo fetch --locked && (cd py && python3 -m venv .venv && \
+                 .venv/bin/pip install -r requirements.txt)"
+            )
         );
     }
 
