@@ -749,3 +749,143 @@ async fn a_rust_base_builds_offline_from_the_prepared_cargo_home() {
         "{check:?}"
     );
 }
+
+/// The version of `name` a Cargo.lock's text locks (the first one).
+fn locked_version(lock: &str, name: &str) -> Option<String> {
+    let at = lock.find(&format!("name = \"{name}\"\nversion = \""))?;
+    let rest = &lock[at + name.len() + 19..];
+    Some(rest[..rest.find('"')?].to_string())
+}
+
+/// A Rust base with a Cargo.toml and no Cargo.lock (a library that ignores
+/// its lockfile, as many do), whose manifest is not the working tree's:
+/// the prepare resolves it (`cargo generate-lockfile && cargo fetch`,
+/// through the registry door, a real crate from the crate registry) into
+/// a cargo home of the environment's own, and the contestants' check —
+/// a plain `cargo test`, no `--offline` — builds in a jail with no network
+/// from that home, with the very versions the prepare locked.
+#[tokio::test]
+async fn a_rust_base_without_a_lockfile_builds_from_the_prepared_cargo_home() {
+    if !ready() || arena_core::agent::environment::copy_on_write().is_err() {
+        eprintln!("skipped: no jail or no overlays here");
+        return;
+    }
+    let project = repo();
+    let dir = project.path();
+    std::fs::write(dir.join(".gitignore"), "target/\n/Cargo.lock\n").unwrap();
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    let manifest = |deps: &str| {
+        format!(
+            "[package]\nname = \"unlocked\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n\
+             [dependencies]\n{deps}\n[workspace]\n"
+        )
+    };
+    std::fs::write(dir.join("Cargo.toml"), manifest("itoa = \"1\"\n")).unwrap();
+    // Whether the crate registry answers here at all (outside any jail,
+    // with a cargo home of the test's own).
+    let probe = tempfile::tempdir().unwrap();
+    let reachable = std::process::Command::new("cargo")
+        .current_dir(dir)
+        .env("CARGO_HOME", probe.path())
+        .args(["generate-lockfile", "-q"])
+        .status()
+        .is_ok_and(|s| s.success());
+    let _ = std::fs::remove_file(dir.join("Cargo.lock"));
+    if !reachable {
+        assert!(
+            std::env::var_os("ARENA_REQUIRE_PEERS").is_none(),
+            "the crate registry cannot be reached"
+        );
+        eprintln!("skipped: the crate registry cannot be reached");
+        return;
+    }
+    std::fs::write(
+        dir.join("src/lib.rs"),
+        "pub fn show(n: u32) -> String { itoa::Buffer::new().format(n).to_string() }\n\
+         #[test] fn shows() { assert_eq!(show(42), \"42\"); }\n",
+    )
+    .unwrap();
+    let base = commit_all(dir, "a crate on itoa, its lockfile ignored");
+    let key = envkey::key_at(dir, &base).unwrap();
+    assert_eq!(
+        key.prepare_command().as_deref(),
+        Some("cargo generate-lockfile && cargo fetch")
+    );
+    // The user's tree moved on to another dependency (uncommitted).
+    std::fs::write(
+        dir.join("Cargo.toml"),
+        manifest("itoa = \"1\"\nryu = \"1\"\n"),
+    )
+    .unwrap();
+    assert_ne!(envkey::key_of_tree(dir).unwrap().hex, key.hex);
+    let mut h = Harness::new().await;
+    h.reconfigure(|config| {
+        config.backends = vec![arena_core::config::CustomBackend {
+            name: "fake".into(),
+            command: vec![
+                "bash".into(),
+                "-c".into(),
+                "echo '// looked' >> src/lib.rs".into(),
+                "agent".into(),
+                "{prompt}".into(),
+            ],
+        }];
+        config.limits.stall_timeout_secs = 300;
+        config.limits.check_timeout_secs = 600;
+    });
+    for m in ["m1", "m2"] {
+        h.cloud
+            .set_model(m, arena_testserver::ModelScript::tokens(1));
+    }
+    let b = run_coding(
+        &h,
+        dir,
+        &["fake@m1", "fake@m2"],
+        Some("cargo test 2>&1 && echo '--- lock' && cat Cargo.lock; echo \"home=$CARGO_HOME\""),
+    )
+    .await;
+    for c in &b.contestants {
+        assert_eq!(
+            c.status,
+            arena_core::battle::ContestantStatus::Done,
+            "{:?}",
+            c.error
+        );
+        let check = c.check.clone().expect("a check");
+        assert!(check.passed, "{check:?}");
+        assert!(check.output_tail.contains("Compiling itoa"), "{check:?}");
+    }
+    let kept = h.engine.environments().await.unwrap();
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    let record = kept[0].record.clone().expect("a finished environment");
+    assert_eq!(record.command, "cargo generate-lockfile && cargo fetch");
+    assert_eq!(record.full_key, key.hex);
+    // The lockfile the prepare generated stays in the environment's tree.
+    let lock = std::fs::read_to_string(kept[0].path.join("tree/Cargo.lock")).unwrap();
+    let locked = locked_version(&lock, "itoa").expect("itoa locked");
+    let (_, home) = record
+        .caches
+        .iter()
+        .find(|(what, _)| what == "cargo home")
+        .expect("a cargo home");
+    let config = std::fs::read_to_string(home.join("config.toml")).unwrap();
+    assert!(config.contains("offline = true"), "{config}");
+    for c in &b.contestants {
+        let check = c.check.clone().expect("a check");
+        let (_, resolved) = check
+            .output_tail
+            .split_once("--- lock")
+            .expect("the check's lockfile");
+        assert_eq!(
+            locked_version(resolved, "itoa"),
+            Some(locked.clone()),
+            "the check resolved offline what the prepare locked: {check:?}"
+        );
+        assert!(
+            check
+                .output_tail
+                .contains(&format!("home={}", home.display())),
+            "{check:?}"
+        );
+    }
+}

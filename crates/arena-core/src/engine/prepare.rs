@@ -13,6 +13,7 @@
 //! environments/<key>/record.json   what was made: key, project, base, command, size, when
 //! environments/<key>/tree/         the base's files with the prepared folders in them
 //! environments/<key>/caches/       Cargo's home and Go's module cache the prepare filled
+//!                                  (the cargo home set offline once filled)
 //! environments/.locks/<key>.lock   held exclusively while preparing or removing, shared
 //!                                  while a battle uses the environment
 //! ```
@@ -65,8 +66,9 @@ pub enum EnvChoice {
         record: Box<EnvRecord>,
         hold: EnvHold,
     },
-    /// The base carries no lockfile (or none Arena knows a command for,
-    /// and no `[coding] prepare`): no environment.
+    /// The base carries no lockfile (nor a `Cargo.toml` without one), or
+    /// none Arena knows a command for and no `[coding] prepare`: no
+    /// environment.
     None,
 }
 
@@ -323,7 +325,7 @@ async fn prepare(
     ];
     let mut kept_caches = Vec::new();
     let wants = |e: Ecosystem| key.ecosystems.iter().any(|f| f.ecosystem == e);
-    if wants(Ecosystem::Cargo) {
+    if wants(Ecosystem::Cargo) || wants(Ecosystem::CargoManifests) {
         let home = caches.join("cargo");
         std::fs::create_dir_all(&home).map_err(|e| Error::io(&home, e))?;
         copy_cargo_config(&home);
@@ -359,6 +361,16 @@ async fn prepare(
             "the environment for key {short} could not be prepared: `{command}` {how}; \
              the last lines of its output:\n{tail}"
         )));
+    }
+    // The jails that use this cargo home reach no network: cargo is told
+    // so, and resolves from what the prepare fetched (a tree with no
+    // Cargo.lock gets the same versions the prepare locked in its tree,
+    // the only ones downloaded), whether the command says `--offline` or
+    // not.
+    for (what, home) in &kept_caches {
+        if what == "cargo home" {
+            cargo_offline(home)?;
+        }
     }
     let (f, made_caches) = (folder.to_path_buf(), kept_caches);
     let record = EnvRecord {
@@ -480,6 +492,40 @@ fn copy_cargo_config(home: &Path) {
             }
         }
     }
+}
+
+/// Sets `net.offline` in the Cargo configuration of `home` (its
+/// `config.toml`, or the `config` cargo reads first when there is one),
+/// keeping what the user's configuration copied there says.
+fn cargo_offline(home: &Path) -> Result<()> {
+    let legacy = home.join("config");
+    let file = if legacy.is_file() {
+        legacy
+    } else {
+        home.join("config.toml")
+    };
+    let text = match std::fs::read_to_string(&file) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(Error::io(&file, e)),
+    };
+    let mut doc = text.parse::<toml_edit::DocumentMut>().map_err(|e| {
+        Error::Task(format!(
+            "the Cargo configuration {} cannot be read: {e}",
+            file.display()
+        ))
+    })?;
+    let net = doc
+        .entry("net")
+        .or_insert_with(|| toml_edit::Item::Table(toml_edit::Table::new()));
+    let Some(net) = net.as_table_like_mut() else {
+        return Err(Error::Task(format!(
+            "the Cargo configuration {} has a `net` that is not a table",
+            file.display()
+        )));
+    };
+    net.insert("offline", toml_edit::value(true));
+    std::fs::write(&file, doc.to_string()).map_err(|e| Error::io(&file, e))
 }
 
 /// The end of a successful prepare: files made read-only, the size
