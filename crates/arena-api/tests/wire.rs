@@ -444,6 +444,27 @@ fn worktrees_and_pruning() {
     assert_json_snapshot!(ApplyResultDto::new("b1".into(), "c2".into(), &held));
 }
 
+/// Run again and Edit & rerun: what a battle was started with, in launch
+/// order; each model named with its provider in the request, an agent's
+/// own model (no provider) as it is.
+#[test]
+fn a_launch() {
+    let mut b = battle();
+    b.contestants.reverse();
+    b.contestants[0].identity = "claude".into();
+    b.contestants[0].model = "sonnet".into();
+    b.contestants[0].provider = String::new();
+    b.tags = vec!["rust".into()];
+    b.blind = true;
+    let launch = LaunchDto::from(&b);
+    assert_eq!(
+        launch.request().contestants,
+        ["native@llama-swap/qwen3-c1", "claude@sonnet"]
+    );
+    assert_eq!(launch.request().base, BaseChoiceDto::Head);
+    assert_json_snapshot!(launch);
+}
+
 #[test]
 fn a_series() {
     use core::series::{
