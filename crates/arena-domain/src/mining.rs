@@ -5,7 +5,7 @@
 //! by hunk; and the candidate rule itself. The git side is in
 //! `arena_core::pack::mine`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
@@ -611,6 +611,158 @@ pub struct MineProgress {
     pub current: Option<String>,
 }
 
+/// A line a patch changes on its new side: one it adds, or the place
+/// where it deletes lines (before this new-side line).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Changed {
+    Added(usize),
+    DeletedBefore(usize),
+}
+
+/// The lines a unified diff changes, per file it leaves (`+++ b/…`;
+/// a deleted file has none).
+pub fn changed_lines(patch: &str) -> BTreeMap<String, Vec<Changed>> {
+    let mut out: BTreeMap<String, Vec<Changed>> = BTreeMap::new();
+    let mut file: Option<String> = None;
+    let mut line = 0usize;
+    let mut in_hunk = false;
+    for text in patch.lines() {
+        if text.starts_with("diff --git ") {
+            file = None;
+            in_hunk = false;
+        } else if !in_hunk && text.starts_with("+++ ") {
+            file = text.strip_prefix("+++ b/").map(str::to_string);
+        } else if let Some(h) = parse_hunk_header(text) {
+            // With no new line, git names the one before the hunk.
+            line = h.new_start + usize::from(h.new_count == 0);
+            in_hunk = true;
+        } else if let (true, Some(f)) = (in_hunk, &file) {
+            match text.as_bytes().first() {
+                Some(b'+') => {
+                    out.entry(f.clone()).or_default().push(Changed::Added(line));
+                    line += 1;
+                }
+                Some(b'-') => out
+                    .entry(f.clone())
+                    .or_default()
+                    .push(Changed::DeletedBefore(line)),
+                Some(b'\\') => {}
+                _ => line += 1,
+            }
+        }
+    }
+    out
+}
+
+/// A top-level class or function of a Python file: its name, whether
+/// pytest collects it as tests, its first line (its first decorator's)
+/// and last (before the next top-level statement), 1-based.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct PyBlock {
+    name: String,
+    test: bool,
+    first: usize,
+    last: usize,
+}
+
+fn python_blocks(text: &str) -> Vec<PyBlock> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut blocks: Vec<PyBlock> = Vec::new();
+    let mut open: Option<PyBlock> = None;
+    let mut decorated: Option<usize> = None;
+    for (i, l) in lines.iter().enumerate() {
+        let n = i + 1;
+        let top = !l.is_empty() && !l.starts_with([' ', '\t']);
+        // Comments and a signature's closing brackets end nothing.
+        if !top || l.starts_with(['#', ')', ']', '}']) {
+            continue;
+        }
+        if let Some(mut b) = open.take() {
+            b.last = decorated.unwrap_or(n) - 1;
+            blocks.push(b);
+        }
+        if l.starts_with('@') {
+            decorated.get_or_insert(n);
+            continue;
+        }
+        let head = l.strip_prefix("async ").unwrap_or(l);
+        let (name, test) = if let Some(rest) = head.strip_prefix("class ") {
+            let name: String = rest
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            let test = name.starts_with("Test")
+                || name.ends_with("Test")
+                || name.ends_with("Tests")
+                || rest.contains("TestCase");
+            (name, test)
+        } else if let Some(rest) = head.strip_prefix("def ") {
+            let name: String = rest
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            let test = name.starts_with("test");
+            (name, test)
+        } else {
+            decorated = None;
+            continue;
+        };
+        open = Some(PyBlock {
+            name,
+            test,
+            first: decorated.take().unwrap_or(n),
+            last: lines.len(),
+        });
+    }
+    blocks.extend(open);
+    blocks
+}
+
+/// The names of the top-level test classes and test functions a Python
+/// file defines.
+pub fn python_test_names(text: &str) -> BTreeSet<String> {
+    python_blocks(text)
+        .into_iter()
+        .filter(|b| b.test)
+        .map(|b| b.name)
+        .collect()
+}
+
+/// The pytest node ids (`path::Name`) of the top-level test classes and
+/// test functions of the Python test file `path` whose lines a patch
+/// changes (`text`: the file with the patch applied), so that a
+/// candidate's runs collect those alone instead of the whole file. `None`
+/// when a changed line (not blank, not a comment) lies outside them — an
+/// import, a helper, a fixture, a module-level constant may change any
+/// test of the file: then the whole file runs.
+pub fn python_test_nodes(path: &str, text: &str, changed: &[Changed]) -> Option<Vec<String>> {
+    let blocks = python_blocks(text);
+    let lines: Vec<&str> = text.lines().collect();
+    let at = |n: usize| blocks.iter().find(|b| b.first <= n && n <= b.last);
+    let neutral = |n: usize| {
+        lines
+            .get(n.wrapping_sub(1))
+            .is_none_or(|l| l.trim().is_empty() || l.starts_with('#'))
+    };
+    let mut names = BTreeSet::new();
+    for c in changed {
+        let near: Vec<usize> = match *c {
+            Changed::Added(n) if neutral(n) => continue,
+            Changed::Added(n) => vec![n],
+            Changed::DeletedBefore(n) => vec![n.saturating_sub(1), n],
+        };
+        let found: Vec<&PyBlock> = near.iter().filter_map(|n| at(*n)).collect();
+        if found.is_empty() || found.iter().any(|b| !b.test) {
+            return None;
+        }
+        names.extend(found.iter().map(|b| b.name.clone()));
+    }
+    if names.is_empty() {
+        return None;
+    }
+    Some(names.into_iter().map(|n| format!("{path}::{n}")).collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -717,5 +869,47 @@ mod tests {
         assert_eq!(size_drop(1, 1, 2, false), Some(DropReason::TooSmall));
         assert_eq!(size_drop(1, 1, 401, false), Some(DropReason::TooBig));
         assert_eq!(size_drop(1, 1, 400, false), None);
+    }
+
+    #[test]
+    fn the_test_classes_a_python_patch_touches_are_its_nodes() {
+        let text = "import unittest\n\nfrom m import f\n\n\nclass ChunkedTests(unittest.TestCase):\n    def test_a(self):\n        self.assertEqual(f(1), 1)\n\n    def test_b(self):\n        pass\n\n\n# A helper.\ndef helper(x):\n    return x\n\n\n@pytest.mark.slow\ndef test_slow(\n    a=1,\n):\n    assert helper(a)\n\n\nclass Other:\n    pass\n";
+        let patch = "diff --git a/t/test_m.py b/t/test_m.py\n--- a/t/test_m.py\n+++ b/t/test_m.py\n@@ -9,0 +10,3 @@ class ChunkedTests(unittest.TestCase):\n+    def test_b(self):\n+        pass\n+\n@@ -22 +23 @@ def test_slow(\n-    assert a\n+    assert helper(a)\n";
+        let changed = changed_lines(patch);
+        let lines = &changed["t/test_m.py"];
+        assert_eq!(
+            lines,
+            &vec![
+                Changed::Added(10),
+                Changed::Added(11),
+                Changed::Added(12),
+                Changed::DeletedBefore(23),
+                Changed::Added(23),
+            ]
+        );
+        assert_eq!(
+            python_test_nodes("t/test_m.py", text, lines),
+            Some(vec![
+                "t/test_m.py::ChunkedTests".to_string(),
+                "t/test_m.py::test_slow".to_string()
+            ])
+        );
+        // A helper, an import or a class pytest does not collect: the file.
+        for n in [16, 3, 27] {
+            assert_eq!(
+                python_test_nodes("t/test_m.py", text, &[Changed::Added(n)]),
+                None,
+                "line {n}"
+            );
+        }
+        // A comment or a blank line alone selects nothing: the file.
+        assert_eq!(
+            python_test_nodes("t/test_m.py", text, &[Changed::Added(14)]),
+            None
+        );
+        assert_eq!(
+            python_test_names(text).into_iter().collect::<Vec<_>>(),
+            vec!["ChunkedTests".to_string(), "test_slow".to_string()]
+        );
     }
 }
