@@ -126,6 +126,10 @@ pub fn app_builder<R: tauri::Runtime>(builder: tauri::Builder<R>) -> tauri::Buil
             packs::save_pack_report,
             packs::mine_history,
             packs::stop_mining,
+            packs::write_pack_instructions,
+            packs::pack_instructions,
+            packs::detect_test_command,
+            packs::default_writer,
             packs::review_list,
             packs::review_task,
         ])

@@ -1,6 +1,7 @@
 //! IPC commands of the Packs screen (issues 40 and 41): open or import a
 //! pack, find the sample pack, start a pack run and read its report, save
-//! the report as files, and mine a project's history. Each validates,
+//! the report as files, mine a project's history into a validated pack
+//! and write its instructions. Each validates,
 //! calls the engine (or `arena_core::pack`, off the async threads) and
 //! converts to the wire types of `arena_api::packs`.
 
@@ -9,12 +10,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use arena_api::{
-    ImportPackRequest, MineProgressDto, MineReportDto, MineRequest, PackDto, PackRunListDto,
-    PackRunReportDto, PackRunStartDto, ReviewDecisionDto, ReviewItemDto, SavedReportDto,
-    StartPackRunRequest,
+    DefaultWriterDto, DetectedCommandDto, ImportPackRequest, InstructionCountsDto, InstructionsDto,
+    MineProgressDto, MineRequest, MineRunDto, PackDto, PackRunListDto, PackRunReportDto,
+    PackRunStartDto, ReviewDecisionDto, ReviewItemDto, SavedReportDto, StartPackRunRequest,
+    WriteInstructionsRequest,
 };
 use arena_core::pack::{self, Pack, PackError};
 use arena_core::results::rfc3339;
+use arena_core::{InstructionCounts, MineEvent, WriteEvent};
 use tauri::ipc::Channel;
 use tauri::{AppHandle, Manager, Runtime, State};
 
@@ -258,45 +261,113 @@ fn mining<R: Runtime>(app: &AppHandle<R>) -> tauri::State<'_, Mining> {
     app.state::<Mining>()
 }
 
-/// Mines a project's history (`arena pack mine`, its static scan): the
-/// commits that change tests and code, each a candidate task, the others
-/// dropped with their reason; with `out`, the candidates written as a pack
-/// (not validated yet). Where it is goes to `on_progress` as it scans;
-/// `stop_mining` ends it early with what was found so far.
+/// Mines a project's history as `arena pack mine` does
+/// ([`arena_core::Engine::mine_pack`]): the static scan, each candidate
+/// validated by running (BASE, RED, GOLD in the check's jail), with `out`
+/// the validated tasks written as a pack and their instructions written
+/// by the writer model (local by default). Where it is goes to
+/// `on_progress` as it goes; `stop_mining` ends it early (the test runs
+/// at hand too) with what was validated so far.
 #[tauri::command]
 pub async fn mine_history<R: Runtime>(
     app: AppHandle<R>,
+    state: State<'_, AppState>,
     request: MineRequest,
     on_progress: Channel<MineProgressDto>,
-) -> Result<MineReportDto, Error> {
+) -> Result<MineRunDto, Error> {
+    let engine = state.engine()?;
     let project = absolute("project folder", &request.project)?;
-    let out = optional("folder of the new pack", request.out())?;
-    let mut options = request.options();
+    optional("folder of the new pack", request.out.clone())?;
+    let (scan, mut validate, pack) = request.options()?;
     let stop = mining(&app).begin()?;
-    options.cancel = Some(stop);
-    let result = blocking(move || {
-        let report = pack::mine::mine_with_progress(&options, |p| {
-            // A page that went away stops listening; the scan goes on.
-            let _ = on_progress.send(MineProgressDto::from(p));
-        })
-        .map_err(pack_error)?;
-        let written = match &out {
-            Some(out) if !report.tasks.is_empty() && !report.cancelled => {
-                let done =
-                    pack::mine::write_pack(&report, &project, out, None).map_err(pack_error)?;
-                Some(done.pack.display().to_string())
+    validate.cancel = Some(stop);
+    let result = engine
+        .mine_pack(&scan, &validate, &pack, |event| {
+            if let MineEvent::Progress(p) = event {
+                // A page that went away stops listening; the run goes on.
+                let _ = on_progress.send(MineProgressDto::from(p));
             }
-            _ => None,
-        };
-        Ok(MineReportDto::new(
-            &project.display().to_string(),
-            &report,
-            written,
-        ))
-    })
-    .await;
+        })
+        .await;
     mining(&app).end();
-    result
+    Ok(MineRunDto::new(&project, &result?))
+}
+
+/// Writes the instructions of the mined pack at `request.pack` whose
+/// validated tasks have none (no writer was reachable when it was mined),
+/// with the writer model (local by default), telling `on_progress` the
+/// task at hand; `stop_mining` ends it between two tasks.
+#[tauri::command]
+pub async fn write_pack_instructions<R: Runtime>(
+    app: AppHandle<R>,
+    state: State<'_, AppState>,
+    request: WriteInstructionsRequest,
+    on_progress: Channel<MineProgressDto>,
+) -> Result<InstructionsDto, Error> {
+    let engine = state.engine()?;
+    let dir = absolute("pack folder", &request.pack)?;
+    let writer = request.writer();
+    let stop = mining(&app).begin()?;
+    let result = engine
+        .write_mined_instructions(&dir, writer.as_deref(), &Some(stop), |event| {
+            if let WriteEvent::Task { id, at, of } = event {
+                let _ = on_progress.send(MineProgressDto {
+                    stage: "write".into(),
+                    scanned: 0,
+                    candidates: 0,
+                    validated: 0,
+                    dropped: Vec::new(),
+                    eta_secs: None,
+                    current: Some(format!("the instruction of {id} ({at} of {of})")),
+                });
+            }
+        })
+        .await;
+    mining(&app).end();
+    let (instructions, counts) = result?;
+    Ok(InstructionsDto::new(&instructions, Some(&counts)))
+}
+
+/// How the pack at `pack`'s tasks stand with their instructions (written,
+/// approved, pending, dropped, not written yet): the yield's
+/// "instructions approved" after review.
+#[tauri::command]
+pub async fn pack_instructions(pack: String) -> Result<InstructionCountsDto, Error> {
+    let dir = absolute("pack folder", &pack)?;
+    blocking(move || Ok(InstructionCountsDto::from(&InstructionCounts::load(&dir)?))).await
+}
+
+/// The test command the files at the project's HEAD call for, and the
+/// file that said so (none: nothing says), as mining detects it at each
+/// base when none is given.
+#[tauri::command]
+pub async fn detect_test_command(project: String) -> Result<Option<DetectedCommandDto>, Error> {
+    let dir = absolute("project folder", &project)?;
+    blocking(move || {
+        let root = pack::repository_root(&dir).map_err(pack_error)?;
+        let found = pack::mine::test_command_at(&root, "HEAD").map_err(pack_error)?;
+        Ok(found.map(|(command, because)| DetectedCommandDto { command, because }))
+    })
+    .await
+}
+
+/// The model that writes mined tasks' instructions when none is picked:
+/// the default model when its provider is local; else why there is none.
+#[tauri::command]
+pub async fn default_writer(state: State<'_, AppState>) -> Result<DefaultWriterDto, Error> {
+    let config = state.engine()?.config();
+    Ok(
+        match arena_core::pack::instruct::Writer::choose(&config, None).await {
+            Ok(w) => DefaultWriterDto {
+                writer: Some(w.name()),
+                why_not: None,
+            },
+            Err(e) => DefaultWriterDto {
+                writer: None,
+                why_not: Some(e.to_string()),
+            },
+        },
+    )
 }
 
 /// Stops the mining run under way (it reports what it found so far);

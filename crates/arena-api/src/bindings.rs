@@ -77,9 +77,14 @@ fn export_into(dir: &Path) -> Result<(), ts_rs::ExportError> {
     PackRunReportDto::export_all(&cfg)?;
     PackRunListDto::export_all(&cfg)?;
     SavedReportDto::export_all(&cfg)?;
+    // Mining a history (packs/mining.rs).
     MineRequest::export_all(&cfg)?;
-    MineReportDto::export_all(&cfg)?;
+    MineRunDto::export_all(&cfg)?;
     MineProgressDto::export_all(&cfg)?;
+    DetectedCommandDto::export_all(&cfg)?;
+    DefaultWriterDto::export_all(&cfg)?;
+    WriteInstructionsRequest::export_all(&cfg)?;
+    InstructionsDto::export_all(&cfg)?;
     ReviewItemDto::export_all(&cfg)?;
     ReviewDecisionDto::export_all(&cfg)?;
     std::fs::write(dir.join(BATTLE_TYPES_MODULE), battle_types_module())?;

@@ -7,12 +7,14 @@
 use std::collections::BTreeMap;
 
 use arena_core as core;
-use arena_core::pack::mine::{MineProgress, MineReport, MinedTask};
 use arena_core::pack::{PackSummary, TaskSummary};
 use arena_core::pack_score::{ContestantScore, Interval, IntervalMethod, PairScore};
 use serde::{Deserialize, Serialize};
 
 use crate::path;
+
+mod mining;
+pub use mining::*;
 
 /// A pack, read and checked against its project (`arena pack show`): each
 /// task with whether it can run here, and why not.
@@ -466,146 +468,6 @@ pub struct PackRunListDto {
 pub struct SavedReportDto {
     pub folder: String,
     pub files: Vec<String>,
-}
-
-/// What mining a project's history asks (`arena pack mine`).
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
-pub struct MineRequest {
-    pub project: String,
-    /// Where to write the candidates as a pack; none: only scan.
-    pub out: Option<String>,
-    /// Stop after this many candidates.
-    pub limit: Option<u32>,
-    pub since: Option<String>,
-    pub until: Option<String>,
-}
-
-impl MineRequest {
-    pub fn options(&self) -> core::pack::mine::MineOptions {
-        core::pack::mine::MineOptions {
-            project: self.project.trim().into(),
-            limit: self.limit.map(|n| n as usize),
-            since: text(self.since.clone()),
-            until: text(self.until.clone()),
-            ..Default::default()
-        }
-    }
-
-    pub fn out(&self) -> Option<String> {
-        text(self.out.clone())
-    }
-}
-
-/// A candidate task a history gave.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
-pub struct MinedTaskDto {
-    pub commit: String,
-    pub base: String,
-    pub committed_at: String,
-    pub subject: String,
-    pub files: Vec<String>,
-    pub test_files: Vec<String>,
-    pub lines: u32,
-    pub ecosystem: String,
-}
-
-impl From<&MinedTask> for MinedTaskDto {
-    fn from(t: &MinedTask) -> Self {
-        MinedTaskDto {
-            commit: t.commit.clone(),
-            base: t.base.clone(),
-            committed_at: t.committed_at.clone(),
-            subject: t.subject.clone(),
-            files: t.files.clone(),
-            test_files: t.test_files.clone(),
-            lines: u32::try_from(t.lines).unwrap_or(u32::MAX),
-            ecosystem: format!("{:?}", t.ecosystem).to_lowercase(),
-        }
-    }
-}
-
-/// A drop reason and how many commits it took out.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
-pub struct DropCountDto {
-    pub reason: String,
-    pub count: u32,
-}
-
-/// Where a mining run is, sent as it goes: the stage (`scan`, `split`,
-/// `validate`, …), commits scanned, candidates, validated, drops by
-/// reason so far, the seconds left when known, the commit at hand.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
-pub struct MineProgressDto {
-    pub stage: String,
-    pub scanned: u32,
-    pub candidates: u32,
-    pub validated: u32,
-    /// Most first.
-    pub dropped: Vec<DropCountDto>,
-    pub eta_secs: Option<u32>,
-    pub current: Option<String>,
-}
-
-impl From<&MineProgress> for MineProgressDto {
-    fn from(p: &MineProgress) -> Self {
-        let big = |n: u64| u32::try_from(n).unwrap_or(u32::MAX);
-        MineProgressDto {
-            stage: p.stage.clone(),
-            scanned: big(p.scanned),
-            candidates: big(p.candidates),
-            validated: big(p.validated),
-            dropped: drop_counts(p.dropped.iter().map(|(r, n)| (r.clone(), big(*n)))),
-            eta_secs: p.eta_secs.map(big),
-            current: p.current.clone(),
-        }
-    }
-}
-
-/// Drop counts, most first (then by reason).
-fn drop_counts(counts: impl Iterator<Item = (String, u32)>) -> Vec<DropCountDto> {
-    let mut dropped: Vec<DropCountDto> = counts
-        .map(|(reason, count)| DropCountDto { reason, count })
-        .collect();
-    dropped.sort_by(|a, b| b.count.cmp(&a.count).then(a.reason.cmp(&b.reason)));
-    dropped
-}
-
-/// What mining found: commits scanned, candidates, drops by reason, the
-/// candidates, seconds per stage, and the pack written (if asked).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
-pub struct MineReportDto {
-    pub project: String,
-    pub scanned: u32,
-    pub candidates: u32,
-    /// Most first.
-    pub dropped: Vec<DropCountDto>,
-    pub tasks: Vec<MinedTaskDto>,
-    pub seconds: f64,
-    /// The pack written, when `out` was given.
-    pub pack: Option<String>,
-    /// Stopped before the end (what was found so far is here).
-    pub cancelled: bool,
-}
-
-impl MineReportDto {
-    pub fn new(project: &str, report: &MineReport, pack: Option<String>) -> Self {
-        let dropped = drop_counts(report.dropped.iter().map(|(r, n)| (r.clone(), count(*n))));
-        MineReportDto {
-            project: project.to_string(),
-            scanned: count(report.scanned),
-            candidates: count(report.candidates),
-            dropped,
-            tasks: report.tasks.iter().map(Into::into).collect(),
-            seconds: report.seconds_per_stage.values().sum(),
-            pack,
-            cancelled: report.cancelled,
-        }
-    }
 }
 
 /// A mined task whose instruction Arena wrote, for review: `pending`,

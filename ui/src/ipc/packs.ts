@@ -1,12 +1,8 @@
 // The Packs screen's commands (src-tauri/packs.rs): task packs, pack runs
-// and their reports, mining a history. Types from ./bindings/ (arena-api's
-// packs module).
-import { Channel } from '@tauri-apps/api/core';
+// and their reports, review of mined tasks' instructions (mining is
+// ./mining.ts). Types from ./bindings/ (arena-api's packs module).
 import type {
   ImportPackRequest,
-  MineProgressDto,
-  MineReportDto,
-  MineRequest,
   PackDto,
   PackRunListDto,
   PackRunReportDto,
@@ -53,22 +49,6 @@ export function listPackRuns(limit?: number): Promise<PackRunListDto[]> {
  * the run's folder in the data directory. */
 export function savePackReport(id: string, folder: string | null): Promise<SavedReportDto> {
   return call<SavedReportDto>('save_pack_report', { id, folder });
-}
-
-/** Mines a project's history for candidate tasks (the static scan),
- * telling `onProgress` where it is as it goes. */
-export function mineHistory(
-  request: MineRequest,
-  onProgress: (progress: MineProgressDto) => void,
-): Promise<MineReportDto> {
-  const channel = new Channel<MineProgressDto>(onProgress);
-  return call<MineReportDto>('mine_history', { request, onProgress: channel });
-}
-
-/** Stops the mining run under way (it reports what it found so far);
- * whether one was running. */
-export function stopMining(): Promise<boolean> {
-  return call<boolean>('stop_mining');
 }
 
 /** The pack's tasks whose instruction Arena wrote, pending ones first. */

@@ -7,9 +7,6 @@ import {
   cellWords,
   droppedEdits,
   matrix,
-  dropsLine,
-  mineLine,
-  mineProgressLine,
   passBars,
   passWords,
   pct,
@@ -286,47 +283,5 @@ describe('the scores', () => {
         files: ['tests/test_x.py', 'conftest.py'],
       },
     ]);
-  });
-});
-
-describe('mining', () => {
-  it('sums the scan up in one line', () => {
-    expect(
-      mineLine({
-        project: '/p',
-        scanned: 1200,
-        candidates: 14,
-        dropped: [
-          { reason: 'no_test_change', count: 900 },
-          { reason: 'revert', count: 6 },
-        ],
-        tasks: [],
-        seconds: 2.04,
-        pack: null,
-        cancelled: false,
-      }),
-    ).toBe('1,200 commits scanned · 14 candidates · 906 dropped · 2.0 s');
-  });
-
-  it('says where a run is as it goes', () => {
-    const p = {
-      stage: 'validate',
-      scanned: 10000,
-      candidates: 40,
-      validated: 3,
-      dropped: [
-        { reason: 'no_test_change', count: 9000 },
-        { reason: 'flaky_fail_to_pass', count: 2 },
-      ],
-      eta_secs: 90,
-      current: 'abc123 fix the parser',
-    };
-    expect(mineProgressLine(p)).toBe(
-      '10,000 commits scanned · 40 candidates · 3 validated · 9,002 dropped',
-    );
-    expect(mineProgressLine({ ...p, validated: 0 })).toBe(
-      '10,000 commits scanned · 40 candidates · 9,002 dropped',
-    );
-    expect(dropsLine(p.dropped)).toBe('no test change 9,000 · flaky fail to pass 2');
   });
 });

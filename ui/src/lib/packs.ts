@@ -1,10 +1,7 @@
 // The Packs screen's decisions, kept pure: the run form and its checks,
 // the live matrix of tasks × contestants from a run's report, the scores'
-// bars and words, the verifier's dropped edits, and the mining summary.
+// bars and words, and the verifier's dropped edits (mining: ./mining.ts).
 import type {
-  DropCountDto,
-  MineProgressDto,
-  MineReportDto,
   PackDto,
   PackRunReportDto,
   PackRunRowDto,
@@ -339,32 +336,4 @@ export function droppedEdits(report: PackRunReportDto): DroppedEdits[] {
         files: r.dropped,
       })),
   );
-}
-
-// ---------------------------------------------------------------- mining
-
-/** A drop reason in words ("no_test_change" → "no test change"). */
-export function reasonWords(reason: string): string {
-  return reason.replace(/_/g, ' ');
-}
-
-/** The mining summary line. */
-export function mineLine(m: MineReportDto): string {
-  const dropped = m.dropped.reduce((n, d) => n + d.count, 0);
-  return `${m.scanned.toLocaleString()} commits scanned · ${m.candidates.toLocaleString()} candidates · ${dropped.toLocaleString()} dropped · ${m.seconds.toFixed(1)} s`;
-}
-
-/** Where a mining run is: counts so far. */
-export function mineProgressLine(p: MineProgressDto): string {
-  const dropped = p.dropped.reduce((n, d) => n + d.count, 0);
-  const validated = p.validated > 0 ? ` · ${p.validated.toLocaleString()} validated` : '';
-  return `${p.scanned.toLocaleString()} commits scanned · ${p.candidates.toLocaleString()} candidates${validated} · ${dropped.toLocaleString()} dropped`;
-}
-
-/** The commonest drop reasons with their counts. */
-export function dropsLine(dropped: readonly DropCountDto[], most = 6): string {
-  return dropped
-    .slice(0, most)
-    .map((d) => `${reasonWords(d.reason)} ${d.count.toLocaleString()}`)
-    .join(' · ');
 }

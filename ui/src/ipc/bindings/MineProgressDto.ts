@@ -3,8 +3,9 @@ import type { DropCountDto } from "./DropCountDto";
 
 /**
  * Where a mining run is, sent as it goes: the stage (`scan`, `split`,
- * `validate`, …), commits scanned, candidates, validated, drops by
- * reason so far, the seconds left when known, the commit at hand.
+ * `validate`, `write`, then `done` or `cancelled`), commits scanned,
+ * candidates, validated, drops by reason so far, the seconds left when
+ * known, the commit (or task) at hand.
  */
 export type MineProgressDto = { stage: string, scanned: number, candidates: number, validated: number, 
 /**

@@ -5,10 +5,29 @@
  */
 export type MineRequest = { project: string, 
 /**
- * Where to write the candidates as a pack; none: only scan.
+ * Where to write the validated tasks as a pack (a folder that does
+ * not exist yet); none: only mine.
  */
 out: string | null, 
 /**
- * Stop after this many candidates.
+ * Stop after this many validated tasks.
  */
-limit: number | null, since: string | null, until: string | null, };
+limit: number | null, 
+/**
+ * Only commits since / until these dates (`YYYY-MM-DD`).
+ */
+since: string | null, until: string | null, 
+/**
+ * The tests' command; none: detected from the files at each base.
+ */
+test_command: string | null, 
+/**
+ * Runs of each tree (BASE, RED, GOLD); none: 3 (5 when they
+ * disagree).
+ */
+runs_to_validate: number | null, 
+/**
+ * The model that writes the instructions; none: the default model
+ * when its provider is local.
+ */
+writer: string | null, };
