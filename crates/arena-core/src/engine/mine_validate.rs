@@ -395,12 +395,13 @@ async fn validate_candidate(
             vec![e.to_string()],
         ));
     }
-    let (p, t) = (project.to_path_buf(), task.clone());
-    let (base_files, after_files, gold_patch) = tokio::task::spawn_blocking(move || {
+    let (p, t, c) = (project.to_path_buf(), task.clone(), command.clone());
+    let (targets, gold_patch) = tokio::task::spawn_blocking(move || {
         let before = pmine::existing_at(&p, &t.base, &t.test_files)?;
         let after = pmine::existing_at(&p, &t.commit, &t.test_files)?;
+        let targets = pmine::targeted_commands(&p, &t, &c, (&before, &after))?;
         let gold = pmine::commit_patch(&p, &t.base, &t.commit)?;
-        Ok::<_, crate::pack::PackError>((before, after, gold))
+        Ok::<_, crate::pack::PackError>((targets, gold))
     })
     .await??;
     let mut trees = Trees::new(engine, project, task, token).await?;
@@ -409,7 +410,7 @@ async fn validate_candidate(
         task,
         &command,
         options.runs.max(1),
-        (&base_files, &after_files),
+        (targets.0.as_deref(), &targets.1),
         &gold_patch,
     )
     .await;
@@ -422,11 +423,10 @@ async fn run_stages(
     task: &MinedTask,
     command: &str,
     runs: u32,
-    (base_files, after_files): (&[String], &[String]),
+    (before, after): (Option<&str>, &str),
     gold_patch: &str,
 ) -> Result<Outcome> {
     let mixed_runs = runs.max(rules::RUNS_WHEN_MIXED);
-    let after = rules::targeted_command(command, after_files);
     let mut counts = BTreeMap::new();
     let mut red_output = String::new();
     let mut gold_output = String::new();
@@ -436,7 +436,7 @@ async fn run_stages(
         if n >= runs && !rules::disagree(&gold) {
             break;
         }
-        let (run, output) = trees.run(Stage::Gold, gold_patch, &after).await?;
+        let (run, output) = trees.run(Stage::Gold, gold_patch, after).await?;
         let stop = !run.started
             || run.tests.is_empty()
             || run.timed_out
@@ -468,7 +468,7 @@ async fn run_stages(
         if n >= runs && !rules::disagree(&red) {
             break;
         }
-        let (run, output) = trees.run(Stage::Red, &task.test_patch, &after).await?;
+        let (run, output) = trees.run(Stage::Red, &task.test_patch, after).await?;
         if n == 0 {
             red_output = rules::tail(&output, RED_OUTPUT_BYTES).to_string();
         }
@@ -482,13 +482,12 @@ async fn run_stages(
         Validation::Validated(_) | Validation::Dropped(ValidateDrop::GoldFails, _)
     );
     let mut base = Vec::new();
-    if kept && !base_files.is_empty() {
-        let before = rules::targeted_command(command, base_files);
+    if let (true, Some(before)) = (kept, before) {
         for n in 0..mixed_runs {
             if n >= runs && !rules::disagree(&base) {
                 break;
             }
-            let (run, _) = trees.run(Stage::Base, "", &before).await?;
+            let (run, _) = trees.run(Stage::Base, "", before).await?;
             base.push(run);
         }
     }

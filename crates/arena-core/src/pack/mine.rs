@@ -1138,3 +1138,77 @@ pub fn commit_patch(project: &Path, base: &str, commit: &str) -> Result<String, 
 pub fn test_command_at(project: &Path, rev: &str) -> Result<Option<(String, String)>, PackError> {
     Ok(super::project::detect_at(project, rev)?.map(|d| (d.command, d.reason)))
 }
+
+/// A Python test file with at most this many top-level test classes and
+/// functions runs whole in a candidate's runs ([`targeted_commands`]).
+pub const WHOLE_FILE_TESTS: usize = 20;
+
+/// The commands of a candidate's runs, aimed at what its test patch
+/// touches: `(before, after)`, for the BASE runs and for the RED and GOLD
+/// runs. With pytest, in a test file of more than [`WHOLE_FILE_TESTS`]
+/// tests, the top-level test classes and functions the test patch changes,
+/// as node ids (such a file is often most of the suite's time:
+/// more-itertools' `test_more.py` takes 30 s, one of its test classes
+/// 1.5 s), so PASS_TO_PASS covers those; else, or when a change lies
+/// outside them, the test files
+/// ([`arena_domain::mining_validate::targeted_command`]). `before` holds
+/// what of that exists at the base; `None` when nothing does (nothing to
+/// keep passing).
+pub fn targeted_commands(
+    project: &Path,
+    task: &MinedTask,
+    command: &str,
+    (base_files, after_files): (&[String], &[String]),
+) -> Result<(Option<String>, String), PackError> {
+    use arena_domain::mining_validate::targeted_command;
+    use arena_domain::test_report::{sh_quote, Ecosystem as Runner};
+    let files = (
+        (!base_files.is_empty()).then(|| targeted_command(command, base_files)),
+        targeted_command(command, after_files),
+    );
+    if Runner::detect(command) != Runner::Pytest || after_files.is_empty() {
+        return Ok(files);
+    }
+    let changed = mining::changed_lines(&task.test_patch);
+    let text_at = |rev: &str, path: &str| -> Result<String, PackError> {
+        let out = git(project, &["show", &format!("{rev}:{path}")], None, None)?;
+        Ok(String::from_utf8_lossy(&out).into_owned())
+    };
+    let mut after = Vec::new();
+    let mut before = Vec::new();
+    for file in after_files {
+        let name = file.rsplit('/').next().unwrap_or(file);
+        let test_file =
+            name.ends_with(".py") && (name.starts_with("test_") || name.ends_with("_test.py"));
+        let (Some(lines), true) = (changed.get(file), test_file) else {
+            return Ok(files);
+        };
+        let text = text_at(&task.commit, file)?;
+        // A small file runs whole: its other tests keep passing too.
+        if mining::python_test_names(&text).len() <= WHOLE_FILE_TESTS {
+            after.push(file.clone());
+            if base_files.contains(file) {
+                before.push(file.clone());
+            }
+            continue;
+        }
+        let Some(nodes) = mining::python_test_nodes(file, &text, lines) else {
+            return Ok(files);
+        };
+        if base_files.contains(file) {
+            let there = mining::python_test_names(&text_at(&task.base, file)?);
+            before.extend(
+                nodes
+                    .iter()
+                    .filter(|n| n.rsplit("::").next().is_some_and(|n| there.contains(n)))
+                    .cloned(),
+            );
+        }
+        after.extend(nodes);
+    }
+    let line = |nodes: &[String]| {
+        let quoted: Vec<String> = nodes.iter().map(|n| sh_quote(n)).collect();
+        format!("{} {}", command.trim(), quoted.join(" "))
+    };
+    Ok(((!before.is_empty()).then(|| line(&before)), line(&after)))
+}
