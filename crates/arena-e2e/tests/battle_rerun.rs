@@ -389,5 +389,11 @@ async fn cancelling_a_coding_battle_asks_first_and_says_what_is_lost() -> Result
         "the engine has the battle {}",
         battle.status
     );
+    // A cancelled battle too can run again.
+    ensure!(
+        app.is_visible("button[data-testid=run-again]").await?
+            && app.is_visible("button[data-testid=edit-rerun]").await?,
+        "a cancelled battle offers no Run again or Edit & rerun"
+    );
     app.close().await
 }
