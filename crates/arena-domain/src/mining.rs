@@ -731,18 +731,22 @@ pub fn python_test_names(text: &str) -> BTreeSet<String> {
 /// The pytest node ids (`path::Name`) of the top-level test classes and
 /// test functions of the Python test file `path` whose lines a patch
 /// changes (`text`: the file with the patch applied), so that a
-/// candidate's runs collect those alone instead of the whole file. `None`
-/// when a changed line (not blank, not a comment) lies outside them — an
-/// import, a helper, a fixture, a module-level constant may change any
+/// candidate's runs collect those alone instead of the whole file. An
+/// added import, a blank line or a comment selects nothing (a new name
+/// changes no other test). `None` when another changed line lies outside
+/// them — a helper, a fixture, a module-level constant may change any
 /// test of the file: then the whole file runs.
 pub fn python_test_nodes(path: &str, text: &str, changed: &[Changed]) -> Option<Vec<String>> {
     let blocks = python_blocks(text);
     let lines: Vec<&str> = text.lines().collect();
     let at = |n: usize| blocks.iter().find(|b| b.first <= n && n <= b.last);
     let neutral = |n: usize| {
-        lines
-            .get(n.wrapping_sub(1))
-            .is_none_or(|l| l.trim().is_empty() || l.starts_with('#'))
+        lines.get(n.wrapping_sub(1)).is_none_or(|l| {
+            l.trim().is_empty()
+                || l.starts_with('#')
+                || l.starts_with("import ")
+                || l.starts_with("from ")
+        })
     };
     let mut names = BTreeSet::new();
     for c in changed {
@@ -894,8 +898,17 @@ mod tests {
                 "t/test_m.py::test_slow".to_string()
             ])
         );
-        // A helper, an import or a class pytest does not collect: the file.
-        for n in [16, 3, 27] {
+        // An added import selects nothing of its own.
+        assert_eq!(
+            python_test_nodes("t/test_m.py", text, &[Changed::Added(3), Changed::Added(8)]),
+            Some(vec!["t/test_m.py::ChunkedTests".to_string()])
+        );
+        assert_eq!(
+            python_test_nodes("t/test_m.py", text, &[Changed::Added(3)]),
+            None
+        );
+        // A helper or a class pytest does not collect: the file.
+        for n in [16, 27] {
             assert_eq!(
                 python_test_nodes("t/test_m.py", text, &[Changed::Added(n)]),
                 None,
