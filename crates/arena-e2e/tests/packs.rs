@@ -1,11 +1,11 @@
-//! The Packs screen (issue 40, point 6; issue 41's "Mine my history"): the
+//! The Packs screen (issue 40, point 6): the
 //! sample pack opened with "Try the sample pack", two scripted agents (one
 //! applies each task's gold patch, one changes nothing) picked as
 //! contestants, a pack run started with one run of each task; its live
 //! matrix fills, the gold agent scores 100 % and the idle one 0 %, each
 //! with an interval bar that does not read as certain; a cell links to
-//! its battle; the report saves as files; mining the sample repository's
-//! history lists its candidates with the drops by reason.
+//! its battle; the report saves as files. (Mining a history from this
+//! screen: mining.rs.)
 //!
 //! Needs a display, the drivers, bubblewrap and python3 (the sample
 //! pack's tests); see the crate docs.
@@ -92,20 +92,6 @@ async fn cells(app: &App) -> Result<Vec<(String, String, u64, u64, u64)>> {
         vec![],
     )
     .await
-}
-
-fn git(dir: &Path, args: &[&str]) -> Result<()> {
-    let out = std::process::Command::new("git")
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .with_context(|| format!("git {args:?}"))?;
-    ensure!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    Ok(())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -270,36 +256,6 @@ async fn a_pack_run_from_the_packs_screen_scores_a_gold_agent_and_an_idle_one() 
     .await?;
     app.wait_for("[data-testid=battle-view]").await?;
 
-    // Mining the sample repository's history.
-    let mined = h.project_dir().join("textkit");
-    git(
-        &h.project_dir(),
-        &[
-            "clone",
-            "-q",
-            sample()
-                .join("repo.bundle")
-                .to_str()
-                .context("a UTF-8 path")?,
-            "textkit",
-        ],
-    )?;
-    app.goto("#/packs").await?;
-    let field = app.wait_for("input[data-testid=mine-project]").await?;
-    app.fill(&field, mined.to_str().context("a UTF-8 path")?)
-        .await?;
-    app.click("[data-testid=mine-start]").await?;
-    app.wait_for("[data-testid=mine-report]").await?;
-    let line = app.text_of("[data-testid=mine-line]").await?;
-    ensure!(line.contains("commits scanned"), "{line}");
-    let candidates = app.count("[data-testid=mine-candidate]").await?;
-    ensure!(
-        candidates >= n,
-        "the sample history's {n} fixes are candidates: {candidates}"
-    );
-    let section = app.wait_for("[data-testid=pack-mine]").await?;
-    app.scroll_to(&section).await?;
-    app.screenshot("packs-mine").await?;
     app.close().await?;
 
     // The engine agrees with what the screen showed.
