@@ -62,7 +62,7 @@ describe('the writer', () => {
       lane: 'local',
       reachable: true,
       error: null,
-      options: [{ value: 'qwen', label: 'qwen', disabled: false, title: null }],
+      options: [{ value: 'qwen3-8b', label: 'qwen3-8b', disabled: false, title: null }],
     },
     {
       provider: 'openai',
@@ -75,7 +75,7 @@ describe('the writer', () => {
 
   it('says when the code would leave the machine', () => {
     expect(writerLane(groups, '')).toBe('default');
-    expect(writerLane(groups, 'qwen')).toBe('local');
+    expect(writerLane(groups, 'qwen3-8b')).toBe('local');
     expect(writerLane(groups, 'gpt-5')).toBe('cloud');
     expect(writerLane(groups, 'typed-in')).toBe('unknown');
   });
