@@ -270,8 +270,11 @@ async fn a_full_disk_ends_the_battle_with_the_reason_and_keeps_what_was_kept() {
     let project = repo();
     // No floor and no budget: the agent fills the disk to its last block
     // with small files, says so, and exits cleanly.
-    // (At most 64 MiB, whatever disk it is on.)
-    let script = "echo 'filling the disk'; \
+    // (At most 64 MiB, whatever disk it is on.) It waits a second after its
+    // first line: the journal writes streamed output every 25-100 ms, and
+    // what is asserted kept is what was written before the disk filled,
+    // not a line still in flight when it did.
+    let script = "echo 'filling the disk'; sleep 1; \
                   for i in $(seq 1 256); do head -c 262144 /dev/zero > f$i 2>/dev/null || break; done; \
                   head -c 4096 /dev/zero > g 2>/dev/null; echo 'the disk is full'";
     let b = battle(&mut h, project.path(), Some(&disk), script, |l| {
