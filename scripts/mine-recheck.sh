@@ -44,8 +44,10 @@ else:
 EOF
 }
 
+# A field of a task.toml's [metadata.arena] (a TOML string, basic or
+# literal).
 field() {
-  sed -n "s/^$1 = \"\\(.*\\)\"$/\\1/p" "$2" | head -1 | sed 's/\\"/"/g; s/\\\\/\\/g'
+  python3 -c 'import sys, tomllib; print(tomllib.load(open(sys.argv[2], "rb"))["metadata"]["arena"].get(sys.argv[1], ""))' "$1" "$2"
 }
 
 total=0 ok=0

@@ -13,6 +13,14 @@
 //! Each tree is an overlay of a checkout of the base (made once per
 //! candidate) with the patch applied inside the jail by Arena's own
 //! binary, as a check's and the verifier's are; elsewhere a fresh checkout.
+//!
+//! A cargo command builds into one target folder per stage, kept for the
+//! whole run ([`BuildCache`]): the dependencies are compiled once, not for
+//! every run. Not one for all stages: every tree works at the project's
+//! path, and cargo tells a changed file by its time, so a RED run would
+//! take the library GOLD built from files the overlay's base left older.
+//! Each candidate's base is checked out anew, newer than anything built
+//! before it, so its own crates are always built again.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -231,6 +239,7 @@ impl Engine {
             cancelled: report.cancelled,
         };
         let token = CancellationToken::new();
+        let cache = BuildCache::create(self)?;
         let started = Instant::now();
         let stop = options.cancel.clone().or_else(|| validate.cancel.clone());
         // A stop ends the candidate at hand too (its test runs), not only
@@ -259,7 +268,8 @@ impl Engine {
             );
             on_progress(&run.progress("validate", Some(current), None));
             let at = Instant::now();
-            let outcome = validate_candidate(self, &project, task, validate, &token).await;
+            let outcome =
+                validate_candidate(self, &project, task, validate, (&cache, &token)).await;
             let seconds = at.elapsed().as_secs_f64();
             run.tried += 1;
             let drop = |reason: &str, detail: Vec<String>| DroppedCandidate {
@@ -308,6 +318,7 @@ impl Engine {
         }
         run.seconds_per_stage
             .insert("validate".into(), started.elapsed().as_secs_f64());
+        cache.remove().await;
         on_progress(&run.progress(
             if run.cancelled { "cancelled" } else { "done" },
             None,
@@ -322,10 +333,43 @@ enum Outcome {
     Dropped(String, Vec<String>),
 }
 
+/// The build folders of a mining run, one per stage (see the module's
+/// notes), removed when it ends.
+struct BuildCache(PathBuf);
+
+impl BuildCache {
+    fn create(engine: &Engine) -> Result<BuildCache> {
+        let root = engine.data_dir().join("mining").join(format!(
+            "builds-{}-{}",
+            std::process::id(),
+            uuid::Uuid::now_v7().simple()
+        ));
+        std::fs::create_dir_all(&root).map_err(|e| Error::io(&root, e))?;
+        Ok(BuildCache(root))
+    }
+
+    /// The target folder of `stage`'s runs when `command` builds with
+    /// cargo.
+    fn target(&self, stage: Stage, command: &str) -> Result<Option<PathBuf>> {
+        if Ecosystem::detect(command) != Ecosystem::Cargo {
+            return Ok(None);
+        }
+        let dir = self.0.join(stage.as_str());
+        std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+        Ok(Some(dir))
+    }
+
+    async fn remove(self) {
+        let root = self.0;
+        let _ = tokio::task::spawn_blocking(move || crate::agent::environment::remove(&root)).await;
+    }
+}
+
 /// The trees of one candidate: its base's checkout and the workspace
 /// (objects, environment) around it.
 struct Trees<'a> {
     engine: &'a Engine,
+    cache: &'a BuildCache,
     battle: Battle,
     base: String,
     root: PathBuf,
@@ -370,7 +414,7 @@ async fn validate_candidate(
     project: &Path,
     task: &MinedTask,
     options: &ValidateOptions,
-    token: &CancellationToken,
+    (cache, token): (&BuildCache, &CancellationToken),
 ) -> Result<Outcome> {
     let (p, base) = (project.to_path_buf(), task.base.clone());
     let command = match &options.test_command {
@@ -404,7 +448,7 @@ async fn validate_candidate(
         Ok::<_, crate::pack::PackError>((targets, gold))
     })
     .await??;
-    let mut trees = Trees::new(engine, project, task, token).await?;
+    let mut trees = Trees::new(engine, project, task, (cache, token)).await?;
     let outcome = run_stages(
         &mut trees,
         task,
@@ -520,15 +564,26 @@ impl<'a> Trees<'a> {
         engine: &'a Engine,
         project: &Path,
         task: &MinedTask,
-        token: &'a CancellationToken,
+        (cache, token): (&'a BuildCache, &'a CancellationToken),
     ) -> Result<Trees<'a>> {
         let battle = battle_of(project, &task.commit);
         let root = engine.data_dir().join("worktrees").join(&battle.id);
+        // One left by a run that crashed goes first: its base's files are
+        // older than what the build folders hold (see the module's notes).
+        if root.exists() {
+            let (project, root, id) = (project.to_path_buf(), root.clone(), battle.id.clone());
+            tokio::task::spawn_blocking(move || {
+                super::fresh::remove_base_tree(&project, &root, &id);
+                crate::agent::environment::remove(&root);
+            })
+            .await?;
+        }
         std::fs::create_dir_all(&root).map_err(|e| Error::io(&root, e))?;
         let lower = super::fresh::base_tree(engine, &battle, &root, &task.base).await?;
         let workspace = Workspace::of(engine, &battle, (&lower, "mine"), &task.base, token).await?;
         Ok(Trees {
             engine,
+            cache,
             battle,
             base: task.base.clone(),
             root,
@@ -570,6 +625,12 @@ impl<'a> Trees<'a> {
             super::verify::LOGS_VAR,
         );
         let limit = Duration::from_secs(rules::GOLD_SECONDS);
+        let target = self.cache.target(stage, command)?;
+        let jail = RunIn {
+            logs: &logs,
+            target: target.as_deref(),
+            limit,
+        };
         let (tree, ran) = if super::fresh::overlays_here(engine) {
             let path = self.root.join(&name);
             let made = tokio::task::spawn_blocking({
@@ -582,16 +643,7 @@ impl<'a> Trees<'a> {
             .await?;
             made.map_err(|e| Error::io(&path, e))?;
             let fresh = self.workspace.over(&path, &self.lower, patch);
-            let ran = run_tests(
-                engine,
-                &name,
-                &plan.command,
-                &fresh,
-                &logs,
-                limit,
-                self.token,
-            )
-            .await;
+            let ran = run_tests(engine, &name, &plan.command, &fresh, &jail, self.token).await;
             (path, ran)
         } else {
             let (source, root, n, base, p) = (
@@ -610,16 +662,7 @@ impl<'a> Trees<'a> {
             let ran = match applied {
                 Ok(()) => {
                     let fresh = self.workspace.at(&path);
-                    run_tests(
-                        engine,
-                        &name,
-                        &plan.command,
-                        &fresh,
-                        &logs,
-                        limit,
-                        self.token,
-                    )
-                    .await
+                    run_tests(engine, &name, &plan.command, &fresh, &jail, self.token).await
                 }
                 Err(reason) => Ok(Ran {
                     exit: None,
@@ -684,29 +727,46 @@ struct Ran {
     seconds: f64,
 }
 
+/// Where a run writes and how long it may take.
+struct RunIn<'a> {
+    /// The report's folder, named by the verifier's variable.
+    logs: &'a Path,
+    /// The stage's cargo target folder, when the command builds with cargo.
+    target: Option<&'a Path>,
+    limit: Duration,
+}
+
 /// Runs `command` in the check's jail over `workspace` (its patch applied
-/// first inside the jail when it is an overlay), with `logs` writable and
-/// named by the verifier's variable: the verifier's way
-/// ([`super::verify`]), for a tree that belongs to no contestant.
+/// first inside the jail when it is an overlay), with the folders of `run`
+/// writable: the verifier's way ([`super::verify`]), for a tree that
+/// belongs to no contestant.
 async fn run_tests(
     engine: &Engine,
     name: &str,
     command: &str,
     workspace: &Workspace,
-    logs: &Path,
-    limit: Duration,
+    run: &RunIn<'_>,
     token: &CancellationToken,
 ) -> Result<Ran> {
     let path = workspace.path.as_path();
     let scratch = Scratch::create(&engine.data_dir().join("agents").join(format!("{name}-run")))?;
-    let (env, sandbox, program, args) =
-        super::verify::test_jail(engine, &scratch, command, workspace, logs)?;
+    let (mut env, mut sandbox, program, args) =
+        super::verify::test_jail(engine, &scratch, command, workspace, run.logs)?;
+    if let Some(target) = run.target {
+        if let Some(sandbox) = sandbox.as_mut() {
+            sandbox.write.push(target.to_path_buf());
+        }
+        env.push((
+            "CARGO_TARGET_DIR".into(),
+            target.to_string_lossy().into_owned(),
+        ));
+    }
     let launch = Launch {
         program,
         args,
         cwd: path.to_path_buf(),
         env,
-        timeout: limit,
+        timeout: run.limit,
         sandbox,
         bounds: launch::bounds(engine),
         door: None,

@@ -1133,10 +1133,30 @@ pub fn commit_patch(project: &Path, base: &str, commit: &str) -> Result<String, 
     Ok(String::from_utf8_lossy(&out).into_owned())
 }
 
+/// What mining puts before a Rust base's `cargo test`: lints the base's
+/// code denies (`#![deny(warnings)]`) that compilers newer than it added
+/// would fail its build today, so they are capped at warnings. Not when
+/// the project sets its own rustflags in `.cargo/config.toml`: the
+/// variable would override them.
+pub const RUST_LINTS_CAPPED: &str = "RUSTFLAGS=--cap-lints=warn";
+
 /// The test command the files at `rev` call for, with the file that said
-/// so (`None`: nothing says).
+/// so (`None`: nothing says); for Rust, with [`RUST_LINTS_CAPPED`] when it
+/// can be.
 pub fn test_command_at(project: &Path, rev: &str) -> Result<Option<(String, String)>, PackError> {
-    Ok(super::project::detect_at(project, rev)?.map(|d| (d.command, d.reason)))
+    let Some(found) = super::project::detect_at(project, rev)? else {
+        return Ok(None);
+    };
+    if found.ecosystem == "rust" && !super::project::sets_rustflags_at(project, rev) {
+        return Ok(Some((
+            format!("{RUST_LINTS_CAPPED} {}", found.command),
+            format!(
+                "{}; lints capped at warnings, as newer compilers lint old code more",
+                found.reason
+            ),
+        )));
+    }
+    Ok(Some((found.command, found.reason)))
 }
 
 /// A Python test file with at most this many top-level test classes and

@@ -122,6 +122,19 @@ pub fn detect_at(dir: &Path, commit: &str) -> Result<Option<DetectedCommand>, Pa
     Ok(detect_test_command(&names, &read))
 }
 
+/// Whether the project's cargo configuration at `commit` sets rustflags
+/// (`.cargo/config.toml` or `.cargo/config`, `build` or a target's).
+pub fn sets_rustflags_at(dir: &Path, commit: &str) -> bool {
+    [".cargo/config.toml", ".cargo/config"].iter().any(|name| {
+        git(
+            dir,
+            &["cat-file", "blob", &format!("{commit}:{name}")],
+            None,
+        )
+        .is_ok_and(|bytes| String::from_utf8_lossy(&bytes).contains("rustflags"))
+    })
+}
+
 /// Bundles the project's `HEAD` (and its branch) into `file`, after
 /// checking every base is in that history.
 pub fn bundle(dir: &Path, bases: &BTreeSet<String>, file: &Path) -> Result<(), PackError> {
