@@ -142,7 +142,7 @@ fn print_run(
         println!(
             "{}  dropped: {}  {}",
             &d.commit[..d.commit.len().min(12)],
-            d.reason,
+            arena_core::pack::mine::drop_words(&d.reason),
             crate::view::shown(&d.subject),
         );
     }

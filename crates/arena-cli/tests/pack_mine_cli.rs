@@ -137,7 +137,7 @@ fn a_static_mine_prints_its_yield_and_writes_a_pack_not_validated_yet() {
         &["pack", "mine", "--static-only", "--project", repo_s],
     ));
     assert!(text.contains("commits scanned"), "{text}");
-    assert!(text.contains("dropped: no_tests"), "{text}");
+    assert!(text.contains("dropped: no test changed"), "{text}");
     assert!(text.contains("Refuse None in add"), "{text}");
 
     let pack = tmp.path().join("mined");

@@ -92,6 +92,40 @@ impl ValidateDrop {
     }
 }
 
+/// A drop reason's code (the key of the drop counts: the static scan's
+/// [`crate::mining::DropReason`], running's [`ValidateDrop`], and
+/// `no_test_command`, `validation_error`) in words, for the CLI's table and
+/// the app; an unknown code with its underscores as spaces.
+pub fn drop_words(reason: &str) -> String {
+    let words = match reason {
+        "no_parent" => "the first commit (no parent to start from)",
+        "revert" => "a revert",
+        "bot" => "made by a bot",
+        "ci_only" => "CI configuration only",
+        "generated_or_vendored" => "generated or vendored code",
+        "mixed_test_hunk" => "a hunk mixes test and fix code",
+        "no_tests" => "no test changed",
+        "no_code" => "only tests changed",
+        "binary" => "binary files",
+        "too_many_files" => "more than 10 code files",
+        "too_small" => "under 3 lines of code",
+        "too_big" => "over 400 lines of code",
+        "formatting_only" => "a change of formatting only",
+        "no_test_command" => "no test command found",
+        "environment_not_prepared" => "its environment could not be prepared",
+        "suite_did_not_start" => "the tests did not start",
+        "patch_does_not_apply" => "the split does not apply",
+        "gold_too_slow" => "the fixed tests took over 5 minutes",
+        "gold_fails" => "the fix does not pass its tests",
+        "gold_not_always_passing" => "the fix passes its tests only sometimes",
+        "flaky_fail_to_pass" => "a flaky test",
+        "no_fail_to_pass" => "no test fails before the fix",
+        "validation_error" => "Arena could not run it",
+        other => return other.replace('_', " "),
+    };
+    words.to_string()
+}
+
 /// What the runs of a candidate came to.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Validation {
@@ -353,6 +387,47 @@ mod tests {
     }
 
     use TestStatus::{Failed as F, Passed as P};
+
+    #[test]
+    fn every_drop_reason_has_its_words() {
+        use crate::mining::DropReason;
+        let scan = [
+            DropReason::NoParent,
+            DropReason::Revert,
+            DropReason::Bot,
+            DropReason::CiOnly,
+            DropReason::GeneratedOrVendored,
+            DropReason::MixedTestHunk,
+            DropReason::NoTests,
+            DropReason::NoCode,
+            DropReason::Binary,
+            DropReason::TooManyFiles,
+            DropReason::TooSmall,
+            DropReason::TooBig,
+            DropReason::FormattingOnly,
+        ]
+        .map(DropReason::as_str);
+        let running = [
+            ValidateDrop::EnvironmentNotPrepared,
+            ValidateDrop::SuiteDidNotStart,
+            ValidateDrop::PatchDoesNotApply,
+            ValidateDrop::GoldTooSlow,
+            ValidateDrop::GoldFails,
+            ValidateDrop::GoldNotAlwaysPassing,
+            ValidateDrop::FlakyFailToPass,
+            ValidateDrop::NoFailToPass,
+        ]
+        .map(ValidateDrop::as_str);
+        for code in scan
+            .iter()
+            .chain(&running)
+            .chain(&["no_test_command", "validation_error"])
+        {
+            assert_ne!(drop_words(code), code.replace('_', " "), "{code}");
+        }
+        assert_eq!(drop_words("gold_fails"), "the fix does not pass its tests");
+        assert_eq!(drop_words("something_new"), "something new");
+    }
 
     #[test]
     fn fail_to_pass_and_pass_to_pass_from_the_three_stages() {

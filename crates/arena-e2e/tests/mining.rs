@@ -338,6 +338,14 @@ async fn a_history_mined_from_the_packs_screen_is_validated_written_and_reviewed
         dropped == [("gold_fails".to_string(), "Add neg".to_string())],
         "dropped by running: {dropped:?}"
     );
+    // Why, in the engine's words.
+    let why = app
+        .text_of("[data-testid=mine-dropped] td:nth-child(3)")
+        .await?;
+    ensure!(
+        why.starts_with("the fix does not pass its tests"),
+        "why: {why}"
+    );
     let written = app.text_of("[data-testid=mine-pack-path]").await?;
     ensure!(Path::new(&written) == out, "the pack: {written}");
     // Its heading just below the app's bar.

@@ -1,6 +1,6 @@
-// "Mine my history", kept pure: the form and its checks, drop reasons in
-// words, where a run is, the yield table after it, and whether the
-// picked writer sends the code off the machine.
+// "Mine my history", kept pure: the form and its checks, where a run is
+// (drop reasons come in words from the engine), the yield table after it,
+// and whether the picked writer sends the code off the machine.
 import type {
   DropCountDto,
   InstructionCountsDto,
@@ -14,44 +14,11 @@ import type { ModelGroup } from './launcher';
 /** The most runs of each tree the form asks for (arena-api's bound). */
 export const MAX_RUNS_TO_VALIDATE = 9;
 
-const REASONS: Readonly<Record<string, string>> = {
-  // The static scan's.
-  no_parent: 'the first commit (no parent to start from)',
-  revert: 'a revert',
-  bot: 'made by a bot',
-  ci_only: 'CI configuration only',
-  generated_or_vendored: 'generated or vendored code',
-  mixed_test_hunk: 'a hunk mixes test and fix code',
-  no_tests: 'no test changed',
-  no_code: 'only tests changed',
-  binary: 'binary files',
-  too_many_files: 'more than 10 code files',
-  too_small: 'under 3 lines of code',
-  too_big: 'over 400 lines of code',
-  formatting_only: 'formatting only',
-  // Running's.
-  no_test_command: 'no test command found',
-  environment_not_prepared: 'its environment could not be prepared',
-  suite_did_not_start: 'the tests did not start',
-  patch_does_not_apply: 'the split does not apply',
-  gold_too_slow: 'the fixed tests took over 5 minutes',
-  gold_fails: 'the fix does not pass its tests',
-  gold_not_always_passing: 'the fix passes its tests only sometimes',
-  flaky_fail_to_pass: 'a flaky test',
-  no_fail_to_pass: 'no test fails before the fix',
-  validation_error: 'Arena could not run it',
-};
-
-/** A drop reason in words ("gold_fails" → "the fix does not pass its tests"). */
-export function reasonWords(reason: string): string {
-  return REASONS[reason] ?? reason.replace(/_/g, ' ');
-}
-
 /** The commonest drop reasons with their counts. */
 export function dropsLine(dropped: readonly DropCountDto[], most = 6): string {
   return dropped
     .slice(0, most)
-    .map((d) => `${reasonWords(d.reason)} ${d.count.toLocaleString()}`)
+    .map((d) => `${d.words} ${d.count.toLocaleString()}`)
     .join(' · ');
 }
 
@@ -208,7 +175,7 @@ export function yieldRows(run: MineRunDto, counts: InstructionCountsDto | null):
   for (const d of run.scan_dropped) {
     rows.push({
       key: `scan:${d.reason}`,
-      label: `dropped: ${reasonWords(d.reason)}`,
+      label: `dropped: ${d.words}`,
       value: n(d.count),
       stage: 'scan',
       reason: d.reason,
@@ -227,7 +194,7 @@ export function yieldRows(run: MineRunDto, counts: InstructionCountsDto | null):
   for (const d of run.run_dropped) {
     rows.push({
       key: `run:${d.reason}`,
-      label: `dropped: ${reasonWords(d.reason)}`,
+      label: `dropped: ${d.words}`,
       value: n(d.count),
       stage: 'run',
       reason: d.reason,

@@ -129,6 +129,8 @@ impl MineRequest {
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct DropCountDto {
     pub reason: String,
+    /// The reason in words.
+    pub words: String,
     pub count: u32,
 }
 
@@ -136,7 +138,11 @@ pub struct DropCountDto {
 fn drop_counts(counts: impl Iterator<Item = (String, u32)>) -> Vec<DropCountDto> {
     let mut dropped: Vec<DropCountDto> = counts
         .filter(|(_, n)| *n > 0)
-        .map(|(reason, count)| DropCountDto { reason, count })
+        .map(|(reason, count)| DropCountDto {
+            words: arena_core::pack::mine::drop_words(&reason),
+            reason,
+            count,
+        })
         .collect();
     dropped.sort_by(|a, b| b.count.cmp(&a.count).then(a.reason.cmp(&b.reason)));
     dropped
@@ -195,6 +201,8 @@ pub struct DroppedCandidateDto {
     pub commit: String,
     pub subject: String,
     pub reason: String,
+    /// The reason in words.
+    pub reason_words: String,
     /// The tests that show it, or the error that stopped it (its end).
     pub detail: Option<String>,
     pub seconds: f64,
@@ -405,6 +413,7 @@ impl MineRunDto {
                     commit: d.commit.clone(),
                     subject: d.subject.clone(),
                     reason: d.reason.clone(),
+                    reason_words: arena_core::pack::mine::drop_words(&d.reason),
                     detail: text(Some(d.detail.join("\n"))).map(|t| tail(&t, DETAIL_CHARS)),
                     seconds: d.seconds,
                 })

@@ -157,7 +157,8 @@ impl MineRun {
         let mut drops: Vec<(&String, &usize)> = self.dropped.iter().collect();
         drops.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
         for (reason, n) in drops {
-            row(&mut s, &format!("dropped: {reason}"), n.to_string());
+            let words = rules::drop_words(reason);
+            row(&mut s, &format!("dropped: {words}"), n.to_string());
         }
         row(&mut s, "validated", self.validated.to_string());
         if self.tried > 0 {

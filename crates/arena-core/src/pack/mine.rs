@@ -1133,6 +1133,8 @@ pub fn commit_patch(project: &Path, base: &str, commit: &str) -> Result<String, 
     Ok(String::from_utf8_lossy(&out).into_owned())
 }
 
+pub use arena_domain::mining_validate::drop_words;
+
 /// What mining puts before a Rust base's `cargo test`: lints the base's
 /// code denies (`#![deny(warnings)]`) that compilers newer than it added
 /// would fail its build today, so they are capped at warnings. Not when

@@ -3,4 +3,8 @@
 /**
  * A drop reason and how many commits it took out.
  */
-export type DropCountDto = { reason: string, count: number, };
+export type DropCountDto = { reason: string, 
+/**
+ * The reason in words.
+ */
+words: string, count: number, };

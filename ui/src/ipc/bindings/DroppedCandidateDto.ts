@@ -5,6 +5,10 @@
  */
 export type DroppedCandidateDto = { commit: string, subject: string, reason: string, 
 /**
+ * The reason in words.
+ */
+reason_words: string, 
+/**
  * The tests that show it, or the error that stopped it (its end).
  */
 detail: string | null, seconds: number, };
