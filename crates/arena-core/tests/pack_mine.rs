@@ -820,13 +820,14 @@ async fn validation_by_running_keeps_exactly_the_tasks_it_should() {
 
 /// A Rust crate's history for validation: its code denies warnings and
 /// holds one (as old code meets a lint a newer compiler added), a fix of
-/// `add` with a new integration test, and a new `double` with a test in
-/// the library's own test module.
+/// `triple` in a module only the `extra` feature compiles, a fix of `add`
+/// with a new integration test, and a new `double` with a test in the
+/// library's own test module.
 fn rust_history(dir: &Path) -> Repo {
     let mut repo = Repo::new(dir);
     repo.write(
         "Cargo.toml",
-        "[package]\nname = \"calc\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+        "[package]\nname = \"calc\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[features]\nextra = []\n",
     );
     repo.write(
         "Cargo.lock",
@@ -834,7 +835,7 @@ fn rust_history(dir: &Path) -> Repo {
     );
     let lib = |add: &str, double: &str, tests: &str| {
         format!(
-            "#![deny(warnings)]\n\nfn helper_nobody_calls() {{}}\n\npub fn add(a: i32, b: i32) -> i32 {{\n    {add}\n}}\n{double}\n\n\n\n\n\n\n#[cfg(test)]\nmod tests {{\n    use super::*;\n\n    #[test]\n    fn adds_nothing() {{\n        assert_eq!(add(0, 0), 0);\n    }}\n{tests}}}\n"
+            "#![deny(warnings)]\n\n#[cfg(feature = \"extra\")]\npub mod extra;\n\nfn helper_nobody_calls() {{}}\n\npub fn add(a: i32, b: i32) -> i32 {{\n    {add}\n}}\n{double}\n\n\n\n\n\n\n#[cfg(test)]\nmod tests {{\n    use super::*;\n\n    #[test]\n    fn adds_nothing() {{\n        assert_eq!(add(0, 0), 0);\n    }}\n{tests}}}\n"
         )
     };
     repo.write(
@@ -845,8 +846,25 @@ fn rust_history(dir: &Path) -> Repo {
         "tests/add.rs",
         "#[test]\nfn adds_zero() {\n    assert_eq!(calc::add(1, 0), 1);\n}\n",
     );
+    let extra = |body: &str, tests: &str| {
+        format!(
+            "pub fn triple(x: i32) -> i32 {{\n    {body}\n}}\n\n\n\n\n\n\n#[cfg(test)]\nmod tests {{\n    use super::*;\n\n    #[test]\n    fn triples_zero() {{\n        assert_eq!(triple(0), 0);\n    }}\n{tests}}}\n"
+        )
+    };
+    repo.write(
+        "src/extra.rs",
+        &extra("let factor = 2;\n    x * factor", ""),
+    );
     repo.write(".gitignore", "target/\n");
     repo.commit("Start");
+    repo.write(
+        "src/extra.rs",
+        &extra(
+            "let factor = 3;\n    let tripled = x * factor;\n    tripled",
+            "\n    #[test]\n    fn triples_two() {\n        assert_eq!(triple(2), 6);\n    }\n",
+        ),
+    );
+    repo.commit("Fix triple, behind the extra feature");
     repo.write("src/lib.rs", &lib("let sum = a + b;\n    sum", "", ""));
     repo.write(
         "tests/add.rs",
@@ -892,7 +910,8 @@ fn a_rust_base_is_tested_with_its_lints_capped_unless_it_sets_rustflags() {
 }
 
 /// Validation of a Rust history with real cargo in the real jail, the test
-/// command detected: both candidates validate with the right lists. RED
+/// command detected: every candidate validates with the right lists (the
+/// feature-gated one run with `--features extra`). RED
 /// builds apart from GOLD: with one target folder for both, RED would take
 /// the library GOLD built (its fixed `add` from files the base left older)
 /// and pass, and the fix would be dropped with no FAIL_TO_PASS. The build
@@ -958,6 +977,12 @@ async fn a_rust_history_validates_with_each_stage_built_apart() {
                 "Fix add: it subtracted",
                 vec!["adds_two".to_string()],
                 vec!["adds_zero".to_string()]
+            ),
+            // Its tests run only with the feature that gates its module.
+            (
+                "Fix triple, behind the extra feature",
+                vec!["triples_two".to_string()],
+                vec!["triples_zero".to_string(), "adds_nothing".to_string()]
             ),
         ]
     );

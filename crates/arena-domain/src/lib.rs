@@ -22,6 +22,7 @@ pub mod event;
 pub mod instruction;
 pub mod leaderboard;
 pub mod mining;
+pub mod mining_cargo;
 pub mod mining_validate;
 pub mod model_cutoff;
 pub mod pack;

@@ -1184,6 +1184,16 @@ pub fn targeted_commands(
 ) -> Result<(Option<String>, String), PackError> {
     use arena_domain::mining_validate::targeted_command;
     use arena_domain::test_report::{sh_quote, Ecosystem as Runner};
+    if Runner::detect(command) == Runner::Cargo {
+        let before = match base_files.is_empty() {
+            true => None,
+            false => Some(cargo_command(project, &task.base, command, base_files)?),
+        };
+        return Ok((
+            before,
+            cargo_command(project, &task.commit, command, after_files)?,
+        ));
+    }
     let files = (
         (!base_files.is_empty()).then(|| targeted_command(command, base_files)),
         targeted_command(command, after_files),
@@ -1233,4 +1243,110 @@ pub fn targeted_commands(
         format!("{} {}", command.trim(), quoted.join(" "))
     };
     Ok(((!before.is_empty()).then(|| line(&before)), line(&after)))
+}
+
+/// A cargo command aimed at `files` (test files of the tree at `rev`): the
+/// targets they are ([`arena_domain::mining_validate::targeted_command`],
+/// or the name a `[[test]]` of the manifest gives a path), with the
+/// features that gate them (`--features`, see
+/// [`arena_domain::mining_cargo`]). A file of another crate of the
+/// workspace, or under `tests/` where the manifest declares only its own
+/// targets, runs the whole command over the workspace (`--workspace`).
+fn cargo_command(
+    project: &Path,
+    rev: &str,
+    command: &str,
+    files: &[String],
+) -> Result<String, PackError> {
+    use arena_domain::mining_cargo as rust;
+    use arena_domain::mining_validate::targeted_command;
+    use arena_domain::test_report::sh_quote;
+    let command = command.trim();
+    let has = |word: &str| command.split_whitespace().any(|w| w == word);
+    if has("--") {
+        return Ok(command.to_string());
+    }
+    let read = |path: &str| -> Option<String> {
+        let out = git(project, &["show", &format!("{rev}:{path}")], None, None).ok()?;
+        Some(String::from_utf8_lossy(&out).into_owned())
+    };
+    let declared = read("Cargo.toml")
+        .as_deref()
+        .and_then(rust::declared_tests)
+        .unwrap_or_default();
+    let in_member = |file: &str| {
+        let mut dir = Path::new(file).parent();
+        while let Some(d) = dir.filter(|d| !d.as_os_str().is_empty()) {
+            if read(&format!("{}/Cargo.toml", d.to_string_lossy())).is_some() {
+                return true;
+            }
+            dir = d.parent();
+        }
+        false
+    };
+    let whole = || {
+        if ["--workspace", "--all", "-p", "--package"]
+            .iter()
+            .any(|w| has(w))
+        {
+            command.to_string()
+        } else {
+            format!("{command} --workspace")
+        }
+    };
+    let mut parts = BTreeSet::new();
+    for f in files {
+        if in_member(f) {
+            return Ok(whole());
+        }
+        if let Some((_, name)) = declared.targets.iter().find(|(path, _)| path == f) {
+            parts.insert(format!("--test {}", sh_quote(name)));
+            continue;
+        }
+        if declared.only_these && f.starts_with("tests/") {
+            return Ok(whole());
+        }
+        let one = targeted_command(command, std::slice::from_ref(f));
+        match one.strip_prefix(command).map(str::trim) {
+            Some(rest) if !rest.is_empty() => {
+                parts.insert(rest.to_string());
+            }
+            _ => return Ok(whole()),
+        }
+    }
+    let mut features: Vec<String> = Vec::new();
+    let mut add = |found: Vec<String>| {
+        for f in found {
+            if !features.contains(&f) {
+                features.push(f);
+            }
+        }
+    };
+    for f in files {
+        for (parents, name) in rust::module_steps(f) {
+            if let Some(found) = parents
+                .iter()
+                .find_map(|p| read(p).and_then(|text| rust::module_features(&text, &name)))
+            {
+                add(found);
+            }
+        }
+        if let Some(text) = read(f) {
+            add(rust::file_features(&text));
+        }
+    }
+    let mut line = command.to_string();
+    for part in &parts {
+        line.push(' ');
+        line.push_str(part);
+    }
+    let chooses = ["--features", "--all-features", "-F"].iter().any(|w| {
+        command
+            .split_whitespace()
+            .any(|x| x == *w || x.starts_with("--features="))
+    });
+    if !features.is_empty() && !chooses {
+        line.push_str(&format!(" --features {}", sh_quote(&features.join(","))));
+    }
+    Ok(line)
 }
