@@ -607,6 +607,59 @@ fn pyproject_id(bytes: &[u8]) -> String {
     format!("deps:{}", hex_of(&hash.finalize()))
 }
 
+/// Whether `key` is of a lockfile-less Rust tree (keyed by its manifests)
+/// whose manifests at `commit` of `repo` declare any dependency: one that
+/// only a resolve (and a fetch) makes buildable, whatever the user's tree.
+pub fn resolves_dependencies(repo: &Path, commit: &str, key: &EnvKey) -> bool {
+    if !key
+        .ecosystems
+        .iter()
+        .any(|f| f.ecosystem == Ecosystem::CargoManifests)
+    {
+        return false;
+    }
+    let Ok(repository) = Repository::open(repo) else {
+        return false;
+    };
+    let Ok(tree) = Oid::from_str(commit)
+        .and_then(|oid| repository.find_commit(oid))
+        .and_then(|c| c.tree())
+    else {
+        return false;
+    };
+    key.files
+        .iter()
+        .filter(|(path, _)| path == "Cargo.toml" || path.ends_with("/Cargo.toml"))
+        .filter_map(|(path, _)| tree.get_path(Path::new(path)).ok())
+        .filter_map(|entry| repository.find_blob(entry.id()).ok())
+        .any(|blob| declares_dependencies(blob.content()))
+}
+
+/// Whether a `Cargo.toml` declares a dependency (of any kind, for any
+/// target, or for its workspace).
+fn declares_dependencies(bytes: &[u8]) -> bool {
+    let Ok(doc) = String::from_utf8_lossy(bytes).parse::<toml::Table>() else {
+        return false;
+    };
+    let kinds = ["dependencies", "dev-dependencies", "build-dependencies"];
+    let some = |t: &toml::Table| {
+        kinds.iter().any(|k| {
+            t.get(*k)
+                .and_then(|d| d.as_table())
+                .is_some_and(|d| !d.is_empty())
+        })
+    };
+    some(&doc)
+        || doc
+            .get("target")
+            .and_then(|t| t.as_table())
+            .is_some_and(|targets| targets.values().filter_map(|t| t.as_table()).any(some))
+        || doc
+            .get("workspace")
+            .and_then(|w| w.as_table())
+            .is_some_and(some)
+}
+
 /// What of a `Cargo.toml` decides what gets resolved, as one hash: all of
 /// it but the package's metadata (version, authors, description, links,
 /// docs.rs settings…), profiles and targets, so that a release or a new
@@ -671,6 +724,25 @@ fn hex_of(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_manifest_declares_dependencies_of_any_kind() {
+        assert!(!declares_dependencies(
+            b"[package]\nname = \"x\"\n[features]\na = []\n"
+        ));
+        assert!(!declares_dependencies(b"[dependencies]\n"));
+        assert!(declares_dependencies(b"[dependencies]\nserde = \"1\"\n"));
+        assert!(declares_dependencies(
+            b"[dev-dependencies]\nrand = \"0.8\"\n"
+        ));
+        assert!(declares_dependencies(
+            b"[target.'cfg(unix)'.dependencies]\nlibc = \"0.2\"\n"
+        ));
+        assert!(declares_dependencies(
+            b"[workspace.dependencies]\nsyn = \"2\"\n"
+        ));
+        assert!(!declares_dependencies(b"not toml ["));
+    }
 
     #[test]
     fn pyproject_id_ignores_the_version_and_tools() {

@@ -763,7 +763,8 @@ fn locked_version(lock: &str, name: &str) -> Option<String> {
 /// through the registry door, a real crate from the crate registry) into
 /// a cargo home of the environment's own, and the contestants' check —
 /// a plain `cargo test`, no `--offline` — builds in a jail with no network
-/// from that home, with the very versions the prepare locked.
+/// from that home, with the very versions the prepare locked; so does a
+/// battle on the user's tree at that base, with no lockfile of its own.
 #[tokio::test]
 async fn a_rust_base_without_a_lockfile_builds_from_the_prepared_cargo_home() {
     if !ready() || arena_core::agent::environment::copy_on_write().is_err() {
@@ -881,6 +882,28 @@ async fn a_rust_base_without_a_lockfile_builds_from_the_prepared_cargo_home() {
             Some(locked.clone()),
             "the check resolved offline what the prepare locked: {check:?}"
         );
+        assert!(
+            check
+                .output_tail
+                .contains(&format!("home={}", home.display())),
+            "{check:?}"
+        );
+    }
+    // Back at the base, the user's tree has the base's key, and no
+    // lockfile: never resolved here, so the battle still builds from the
+    // prepared home, not from the user's (which may lack what it needs).
+    std::fs::write(dir.join("Cargo.toml"), manifest("itoa = \"1\"\n")).unwrap();
+    assert_eq!(envkey::key_of_tree(dir).unwrap().hex, key.hex);
+    let again = run_coding(
+        &h,
+        dir,
+        &["fake@m1", "fake@m2"],
+        Some("cargo test 2>&1 && echo \"home=$CARGO_HOME\""),
+    )
+    .await;
+    for c in &again.contestants {
+        let check = c.check.clone().expect("a check");
+        assert!(check.passed, "{check:?}");
         assert!(
             check
                 .output_tail

@@ -200,21 +200,28 @@ pub(super) async fn environment_for(
         .data_dir()
         .join(crate::coding_base::SNAPSHOTS_DIR)
         .join(base);
-    let (at_base, now) = tokio::task::spawn_blocking(move || {
-        let at_base = envkey::key_at(&p, &b)
-            .or_else(|e| match snapshot.is_dir() {
-                true => envkey::key_at(&snapshot, &b),
-                false => Err(e),
-            })
-            .map_err(|e| Error::Git(e.to_string()))?;
+    let (at_base, now, resolves) = tokio::task::spawn_blocking(move || {
+        let (at_base, from) = match envkey::key_at(&p, &b) {
+            Ok(key) => (key, p.clone()),
+            Err(_) if snapshot.is_dir() => (
+                envkey::key_at(&snapshot, &b).map_err(|e| Error::Git(e.to_string()))?,
+                snapshot,
+            ),
+            Err(e) => return Err(Error::Git(e.to_string())),
+        };
         let now = envkey::key_of_tree(&p).map_err(|e| Error::Git(e.to_string()))?;
-        Ok::<_, Error>((at_base, now))
+        let resolves = envkey::resolves_dependencies(&from, &b, &at_base);
+        Ok::<_, Error>((at_base, now, resolves))
     })
     .await??;
     if at_base.is_empty() {
         return Ok(EnvChoice::None);
     }
-    if at_base.hex == now.hex {
+    // A tree with dependencies and no lockfile, the user's own included,
+    // has never been resolved here (a build would have written one): its
+    // environment is prepared, not taken from a cargo home that may lack
+    // what it needs.
+    if at_base.hex == now.hex && !resolves {
         return Ok(EnvChoice::Current {
             key: at_base.short().to_string(),
         });
