@@ -169,10 +169,22 @@ pub fn disagree(runs: &[StageRun]) -> bool {
     })
 }
 
+/// Whether a test is a Rust doc test (`src/lib.rs - Level::iter (line
+/// 551)`): its name holds a line number, which any edit above it moves, so
+/// no task lists it (an agent's correct change would lose it).
+pub fn is_doc_test(name: &str) -> bool {
+    name.contains(" - ")
+        && name.rsplit_once(" (line ").is_some_and(|(_, n)| {
+            n.strip_suffix(')')
+                .is_some_and(|n| n.parse::<u32>().is_ok())
+        })
+}
+
 /// Decides a candidate from its runs (see the module's notes):
 /// FAIL_TO_PASS = fails (or is missing) in every RED run and passes in
 /// every GOLD run; PASS_TO_PASS = passes in every BASE and every GOLD run
-/// and is not FAIL_TO_PASS; a test with mixed results is in neither. The
+/// and is not FAIL_TO_PASS (a Rust doc test is in neither:
+/// [`is_doc_test`]); a test with mixed results is in neither. The
 /// candidate is dropped, in this order, when a GOLD run never started (or
 /// reported no test: it did not build) or ran over [`GOLD_SECONDS`]; when a test the test patch makes fail (it
 /// does not fail in every BASE run) fails in every GOLD run too; when a
@@ -210,6 +222,9 @@ pub fn decide(base: &[StageRun], red: &[StageRun], gold: &[StageRun]) -> Validat
     let (mut f2p, mut p2p) = (Vec::new(), Vec::new());
     let (mut gold_fails, mut gold_mixed, mut flaky) = (Vec::new(), Vec::new(), Vec::new());
     for t in names {
+        if is_doc_test(t) {
+            continue;
+        }
         let red_fails = all(red, failed, t);
         let gold_passes = all(gold, passed, t);
         if red_fails && gold_passes {
@@ -387,6 +402,28 @@ mod tests {
     }
 
     use TestStatus::{Failed as F, Passed as P};
+
+    #[test]
+    fn doc_tests_are_in_no_list() {
+        let doc = "src/lib.rs - Level::iter (line 551)";
+        assert!(is_doc_test(doc));
+        assert!(!is_doc_test("tests::level_iter"));
+        assert!(!is_doc_test("a - b (line x)"));
+        let base = vec![run(&[("old", P), (doc, P)]); 3];
+        let red = vec![run(&[("new", F)]); 3];
+        let gold = vec![run(&[("old", P), ("new", P), (doc, P)]); 3];
+        let Validation::Validated(lists) = decide(&base, &red, &gold) else {
+            panic!("validated");
+        };
+        assert_eq!(lists.fail_to_pass, vec!["new".to_string(), "old".into()]);
+        assert!(lists.pass_to_pass.is_empty());
+        // Only a doc test failing before: nothing to list.
+        let red = vec![run(&[("old", P), ("new", P), (doc, F)]); 3];
+        assert_eq!(
+            decide(&base, &red, &gold),
+            Validation::Dropped(ValidateDrop::NoFailToPass, Vec::new())
+        );
+    }
 
     #[test]
     fn every_drop_reason_has_its_words() {

@@ -441,12 +441,13 @@ async fn validate_candidate(
         ));
     }
     let (p, t, c) = (project.to_path_buf(), task.clone(), command.clone());
-    let (targets, gold_patch) = tokio::task::spawn_blocking(move || {
+    let (targets, gold_patch, command) = tokio::task::spawn_blocking(move || {
         let before = pmine::existing_at(&p, &t.base, &t.test_files)?;
         let after = pmine::existing_at(&p, &t.commit, &t.test_files)?;
         let targets = pmine::targeted_commands(&p, &t, &c, (&before, &after))?;
         let gold = pmine::commit_patch(&p, &t.base, &t.commit)?;
-        Ok::<_, crate::pack::PackError>((targets, gold))
+        let command = pmine::task_command(&p, &t, &c);
+        Ok::<_, crate::pack::PackError>((targets, gold, command))
     })
     .await??;
     let mut trees = Trees::new(engine, project, task, (cache, token)).await?;

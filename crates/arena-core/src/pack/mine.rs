@@ -1274,7 +1274,21 @@ fn cargo_command(
         .as_deref()
         .and_then(rust::declared_tests)
         .unwrap_or_default();
+    // A file of a crate below the root (its nearest `Cargo.toml` is
+    // not the root's), unless it is one of the root package's own test
+    // targets (`tests/NAME.rs`, `tests/NAME/main.rs`, or declared).
     let in_member = |file: &str| {
+        let owned = declared.targets.iter().any(|(path, _)| path == file)
+            || file
+                .strip_prefix("tests/")
+                .is_some_and(|rest| match rest.split_once('/') {
+                    None => rest.ends_with(".rs"),
+                    Some((_, "main.rs")) => true,
+                    Some(_) => false,
+                });
+        if owned {
+            return false;
+        }
         let mut dir = Path::new(file).parent();
         while let Some(d) = dir.filter(|d| !d.as_os_str().is_empty()) {
             if read(&format!("{}/Cargo.toml", d.to_string_lossy())).is_some() {
@@ -1314,39 +1328,63 @@ fn cargo_command(
             _ => return Ok(whole()),
         }
     }
-    let mut features: Vec<String> = Vec::new();
-    let mut add = |found: Vec<String>| {
-        for f in found {
-            if !features.contains(&f) {
-                features.push(f);
-            }
-        }
-    };
-    for f in files {
-        for (parents, name) in rust::module_steps(f) {
-            if let Some(found) = parents
-                .iter()
-                .find_map(|p| read(p).and_then(|text| rust::module_features(&text, &name)))
-            {
-                add(found);
-            }
-        }
-        if let Some(text) = read(f) {
-            add(rust::file_features(&text));
-        }
-    }
     let mut line = command.to_string();
     for part in &parts {
         line.push(' ');
         line.push_str(part);
     }
-    let chooses = ["--features", "--all-features", "-F"].iter().any(|w| {
-        command
-            .split_whitespace()
-            .any(|x| x == *w || x.starts_with("--features="))
-    });
-    if !features.is_empty() && !chooses {
-        line.push_str(&format!(" --features {}", sh_quote(&features.join(","))));
+    Ok(with_features(project, rev, &line, files))
+}
+
+/// The command a mined task's tests run with (its `test_command`): the
+/// mining's command, with the cargo features that gate the test files
+/// (see [`cargo_command`]); the command itself for other runners.
+pub fn task_command(project: &Path, task: &MinedTask, command: &str) -> String {
+    use arena_domain::test_report::Ecosystem as Runner;
+    let command = command.trim();
+    if Runner::detect(command) != Runner::Cargo || command.split_whitespace().any(|w| w == "--") {
+        return command.to_string();
     }
-    Ok(line)
+    with_features(project, &task.commit, command, &task.test_files)
+}
+
+/// `line` with ` --features …`: the features that gate `files` at `rev`
+/// (none added when the command already chooses features).
+fn with_features(project: &Path, rev: &str, line: &str, files: &[String]) -> String {
+    use arena_domain::mining_cargo as rust;
+    use arena_domain::test_report::sh_quote;
+    let chooses = line.split_whitespace().any(|x| {
+        matches!(x, "--features" | "--all-features" | "-F") || x.starts_with("--features=")
+    });
+    if chooses {
+        return line.to_string();
+    }
+    let read = |path: &str| -> Option<String> {
+        let out = git(project, &["show", &format!("{rev}:{path}")], None, None).ok()?;
+        Some(String::from_utf8_lossy(&out).into_owned())
+    };
+    let mut features: Vec<String> = Vec::new();
+    for f in files {
+        let mut found = Vec::new();
+        for (parents, name) in rust::module_steps(f) {
+            if let Some(gates) = parents
+                .iter()
+                .find_map(|p| read(p).and_then(|text| rust::module_features(&text, &name)))
+            {
+                found.extend(gates);
+            }
+        }
+        if let Some(text) = read(f) {
+            found.extend(rust::file_features(&text));
+        }
+        for g in found {
+            if !features.contains(&g) {
+                features.push(g);
+            }
+        }
+    }
+    if features.is_empty() {
+        return line.to_string();
+    }
+    format!("{line} --features {}", sh_quote(&features.join(",")))
 }
