@@ -126,6 +126,24 @@ pub fn drop_words(reason: &str) -> String {
     words.to_string()
 }
 
+/// A yield table's rows for the terminal: each label padded to the widest,
+/// each value right-aligned to the widest.
+pub fn two_columns(rows: &[(String, String)]) -> String {
+    let label = rows
+        .iter()
+        .map(|(l, _)| l.chars().count())
+        .max()
+        .unwrap_or(0);
+    let value = rows
+        .iter()
+        .map(|(_, v)| v.chars().count())
+        .max()
+        .unwrap_or(0);
+    rows.iter()
+        .map(|(l, v)| format!("{l:<label$}  {v:>value$}\n"))
+        .collect()
+}
+
 /// What the runs of a candidate came to.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Validation {

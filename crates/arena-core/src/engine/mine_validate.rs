@@ -147,35 +147,34 @@ impl MineRun {
 
     /// The yield table, for the terminal (issue 41, point 7).
     pub fn yield_table(&self) -> String {
-        let mut s = String::new();
-        let row = |s: &mut String, what: &str, n: String| {
-            s.push_str(&format!("{what:<36}{n:>8}\n"));
-        };
-        row(&mut s, "commits scanned", self.scanned.to_string());
-        row(&mut s, "candidates", self.candidates.to_string());
-        row(&mut s, "candidates run", self.tried.to_string());
+        let mut rows: Vec<(String, String)> = vec![
+            ("commits scanned".into(), self.scanned.to_string()),
+            ("candidates".into(), self.candidates.to_string()),
+            ("candidates run".into(), self.tried.to_string()),
+        ];
         let mut drops: Vec<(&String, &usize)> = self.dropped.iter().collect();
         drops.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
         for (reason, n) in drops {
-            let words = rules::drop_words(reason);
-            row(&mut s, &format!("dropped: {words}"), n.to_string());
+            rows.push((
+                format!("dropped: {}", rules::drop_words(reason)),
+                n.to_string(),
+            ));
         }
-        row(&mut s, "validated", self.validated.to_string());
+        rows.push(("validated".into(), self.validated.to_string()));
         if self.tried > 0 {
-            row(
-                &mut s,
-                "validated / candidates run",
+            rows.push((
+                "validated / candidates run".into(),
                 format!("{:.0} %", 100.0 * self.validated as f64 / self.tried as f64),
-            );
+            ));
         }
-        row(
-            &mut s,
-            "instructions approved",
+        rows.push((
+            "instructions approved".into(),
             self.instructions_approved.to_string(),
-        );
+        ));
         for (stage, secs) in &self.seconds_per_stage {
-            row(&mut s, &format!("time: {stage}"), format!("{secs:.1}s"));
+            rows.push((format!("time: {stage}"), format!("{secs:.1}s")));
         }
+        let mut s = rules::two_columns(&rows);
         if self.cancelled {
             s.push_str("(cancelled: the counts are those until then)\n");
         }

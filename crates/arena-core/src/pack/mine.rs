@@ -1075,20 +1075,21 @@ pub fn write_entries(
 
 /// The yield table, for the terminal.
 pub fn yield_table(report: &MineReport) -> String {
-    let mut s = String::new();
-    s.push_str(&format!("{:<28}{:>8}\n", "commits scanned", report.scanned));
-    s.push_str(&format!("{:<28}{:>8}\n", "candidates", report.candidates));
+    let mut rows = vec![
+        ("commits scanned".to_string(), report.scanned.to_string()),
+        ("candidates".to_string(), report.candidates.to_string()),
+    ];
     let mut drops: Vec<(&String, &usize)> = report.dropped.iter().collect();
     drops.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
     for (reason, n) in drops {
-        s.push_str(&format!("{:<28}{:>8}\n", format!("dropped: {reason}"), n));
+        rows.push((format!("dropped: {}", drop_words(reason)), n.to_string()));
     }
-    s.push_str(&format!("{:<28}{:>8}\n", "validated", "later"));
-    s.push_str(&format!("{:<28}{:>8}\n", "instructions approved", "later"));
+    rows.push(("validated".into(), "later".into()));
+    rows.push(("instructions approved".into(), "later".into()));
     for (stage, secs) in &report.seconds_per_stage {
-        s.push_str(&format!("{:<28}{:>7.2}s\n", format!("time: {stage}"), secs));
+        rows.push((format!("time: {stage}"), format!("{secs:.2}s")));
     }
-    s
+    arena_domain::mining_validate::two_columns(&rows)
 }
 
 /// Which of `paths` exist in `rev`'s tree.
