@@ -145,6 +145,7 @@ fn run(command: PackCommand) -> Result<(), Error> {
                 description,
                 bundle,
                 time_limit_secs,
+                commands_by_base: Default::default(),
             };
             let report = pack::import(&source, &options)?;
             if json {

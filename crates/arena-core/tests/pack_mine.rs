@@ -997,6 +997,37 @@ async fn a_rust_history_validates_with_each_stage_built_apart() {
             "RUSTFLAGS=--cap-lints=warn cargo test --features extra",
         ]
     );
+    // The pack keeps each task's command.
+    let entries: Vec<arena_core::pack::mine::PackEntry> = run
+        .tasks
+        .iter()
+        .map(|v| arena_core::pack::mine::PackEntry {
+            task: &v.task,
+            lists: arena_domain::test_report::TestLists {
+                fail_to_pass: v.fail_to_pass.clone(),
+                pass_to_pass: v.pass_to_pass.clone(),
+            },
+            red_output: Some(&v.red_output),
+            test_command: Some(&v.test_command),
+        })
+        .collect();
+    let out = tmp.path().join("pack");
+    arena_core::pack::mine::write_entries(&entries, tmp.path(), &out, None).expect("writes");
+    let pack = arena_core::pack::Pack::load(&out).expect("loads");
+    let mut kept: Vec<String> = pack
+        .tasks
+        .iter()
+        .filter_map(|t| t.meta.test_command.clone())
+        .collect();
+    kept.sort();
+    assert_eq!(
+        kept,
+        vec![
+            "RUSTFLAGS=--cap-lints=warn cargo test",
+            "RUSTFLAGS=--cap-lints=warn cargo test",
+            "RUSTFLAGS=--cap-lints=warn cargo test --features extra",
+        ]
+    );
     let mining = h.data.path().join("mining");
     let left: Vec<_> = std::fs::read_dir(&mining)
         .map(|d| d.flatten().map(|e| e.file_name()).collect())

@@ -27,6 +27,9 @@ pub struct ImportOptions {
     /// The test command of every imported repo-native task; detected per
     /// base when not given.
     pub test_command: Option<String>,
+    /// The test command of the tasks on a given base (mining's: the one
+    /// each was validated with); before `test_command`.
+    pub commands_by_base: BTreeMap<String, String>,
     /// The pack's name (else the name of `out`'s folder).
     pub name: Option<String>,
     /// The pack's description (else where it was imported from).
@@ -353,9 +356,10 @@ fn import_swebench(
     // The test command: given, or per base from its files.
     let mut commands: BTreeMap<String, (String, String)> = BTreeMap::new();
     for base in &bases {
-        let found = match &options.test_command {
-            Some(c) => (c.clone(), "given".to_string()),
-            None => match project::detect_at(&project, base)? {
+        let found = match (options.commands_by_base.get(base), &options.test_command) {
+            (Some(c), _) => (c.clone(), "validated with".to_string()),
+            (None, Some(c)) => (c.clone(), "given".to_string()),
+            (None, None) => match project::detect_at(&project, base)? {
                 Some(d) => (d.command, d.reason),
                 None => {
                     return Err(PackError::Usage(format!(

@@ -1044,6 +1044,12 @@ pub fn write_entries(
         }),
         bundle: false,
         time_limit_secs: None,
+        // Each task keeps the command it was validated with (a Rust task's
+        // carries the features its tests need).
+        commands_by_base: entries
+            .iter()
+            .filter_map(|e| Some((e.task.base.clone(), e.test_command?.to_string())))
+            .collect(),
     };
     let written = super::import(&file, &options)?;
     // What the instruction's writer reads, beside the hidden tests.
