@@ -206,13 +206,10 @@ if [ "${HUNT_FS:-1}" = 1 ]; then
   roots=$( { awk '{print $5}' /proc/self/mountinfo; echo /; echo "$HOME"; echo __PROJECT__; echo __DATA__;
     dirname __PROJECT__; d=$(pwd); while [ "$d" != / ]; do echo "$d"; d=$(dirname "$d"); done; } | sort -u)
   echo "roots: $(echo $roots)"
-  # A walk goes into the mounts below it: a root inside another is walked
-  # with it, not again.
-  walk=$(printf '%s\n' $roots | awk '{ for (i = 1; i <= n; i++) if ($0 == r[i] || index($0, r[i] == "/" ? "/" : r[i] "/") == 1) next; r[++n] = $0; print }')
   echo "project: $(ls -a __PROJECT__ 2>&1 | tr '\n' ' ')"
   echo "project-git: $(ls -a __PROJECT__/.git 2>&1 | tr '\n' ' ')"
   echo "data: $(ls -a __DATA__ 2>&1 | tr '\n' ' ')"
-  for r in $walk; do find "$r" $prune -prune -o -print 2>/dev/null; done | sort -u > "$scratch/names"
+  for r in $roots; do find "$r" $prune -prune -o -print 2>/dev/null; done | sort -u > "$scratch/names"
   echo "names: $(wc -l < "$scratch/names")"
   hits names < "$scratch/names"
   # Texts: every file under 4 MB but the system's and the toolchains'.
@@ -220,7 +217,7 @@ if [ "${HUNT_FS:-1}" = 1 ]; then
   skip='( -path /usr -o -path /lib -o -path /lib64 -o -path /bin -o -path /sbin'
   for t in .rustup .cargo .pyenv .nvm .npm .peers node_modules go/pkg; do skip="$skip -o -path */$t -o -path */$t/*"; done
   skip="$skip )"
-  for r in $walk; do find "$r" $prune -prune -o $skip -prune -o -type f -size -4M -print 2>/dev/null; done | sort -u > "$scratch/files"
+  for r in $roots; do find "$r" $prune -prune -o $skip -prune -o -type f -size -4M -print 2>/dev/null; done | sort -u > "$scratch/files"
   tr '\n' '\0' < "$scratch/files" | timeout 400 xargs -0 cat 2>/dev/null | hits texts
   echo "texts-walked $(wc -l < "$scratch/files") files"
   cat /proc/*/cmdline /proc/*/environ 2>/dev/null | tr '\0' '\n' | hits proc
