@@ -792,15 +792,7 @@ async fn validation_by_running_keeps_exactly_the_tasks_it_should() {
     let entries: Vec<arena_core::pack::mine::PackEntry> = run
         .tasks
         .iter()
-        .map(|v| arena_core::pack::mine::PackEntry {
-            task: &v.task,
-            lists: arena_domain::test_report::TestLists {
-                fail_to_pass: v.fail_to_pass.clone(),
-                pass_to_pass: v.pass_to_pass.clone(),
-            },
-            red_output: Some(&v.red_output),
-            test_command: Some(&v.test_command),
-        })
+        .map(arena_core::ValidatedTask::entry)
         .collect();
     let out = tmp.path().join("pack");
     arena_core::pack::mine::write_entries(&entries, &origin, &out, None).expect("writes");
@@ -1001,15 +993,7 @@ async fn a_rust_history_validates_with_each_stage_built_apart() {
     let entries: Vec<arena_core::pack::mine::PackEntry> = run
         .tasks
         .iter()
-        .map(|v| arena_core::pack::mine::PackEntry {
-            task: &v.task,
-            lists: arena_domain::test_report::TestLists {
-                fail_to_pass: v.fail_to_pass.clone(),
-                pass_to_pass: v.pass_to_pass.clone(),
-            },
-            red_output: Some(&v.red_output),
-            test_command: Some(&v.test_command),
-        })
+        .map(arena_core::ValidatedTask::entry)
         .collect();
     let out = tmp.path().join("pack");
     arena_core::pack::mine::write_entries(&entries, tmp.path(), &out, None).expect("writes");

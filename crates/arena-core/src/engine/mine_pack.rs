@@ -17,7 +17,6 @@ use serde::Serialize;
 
 use arena_domain::instruction::ReviewState;
 use arena_domain::mining::MineProgress;
-use arena_domain::test_report::TestLists;
 
 use crate::config::Config;
 use crate::error::{Error, Invalid, Result};
@@ -262,15 +261,7 @@ async fn write_validated(
     let written = tokio::task::spawn_blocking(move || {
         let entries: Vec<pmine::PackEntry> = tasks
             .iter()
-            .map(|v| pmine::PackEntry {
-                task: &v.task,
-                lists: TestLists {
-                    fail_to_pass: v.fail_to_pass.clone(),
-                    pass_to_pass: v.pass_to_pass.clone(),
-                },
-                red_output: Some(&v.red_output),
-                test_command: Some(&v.test_command),
-            })
+            .map(super::mine_validate::ValidatedTask::entry)
             .collect();
         pmine::write_entries(&entries, &project, &out, test_command).map(|w| w.pack)
     })

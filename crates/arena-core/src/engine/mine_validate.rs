@@ -70,6 +70,21 @@ impl Default for ValidateOptions {
     }
 }
 
+impl ValidatedTask {
+    /// What the pack's writer takes of it.
+    pub fn entry(&self) -> pmine::PackEntry<'_> {
+        pmine::PackEntry {
+            task: &self.task,
+            lists: TestLists {
+                fail_to_pass: self.fail_to_pass.clone(),
+                pass_to_pass: self.pass_to_pass.clone(),
+            },
+            red_output: Some(&self.red_output),
+            test_command: Some(&self.test_command),
+        }
+    }
+}
+
 /// A candidate validated by running: a task.
 #[derive(Debug, Clone, Serialize)]
 pub struct ValidatedTask {

@@ -1273,10 +1273,7 @@ fn cargo_command(
     if has("--") {
         return Ok(command.to_string());
     }
-    let read = |path: &str| -> Option<String> {
-        let out = git(project, &["show", &format!("{rev}:{path}")], None, None).ok()?;
-        Some(String::from_utf8_lossy(&out).into_owned())
-    };
+    let read = |path: &str| text_at(project, rev, path);
     let declared = read("Cargo.toml")
         .as_deref()
         .and_then(rust::declared_tests)
@@ -1343,6 +1340,12 @@ fn cargo_command(
     Ok(with_features(project, rev, &line, files))
 }
 
+/// The text of `path` at `rev` (`None`: not there, or not read).
+fn text_at(project: &Path, rev: &str, path: &str) -> Option<String> {
+    let out = git(project, &["show", &format!("{rev}:{path}")], None, None).ok()?;
+    Some(String::from_utf8_lossy(&out).into_owned())
+}
+
 /// The command a mined task's tests run with (its `test_command`): the
 /// mining's command, with the cargo features that gate the test files
 /// (see [`cargo_command`]); the command itself for other runners.
@@ -1366,10 +1369,7 @@ fn with_features(project: &Path, rev: &str, line: &str, files: &[String]) -> Str
     if chooses {
         return line.to_string();
     }
-    let read = |path: &str| -> Option<String> {
-        let out = git(project, &["show", &format!("{rev}:{path}")], None, None).ok()?;
-        Some(String::from_utf8_lossy(&out).into_owned())
-    };
+    let read = |path: &str| text_at(project, rev, path);
     let mut features: Vec<String> = Vec::new();
     for f in files {
         let mut found = Vec::new();
